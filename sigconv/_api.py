@@ -1,0 +1,366 @@
+"""Public array API: SciPy's convolution semantics on the cpu or cuda backend.
+
+Every 1-D mode is one call of the backend contract ``corr1d(x, w, pad, out_len)`` (see
+``sigconv.backends``): convolution passes the reversed taps, and ``pad``/``out_len`` select the
+window of the full result that SciPy's ``mode`` names.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _devices
+from ._validate import (
+    LAST_AXIS,
+    check_axis,
+    check_block,
+    check_finite_array,
+    check_mode,
+    check_orientation,
+    float_dtype,
+)
+
+__all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "apply_fir", "window_1d", "window_2d",
+           "corr1d", "corr2d", "check_block2d"]
+
+
+# ------------------------------------------------------------------------------------ plumbing
+
+
+def _is_cupy(a) -> bool:
+    return type(a).__module__.split(".")[0] == "cupy"
+
+
+def _xp(a):
+    if _is_cupy(a):
+        import cupy
+
+        return cupy
+    return np
+
+
+def _backend_for(backend: str, *arrays) -> str:
+    if backend == "auto" and any(_is_cupy(a) for a in arrays):
+        return "cuda"
+    return _devices.resolve_backend(backend)
+
+
+def _to_backend(a, backend: str):
+    """Move an array to the backend's memory (numpy for cpu, cupy for cuda)."""
+    if backend == "cuda":
+        import cupy
+
+        return cupy.asarray(a)
+    if _is_cupy(a):
+        return a.get()
+    return np.asarray(a)
+
+
+def _like(y, template):
+    """Return y as the array type of the caller's input (cupy in, cupy out)."""
+    if _is_cupy(template):
+        import cupy
+
+        return cupy.asarray(y)
+    if _is_cupy(y):
+        return y.get()
+    return y
+
+
+def corr1d(x2, w, pad: int, out_len: int, *, backend: str, variant: str = "auto", block=None):
+    """Run the 1-D backend contract on (C, L) data already in the backend's memory."""
+    if backend == "cpu":
+        from .backends import cpu
+
+        return cpu.corr1d(x2, w, pad, out_len, variant=variant, block=block)
+    from .backends import cuda1d
+
+    return cuda1d.corr1d(x2, w, pad, out_len, variant=variant, block=block)
+
+
+def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "auto", block=None):
+    """Run the 2-D backend contract on NCHW data already in the backend's memory."""
+    if backend == "cpu":
+        from .backends import cpu
+
+        return cpu.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block)
+    from .backends import cuda2d
+
+    return cuda2d.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block)
+
+
+def window_1d(mode: str, L: int, K: int) -> tuple[int, int]:
+    """(pad, out_len) of SciPy's ``mode`` for a length-L signal and K taps (correlation form)."""
+    if mode == "full":
+        return K - 1, L + K - 1
+    if mode == "same":
+        return K // 2, L
+    # valid: convolution commutes, so when the kernel is longer the roles swap (as in SciPy)
+    if L >= K:
+        return 0, L - K + 1
+    return K - L, K - L + 1
+
+
+def window_2d(mode: str, shape: tuple, kshape: tuple) -> tuple[tuple, tuple]:
+    """((py, px), (Ho, Wo)) of scipy.signal.convolve2d's ``mode`` (correlation form)."""
+    (H, W), (kH, kW) = shape, kshape
+    if mode == "full":
+        return (kH - 1, kW - 1), (H + kH - 1, W + kW - 1)
+    if mode == "same":
+        return (kH // 2, kW // 2), (H, W)
+    if H >= kH and W >= kW:
+        return (0, 0), (H - kH + 1, W - kW + 1)
+    if H <= kH and W <= kW:
+        return (kH - H, kW - W), (kH - H + 1, kW - W + 1)
+    raise ValueError(
+        f"mode 'valid' needs one input at least as large as the other in every dimension; got input "
+        f"{tuple(shape)} and kernel {tuple(kshape)}"
+    )
+
+
+def check_block2d(block):
+    """``None``, or a (bx, by) launch block of 32 to 1024 threads in a multiple of 32."""
+    if block is None:
+        return None
+    if isinstance(block, numbers.Integral) and not isinstance(block, bool):
+        return (check_block(block), 1)
+    try:
+        bx, by = block
+    except (TypeError, ValueError):
+        raise ValueError(f"block must be a pair (bx, by) or an integer, got {block!r}") from None
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v > 0 for v in (bx, by)):
+        raise ValueError(f"block must be a pair of positive integers (bx, by), got {block!r}")
+    n = int(bx) * int(by)
+    if n % 32 or n > 1024:
+        raise ValueError(f"block (bx, by) must hold a multiple of 32 threads, at most 1024; got {bx}x{by} = {n}")
+    return (int(bx), int(by))
+
+
+def _taps(h, name: str):
+    xp = _xp(h)
+    h = xp.asarray(h)
+    if h.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (for 2-D kernels use convolve2d/correlate2d), got shape {h.shape}")
+    if h.size == 0:
+        raise ValueError(f"{name} must hold at least one tap, got an empty array")
+    check_finite_array(h if xp is np else h.get(), name)
+    return h
+
+
+# ------------------------------------------------------------------------------------ 1-D API
+
+
+def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, causal: bool = False):
+    xp = _xp(x)
+    x = xp.asarray(x)
+    h = _taps(h, "h")
+    check_block(block)
+    if x.ndim == 0:
+        raise ValueError("x must be at least 1-D, got a scalar")
+    explicit = axis is not LAST_AXIS
+    ax = check_axis(x.ndim, axis)
+    check_orientation(x.shape, ax, explicit)
+    L = x.shape[ax]
+    if L == 0:
+        raise ValueError(f"x must hold at least one sample along axis {ax}, got shape {x.shape}")
+    dtype = float_dtype(x, h)
+    be = _backend_for(backend, x, h)
+    K = int(h.size)
+    if causal:
+        pad, out_len = K - 1, L
+    else:
+        pad, out_len = window_1d(check_mode(mode), L, K)
+    xm = xp.moveaxis(x, ax, -1)
+    lead = xm.shape[:-1]
+    x2 = _to_backend(xm.reshape(-1, L), be).astype(dtype, copy=False)
+    x2 = (np if be == "cpu" else _xp(x2)).ascontiguousarray(x2)
+    w = _to_backend(h, be).astype(dtype, copy=False)
+    w = w[::-1].copy() if reverse else w.copy()
+    y2 = corr1d(x2, w, pad, out_len, backend=be, variant=variant, block=block)
+    y = _like(y2, x).reshape(lead + (out_len,))
+    return _xp(y).moveaxis(y, -1, ax)
+
+
+def convolve(x, h, mode: str = "full", *, axis=LAST_AXIS, backend: str = "auto", variant: str = "auto",
+             block=None):
+    """Convolve ``x`` with the 1-D kernel ``h`` along ``axis``, as ``scipy.signal.convolve``.
+
+    Parameters
+    ----------
+    x : array_like (numpy or cupy)
+        Signal: 1-D, or N-D filtered along ``axis`` (each other index is one channel).
+    h : array_like, 1-D
+        Filter taps; must be finite.
+    mode : {"full", "same", "valid"}
+        As in SciPy. "same" is centred on the full output; "valid" swaps the roles when ``h`` is
+        longer than ``x`` (convolution commutes).
+    axis : int
+        Axis of ``x`` to filter (default last). A 2-D input whose filtered axis is much shorter
+        than the other is refused unless ``axis`` is given, since that is usually
+        (frames, channels) data passed the wrong way round.
+    backend : {"auto", "cpu", "cuda"}
+        "auto" is cuda when a usable GPU and CuPy are present (or the input is a cupy array).
+    variant : str
+        Kernel variant (``sigconv.variants("conv1d")``) or "auto".
+    block : int, optional
+        CUDA launch block size, a multiple of 32 up to 1024.
+
+    Returns
+    -------
+    ndarray
+        float32 when ``x`` and ``h`` are both float32, else float64; same array type as ``x``.
+
+    Raises
+    ------
+    ValueError
+        Unknown mode, empty input, non-finite taps, bad axis or block, transposed-looking input.
+    RuntimeError
+        ``backend="cuda"`` on a machine where it cannot run (one-line reason).
+
+    See Also
+    --------
+    scipy.signal.convolve : the reference semantics (same-dimensional inputs only).
+
+    Examples
+    --------
+    >>> import numpy as np, sigconv
+    >>> sigconv.convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]), backend="cpu")
+    array([0. , 1. , 2.5, 4. , 1.5])
+    """
+    return _filter1d(x, h, mode, axis, backend, variant, block, reverse=True)
+
+
+def correlate(x, h, mode: str = "full", *, axis=LAST_AXIS, backend: str = "auto", variant: str = "auto",
+              block=None):
+    """Cross-correlate ``x`` with ``h`` along ``axis``, as ``scipy.signal.correlate`` (what cuDNN
+    and ``torch.nn.functional.conv1d`` compute).
+
+    Equal to ``convolve(x, h[::-1], mode)``; parameters, returns and errors as :func:`convolve`.
+
+    See Also
+    --------
+    scipy.signal.correlate
+
+    Examples
+    --------
+    >>> import numpy as np, sigconv
+    >>> sigconv.correlate(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]), backend="cpu")
+    array([0.5, 2. , 3.5, 3. , 0. ])
+    """
+    return _filter1d(x, h, mode, axis, backend, variant, block, reverse=False)
+
+
+def apply_fir(x, taps, fs=None, *, phase: str = "zero", axis=LAST_AXIS, backend: str = "auto",
+              variant: str = "auto", block=None):
+    """Filter ``x`` with FIR ``taps`` along ``axis``; the output has the input's length.
+
+    Parameters
+    ----------
+    x : array_like
+    taps : array_like, 1-D
+        From :func:`design_fir` / :func:`design_notch` or your own.
+    fs : float, optional
+        Sample rate, only checked (> 0) and kept for symmetry with the design functions.
+    phase : {"zero", "linear"}
+        "zero": centred, delay-free: ``scipy.signal.convolve(x, taps, mode="same")``; needs an odd
+        number of taps (a symmetric even-length filter has a half-sample delay that cannot be
+        removed). "linear": causal, ``scipy.signal.lfilter(taps, 1, x)``.
+    axis, backend, variant, block
+        As in :func:`convolve`.
+
+    Returns
+    -------
+    ndarray, same shape as ``x``.
+
+    See Also
+    --------
+    scipy.signal.lfilter, scipy.signal.filtfilt
+
+    Examples
+    --------
+    >>> import numpy as np, sigconv
+    >>> sigconv.apply_fir(np.array([0.0, 1.0, 0.0, 0.0]), np.array([0.25, 0.5, 0.25]), backend="cpu")
+    array([0.25, 0.5 , 0.25, 0.  ])
+    """
+    if fs is not None and not (isinstance(fs, numbers.Real) and np.isfinite(fs) and fs > 0):
+        raise ValueError(f"fs must be a positive sample rate in Hz, got {fs!r}")
+    taps = _taps(taps, "taps")
+    if phase == "zero":
+        if taps.size % 2 == 0:
+            raise ValueError(
+                f"phase='zero' needs an odd number of taps (got {taps.size}): an even-length filter delays "
+                "by half a sample; use phase='linear' or design an odd-length filter"
+            )
+        return _filter1d(x, taps, "same", axis, backend, variant, block, reverse=True)
+    if phase == "linear":
+        return _filter1d(x, taps, None, axis, backend, variant, block, reverse=True, causal=True)
+    raise ValueError(f"phase must be 'zero' or 'linear', got {phase!r}")
+
+
+# ------------------------------------------------------------------------------------ 2-D API
+
+
+def _filter2d(x, k, mode, backend, variant, block, reverse: bool):
+    xp = _xp(x)
+    x = xp.asarray(x)
+    k = _xp(k).asarray(k)
+    check_mode(mode)
+    check_block2d(block)
+    if x.ndim != 2 or k.ndim != 2:
+        raise ValueError(f"x and k must both be 2-D, got shapes {x.shape} and {k.shape}")
+    if 0 in x.shape or 0 in k.shape:
+        raise ValueError(f"x and k must be non-empty, got shapes {x.shape} and {k.shape}")
+    check_finite_array(k if _xp(k) is np else k.get(), "k")
+    dtype = float_dtype(x, k)
+    be = _backend_for(backend, x, k)
+    pad, out_hw = window_2d(mode, x.shape, k.shape)
+    bxp = np if be == "cpu" else _xp(_to_backend(np.zeros(1), be))
+    x4 = bxp.ascontiguousarray(_to_backend(x, be).astype(dtype, copy=False)[None, None])
+    w4 = _to_backend(k, be).astype(dtype, copy=False)
+    w4 = bxp.ascontiguousarray(w4[::-1, ::-1] if reverse else w4)[None, None]
+    y = corr2d(x4, w4, None, (1, 1), pad, out_hw, backend=be, variant=variant, block=block)
+    return _like(y[0, 0], x)
+
+
+def convolve2d(x, k, mode: str = "full", *, backend: str = "auto", variant: str = "auto", block=None):
+    """2-D convolution with ``scipy.signal.convolve2d`` semantics (boundary="fill", fillvalue=0).
+
+    Parameters
+    ----------
+    x, k : 2-D array_like
+    mode : {"full", "same", "valid"}
+    backend, variant
+        As in :func:`convolve`; variants from ``sigconv.variants("conv2d")``.
+    block : (bx, by) or int, optional
+        CUDA launch block shape.
+
+    Returns
+    -------
+    2-D ndarray (float32 when both inputs are float32, else float64).
+
+    See Also
+    --------
+    scipy.signal.convolve2d
+
+    Examples
+    --------
+    >>> import numpy as np, sigconv
+    >>> sigconv.convolve2d(np.eye(2), np.ones((1, 2)), backend="cpu")
+    array([[1., 1., 0.],
+           [0., 1., 1.]])
+    """
+    return _filter2d(x, k, mode, backend, variant, block, reverse=True)
+
+
+def correlate2d(x, k, mode: str = "full", *, backend: str = "auto", variant: str = "auto", block=None):
+    """2-D cross-correlation with ``scipy.signal.correlate2d`` semantics (boundary="fill").
+
+    See :func:`convolve2d`; equal to ``convolve2d(x, k[::-1, ::-1], mode)``.
+
+    See Also
+    --------
+    scipy.signal.correlate2d
+    """
+    return _filter2d(x, k, mode, backend, variant, block, reverse=False)

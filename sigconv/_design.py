@@ -1,0 +1,154 @@
+"""FIR design: thin, checked wrappers over scipy.signal.firwin with automatic tap counts."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import scipy.signal
+
+__all__ = ["design_fir", "design_notch", "taps_for_transition"]
+
+KINDS = ("lowpass", "highpass", "bandpass", "bandstop")
+
+
+def _check_fs(fs) -> float:
+    if isinstance(fs, bool) or not isinstance(fs, numbers.Real) or not math.isfinite(fs) or fs <= 0:
+        raise ValueError(f"fs must be a positive sample rate in Hz, got {fs!r}")
+    return float(fs)
+
+
+def taps_for_transition(transition: float, fs: float) -> int:
+    """Hamming-window length for a transition band (MNE's rule): about 3.3 / (transition / fs), odd."""
+    n = int(math.ceil(3.3 / (transition / fs)))
+    return n + 1 if n % 2 == 0 else n
+
+
+def design_fir(kind: str, cutoff, fs: float, numtaps: int | None = None, transition: float | None = None,
+               window: str = "hamming") -> np.ndarray:
+    """Design a linear-phase FIR filter.
+
+    Parameters
+    ----------
+    kind : {"lowpass", "highpass", "bandpass", "bandstop"}
+    cutoff : float or (float, float)
+        Edge frequency in Hz (a pair for bandpass/bandstop), strictly between 0 and fs/2.
+    fs : float
+        Sample rate in Hz.
+    numtaps : int, optional
+        Filter length. When omitted it follows from ``transition`` by MNE's rule for the Hamming
+        window, ``ceil(3.3 / (transition / fs))``, forced odd.
+    transition : float, optional
+        Transition width in Hz. Default: 25% of the lowest edge, at least 2 Hz, capped by the
+        distance from every edge to 0 and Nyquist (and, for bands, by the bandwidth).
+    window : str
+        Any window ``scipy.signal.firwin`` accepts.
+
+    Returns
+    -------
+    ndarray, float64, shape (numtaps,)
+        Identical to ``scipy.signal.firwin(numtaps, cutoff, window=window, pass_zero=kind, fs=fs)``.
+
+    Raises
+    ------
+    ValueError
+        Unknown kind, cutoff outside (0, fs/2), unordered band, non-positive numtaps/transition,
+        an even numtaps where the filter must pass Nyquist (highpass, bandstop).
+
+    See Also
+    --------
+    scipy.signal.firwin
+
+    Examples
+    --------
+    >>> import sigconv
+    >>> sigconv.design_fir("lowpass", 1000, fs=48000, transition=250).size
+    635
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    fs = _check_fs(fs)
+    nyq = fs / 2
+    edges = np.atleast_1d(np.asarray(cutoff, dtype=float))
+    want = 2 if kind in ("bandpass", "bandstop") else 1
+    if edges.size != want or edges.ndim != 1:
+        raise ValueError(f"cutoff for a {kind} filter must be {'a pair (low, high)' if want == 2 else 'one frequency'} "
+                         f"in Hz, got {cutoff!r}")
+    for e in edges:
+        if not math.isfinite(e) or not 0 < e < nyq:
+            raise ValueError(f"cutoff must be strictly between 0 and Nyquist ({nyq:g} Hz for fs={fs:g}), got {e:g} Hz")
+    if want == 2 and not edges[0] < edges[1]:
+        raise ValueError(f"cutoff band must satisfy low < high, got ({edges[0]:g}, {edges[1]:g}) Hz")
+    if numtaps is None:
+        if transition is None:
+            room = min(min(edges), nyq - max(edges))
+            if want == 2:
+                room = min(room, edges[1] - edges[0])
+            transition = min(max(0.25 * min(edges), 2.0), room)
+        if isinstance(transition, bool) or not isinstance(transition, numbers.Real) or not transition > 0:
+            raise ValueError(f"transition must be a positive width in Hz, got {transition!r}")
+        numtaps = taps_for_transition(float(transition), fs)
+    elif transition is not None:
+        if isinstance(transition, bool) or not isinstance(transition, numbers.Real) or not transition > 0:
+            raise ValueError(f"transition must be a positive width in Hz, got {transition!r}")
+    if isinstance(numtaps, bool) or not isinstance(numtaps, numbers.Integral) or numtaps < 1:
+        raise ValueError(f"numtaps must be a positive integer, got {numtaps!r}")
+    numtaps = int(numtaps)
+    if kind in ("highpass", "bandstop") and numtaps % 2 == 0:
+        raise ValueError(f"numtaps must be odd for a {kind} filter (an even length has a zero at Nyquist), got {numtaps}")
+    pass_zero = {"lowpass": "lowpass", "highpass": "highpass", "bandpass": "bandpass", "bandstop": "bandstop"}[kind]
+    c = float(edges[0]) if want == 1 else edges
+    return scipy.signal.firwin(numtaps, c, window=window, pass_zero=pass_zero, fs=fs)
+
+
+def design_notch(freqs, fs: float, width: float = 2.0, numtaps: int | None = None,
+                 window: str = "hamming") -> np.ndarray:
+    """Linear-phase FIR notch filter removing each frequency in ``freqs``.
+
+    Parameters
+    ----------
+    freqs : float or sequence of float
+        Frequencies to remove, in Hz, strictly between 0 and Nyquist (e.g. 50, 100, 150).
+    fs : float
+        Sample rate in Hz.
+    width : float
+        Width of each stop band in Hz (the band is freq +- width/2). Also the transition width
+        used to choose ``numtaps`` when that is omitted.
+    numtaps : int, optional
+        Odd filter length; default from ``width`` by the Hamming rule.
+
+    Returns
+    -------
+    ndarray, float64, odd length: ``firwin`` band-stop with edges freq +- width/2 for every freq.
+
+    See Also
+    --------
+    scipy.signal.iirnotch : the IIR equivalent (not linear phase).
+
+    Examples
+    --------
+    >>> import sigconv
+    >>> sigconv.design_notch([50, 100], fs=1000, width=4).size % 2
+    1
+    """
+    fs = _check_fs(fs)
+    nyq = fs / 2
+    f = np.atleast_1d(np.asarray(freqs, dtype=float))
+    if f.size == 0 or f.ndim != 1:
+        raise ValueError(f"freqs must be one or more frequencies in Hz, got {freqs!r}")
+    if isinstance(width, bool) or not isinstance(width, numbers.Real) or not math.isfinite(width) or width <= 0:
+        raise ValueError(f"width must be a positive bandwidth in Hz, got {width!r}")
+    f = np.sort(f)
+    for v in f:
+        if not math.isfinite(v) or not width / 2 < v < nyq - width / 2:
+            raise ValueError(f"notch frequency must lie between width/2 and Nyquist - width/2 "
+                             f"({width / 2:g} to {nyq - width / 2:g} Hz), got {v:g} Hz")
+    if np.any(np.diff(f) <= width):
+        raise ValueError(f"notch frequencies must be more than width ({width:g} Hz) apart, got {list(f)}")
+    if numtaps is None:
+        numtaps = taps_for_transition(width, fs)
+    if isinstance(numtaps, bool) or not isinstance(numtaps, numbers.Integral) or numtaps < 1 or numtaps % 2 == 0:
+        raise ValueError(f"numtaps must be a positive odd integer for a notch filter, got {numtaps!r}")
+    edges = np.ravel([(v - width / 2, v + width / 2) for v in f])
+    return scipy.signal.firwin(int(numtaps), edges, window=window, pass_zero="bandstop", fs=fs)

@@ -1,0 +1,99 @@
+"""What this machine can run: CuPy, a CUDA GPU, torch/cuDNN. Each probe runs once and gives a
+one-line reason when something is missing, so ``import sigconv`` never fails for lack of a GPU."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Optional
+
+__all__ = ["unavailable", "cuda_reason", "gpu_name", "resolve_backend"]
+
+
+@functools.lru_cache(maxsize=None)
+def _cupy_reason() -> Optional[str]:
+    if os.environ.get("SIGCONV_DISABLE_CUDA"):
+        return "CUDA disabled by SIGCONV_DISABLE_CUDA"
+    try:
+        import cupy  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken CUDA install raising at import
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"CuPy is not installed or not importable ({first}); pip install 'sigconv[cuda]'"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_reason() -> Optional[str]:
+    """``None`` when CuPy can launch kernels on a GPU here, else why not (one line)."""
+    r = _cupy_reason()
+    if r:
+        return r
+    import cupy
+
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"no usable CUDA GPU ({first})"
+    if n < 1:
+        return "no CUDA GPU found"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_reason() -> Optional[str]:
+    try:
+        import torch
+    except Exception:
+        return "torch is not installed; pip install 'sigconv[bench]'"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA GPU"
+    if not torch.backends.cudnn.is_available():
+        return "cuDNN is not available to torch"
+    return None
+
+
+def unavailable(req: str) -> Optional[str]:
+    """Reason why requirement ``req`` (``"cupy"``, ``"gpu"``, ``"torch"``) is unmet, or ``None``."""
+    if req == "cupy":
+        return _cupy_reason()
+    if req == "gpu":
+        return cuda_reason()
+    if req == "torch":
+        return _torch_reason()
+    if req == "torch-cpu":
+        try:
+            import torch  # noqa: F401
+        except Exception:
+            return "torch is not installed; pip install 'sigconv[bench]'"
+        return None
+    raise ValueError(f"unknown requirement {req!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_name() -> Optional[str]:
+    """Name of CUDA device 0, or ``None``."""
+    if cuda_reason():
+        return None
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def resolve_backend(backend: str) -> str:
+    """Map ``"auto"`` to ``"cuda"`` when a usable GPU is present, else ``"cpu"``; check the others.
+
+    Raises ``RuntimeError`` with a one-line reason when ``"cuda"`` is asked for and cannot run.
+    """
+    if backend == "auto":
+        return "cuda" if cuda_reason() is None else "cpu"
+    if backend == "cpu":
+        return "cpu"
+    if backend == "cuda":
+        r = cuda_reason()
+        if r:
+            raise RuntimeError(f"backend 'cuda' is not usable here: {r}")
+        return "cuda"
+    raise ValueError(f"backend must be one of auto, cpu, cuda, got {backend!r}")

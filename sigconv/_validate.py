@@ -1,0 +1,87 @@
+"""Argument checks shared by the API, the engine and the CLI. Each raises ``ValueError`` with a
+message that names the argument and the allowed range."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+MODES = ("full", "same", "valid")
+
+
+class _DefaultAxis(int):
+    """``-1`` that remembers it was not given explicitly (for the orientation check)."""
+
+    def __repr__(self) -> str:
+        return "-1"
+
+
+LAST_AXIS = _DefaultAxis(-1)
+
+#: A 2-D input whose filtered axis is this many times shorter than the other is refused unless
+#: ``axis`` was given: (frames, channels) data filtered along the channels is a costly mistake.
+ORIENTATION_FACTOR = 32
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+def check_block(block, name: str = "block"):
+    """``None`` or a multiple of 32 in [32, 1024] (1-D launch block)."""
+    if block is None:
+        return None
+    if isinstance(block, bool) or not isinstance(block, numbers.Integral):
+        raise ValueError(f"{name} must be an integer multiple of 32 between 32 and 1024, got {block!r}")
+    b = int(block)
+    if b < 32 or b > 1024 or b % 32:
+        raise ValueError(f"{name} must be a multiple of 32 between 32 and 1024, got {b}")
+    return b
+
+
+def check_positive_int(value, name: str, minimum: int = 1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_finite_array(a: np.ndarray, name: str) -> None:
+    if a.size and not np.all(np.isfinite(a)):
+        bad = np.flatnonzero(~np.isfinite(np.asarray(a).ravel()))[0]
+        raise ValueError(f"{name} must be finite; element {bad} is {np.asarray(a).ravel()[bad]}")
+
+
+def float_dtype(*arrays) -> np.dtype:
+    """float32 only when every input is float32 (or float16); integers and float64 give float64."""
+    kinds = [np.dtype(a.dtype) for a in arrays]
+    for d in kinds:
+        if d.kind == "c":
+            raise ValueError(f"complex inputs are not supported (got dtype {d})")
+        if d.kind not in "fiub":
+            raise ValueError(f"inputs must be numeric arrays, got dtype {d}")
+    if all(d.kind == "f" and d.itemsize <= 4 for d in kinds):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def check_axis(ndim: int, axis) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -ndim <= axis < ndim:
+        raise ValueError(f"axis must be an integer in [{-ndim}, {ndim - 1}] for a {ndim}-D input, got {axis!r}")
+    return int(axis) % ndim
+
+
+def check_orientation(shape: tuple, axis, explicit: bool) -> None:
+    """Refuse a 2-D input that looks transposed: (frames, channels) filtered along the channels."""
+    if explicit or len(shape) != 2:
+        return
+    ax = axis % 2
+    n_filt, n_other = shape[ax], shape[1 - ax]
+    if n_filt * ORIENTATION_FACTOR <= n_other:
+        raise ValueError(
+            f"input has shape {tuple(shape)}: filtering along axis {ax} ({n_filt} samples) while axis "
+            f"{1 - ax} holds {n_other}; this looks like (frames, channels) data. Pass axis={1 - ax} "
+            f"(or transpose to (channels, frames)); pass axis={ax} explicitly if this is intended"
+        )

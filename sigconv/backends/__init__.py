@@ -1,0 +1,19 @@
+"""Backends: ``cpu`` (NumPy/SciPy) and ``cuda`` (sigconv's own kernels through CuPy).
+
+The contract every 1-D implementation meets (the engine and the public API only call this)::
+
+    corr1d(x, w, pad, out_len, *, variant, block) -> y
+        x : (C, L) C-contiguous float32/float64 array (numpy for cpu, cupy for cuda)
+        w : (K,) taps of the same dtype (a correlation: convolution callers pass h[::-1])
+        y[c, n] = sum_{j<K} w[j] * x[c, n + j - pad]   for 0 <= n < out_len, x = 0 outside [0, L)
+
+and every 2-D one::
+
+    corr2d(x, w, bias, stride, pad, out_hw, *, variant, block) -> y
+        x : (N, Cin, H, W), w : (Cout, Cin, kH, kW), bias : (Cout,) or None
+        y[n, co, r, c] = bias[co] + sum_{ci,i,j} w[co, ci, i, j] * x[n, ci, r*sy + i - py, c*sx + j - px]
+        for 0 <= r < out_hw[0], 0 <= c < out_hw[1], x = 0 outside the image.
+
+Every mode of convolve/correlate (full, same, valid, causal) is a choice of ``pad`` and
+``out_len`` (see ``sigconv._api``).
+"""

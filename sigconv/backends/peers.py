@@ -1,0 +1,1 @@
+"""Peers (baselines) registered as providers for benchmarks and the TUI: filled in with sigconv bench."""
