@@ -5,6 +5,7 @@
 
 from ._version import __version__
 from ._api import apply_fir, convolve, convolve2d, correlate, correlate2d
+from ._conv2d import conv2d
 from ._design import design_fir, design_notch
 from ._registry import variants
 from ._stream import FIRStream
@@ -15,6 +16,7 @@ __all__ = [
     "correlate",
     "convolve2d",
     "correlate2d",
+    "conv2d",
     "apply_fir",
     "design_fir",
     "design_notch",
