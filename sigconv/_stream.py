@@ -68,9 +68,7 @@ class FIRStream:
         if self.backend == "cpu":
             from .backends.cpu import OverlapSave
 
-            if variant not in ("auto", "direct", "fft"):
-                raise ValueError(f"variant must be one of auto, direct, fft for the cpu backend, got {variant!r}")
-            self._f = OverlapSave(host_taps, self.channels, self.dtype)
+            self._f = OverlapSave(host_taps, self.channels, self.dtype, method=variant)
         else:
             from .backends.cuda1d import StreamFilter
 

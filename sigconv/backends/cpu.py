@@ -13,7 +13,6 @@ import os
 
 import numpy as np
 import scipy.fft
-import scipy.signal
 
 from .._registry import Variant, register
 
@@ -59,6 +58,8 @@ def corr1d_direct(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, block=No
 
 def corr1d_fft(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, block=None) -> np.ndarray:
     """Overlap-add through scipy.signal.oaconvolve along the last axis."""
+    import scipy.signal
+
     h = w[::-1][None, :]
     with scipy.fft.set_workers(WORKERS):
         full = scipy.signal.oaconvolve(x, h, mode="full", axes=-1)
@@ -77,9 +78,10 @@ def corr1d(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, *, variant: str
 
 
 def choose_fft_size(K: int) -> int:
-    """Overlap-save FFT length for K taps: a power of two about 8x K (cost per output N log N / (N-K+1)
-    is flat there), at least 4096 so per-call overhead is amortised, at most 2^20 to stay in cache."""
-    n = 1 << max(12, math.ceil(math.log2(8 * max(K, 1))))
+    """Overlap-save FFT length for K taps: the power of two at or above 16 K (measured on a 2-core
+    x86 machine, K=7921: 2^17 beats 2^16 by 20% and 2^15 by 45%), at least 4096 so per-call
+    overhead is amortised, at most 2^20 unless K itself needs more."""
+    n = 1 << max(12, math.ceil(math.log2(16 * max(K, 1))))
     return min(n, max(1 << 20, 1 << math.ceil(math.log2(2 * K))))
 
 
@@ -91,13 +93,17 @@ class OverlapSave:
     taps : (K,) array
     channels : int
     dtype : float32 or float64 (the arithmetic and output precision)
+    method : "auto", "direct" or "fft"
 
     Blocks of any length are accepted, shorter or longer than the filter. Long blocks are split
     into overlap-save segments that go through one batched real FFT; short ones use direct
     summation when that is cheaper.
     """
 
-    def __init__(self, taps, channels: int = 1, dtype=np.float64):
+    def __init__(self, taps, channels: int = 1, dtype=np.float64, method: str = "auto"):
+        if method not in ("auto", "direct", "fft"):
+            raise ValueError(f"variant must be one of auto, direct, fft for the cpu backend, got {method!r}")
+        self.method = method
         self.dtype = np.dtype(dtype)
         self.taps = np.ascontiguousarray(taps, dtype=self.dtype)
         self.K = self.taps.size
@@ -127,7 +133,8 @@ class OverlapSave:
         ext = np.concatenate([self.hist, x], axis=1) if K > 1 else x
         if K > 1:
             self.hist = ext[:, -(K - 1):].copy()
-        if K <= _DIRECT_MAX_TAPS or n * K <= 1 << 15:
+        direct = K <= _DIRECT_MAX_TAPS or n * K <= 1 << 15
+        if self.method == "direct" or (self.method == "auto" and direct):
             y = np.stack([np.convolve(ext[c], self.taps, mode="valid") for c in range(C)])
             return y.astype(self.dtype, copy=False)
         N = self.nfft
@@ -190,6 +197,8 @@ def corr2d_fft(x, w, bias, stride, pad, out_hw, block=None):
     Cout, _, kH, kW = w.shape
     sy, sx = stride
     Ho, Wo = out_hw
+    import scipy.signal
+
     xp = _padded(x, pad[0], pad[1], (Ho - 1) * sy + kH, (Wo - 1) * sx + kW)
     y = np.zeros((N, Cout, Ho, Wo), dtype=x.dtype)
     with scipy.fft.set_workers(WORKERS):

@@ -1,0 +1,381 @@
+"""The long-signal engine: filter a sound file block by block, never holding the whole signal.
+
+Reading, filtering and writing run in three threads linked by short queues, so disk and compute
+overlap (libsndfile via cffi and pocketfft / CuPy release the GIL). A block filter carries the
+filter overlap across block boundaries (overlap-save), so the output is identical to filtering the
+whole array at once, for any block size. The output is written to a temporary file in the target
+folder and renamed at the end: an error or Ctrl-C midway leaves no partial output.
+
+A block filter is any object with ``read_dtype``, ``preferred_frames``, ``process(block)``,
+``finish()`` and ``clipped`` (see :class:`BlockFilter`); the cpu one is here, the cuda one is
+``sigconv.backends.cuda1d.FileFilter``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import soundfile as sf
+
+from .backends.cpu import OverlapSave
+
+__all__ = ["InputError", "OutputError", "AudioInfo", "probe", "pcm_spec", "BlockFilter", "CPUFileFilter",
+           "filter_file", "FilterResult"]
+
+
+class InputError(Exception):
+    """Bad input data (exit code 1); the message is one line naming the file and the problem."""
+
+
+class OutputError(Exception):
+    """The output cannot be written (exit code 1)."""
+
+
+@dataclass
+class AudioInfo:
+    path: Path
+    frames: int
+    samplerate: int
+    channels: int
+    format: str
+    subtype: str
+    endian: str
+
+    @property
+    def duration(self) -> float:
+        return self.frames / self.samplerate if self.samplerate else 0.0
+
+
+def probe(path, allow_truncated: bool = False) -> AudioInfo:
+    """Open ``path`` and check it is audio worth filtering; ``InputError`` with one line otherwise."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file")
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory, not an audio file")
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read ({exc.strerror})") from None
+    if size == 0:
+        raise InputError(f"{p}: file is empty")
+    try:
+        with sf.SoundFile(str(p)) as f:
+            info = AudioInfo(p, f.frames, f.samplerate, f.channels, f.format, f.subtype, f.endian)
+            log = f.extra_info
+    except sf.LibsndfileError as exc:
+        msg = str(exc).split(":", 1)[-1].strip() if ":" in str(exc) else str(exc)
+        raise InputError(f"{p}: not an audio file sigconv can read ({msg})") from None
+    except (OSError, RuntimeError) as exc:
+        raise InputError(f"{p}: cannot read ({exc})") from None
+    if info.channels < 1:
+        raise InputError(f"{p}: has zero channels")
+    if info.frames < 1:
+        raise InputError(f"{p}: holds no audio frames")
+    if info.samplerate < 1:
+        raise InputError(f"{p}: invalid sample rate {info.samplerate}")
+    if "should be" in log and not allow_truncated:
+        promised = _promised_frames(log, info)
+        extra = f" (the header promises {promised} frames, the file holds {info.frames})" if promised else ""
+        raise InputError(f"{p}: truncated {info.format} file{extra}; pass --allow-truncated to filter what is there")
+    return info
+
+
+def _promised_frames(log: str, info: AudioInfo) -> Optional[int]:
+    for line in log.splitlines():
+        if line.startswith(("data", "SSND")) and "should be" in line:
+            try:
+                nbytes = int(line.split(":", 1)[1].split("(")[0])
+            except ValueError:
+                return None
+            width = {"PCM_16": 2, "PCM_24": 3, "PCM_32": 4, "FLOAT": 4, "DOUBLE": 8, "PCM_U8": 1, "PCM_S8": 1}
+            w = width.get(info.subtype)
+            return nbytes // (w * info.channels) if w else None
+    return None
+
+
+@dataclass(frozen=True)
+class PCMSpec:
+    """How samples travel: what to read, the arithmetic dtype, and how to write them back."""
+
+    read_dtype: str  # what soundfile reads: float32 / float64 (libsndfile scales PCM to [-1, 1))
+    work_dtype: str  # float32 or float64 arithmetic
+    out_dtype: str  # what is handed to soundfile.write: int16, int32, float32, float64
+    scale: float  # full scale of out_dtype when integer (32768 for int16), else 0
+    lo: float  # clip range in out units (integers), or in float units for clipped float formats
+    hi: float
+    clip: bool
+
+
+def pcm_spec(subtype: str) -> PCMSpec:
+    """Read/work/write dtypes for a libsndfile subtype; integer outputs are rounded and clipped by sigconv
+    (identically on every backend), so 16-bit stays 16-bit and 24-bit stays 24-bit."""
+    if subtype in ("PCM_16", "PCM_S8", "PCM_U8", "DPCM_16", "DPCM_8", "DWVW_16", "DWVW_12", "ALAW", "ULAW",
+                   "IMA_ADPCM", "MS_ADPCM", "GSM610", "G721_32", "G723_24", "G723_40", "VOX_ADPCM", "NMS_ADPCM_16",
+                   "NMS_ADPCM_24", "NMS_ADPCM_32"):
+        return PCMSpec("float32", "float32", "int16", 32768.0, -32768.0, 32767.0, True)
+    if subtype in ("PCM_24", "DWVW_24", "ALAC_16", "ALAC_20", "ALAC_24"):
+        # 24-bit: quantise to 2^23 steps and shift into the top of an int32 (libsndfile keeps the top 24 bits)
+        return PCMSpec("float32", "float32", "int32", 8388608.0, -8388608.0, 8388607.0, True)
+    if subtype in ("PCM_32", "ALAC_32"):
+        return PCMSpec("float64", "float64", "int32", 2147483648.0, -2147483648.0, 2147483647.0, True)
+    if subtype == "DOUBLE":
+        return PCMSpec("float64", "float64", "float64", 0.0, 0.0, 0.0, False)
+    if subtype == "FLOAT":
+        return PCMSpec("float32", "float32", "float32", 0.0, 0.0, 0.0, False)
+    # lossy/other codecs (VORBIS, OPUS, MPEG layers, ...): float in/out, clipped to [-1, 1]
+    return PCMSpec("float32", "float32", "float32", 0.0, -1.0, 1.0, True)
+
+
+def quantise(y: np.ndarray, spec: PCMSpec) -> tuple[np.ndarray, int]:
+    """(frames, C) float -> what soundfile writes, and how many samples were clipped."""
+    if not spec.clip:
+        return y.astype(spec.out_dtype, copy=False), 0
+    if spec.scale:
+        q = np.rint(y * spec.scale)
+        clipped = int(np.count_nonzero((q < spec.lo) | (q > spec.hi)))
+        np.clip(q, spec.lo, spec.hi, out=q)
+        q = q.astype(spec.out_dtype)
+        if spec.out_dtype == "int32" and spec.scale == 8388608.0:
+            q <<= 8
+        return q, clipped
+    clipped = int(np.count_nonzero((y < spec.lo) | (y > spec.hi)))
+    return np.clip(y, spec.lo, spec.hi).astype(spec.out_dtype, copy=False), clipped
+
+
+class BlockFilter:
+    """Base of the block filters the engine drives; subclasses override :meth:`_filter_block`.
+
+    Handles what every method shares: the zero-phase delay (the first ``delay`` outputs of the
+    causal filter are dropped and :meth:`finish` feeds ``delay`` zeros, so output length equals
+    input length) and quantisation for the output subtype. ``_filter_block`` gets (C, n) float
+    and returns (C, n) of the causal filter; ``_tail`` returns the outputs for ``delay`` zeros.
+    """
+
+    read_dtype = "float32"
+    preferred_frames = 1 << 18
+
+    def __init__(self, channels: int, delay: int, spec: PCMSpec):
+        self.C, self.delay, self.spec = channels, delay, spec
+        self.read_dtype = spec.read_dtype
+        self._to_drop = delay
+        self.clipped = 0
+
+    def _filter_block(self, x: np.ndarray) -> np.ndarray:  # (C, n) -> (C, n)
+        raise NotImplementedError
+
+    def _emit(self, y: np.ndarray) -> np.ndarray:
+        if self._to_drop:
+            k = min(self._to_drop, y.shape[1])
+            y = y[:, k:]
+            self._to_drop -= k
+        q, c = quantise(y.T, self.spec)
+        self.clipped += c
+        return q
+
+    def process(self, block: np.ndarray) -> np.ndarray:
+        """(n, C) samples as read -> (m, C) ready to write (m < n only at the start, by the delay)."""
+        return self._emit(self._filter_block(np.ascontiguousarray(block.T, dtype=self.spec.work_dtype)))
+
+    def finish(self) -> np.ndarray:
+        if not self.delay:
+            return np.zeros((0, self.C), self.spec.out_dtype)
+        return self._emit(self._filter_block(np.zeros((self.C, self.delay), self.spec.work_dtype)))
+
+
+class CPUFileFilter(BlockFilter):
+    """FIR on the CPU: overlap-save with batched multithreaded real FFTs (``OverlapSave``)."""
+
+    def __init__(self, taps, channels: int, spec: PCMSpec, phase: str = "zero", variant: str = "auto"):
+        taps = np.asarray(taps, dtype=np.float64)
+        super().__init__(channels, (taps.size - 1) // 2 if phase == "zero" else 0, spec)
+        self.ols = OverlapSave(taps.astype(spec.work_dtype), channels, spec.work_dtype, method=variant)
+        self.variant = "direct" if variant == "direct" or (variant == "auto" and taps.size <= 48) else "fft"
+        step = self.ols.nfft - taps.size + 1
+        # read whole overlap-save segments: about 2^18 frames, at least 4 segments
+        self.preferred_frames = step * max(4, -(-(1 << 18) // step))
+
+    def _filter_block(self, x):
+        return self.ols.process(x)
+
+
+@dataclass
+class FilterResult:
+    frames: int
+    seconds: float
+    clipped: int
+    output: Path
+    info: AudioInfo
+    variant: Optional[str] = None
+
+
+_STOP = object()
+_MALLOC_TUNED = False
+
+
+def _keep_freed_memory() -> None:
+    """Ask glibc to serve large blocks from the heap and keep freed memory (M_MMAP_THRESHOLD,
+    M_TRIM_THRESHOLD). Block-sized arrays are freed and reallocated for every block; by default each
+    one is a fresh mmap whose pages fault in again, which on a 2-core VM cost more than the FFTs
+    (measured: writing 10 min of stereo 0.40 s -> 0.12 s). Peak memory is unchanged: the same
+    blocks are reused. A no-op where glibc is absent."""
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 256 << 20)  # M_MMAP_THRESHOLD: blocks below 256 MB come from the heap
+        libc.mallopt(-1, 512 << 20)  # M_TRIM_THRESHOLD: keep up to 512 MB of freed heap
+    except (OSError, AttributeError):
+        pass
+
+
+def _first_nonfinite(block: np.ndarray, offset: int, info: AudioInfo) -> str:
+    bad = np.argwhere(~np.isfinite(block))[0]
+    frame, ch = int(bad[0]) + offset, int(bad[1])
+    return (f"{info.path}: non-finite sample ({block[bad[0], bad[1]]}) at frame {frame} "
+            f"(t={frame / info.samplerate:.6f} s), channel {ch}; refusing to filter")
+
+
+def filter_file(info: AudioInfo, out_path, make_filter: Callable[[AudioInfo, PCMSpec], object], *,
+                overwrite: bool = False, progress: Optional[Callable[[int], None]] = None,
+                cancel: Optional[threading.Event] = None, block_frames: Optional[int] = None) -> FilterResult:
+    """Filter ``info.path`` into ``out_path`` with the block filter from ``make_filter(info, spec)``.
+
+    The output keeps the input's sample rate, channels, format and subtype. It is written to a
+    temporary file beside ``out_path`` and renamed when complete; any exception (including
+    KeyboardInterrupt) removes the temporary file. ``progress(frames_done)`` is called as blocks
+    are written; setting ``cancel`` stops the run with ``KeyboardInterrupt``.
+    """
+    out_path = Path(out_path)
+    spec = pcm_spec(info.subtype)
+    if out_path.exists() and not overwrite:
+        raise OutputError(f"{out_path}: already exists (pass --force to overwrite)")
+    folder = out_path.parent if str(out_path.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"{folder}: output folder does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".part", dir=folder)
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"{folder}: output folder is not writable ({exc.strerror})") from None
+    tmp = Path(tmp)
+    _keep_freed_memory()
+    t0 = time.perf_counter()
+    flt = make_filter(info, spec)
+    bf = int(block_frames or flt.preferred_frames)
+    check_finite = np.dtype(flt.read_dtype).kind == "f"
+    q_in: queue.Queue = queue.Queue(maxsize=3)
+    q_out: queue.Queue = queue.Queue(maxsize=3)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def put(q, item):
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def reader():
+        try:
+            with sf.SoundFile(str(info.path)) as f:
+                offset = 0
+                while not stop.is_set():
+                    blk = f.read(bf, dtype=flt.read_dtype, always_2d=True)
+                    if blk.shape[0] == 0:
+                        break
+                    if check_finite and not np.isfinite(blk).all():
+                        raise InputError(_first_nonfinite(blk, offset, info))
+                    offset += blk.shape[0]
+                    if not put(q_in, blk):
+                        return
+                if offset != info.frames and not stop.is_set():
+                    raise InputError(f"{info.path}: read {offset} frames but the header says {info.frames}; "
+                                     "the file is damaged")
+        except BaseException as exc:  # noqa: BLE001 (handed to the main thread)
+            errors.append(exc)
+            stop.set()
+        finally:
+            put(q_in, _STOP) if not stop.is_set() else None
+
+    def writer():
+        done = 0
+        try:
+            with sf.SoundFile(str(tmp), "w", samplerate=info.samplerate, channels=info.channels,
+                              format=info.format, subtype=info.subtype, endian=info.endian) as f:
+                while True:
+                    try:
+                        item = q_out.get(timeout=0.1)
+                    except queue.Empty:
+                        if stop.is_set():
+                            return
+                        continue
+                    if item is _STOP:
+                        break
+                    f.write(item)
+                    done += item.shape[0]
+                    if progress:
+                        progress(done)
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, (OSError, sf.LibsndfileError)):
+                exc = OutputError(f"{out_path}: write failed ({exc})")
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=reader, daemon=True), threading.Thread(target=writer, daemon=True)]
+    try:
+        for t in threads:
+            t.start()
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise KeyboardInterrupt
+            try:
+                blk = q_in.get(timeout=0.1)
+            except queue.Empty:
+                if stop.is_set():
+                    break
+                continue
+            if blk is _STOP:
+                tail = flt.finish()
+                if tail.shape[0]:
+                    put(q_out, tail)
+                put(q_out, _STOP)
+                break
+            y = flt.process(blk)
+            if y.shape[0]:
+                if not put(q_out, y):
+                    break
+        threads[1].join()
+        if errors:
+            raise errors[0]
+    except BaseException:
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)
+        tmp.unlink(missing_ok=True)
+        raise
+    threads[0].join()
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600; give it an ordinary file's mode
+        os.replace(tmp, out_path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"{out_path}: cannot move the finished output into place ({exc.strerror})") from None
+    return FilterResult(info.frames, time.perf_counter() - t0, int(flt.clipped), out_path, info,
+                        getattr(flt, "variant", None))
