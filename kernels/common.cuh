@@ -1,0 +1,37 @@
+// common.cuh: small device helpers shared by the 1-D kernels (kernels/conv1d.cu).
+// NVRTC-compatible: no host headers. Index maths lives here so each kernel reads as its formula.
+#pragma once
+
+typedef long long sc_i64;
+typedef unsigned long long sc_u64;
+
+// x[i] of one channel, or 0 outside [0, L) (the contract's zero padding).
+template <typename T>
+__device__ __forceinline__ T sc_load_or_zero(const T* __restrict__ xc, sc_i64 i, sc_i64 L) {
+    return (i >= 0 && i < L) ? xc[i] : T(0);
+}
+
+// Taps j in [jlo, jhi) keep base + j inside [0, L): output n reads x[base + j], base = n - pad.
+__device__ __forceinline__ void sc_tap_range(sc_i64 base, sc_i64 L, int K, int& jlo, int& jhi) {
+    sc_i64 lo = base < 0 ? -base : 0;          // first tap landing at x[0] or later
+    sc_i64 hi = L - base;                      // first tap landing at x[L] or later
+    jlo = (int)(lo < (sc_i64)K ? lo : (sc_i64)K);
+    jhi = (int)(hi < (sc_i64)K ? (hi > 0 ? hi : 0) : (sc_i64)K);
+    if (jhi < jlo) jhi = jlo;
+}
+
+// Shared-memory index with 4 words of padding after every 32: a quarter-warp's 16-byte reads at
+// thread strides of 8 or 16 words then land in distinct bank groups (see conv1d.cu, tiled).
+__device__ __forceinline__ int sc_pad32(int q) { return q + ((q >> 5) << 2); }
+
+// Words of shared memory that logical indices [0, S) occupy under sc_pad32 (rounded to 4).
+__host__ __device__ __forceinline__ int sc_pad32_words(int S) { return ((S + 3) & ~3) + 4 * ((S + 31) / 32); }
+
+// Misalignment, in floats (0..3), of element `start` of a float array at p: (addr/4 + start) mod 4.
+// `start` may be negative (a block whose window begins in the left zero padding).
+__device__ __forceinline__ int sc_misalign4(const float* p, sc_i64 start) {
+    return (int)(((sc_u64)p >> 2) + (sc_u64)start) & 3;
+}
+
+// 16-byte alignment test of a float pointer (for vector stores).
+__device__ __forceinline__ bool sc_aligned16(const float* p) { return (((sc_u64)p) & 15) == 0; }

@@ -1,0 +1,388 @@
+// conv1d.cu: sigconv's 1-D convolution kernels (the backend contract in sigconv/backends/__init__.py).
+//
+// Every kernel computes the correlation form over C channels in one launch:
+//     y[c, n] = sum_{j<K} w[j] * x[c, n + j - pad],   0 <= n < out_len,   x = 0 outside [0, L)
+// x is (C, L) and y is (C, out_len), both C-contiguous. Channels run over grid.y (a grid-stride loop,
+// so any C works). Variants, in order (each is a faster retelling of the one before):
+//   naive     one thread per output; x and w read from global memory. float32/float64.
+//   constant  as naive, taps in __constant__ memory (broadcast to the warp). Limit: 32 KB of taps,
+//             8192 float32 / 4096 float64 (the launcher refuses more).
+//   shared    a block's input tile plus its K-1 halo staged in shared memory once, then every thread
+//             computes from it. K of any size: the taps are walked in chunks of SIGCONV_SHARED_KCH_*
+//             (the tile is re-staged per chunk), so nothing is refused.
+//   l2        only the block's core tile in shared memory; the halo (threads near the tile's right
+//             edge) reads x from global memory, where neighbouring blocks have just pulled it into L2.
+//   tiled     the fast one (float32). R outputs per thread accumulated in registers; the block tile
+//             (plus halo) is loaded with 16-byte float4 loads (aligned covering range, any start),
+//             kept in shared memory padded 4 words per 32 (no bank conflicts for the float4 reads),
+//             read back as float4 windows; taps from __constant__ memory, used directly as FFMA operands.
+//             conv1d_tiled<K, R>: K fixed at compile time, every loop unrolled (instantiated per K
+//             through NVRTC name expressions). conv1d_tiled_rt<R>: any K up to 8192 (runtime tap loop
+//             of 4 taps a step, a register sliding window of R+4 inputs).
+//   fft       (Python, sigconv/backends/cuda1d.py) overlap-save with cuFFT; its three helper kernels
+//             are here: conv1d_os_gather_* (build the segments), conv1d_os_cmul_* (spectrum product),
+//             conv1d_os_scatter_* (keep the valid part of each segment).
+//
+// Compile alone (checks, register and spill report):
+//   nvcc -std=c++17 -arch=sm_90 -cubin -Xptxas -v -DSIGCONV_NVCC_CHECK -o /dev/null kernels/conv1d.cu
+// (SIGCONV_NVCC_CHECK instantiates the tiled templates for a spread of K; at run time CuPy's NVRTC
+// compiles exactly the instantiations asked for.)
+#include "common.cuh"
+
+#ifndef SIGCONV_CONST_TAP_DOUBLES
+#define SIGCONV_CONST_TAP_DOUBLES 4096   // 32 KB of __constant__ taps: 8192 float32 or 4096 float64
+#endif
+#ifndef SIGCONV_SHARED_KCH_F32
+#define SIGCONV_SHARED_KCH_F32 2048      // taps per shared-memory chunk (float32): (B + 2*KCH - 1) * 4 bytes
+#endif
+#ifndef SIGCONV_SHARED_KCH_F64
+#define SIGCONV_SHARED_KCH_F64 1024      // same for float64: at B = 1024, 24 KB
+#endif
+
+// One raw buffer serves both dtypes (float kernels view it as 8192 floats). The launcher uploads
+// the taps (zero-padded to a multiple of 4) on the launch stream just before the launch.
+__constant__ double c_taps_raw[SIGCONV_CONST_TAP_DOUBLES];
+
+template <typename T> __device__ __forceinline__ T sc_ctap(int j);
+template <> __device__ __forceinline__ float sc_ctap<float>(int j) {
+    return reinterpret_cast<const float*>(c_taps_raw)[j];
+}
+template <> __device__ __forceinline__ double sc_ctap<double>(int j) { return c_taps_raw[j]; }
+
+// ============================================================================ naive
+// Thread n of channel c: the contract's sum, taps clipped to those landing inside [0, L).
+template <typename T>
+__device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
+                                           int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len) {
+    const sc_i64 n = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= out_len) return;
+    const sc_i64 base = n - pad;  // input index under tap 0
+    int jlo, jhi;
+    sc_tap_range(base, L, K, jlo, jhi);
+    for (int c = blockIdx.y; c < C; c += gridDim.y) {
+        const T* xc = x + (sc_i64)c * L;
+        T acc = T(0);
+        for (int j = jlo; j < jhi; ++j) acc += w[j] * xc[base + j];
+        y[(sc_i64)c * out_len + n] = acc;
+    }
+}
+
+extern "C" __global__ void conv1d_naive_f32(const float* x, const float* w, float* y, int C, sc_i64 L, int K,
+                                            sc_i64 pad, sc_i64 out_len) {
+    naive_body<float>(x, w, y, C, L, K, pad, out_len);
+}
+extern "C" __global__ void conv1d_naive_f64(const double* x, const double* w, double* y, int C, sc_i64 L, int K,
+                                            sc_i64 pad, sc_i64 out_len) {
+    naive_body<double>(x, w, y, C, L, K, pad, out_len);
+}
+
+// ============================================================================ constant
+// naive with the taps in __constant__ memory: every thread of a warp reads the same w[j] (broadcast).
+template <typename T>
+__device__ __forceinline__ void constant_body(const T* __restrict__ x, T* __restrict__ y, int C, sc_i64 L, int K,
+                                              sc_i64 pad, sc_i64 out_len) {
+    const sc_i64 n = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= out_len) return;
+    const sc_i64 base = n - pad;
+    int jlo, jhi;
+    sc_tap_range(base, L, K, jlo, jhi);
+    for (int c = blockIdx.y; c < C; c += gridDim.y) {
+        const T* xc = x + (sc_i64)c * L;
+        T acc = T(0);
+        for (int j = jlo; j < jhi; ++j) acc += sc_ctap<T>(j) * xc[base + j];
+        y[(sc_i64)c * out_len + n] = acc;
+    }
+}
+
+extern "C" __global__ void conv1d_constant_f32(const float* x, float* y, int C, sc_i64 L, int K, sc_i64 pad,
+                                               sc_i64 out_len) {
+    constant_body<float>(x, y, C, L, K, pad, out_len);
+}
+extern "C" __global__ void conv1d_constant_f64(const double* x, double* y, int C, sc_i64 L, int K, sc_i64 pad,
+                                               sc_i64 out_len) {
+    constant_body<double>(x, y, C, L, K, pad, out_len);
+}
+
+// ============================================================================ shared
+// Block b owns outputs [n0, n0 + B). For taps [j0, j0 + kc) it needs inputs x[n0 - pad + j0 + q],
+// q in [0, B + kc - 1): the tile plus a halo of kc - 1 on the right. Dynamic shared memory:
+//   sx[B + KCH - 1] inputs, then sw[KCH] taps; (B + 2*KCH - 1) * sizeof(T) bytes.
+template <typename T, int KCH>
+__device__ __forceinline__ void shared_body(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
+                                            int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len) {
+    extern __shared__ double sc_smem_d[];  // double-typed for 8-byte alignment
+    T* sx = reinterpret_cast<T*>(sc_smem_d);
+    const int B = blockDim.x, t = threadIdx.x;
+    T* sw = sx + B + KCH - 1;
+    const sc_i64 n0 = (sc_i64)blockIdx.x * B;
+    for (int c = blockIdx.y; c < C; c += gridDim.y) {
+        const T* xc = x + (sc_i64)c * L;
+        T acc = T(0);
+        for (int j0 = 0; j0 < K; j0 += KCH) {
+            const int kc = min(KCH, K - j0);
+            __syncthreads();  // everyone is done reading the previous chunk / channel
+            for (int q = t; q < B + kc - 1; q += B) sx[q] = sc_load_or_zero(xc, n0 - pad + j0 + q, L);
+            for (int q = t; q < kc; q += B) sw[q] = w[j0 + q];
+            __syncthreads();
+            for (int j = 0; j < kc; ++j) acc += sw[j] * sx[t + j];  // consecutive threads, consecutive banks
+        }
+        if (n0 + t < out_len) y[(sc_i64)c * out_len + n0 + t] = acc;
+    }
+}
+
+extern "C" __global__ void conv1d_shared_f32(const float* x, const float* w, float* y, int C, sc_i64 L, int K,
+                                             sc_i64 pad, sc_i64 out_len) {
+    shared_body<float, SIGCONV_SHARED_KCH_F32>(x, w, y, C, L, K, pad, out_len);
+}
+extern "C" __global__ void conv1d_shared_f64(const double* x, const double* w, double* y, int C, sc_i64 L, int K,
+                                             sc_i64 pad, sc_i64 out_len) {
+    shared_body<double, SIGCONV_SHARED_KCH_F64>(x, w, y, C, L, K, pad, out_len);
+}
+
+// ============================================================================ l2
+// Only the core tile x[n0 - pad + q], q in [0, B), in shared memory (B * sizeof(T) bytes); tap j of
+// thread t reads q = t + j, from shared memory when q < B, else from global memory (L2-resident halo).
+template <typename T>
+__device__ __forceinline__ void l2_body(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
+                                        int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len) {
+    extern __shared__ double sc_smem_d[];
+    T* sx = reinterpret_cast<T*>(sc_smem_d);
+    const int B = blockDim.x, t = threadIdx.x;
+    const sc_i64 n0 = (sc_i64)blockIdx.x * B;
+    const sc_i64 g = n0 - pad;  // global index of sx[0]
+    for (int c = blockIdx.y; c < C; c += gridDim.y) {
+        const T* xc = x + (sc_i64)c * L;
+        __syncthreads();  // previous channel's reads are done
+        sx[t] = sc_load_or_zero(xc, g + t, L);
+        __syncthreads();
+        T acc = T(0);
+        const int jcore = min(K, B - t);  // taps served from the tile
+        for (int j = 0; j < jcore; ++j) acc += __ldg(&w[j]) * sx[t + j];
+        for (int j = jcore; j < K; ++j) acc += __ldg(&w[j]) * sc_load_or_zero(xc, g + t + j, L);
+        if (n0 + t < out_len) y[(sc_i64)c * out_len + n0 + t] = acc;
+    }
+}
+
+extern "C" __global__ void conv1d_l2_f32(const float* x, const float* w, float* y, int C, sc_i64 L, int K,
+                                         sc_i64 pad, sc_i64 out_len) {
+    l2_body<float>(x, w, y, C, L, K, pad, out_len);
+}
+extern "C" __global__ void conv1d_l2_f64(const double* x, const double* w, double* y, int C, sc_i64 L, int K,
+                                         sc_i64 pad, sc_i64 out_len) {
+    l2_body<double>(x, w, y, C, L, K, pad, out_len);
+}
+
+// ============================================================================ tiled (float32)
+// Block of B threads owns T = B*R outputs [n0, n0 + T); thread t owns [n0 + t*R, n0 + t*R + R).
+// Logical shared index q holds x[g + q], g = n0 - pad, for q in [0, S) (S from the launcher:
+// static K: S = (B-1)*R + 4*NW with NW = ceil((R+K-1)/4); runtime K: S = B*R + 4*ceil(K/4)).
+// Physical slot: sc_pad32(q). Thread t reads float4s at q = t*R + 4k (16-byte aligned, never across
+// a pad); for R = 8 or 16 the padding spreads a quarter-warp's 8 reads over distinct bank groups.
+
+// Fill s[pad32(q)] = x[g + q] for q in [0, S): float4 loads of the aligned range covering it.
+__device__ __forceinline__ void tiled_load(float* s, const float* __restrict__ xc, sc_i64 L, sc_i64 g, int S) {
+    const int mis = sc_misalign4(xc, g);  // x[g] sits `mis` floats past a 16-byte boundary
+    const sc_i64 ga = g - mis;            // aligned global start, logical q = -mis
+    const int NV = (mis + S + 3) >> 2;    // float4s covering [ga, g + S)
+    for (int m = threadIdx.x; m < NV; m += blockDim.x) {
+        const sc_i64 gi = ga + 4 * (sc_i64)m;
+        float4 v;
+        if (gi >= 0 && gi + 4 <= L) {
+            v = __ldg(reinterpret_cast<const float4*>(xc + gi));
+        } else {  // left/right edge: element-wise with the zero padding
+            v.x = sc_load_or_zero(xc, gi, L);
+            v.y = sc_load_or_zero(xc, gi + 1, L);
+            v.z = sc_load_or_zero(xc, gi + 2, L);
+            v.w = sc_load_or_zero(xc, gi + 3, L);
+        }
+        const int q = 4 * m - mis;  // logical index of v.x
+        if (mis == 0) {
+            // q < S and q % 4 == 0: the slot group lies inside the sc_pad32_words(S) allocation
+            *reinterpret_cast<float4*>(&s[sc_pad32(q)]) = v;
+        } else {  // unaligned start: shift by scattering the four words
+            const float e4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int qe = q + e;
+                if (qe >= 0 && qe < S) s[sc_pad32(qe)] = e4[e];
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ float4 tiled_lds4(const float* s, int q) {
+    return *reinterpret_cast<const float4*>(&s[sc_pad32(q)]);
+}
+
+// Write the R accumulators of outputs [n, n + R): float4 stores when all are in range and aligned.
+template <int R>
+__device__ __forceinline__ void tiled_store(float* __restrict__ yc, sc_i64 out_len, sc_i64 n, const float (&acc)[R]) {
+    if (n + R <= out_len && sc_aligned16(yc + n)) {
+#pragma unroll
+        for (int k = 0; k < R / 4; ++k)
+            *reinterpret_cast<float4*>(yc + n + 4 * k) =
+                make_float4(acc[4 * k], acc[4 * k + 1], acc[4 * k + 2], acc[4 * k + 3]);
+    } else {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            if (n + r < out_len) yc[n + r] = acc[r];
+    }
+}
+
+// K known at compile time: every index below is a constant, taps become FFMA constant-bank operands.
+template <int K, int R>
+__global__ void __launch_bounds__(1024) conv1d_tiled(const float* __restrict__ x, float* __restrict__ y, int C,
+                                                     sc_i64 L, sc_i64 pad, sc_i64 out_len, int S) {
+    static_assert(R % 4 == 0 && R >= 4, "R must be a multiple of 4");
+    static_assert(K >= 1 && K <= 2 * SIGCONV_CONST_TAP_DOUBLES, "K out of the constant buffer");
+    extern __shared__ float4 sc_smem4[];
+    float* s = reinterpret_cast<float*>(sc_smem4);
+    constexpr int NW = (R + K - 1 + 3) / 4;  // float4 reads per thread: its R outputs + K-1 halo
+    const sc_i64 n0 = (sc_i64)blockIdx.x * blockDim.x * R;
+    const int qb = threadIdx.x * R;
+    for (int c = blockIdx.y; c < C; c += gridDim.y) {
+        if (c != (int)blockIdx.y) __syncthreads();  // previous channel's reads are done
+        tiled_load(s, x + (sc_i64)c * L, L, n0 - pad, S);
+        __syncthreads();
+        float acc[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r] = 0.f;
+#pragma unroll
+        for (int p4 = 0; p4 < NW; ++p4) {
+            const float4 v = tiled_lds4(s, qb + 4 * p4);
+            const float vv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const int j = 4 * p4 + e - r;  // input qb + 4*p4 + e feeds output r through tap j
+                    if (j >= 0 && j < K) acc[r] = fmaf(sc_ctap<float>(j), vv[e], acc[r]);
+                }
+            }
+        }
+        tiled_store<R>(y + (sc_i64)c * out_len, out_len, n0 + qb, acc);
+    }
+}
+
+// Any K (<= 8192; the launcher zero-pads the taps to a multiple of 4): 4 taps per step, window
+// win[i] = s[qb + j0 + i] for i < R + 4, slid by 4 each step.
+template <int R>
+__global__ void __launch_bounds__(1024) conv1d_tiled_rt(const float* __restrict__ x, float* __restrict__ y, int C,
+                                                        sc_i64 L, int K, sc_i64 pad, sc_i64 out_len, int S) {
+    static_assert(R % 4 == 0 && R >= 4, "R must be a multiple of 4");
+    extern __shared__ float4 sc_smem4[];
+    float* s = reinterpret_cast<float*>(sc_smem4);
+    const sc_i64 n0 = (sc_i64)blockIdx.x * blockDim.x * R;
+    const int qb = threadIdx.x * R;
+    for (int c = blockIdx.y; c < C; c += gridDim.y) {
+        if (c != (int)blockIdx.y) __syncthreads();
+        tiled_load(s, x + (sc_i64)c * L, L, n0 - pad, S);
+        __syncthreads();
+        float acc[R], win[R + 4];
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < R / 4; ++k) {
+            const float4 v = tiled_lds4(s, qb + 4 * k);
+            win[4 * k] = v.x; win[4 * k + 1] = v.y; win[4 * k + 2] = v.z; win[4 * k + 3] = v.w;
+        }
+        for (int j0 = 0; j0 < K; j0 += 4) {
+            const float4 v = tiled_lds4(s, qb + R + j0);  // next 4 inputs of the window
+            win[R] = v.x; win[R + 1] = v.y; win[R + 2] = v.z; win[R + 3] = v.w;
+            const float wj[4] = {sc_ctap<float>(j0), sc_ctap<float>(j0 + 1), sc_ctap<float>(j0 + 2),
+                                 sc_ctap<float>(j0 + 3)};
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+#pragma unroll
+                for (int r = 0; r < R; ++r) acc[r] = fmaf(wj[e], win[r + e], acc[r]);
+#pragma unroll
+            for (int i = 0; i < R; ++i) win[i] = win[i + 4];
+        }
+        tiled_store<R>(y + (sc_i64)c * out_len, out_len, n0 + qb, acc);
+    }
+}
+
+// ============================================================================ fft helpers
+// Overlap-save with segment length N and step M = N - K + 1: output block b (outputs [b*M, b*M+M))
+// is the circular convolution of segment b, seg[i] = x[b*M - pad + i] (i < N), with the
+// convolution taps h = w reversed, read at i = K-1 + r (r < M).
+
+// segs[(c*nseg + b)*N + i] = x[c, b*M - pad + i] (zero outside [0, L)).
+template <typename T>
+__device__ __forceinline__ void os_gather_body(const T* __restrict__ x, T* __restrict__ segs, int C, sc_i64 L,
+                                               sc_i64 pad, sc_i64 M, int N, sc_i64 nseg) {
+    const sc_i64 total = (sc_i64)C * nseg * N;
+    for (sc_i64 idx = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (sc_i64)gridDim.x * blockDim.x) {
+        const sc_i64 row = idx / N;  // c * nseg + b
+        const int i = (int)(idx - row * N);
+        const sc_i64 c = row / nseg, b = row - c * nseg;
+        segs[idx] = sc_load_or_zero(x + c * L, b * M - pad + i, L);
+    }
+}
+extern "C" __global__ void conv1d_os_gather_f32(const float* x, float* segs, int C, sc_i64 L, sc_i64 pad, sc_i64 M,
+                                                int N, sc_i64 nseg) {
+    os_gather_body<float>(x, segs, C, L, pad, M, N, nseg);
+}
+extern "C" __global__ void conv1d_os_gather_f64(const double* x, double* segs, int C, sc_i64 L, sc_i64 pad,
+                                                sc_i64 M, int N, sc_i64 nseg) {
+    os_gather_body<double>(x, segs, C, L, pad, M, N, nseg);
+}
+
+// X[row, k] *= H[k] for rows of NF = N/2+1 complex bins (H already holds the 1/N scale).
+template <typename T2>
+__device__ __forceinline__ void os_cmul_body(T2* __restrict__ X, const T2* __restrict__ H, sc_i64 rows, int NF) {
+    const sc_i64 total = rows * NF;
+    for (sc_i64 idx = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (sc_i64)gridDim.x * blockDim.x) {
+        const int k = (int)(idx % NF);
+        const T2 a = X[idx], h = H[k];
+        T2 r;
+        r.x = a.x * h.x - a.y * h.y;
+        r.y = a.x * h.y + a.y * h.x;
+        X[idx] = r;
+    }
+}
+extern "C" __global__ void conv1d_os_cmul_f32(float2* X, const float2* H, sc_i64 rows, int NF) {
+    os_cmul_body<float2>(X, H, rows, NF);
+}
+extern "C" __global__ void conv1d_os_cmul_f64(double2* X, const double2* H, sc_i64 rows, int NF) {
+    os_cmul_body<double2>(X, H, rows, NF);
+}
+
+// y[c, n] = Ys[(c*nseg + b)*N + K-1 + r] with n = b*M + r, for n < out_len.
+template <typename T>
+__device__ __forceinline__ void os_scatter_body(const T* __restrict__ Ys, T* __restrict__ y, int C, sc_i64 out_len,
+                                                sc_i64 M, int N, sc_i64 nseg, int K) {
+    const sc_i64 total = (sc_i64)C * out_len;
+    for (sc_i64 idx = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (sc_i64)gridDim.x * blockDim.x) {
+        const sc_i64 c = idx / out_len, n = idx - c * out_len;
+        const sc_i64 b = n / M, r = n - b * M;
+        y[idx] = Ys[(c * nseg + b) * N + (K - 1) + r];
+    }
+}
+extern "C" __global__ void conv1d_os_scatter_f32(const float* Ys, float* y, int C, sc_i64 out_len, sc_i64 M, int N,
+                                                 sc_i64 nseg, int K) {
+    os_scatter_body<float>(Ys, y, C, out_len, M, N, nseg, K);
+}
+extern "C" __global__ void conv1d_os_scatter_f64(const double* Ys, double* y, int C, sc_i64 out_len, sc_i64 M,
+                                                 int N, sc_i64 nseg, int K) {
+    os_scatter_body<double>(Ys, y, C, out_len, M, N, nseg, K);
+}
+
+// ============================================================================ compile check
+#ifdef SIGCONV_NVCC_CHECK
+// The instantiations the runtime asks for most (sigconv.backends.cuda1d picks R = 8 for K <= 32, else 16).
+template __global__ void conv1d_tiled<1, 8>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled<2, 8>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled<3, 8>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled<7, 8>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled<24, 8>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled<25, 8>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled<63, 16>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled<64, 16>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled<255, 16>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled_rt<8>(const float*, float*, int, sc_i64, int, sc_i64, sc_i64, int);
+template __global__ void conv1d_tiled_rt<16>(const float*, float*, int, sc_i64, int, sc_i64, sc_i64, int);
+#endif
