@@ -1,0 +1,258 @@
+"""Autotuner: time candidate (variant, block) pairs once per shape class, remember the winner.
+
+``pick(op, key, candidates, runner)`` is what ``variant="auto"`` calls (1-D and 2-D). The first
+time an (op, key) is seen it times every candidate with CUDA events (warm-up, several runs, median),
+skipping candidates that raise ``ValueError``, and stores the winner in ``autotune.json`` under the
+cache folder ($SIGCONV_CACHE_DIR, else $XDG_CACHE_HOME/sigconv, else ~/.cache/sigconv), in a section
+keyed by GPU name, driver version and the kernel source hash, so a new GPU, driver or kernel source
+re-times. An in-process memo sits in front. A corrupt or unreadable file is ignored and rewritten
+(atomically: temp file + rename); an unwritable folder only means no persistence.
+``SIGCONV_AUTOTUNE=0`` disables timing: the first (heuristic) candidate is used.
+
+``add_tune_arguments`` / ``run_tune`` implement ``sigconv tune``, which fills the cache ahead of time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import threading
+from pathlib import Path
+
+__all__ = ["pick", "cache_path", "clear_memo", "add_tune_arguments", "run_tune", "WARMUP", "REPS"]
+
+WARMUP = 2
+REPS = 7
+_FORMAT = 1
+
+_MEMO: dict = {}
+_LOCK = threading.Lock()
+
+
+def cache_path() -> Path:
+    """Where the winners are stored (the folder may not exist yet)."""
+    d = os.environ.get("SIGCONV_CACHE_DIR")
+    if d:
+        return Path(d) / "autotune.json"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "sigconv" / "autotune.json"
+
+
+def clear_memo() -> None:
+    """Forget the in-process memo (the disk cache stays)."""
+    with _LOCK:
+        _MEMO.clear()
+
+
+def _enabled() -> bool:
+    return os.environ.get("SIGCONV_AUTOTUNE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _section(sources) -> str:
+    """GPU name | driver version | kernel source hash: entries are valid only for this triple."""
+    import cupy
+
+    from . import _kernels
+
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    drv = cupy.cuda.runtime.driverGetVersion()
+    return f"{name}|driver {drv}|src {_kernels.source_hash(*sources)}"
+
+
+def _entry_key(op: str, key) -> str:
+    return op + ":" + json.dumps(list(key), separators=(",", ":"), default=str)
+
+
+def _load() -> dict:
+    """The cache file's contents, or an empty cache when missing, unreadable or malformed."""
+    try:
+        data = json.loads(cache_path().read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {"format": _FORMAT, "sections": {}}
+    if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("sections"), dict):
+        return {"format": _FORMAT, "sections": {}}
+    return data
+
+
+def _save(data: dict) -> None:
+    """Atomic write (temp file in the same folder, then rename); silently gives up when it cannot."""
+    path = cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".autotune.", suffix=".tmp", dir=str(path.parent))
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass
+
+
+def _as_block(b):
+    return tuple(b) if isinstance(b, list) else b
+
+
+def _time(runner, variant, block) -> float:
+    """Median ms of REPS launches after WARMUP (CUDA events on the current stream)."""
+    import cupy
+
+    for _ in range(WARMUP):
+        runner(variant, block)
+    stream = cupy.cuda.get_current_stream()
+    times = []
+    for _ in range(REPS):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(stream)
+        runner(variant, block)
+        end.record(stream)
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end))
+    return statistics.median(times)
+
+
+def _skippable(exc) -> bool:
+    if isinstance(exc, ValueError):
+        return True
+    try:
+        import cupy
+
+        return isinstance(exc, cupy.cuda.memory.OutOfMemoryError)
+    except Exception:  # pragma: no cover
+        return False
+
+
+def pick(op: str, key: tuple, candidates: list, runner, *, sources=("conv1d.cu",)) -> tuple:
+    """Best (variant, block) among ``candidates`` for shape class ``key`` of ``op``.
+
+    Parameters
+    ----------
+    op : str
+        "conv1d" or "conv2d".
+    key : tuple
+        Shape class (JSON-serialisable values).
+    candidates : list of (variant, block)
+        In heuristic order: the first is used when timing is disabled or everything fails.
+    runner : callable(variant, block)
+        Launches once on representative, already allocated data.
+    sources : tuple of str
+        Kernel files whose hash keys the disk cache.
+
+    Returns
+    -------
+    (variant, block)
+    """
+    cands = [(v, _as_block(b)) for v, b in candidates]
+    if not cands:
+        raise ValueError("candidates must hold at least one (variant, block) pair")
+    if not _enabled():
+        return cands[0]
+    memo_key = (op, tuple(key), tuple(sources), tuple(cands))
+    with _LOCK:
+        hit = _MEMO.get(memo_key)
+    if hit is not None:
+        return hit
+    section = _section(sources)
+    ekey = _entry_key(op, key)
+    data = _load()
+    entry = data["sections"].get(section, {}).get(ekey) if isinstance(data["sections"].get(section), dict) else None
+    if isinstance(entry, dict) and isinstance(entry.get("variant"), str):
+        got = (entry["variant"], _as_block(entry.get("block")))
+        if got in cands:
+            with _LOCK:
+                _MEMO[memo_key] = got
+            return got
+    results = []
+    for v, b in cands:
+        try:
+            results.append((_time(runner, v, b), v, b))
+        except Exception as exc:  # noqa: BLE001
+            if not _skippable(exc):
+                raise
+    if results:
+        ms, v, b = min(results, key=lambda r: r[0])
+        best = (v, b)
+    else:
+        ms, best = None, cands[0]
+    data = _load()  # re-read: another process may have written meanwhile
+    gpu = section.split("|", 1)[0]
+    # entries of this GPU under another driver or source hash are stale: drop them
+    data["sections"] = {s: e for s, e in data["sections"].items()
+                        if isinstance(e, dict) and (s == section or s.split("|", 1)[0] != gpu)}
+    data["sections"].setdefault(section, {})[ekey] = {
+        "variant": best[0], "block": list(best[1]) if isinstance(best[1], tuple) else best[1], "ms": ms,
+        "timed": {f"{v}@{b}": round(t, 5) for t, v, b in results}}
+    _save(data)
+    with _LOCK:
+        _MEMO[memo_key] = best
+    return best
+
+
+# ------------------------------------------------------------------------------------ sigconv tune
+
+_TUNE_C = (1, 2, 8)
+_TUNE_L = (1 << 16, 1 << 20, 1 << 23)
+_TUNE_K = (7, 15, 25, 31, 63, 127, 255, 511, 1023, 2047, 4095, 8191)
+
+
+def add_tune_arguments(parser) -> None:
+    """Options of ``sigconv tune``."""
+    parser.add_argument("--channels", type=int, nargs="+", default=list(_TUNE_C), metavar="C",
+                        help="channel counts to tune (default: %(default)s)")
+    parser.add_argument("--lengths", type=int, nargs="+", default=list(_TUNE_L), metavar="L",
+                        help="signal lengths to tune (default: 2^16 2^20 2^23)")
+    parser.add_argument("--taps", type=int, nargs="+", default=list(_TUNE_K), metavar="K",
+                        help="tap counts to tune (default: %(default)s)")
+    parser.add_argument("--no-2d", action="store_true", help="skip the 2-D shape classes")
+
+
+def run_tune(args) -> int:
+    """Fill the autotune cache for common shape classes; print each choice. 1 when no GPU."""
+    from . import _devices
+
+    reason = _devices.cuda_reason()
+    if reason:
+        print(f"sigconv tune: no usable GPU ({reason})")
+        return 1
+    import cupy
+
+    from .backends import cuda1d
+
+    if not _enabled():
+        print("sigconv tune: SIGCONV_AUTOTUNE=0 disables timing; nothing to do")
+        return 0
+    print(f"sigconv tune: cache {cache_path()}")
+    rng = cupy.random.default_rng(0)
+    for L in getattr(args, "lengths", _TUNE_L):
+        for C in getattr(args, "channels", _TUNE_C):
+            x = rng.standard_normal((C, L), dtype=cupy.float32)
+            for K in getattr(args, "taps", _TUNE_K):
+                w = rng.standard_normal(K, dtype=cupy.float32)
+                pad, out_len = K // 2, L
+                choice = cuda1d.resolve_auto(x, w, pad, out_len)
+                key = cuda1d.shape_key(C, L, K, "float32")
+                print(f"conv1d C={C:<3d} L={L:<9d} K={K:<5d} key={key} -> {choice[0]} block={choice[1]}")
+            del x
+            cupy.get_default_memory_pool().free_all_blocks()
+    if not getattr(args, "no_2d", False):
+        try:
+            from .backends import cuda2d
+        except Exception:  # pragma: no cover
+            cuda2d = None
+        shapes = getattr(cuda2d, "tune_shapes", None)
+        if callable(shapes):
+            for fn in shapes():
+                res = fn()
+                if res is not None:
+                    print(f"conv2d {res}")
+    return 0
