@@ -1,0 +1,508 @@
+// sigconv 2-D convolution kernels (NCHW cross-correlation, torch.nn.functional.conv2d semantics).
+//
+//   y[n, co, r, c] = bias[co] + sum_{ci, i, j} w[co, ci, i, j] * x[n, ci, r*sy + i - py, c*sx + j - px]
+//   for 0 <= r < Ho, 0 <= c < Wo; x is zero outside [0, H) x [0, W) (bottom/right pads are implied by Ho, Wo).
+//
+// Variants, in the order they tell the story (sigconv/backends/cuda2d.py launches them):
+//   naive     : one thread per output element, loops Cin x kH x kW (source article A, with pad and stride).
+//   shared    : a block computes a bx x by output tile of one (n, co); per input channel it stages the input
+//               tile plus halo in shared memory, rows padded so the warp's rows fall in distinct banks.
+//   regblock  : 16-byte vector loads along W (cp.async, zero-filled at the borders, scalar path for the tails
+//               when W % 4 != 0), each thread computing TY x TX outputs for COB output channels in registers.
+//   prefetch  : source article B: one-warp 8x4 blocks, float4 tile loads split evenly over the threads, the
+//               next input channel's tile and weights copied (cp.async) into a second buffer while the current
+//               one is computed. Same body as regblock with PREFETCH=1.
+//   strip     : single-channel fast path (spectrogram smoothing): each thread owns 4 output columns and a
+//               vertical strip of STRIP_ROWS rows; input rows stream through a register sliding window, the
+//               taps sit in __constant__ memory (FFMA reads them as operands), kernel size fixed at compile time.
+//   separable : rank-1 kernels w = u v^T per (co, ci) pair: a row pass into a scratch buffer, then a column pass.
+//
+// Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
+// regblock, prefetch and strip are float only and specialised by #defines (Python prepends them).
+//
+// Compile on its own (checks, register counts, spills):
+//   nvcc -std=c++17 -arch=sm_90 -cubin -Xptxas -v -o /dev/null kernels/conv2d.cu
+// NVRTC compatible: no host headers.
+
+// ------------------------------------------------------------------------------------------ defaults
+// (The nvcc self-check compiles one instance of every specialised kernel with these.)
+#ifndef KH
+#define KH 3            // kernel height (tiled kernels)
+#endif
+#ifndef KW
+#define KW 3            // kernel width
+#endif
+#ifndef SY
+#define SY 1            // vertical stride
+#endif
+#ifndef SX
+#define SX 1            // horizontal stride
+#endif
+#ifndef SH
+#define SH 3            // (-px) mod 4: offset of the first needed input column inside the aligned tile
+#endif
+#ifndef TX
+#define TX 4            // outputs per thread along x (consecutive columns)
+#endif
+#ifndef TY
+#define TY 2            // outputs per thread along y (consecutive rows)
+#endif
+#ifndef COB
+#define COB 8           // output channels per block (every thread computes all of them)
+#endif
+#ifndef BX
+#define BX 16           // threads per block along x
+#endif
+#ifndef BY
+#define BY 8            // threads per block along y
+#endif
+#ifndef PITCH
+#define PITCH 76        // shared-memory row pitch in floats (multiple of 4); chosen by the launcher
+#endif
+#ifndef PREFETCH
+#define PREFETCH 1      // 1: double-buffered cp.async prefetch of the next channel (prefetch variant)
+#endif
+#ifndef STRIP_KH
+#define STRIP_KH 3      // strip kernel: kernel height
+#endif
+#ifndef STRIP_KW
+#define STRIP_KW 3      // strip kernel: kernel width
+#endif
+#ifndef STRIP_SH
+#define STRIP_SH 3      // strip kernel: (-px) mod 4
+#endif
+#ifndef STRIP_ROWS
+#define STRIP_ROWS 32   // strip kernel: output rows per thread
+#endif
+
+typedef long long i64;
+
+// Plane index helper: the grid's z dimension is capped at 65535, so kernels loop z over planes.
+#define FOR_PLANES(var_, nplanes_) for (int var_ = blockIdx.z; var_ < (nplanes_); var_ += gridDim.z)
+
+// ============================================================================================ naive
+template <typename T>
+__device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __restrict__ w,
+                                           const T* __restrict__ bias, T* __restrict__ y, int N, int Cin,
+                                           int H, int W, int Cout, int kH, int kW, int sy, int sx, int py,
+                                           int px, int Ho, int Wo, int has_bias) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;  // output column
+    const int r = blockIdx.y * blockDim.y + threadIdx.y;  // output row
+    if (r >= Ho || c >= Wo) return;                       // no barriers below: early exit is safe
+    FOR_PLANES(z, N * Cout) {
+        const int n = z / Cout, co = z - n * Cout;
+        T acc = has_bias ? bias[co] : T(0);
+        for (int ci = 0; ci < Cin; ++ci) {
+            const T* xp = x + (i64)(n * Cin + ci) * H * W;
+            const T* wp = w + (i64)(co * Cin + ci) * kH * kW;
+            for (int i = 0; i < kH; ++i) {
+                const int gr = r * sy + i - py;  // input row of tap row i
+                if (gr < 0 || gr >= H) continue;
+                for (int j = 0; j < kW; ++j) {
+                    const int gc = c * sx + j - px;  // input column of tap column j
+                    if (gc < 0 || gc >= W) continue;
+                    acc += wp[i * kW + j] * xp[(i64)gr * W + gc];
+                }
+            }
+        }
+        y[((i64)z * Ho + r) * Wo + c] = acc;
+    }
+}
+
+template <typename T>
+__global__ void conv2d_naive(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                             T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,
+                             int sx, int py, int px, int Ho, int Wo, int has_bias) {
+    naive_body<T>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, has_bias);
+}
+
+// =========================================================================================== shared
+// Block (bx, by) -> output tile rows [or0, or0+by) x cols [oc0, oc0+bx) of plane (n, co).
+// Input tile: th = (by-1)*sy + kH rows, tw = (bx-1)*sx + kW cols starting at (or0*sy - py, oc0*sx - px).
+// Row pitch `pitch` >= tw is chosen by the launcher so that the rows one warp touches fall in distinct banks.
+template <typename T>
+__global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                              T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,
+                              int sx, int py, int px, int Ho, int Wo, int has_bias, int pitch) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* tile = reinterpret_cast<T*>(smem_raw);
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int bx = blockDim.x, by = blockDim.y;
+    const int tid = ty * bx + tx, nt = bx * by;
+    const int oc0 = blockIdx.x * bx, or0 = blockIdx.y * by;
+    const int r = or0 + ty, c = oc0 + tx;
+    const int th = (by - 1) * sy + kH, tw = (bx - 1) * sx + kW;
+    const int ir0 = or0 * sy - py, ic0 = oc0 * sx - px;  // top-left input pixel of the tile
+    const bool live = r < Ho && c < Wo;                  // dead threads still load and sync
+    FOR_PLANES(z, N * Cout) {
+        const int n = z / Cout, co = z - n * Cout;
+        T acc = (has_bias && live) ? bias[co] : T(0);
+        for (int ci = 0; ci < Cin; ++ci) {
+            const T* xp = x + (i64)(n * Cin + ci) * H * W;
+            __syncthreads();  // previous channel's reads are done before overwriting the tile
+            for (int idx = tid; idx < th * tw; idx += nt) {
+                const int tr = idx / tw, tc = idx - tr * tw;
+                const int gr = ir0 + tr, gc = ic0 + tc;
+                tile[tr * pitch + tc] = (gr >= 0 && gr < H && gc >= 0 && gc < W) ? xp[(i64)gr * W + gc] : T(0);
+            }
+            __syncthreads();
+            if (live) {
+                const T* wp = w + (i64)(co * Cin + ci) * kH * kW;
+                const T* tp = tile + (ty * sy) * pitch + tx * sx;
+                for (int i = 0; i < kH; ++i)
+                    for (int j = 0; j < kW; ++j) acc += wp[i * kW + j] * tp[i * pitch + j];
+            }
+        }
+        if (live) y[((i64)z * Ho + r) * Wo + c] = acc;
+    }
+}
+
+// ======================================================================== regblock / prefetch (float)
+// Block (BX, BY) threads; thread (tx, ty) computes outputs rows or0 + ty*TY + a (a < TY), columns
+// oc0 + tx*TX + b (b < TX), channels co0 + cc (cc < COB). Output tile OH x OW per block.
+#define OH (BY * TY)
+#define OW (BX * TX)
+#define NT (BX * BY)
+#define MINB (NT >= 256 ? 1 : 256 / NT)  // 256 threads per SM at least (the cap stays at 255 registers)
+// Input tile: TH rows; columns start at ca = (oc0*SX - px) - SH, a multiple of 4 because OW*SX % 4 == 0
+// (BX % 4 == 0) and SH == (-px) mod 4. TWL = needed width + SH rounded up to whole float4 chunks.
+#define TH ((OH - 1) * SY + KH)
+#define TWN ((OW - 1) * SX + KW)
+#define TWL (((TWN + SH) + 3) / 4 * 4)
+#define NCH (TWL / 4)                 // float4 chunks per tile row
+#define TILE_FLOATS (TH * PITCH)
+#define WTS_FLOATS (KH * KW * COB)    // weights of one input channel: layout [i][j][cc]
+#define STAGE_FLOATS (TILE_FLOATS + WTS_FLOATS)
+// Per-thread input values for one tile row: (TX-1)*SX + KW needed after the SH offset, whole float4s.
+#define NVAL ((((TX - 1) * SX + KW + SH) + 3) / 4 * 4)
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// cp.async with zero fill: copies `src_bytes` (0 or the full size) and zero-fills the rest.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+// Issue the copies of input channel ci's tile and weights into one stage of shared memory.
+// vec: W % 4 == 0 and x 16-byte aligned, so each aligned chunk is wholly inside or wholly outside the row.
+__device__ __forceinline__ void tiled_issue(float* stage, const float* __restrict__ xp, const float* __restrict__ w,
+                                            int H, int W, int Cin, int Cout, int ci, int co0, int ir0, int ca,
+                                            bool vec, int tid) {
+    float* tile = stage;
+    if (vec) {
+        for (int idx = tid; idx < TH * NCH; idx += NT) {  // chunks split evenly over the threads
+            const int tr = idx / NCH, q = idx - tr * NCH;
+            const int gr = ir0 + tr, gc = ca + 4 * q;
+            const bool in = gr >= 0 && gr < H && gc >= 0 && gc < W;
+            cp_async16(tile + tr * PITCH + 4 * q, in ? (const void*)(xp + (i64)gr * W + gc) : (const void*)xp,
+                       in ? 16 : 0);
+        }
+    } else {  // tails: W not a multiple of 4 (or unaligned base): element by element, still coalesced
+        for (int idx = tid; idx < TH * TWL; idx += NT) {
+            const int tr = idx / TWL, tc = idx - tr * TWL;
+            const int gr = ir0 + tr, gc = ca + tc;
+            const bool in = gr >= 0 && gr < H && gc >= 0 && gc < W;
+            cp_async4(tile + tr * PITCH + tc, in ? (const void*)(xp + (i64)gr * W + gc) : (const void*)xp,
+                      in ? 4 : 0);
+        }
+    }
+    float* wts = stage + TILE_FLOATS;  // [i][j][cc], zero for channels past Cout
+    for (int idx = tid; idx < WTS_FLOATS; idx += NT) {
+        const int cc = idx % COB, ij = idx / COB;
+        const int co = co0 + cc;
+        const bool in = co < Cout;
+        cp_async4(wts + idx, in ? (const void*)(w + ((i64)co * Cin + ci) * (KH * KW) + ij) : (const void*)w,
+                  in ? 4 : 0);
+    }
+    cp_async_commit();
+}
+
+// acc[cc][a][b] += sum_{i,j} wts[i][j][cc] * tile[(ty*TY + a)*SY + i][SH + (tx*TX + b)*SX + j]
+constexpr int kUnrollI = KH <= 7 ? KH : 1;  // full unroll of the tap rows for small kernels only
+__device__ __forceinline__ void tiled_compute(const float* stage, float (&acc)[COB][TY][TX], int tx, int ty) {
+    const float* tile = stage;
+    const float* wts = stage + TILE_FLOATS;
+#pragma unroll
+    for (int a = 0; a < TY; ++a) {
+#pragma unroll kUnrollI
+        for (int i = 0; i < KH; ++i) {
+            // This thread's slice of tile row (ty*TY + a)*SY + i, starting at an aligned column.
+            const float* rp = tile + ((ty * TY + a) * SY + i) * PITCH + tx * TX * SX;
+            float v[NVAL];
+            if ((TX * SX) % 4 == 0) {  // aligned: rp is 16-byte aligned (PITCH % 4 == 0)
+#pragma unroll
+                for (int q = 0; q < NVAL / 4; ++q) {
+                    const float4 t = reinterpret_cast<const float4*>(rp)[q];
+                    v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
+                }
+            } else {
+#pragma unroll
+                for (int q = 0; q < NVAL; ++q) v[q] = (SH + (TX - 1) * SX + KW > q) ? rp[q] : 0.f;
+            }
+#pragma unroll
+            for (int j = 0; j < KW; ++j) {
+                float wv[COB];
+#pragma unroll
+                for (int cc = 0; cc < COB; ++cc) wv[cc] = wts[(i * KW + j) * COB + cc];  // broadcast
+#pragma unroll
+                for (int cc = 0; cc < COB; ++cc)
+#pragma unroll
+                    for (int b = 0; b < TX; ++b) acc[cc][a][b] = fmaf(wv[cc], v[SH + b * SX + j], acc[cc][a][b]);
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(NT, MINB) conv2d_tiled(const float* __restrict__ x, const float* __restrict__ w,
+                                                             const float* __restrict__ bias, float* __restrict__ y,
+                                                             int N, int Cin, int H, int W, int Cout, int py, int px,
+                                                             int Ho, int Wo, int has_bias, int vec_in, int vec_out) {
+    extern __shared__ __align__(16) float smem[];
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
+    const int oc0 = blockIdx.x * OW, or0 = blockIdx.y * OH;
+    const int ir0 = or0 * SY - py;
+    const int ca = oc0 * SX - px - SH;  // multiple of 4 (see TWL)
+    const int groups = (Cout + COB - 1) / COB;
+    const bool vec = vec_in != 0;
+    FOR_PLANES(z, N * groups) {
+        const int n = z / groups, co0 = (z - n * groups) * COB;
+        const float* xn = x + (i64)n * Cin * H * W;
+        float acc[COB][TY][TX];
+#pragma unroll
+        for (int cc = 0; cc < COB; ++cc)
+#pragma unroll
+            for (int a = 0; a < TY; ++a)
+#pragma unroll
+                for (int b = 0; b < TX; ++b) acc[cc][a][b] = 0.f;
+        __syncthreads();  // the previous plane's last reads are done before the first copy
+#if PREFETCH
+        // Double buffer: copy channel ci+1 into the other stage while channel ci is computed.
+        tiled_issue(smem, xn, w, H, W, Cin, Cout, 0, co0, ir0, ca, vec, tid);
+        for (int ci = 0; ci < Cin; ++ci) {
+            cp_async_wait_all();
+            __syncthreads();  // stage ci%2 is complete for everyone; stage (ci+1)%2 is no longer read
+            if (ci + 1 < Cin)
+                tiled_issue(smem + ((ci + 1) & 1) * STAGE_FLOATS, xn + (i64)(ci + 1) * H * W, w, H, W, Cin, Cout,
+                            ci + 1, co0, ir0, ca, vec, tid);
+            tiled_compute(smem + (ci & 1) * STAGE_FLOATS, acc, tx, ty);
+        }
+#else
+        for (int ci = 0; ci < Cin; ++ci) {
+            if (ci) __syncthreads();  // everyone finished reading the previous channel
+            tiled_issue(smem, xn + (i64)ci * H * W, w, H, W, Cin, Cout, ci, co0, ir0, ca, vec, tid);
+            cp_async_wait_all();
+            __syncthreads();
+            tiled_compute(smem, acc, tx, ty);
+        }
+#endif
+        // Store: thread's TY x TX patch for each of its channels; float4 when the whole row of 4 fits.
+#pragma unroll
+        for (int cc = 0; cc < COB; ++cc) {
+            const int co = co0 + cc;
+            if (co >= Cout) break;
+            const float bv = has_bias ? bias[co] : 0.f;
+#pragma unroll
+            for (int a = 0; a < TY; ++a) {
+                const int r = or0 + ty * TY + a;
+                if (r >= Ho) break;
+                const int c0 = oc0 + tx * TX;
+                float* yp = y + (((i64)n * Cout + co) * Ho + r) * Wo + c0;
+                if (TX % 4 == 0 && vec_out && c0 + TX <= Wo) {
+#pragma unroll
+                    for (int b = 0; b < TX; b += 4)
+                        *reinterpret_cast<float4*>(yp + b) = make_float4(acc[cc][a][b] + bv, acc[cc][a][b + 1] + bv,
+                                                                         acc[cc][a][b + 2] + bv, acc[cc][a][b + 3] + bv);
+                } else {
+#pragma unroll
+                    for (int b = 0; b < TX; ++b)
+                        if (c0 + b < Wo) yp[b] = acc[cc][a][b] + bv;
+                }
+            }
+        }
+    }
+}
+
+// ============================================================================ strip (single channel)
+// Taps of the current call (copied in stream order by the launcher before each launch).
+__constant__ float c_taps[STRIP_KH * STRIP_KW];
+
+// Input values one thread needs from a row: columns [cx - px, cx - px + 3 + KW) after STRIP_SH, as float4s.
+#define STRIP_NV ((((STRIP_SH + 3 + STRIP_KW) + 3) / 4) * 4)
+
+// One input row's values for a strip thread: v[k] = x[gr, ca + k] (zero outside the image).
+__device__ __forceinline__ void strip_row(float (&v)[STRIP_NV], const float* __restrict__ xp, int H, int W, int gr,
+                                          int ca, bool vec) {
+    const bool rin = gr >= 0 && gr < H;
+    const float* rp = xp + (i64)gr * W;
+#pragma unroll
+    for (int q = 0; q < STRIP_NV / 4; ++q) {
+        const int gc = ca + 4 * q;
+        if (vec) {  // W % 4 == 0, gc % 4 == 0: the chunk is wholly inside or outside the row
+            float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (rin && gc >= 0 && gc < W) t = __ldg(reinterpret_cast<const float4*>(rp + gc));
+            v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[4 * q + e] = (rin && gc + e >= 0 && gc + e < W) ? __ldg(rp + gc + e) : 0.f;
+        }
+    }
+}
+
+// Store 4 outputs (columns cx..cx+3) plus bias; float4 when they all fit and the row is aligned.
+__device__ __forceinline__ void strip_store(float* op, const float (&a)[4], float bias, int cx, int Wo, bool vst) {
+    if (vst) {
+        *reinterpret_cast<float4*>(op) = make_float4(a[0] + bias, a[1] + bias, a[2] + bias, a[3] + bias);
+    } else {
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+            if (cx + b < Wo) op[b] = a[b] + bias;
+    }
+}
+
+// Thread: output columns cx..cx+3 (cx = 4*(global x index)), rows [r0, r0 + STRIP_ROWS) of plane z.
+// Input row s (relative to r0 - py) contributes tap row i to output row o = s - i. Accumulators form a ring
+// of STRIP_KH rows: output row o lives in slot o % KH. The loop over s is unrolled by KH so that every slot
+// index is a compile-time constant; after row s, output row s - KH + 1 is complete: stored and its slot zeroed
+// (rows o < 0 are zeroed without being stored, so the ring starts clean).
+extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                        int py, int px, int Ho, int Wo, float bias, int vec_in, int vec_out) {
+    const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
+    if (cx >= Wo || r0 >= Ho) return;  // no barriers in this kernel
+    const int nout = min(STRIP_ROWS, Ho - r0);
+    const int nin = nout + STRIP_KH - 1;   // input rows streamed
+    const int ca = cx - px - STRIP_SH;     // aligned (multiple of 4) first input column loaded
+    const bool vec = vec_in != 0;
+    const bool vst = vec_out != 0 && cx + 4 <= Wo;
+    FOR_PLANES(z, N) {
+        const float* xp = x + (i64)z * H * W;
+        float* yp = y + (i64)z * Ho * Wo;
+        float acc[STRIP_KH][4];
+#pragma unroll
+        for (int k = 0; k < STRIP_KH; ++k)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) acc[k][b] = 0.f;
+#if STRIP_KH <= 11 && STRIP_KH * STRIP_KW <= 121
+        for (int base = 0; base < nin; base += STRIP_KH) {
+#pragma unroll
+            for (int u = 0; u < STRIP_KH; ++u) {
+                const int s = base + u;
+                if (s >= nin) break;
+                float v[STRIP_NV];
+                strip_row(v, xp, H, W, r0 - py + s, ca, vec);
+                // Tap row i feeds output row s - i, slot (u - i) mod KH (base is a multiple of KH).
+#pragma unroll
+                for (int i = 0; i < STRIP_KH; ++i) {
+                    const int slot = (u - i + STRIP_KH) % STRIP_KH;
+#pragma unroll
+                    for (int j = 0; j < STRIP_KW; ++j) {
+                        const float t = c_taps[i * STRIP_KW + j];
+#pragma unroll
+                        for (int b = 0; b < 4; ++b) acc[slot][b] = fmaf(t, v[STRIP_SH + b + j], acc[slot][b]);
+                    }
+                }
+                // Output row o = s - (KH-1) is complete (slot (u+1) mod KH).
+                const int done = (u + 1) % STRIP_KH;
+                const int o = s - (STRIP_KH - 1);
+                if (o >= 0) strip_store(yp + (i64)(r0 + o) * Wo + cx, acc[done], bias, cx, Wo, vst);
+#pragma unroll
+                for (int b = 0; b < 4; ++b) acc[done][b] = 0.f;
+            }
+        }
+#else
+        // Large kernels: the fully unrolled ring is too much code and spills; rotate the accumulators
+        // instead (acc[k] holds output row s - (KH-1) + k; KH*4 moves per row, ~1/KW of the FMAs).
+        for (int s = 0; s < nin; ++s) {
+            float v[STRIP_NV];
+            strip_row(v, xp, H, W, r0 - py + s, ca, vec);
+#pragma unroll
+            for (int i = 0; i < STRIP_KH; ++i)
+#pragma unroll
+                for (int j = 0; j < STRIP_KW; ++j) {
+                    const float t = c_taps[i * STRIP_KW + j];
+#pragma unroll
+                    for (int b = 0; b < 4; ++b)
+                        acc[STRIP_KH - 1 - i][b] = fmaf(t, v[STRIP_SH + b + j], acc[STRIP_KH - 1 - i][b]);
+                }
+            const int o = s - (STRIP_KH - 1);
+            if (o >= 0) strip_store(yp + (i64)(r0 + o) * Wo + cx, acc[0], bias, cx, Wo, vst);
+#pragma unroll
+            for (int k = 0; k + 1 < STRIP_KH; ++k)
+#pragma unroll
+                for (int b = 0; b < 4; ++b) acc[k][b] = acc[k + 1][b];
+#pragma unroll
+            for (int b = 0; b < 4; ++b) acc[STRIP_KH - 1][b] = 0.f;
+        }
+#endif
+    }
+}
+
+// ========================================================================================= separable
+// w[co, ci] = u[co, ci] (kH) outer v[co, ci] (kW). Planes p = z0 + zz, zz < nz, p = n*Cout + co.
+// Row pass: tmp[zz, ci, r', c] = sum_j v[co, ci, j] * x[n, ci, r' - py, c*sx + j - px]  for r' < Hn = (Ho-1)*sy + kH.
+template <typename T>
+__global__ void conv2d_sep_rows(const T* __restrict__ x, const T* __restrict__ v, T* __restrict__ tmp, int z0, int nz,
+                                int Cin, int H, int W, int Cout, int kW, int sx, int py, int px, int Hn, int Wo) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int rr = blockIdx.y * blockDim.y + threadIdx.y;
+    if (c >= Wo || rr >= Hn) return;
+    const int gr = rr - py;
+    FOR_PLANES(q, nz * Cin) {
+        const int zz = q / Cin, ci = q - zz * Cin;
+        const int p = z0 + zz, n = p / Cout, co = p - n * Cout;
+        T acc = T(0);
+        if (gr >= 0 && gr < H) {
+            const T* xr = x + ((i64)(n * Cin + ci) * H + gr) * W;
+            const T* vp = v + (i64)(co * Cin + ci) * kW;
+            for (int j = 0; j < kW; ++j) {
+                const int gc = c * sx + j - px;
+                if (gc >= 0 && gc < W) acc += vp[j] * xr[gc];
+            }
+        }
+        tmp[((i64)q * Hn + rr) * Wo + c] = acc;
+    }
+}
+
+// Column pass: y[p, r, c] = bias[co] + sum_ci sum_i u[co, ci, i] * tmp[zz, ci, r*sy + i, c].
+template <typename T>
+__global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__ u, const T* __restrict__ bias,
+                                T* __restrict__ y, int z0, int nz, int Cin, int Cout, int kH, int sy, int Hn, int Ho,
+                                int Wo, int has_bias) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (c >= Wo || r >= Ho) return;
+    FOR_PLANES(zz, nz) {
+        const int p = z0 + zz, co = p % Cout;
+        T acc = has_bias ? bias[co] : T(0);
+        for (int ci = 0; ci < Cin; ++ci) {
+            const T* tp = tmp + ((i64)(zz * Cin + ci) * Hn + (i64)r * sy) * Wo + c;
+            const T* up = u + (i64)(co * Cin + ci) * kH;
+            for (int i = 0; i < kH; ++i) acc += up[i] * tp[(i64)i * Wo];
+        }
+        y[((i64)p * Ho + r) * Wo + c] = acc;
+    }
+}
+
+// Instances for the stand-alone nvcc check (NVRTC builds the same names from name_expressions).
+template __global__ void conv2d_naive<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
+                                             int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_naive<double>(const double*, const double*, const double*, double*, int, int, int, int,
+                                              int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_shared<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
+                                              int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_shared<double>(const double*, const double*, const double*, double*, int, int, int,
+                                               int, int, int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_sep_rows<float>(const float*, const float*, float*, int, int, int, int, int, int, int,
+                                                int, int, int, int, int);
+template __global__ void conv2d_sep_rows<double>(const double*, const double*, double*, int, int, int, int, int, int,
+                                                 int, int, int, int, int, int);
+template __global__ void conv2d_sep_cols<float>(const float*, const float*, const float*, float*, int, int, int, int,
+                                                int, int, int, int, int, int);
+template __global__ void conv2d_sep_cols<double>(const double*, const double*, const double*, double*, int, int, int,
+                                                 int, int, int, int, int, int, int);
