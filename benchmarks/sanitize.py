@@ -1,0 +1,95 @@
+"""Run every cuda conv1d variant (and every cuda conv2d variant, if any are registered) on small
+shapes, convolve and correlate, every mode, and compare with a float64 CPU reference.
+
+Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
+
+    compute-sanitizer --tool memcheck  --error-exitcode 3 python benchmarks/sanitize.py
+    compute-sanitizer --tool racecheck --error-exitcode 3 python benchmarks/sanitize.py
+
+(small shapes keep the instrumented run short; each variant still sees tails, K > tile, every mode,
+unaligned channel starts (L % 4 != 0) and several channels.)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.signal
+
+
+def main() -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's sigconv
+    import sigconv
+    from sigconv import _devices, _registry
+    from sigconv._api import window_1d
+    from sigconv.backends.cpu import _window_from_full
+
+    reason = _devices.cuda_reason()
+    if reason:
+        print(f"sanitize: no usable GPU ({reason})")
+        return 2
+    import cupy
+
+    tol = {"float32": 1e-5, "float64": 1e-10}
+    rng = np.random.default_rng(0)
+    bad = 0
+    n = 0
+    for v in _registry.entries("conv1d", "cuda", kind="variant"):
+        blocks = sorted({min(v.blocks), v.default_block})
+        for dtype in v.dtypes:
+            for L, K, C in ((1, 3, 1), (37, 5, 2), (300, 64, 3), (1029, 300, 2), (50, 1030, 1)):
+                if v.max_taps is not None and K > v.max_taps:
+                    continue
+                x = rng.standard_normal((C, L)).astype(dtype)
+                h = rng.standard_normal(K).astype(dtype)
+                full_conv = np.stack([np.convolve(r, h.astype(np.float64)) for r in x.astype(np.float64)])
+                full_corr = np.stack([np.convolve(r, h[::-1].astype(np.float64)) for r in x.astype(np.float64)])
+                xg = cupy.asarray(x)
+                for block in blocks:
+                    for mode in ("full", "same", "valid"):
+                        pad, out_len = window_1d(mode, L, K)
+                        for op, fn, full in (("convolve", sigconv.convolve, full_conv),
+                                             ("correlate", sigconv.correlate, full_corr)):
+                            y = cupy.asnumpy(fn(xg, h, mode, axis=-1, backend="cuda", variant=v.name, block=block))
+                            ref = _window_from_full(full, K, pad, out_len)
+                            den = np.linalg.norm(ref) or 1.0
+                            err = np.linalg.norm(y.astype(np.float64) - ref) / den if np.isfinite(y).all() else np.inf
+                            n += 1
+                            if not err <= tol[dtype]:
+                                bad += 1
+                                print(f"MISMATCH conv1d {v.name} {dtype} block={block} L={L} K={K} C={C} "
+                                      f"{mode} {op}: rel err {err:.3g}")
+        print(f"conv1d {v.name}: done")
+    for v in _registry.entries("conv2d", "cuda", kind="variant"):
+        for dtype in v.dtypes:
+            for (H, W), (kh, kw) in (((9, 13), (3, 3)), ((17, 6), (5, 2)), ((4, 4), (6, 6))):
+                x = rng.standard_normal((H, W)).astype(dtype)
+                k = rng.standard_normal((kh, kw)).astype(dtype)
+                for mode in ("full", "same", "valid"):
+                    for op, fn, ref_fn in (("convolve2d", sigconv.convolve2d, scipy.signal.convolve2d),
+                                           ("correlate2d", sigconv.correlate2d, scipy.signal.correlate2d)):
+                        try:
+                            ref = ref_fn(x.astype(np.float64), k.astype(np.float64), mode)
+                        except ValueError:
+                            continue  # valid mode with neither input larger in every dimension
+                        try:
+                            y = cupy.asnumpy(fn(cupy.asarray(x), k, mode, backend="cuda", variant=v.name))
+                        except ValueError as exc:  # a documented refusal, not a memory error
+                            print(f"conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode}: refused ({exc})")
+                            continue
+                        den = np.linalg.norm(ref) or 1.0
+                        err = np.linalg.norm(y.astype(np.float64) - ref) / den if np.isfinite(y).all() else np.inf
+                        n += 1
+                        if not err <= tol.get(dtype, 1e-5):
+                            bad += 1
+                            print(f"MISMATCH conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} {op}: {err:.3g}")
+        print(f"conv2d {v.name}: done")
+    cupy.cuda.get_current_stream().synchronize()
+    print(f"sanitize: {n} checks, {bad} mismatches")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
