@@ -103,12 +103,20 @@ def window_1d(mode: str, L: int, K: int) -> tuple[int, int]:
     return K - L, K - L + 1
 
 
-def window_2d(mode: str, shape: tuple, kshape: tuple) -> tuple[tuple, tuple]:
-    """((py, px), (Ho, Wo)) of scipy.signal.convolve2d's ``mode`` (correlation form)."""
+def window_2d(mode: str, shape: tuple, kshape: tuple, correlate: bool = False) -> tuple[tuple, tuple]:
+    """((py, px), (Ho, Wo)) of scipy.signal.convolve2d's (or, with ``correlate``, correlate2d's)
+    ``mode``, in the correlation form of the contract.
+
+    Note SciPy centres "same" differently for the two with even kernel sides: convolve2d's output
+    starts at k//2 into the padded input, correlate2d's at (k-1)//2 (unlike 1-D correlate, which
+    is convolve with the reversed kernel).
+    """
     (H, W), (kH, kW) = shape, kshape
     if mode == "full":
         return (kH - 1, kW - 1), (H + kH - 1, W + kW - 1)
     if mode == "same":
+        if correlate:
+            return ((kH - 1) // 2, (kW - 1) // 2), (H, W)
         return (kH // 2, kW // 2), (H, W)
     if H >= kH and W >= kW:
         return (0, 0), (H - kH + 1, W - kW + 1)
@@ -315,7 +323,7 @@ def _filter2d(x, k, mode, backend, variant, block, reverse: bool):
     check_finite_array(k if _xp(k) is np else k.get(), "k")
     dtype = float_dtype(x, k)
     be = _backend_for(backend, x, k)
-    pad, out_hw = window_2d(mode, x.shape, k.shape)
+    pad, out_hw = window_2d(mode, x.shape, k.shape, correlate=not reverse)
     bxp = np if be == "cpu" else _xp(_to_backend(np.zeros(1), be))
     x4 = bxp.ascontiguousarray(_to_backend(x, be).astype(dtype, copy=False)[None, None])
     w4 = _to_backend(k, be).astype(dtype, copy=False)

@@ -195,6 +195,20 @@ def _make_file_filter(backend: str, taps, args):
     return make
 
 
+def _check_writable(folder: Path) -> None:
+    """Fail before any work when the output folder does not take files (os.access is no help for root)."""
+    import tempfile
+
+    from ._engine import OutputError
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".sigconv-probe-", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"{folder}: output folder is not writable ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(name)
+
+
 def cmd_denoise(args) -> int:
     from . import _devices
     from ._engine import InputError, OutputError, filter_file, probe
@@ -206,6 +220,12 @@ def cmd_denoise(args) -> int:
         raise UsageError(f"{out}: output would overwrite the input; choose another -o")
     if out.is_dir():
         raise UsageError(f"{out}: output is a directory; give a file name")
+    if out.exists() and not args.force:
+        raise OutputError(f"{out}: already exists (pass --force to overwrite)")
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"{folder}: output folder does not exist")
+    _check_writable(folder)
     taps, desc, note = build_taps(args, float(info.samplerate))
     if args.phase == "zero" and taps.size % 2 == 0:
         raise UsageError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")

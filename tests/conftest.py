@@ -1,0 +1,69 @@
+"""Shared fixtures and markers: `gpu` tests skip (with the reason) without a usable GPU, `slow` tests
+run only with --runslow (or -m slow)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False, help="also run tests marked slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    run_slow = config.getoption("--runslow") or "slow" in (config.getoption("-m") or "")
+    gpu_reason = None
+    if any("gpu" in item.keywords for item in items):
+        from sigconv import _devices
+
+        gpu_reason = _devices.cuda_reason()
+    for item in items:
+        if "slow" in item.keywords and not run_slow:
+            item.add_marker(pytest.mark.skip(reason="slow: run with --runslow"))
+        if "gpu" in item.keywords and gpu_reason:
+            item.add_marker(pytest.mark.skip(reason=f"no GPU: {gpu_reason}"))
+
+
+@pytest.fixture
+def rng():
+    """Fresh random inputs on every run (seed printed on failure through the test id is not needed:
+    tolerance checks must hold for any input)."""
+    return np.random.default_rng()
+
+
+def rel_err(y, ref) -> float:
+    y, ref = np.asarray(y, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    assert y.shape == ref.shape, f"shape {y.shape} != reference {ref.shape}"
+    assert np.all(np.isfinite(y)), f"non-finite output at {np.argwhere(~np.isfinite(y))[:3].tolist()}"
+    den = np.linalg.norm(ref)
+    return float(np.linalg.norm(y - ref) / (den if den > 0 else 1.0))
+
+
+TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
+
+
+def write_audio(path, data, fs=48000, subtype="PCM_16", format=None):
+    import soundfile as sf
+
+    sf.write(str(path), data, fs, subtype=subtype, format=format)
+    return Path(path)
+
+
+def run_cli(*args, cwd=None, env=None, timeout=300):
+    """Run `python -m sigconv ARGS` in a subprocess; returns CompletedProcess (text)."""
+    import subprocess
+
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    if env:
+        e.update(env)
+    return subprocess.run([sys.executable, "-m", "sigconv", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=e, timeout=timeout)

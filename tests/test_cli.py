@@ -1,0 +1,231 @@
+"""`sigconv denoise` and friends: behaviour, exit codes, one-line errors, no partial or clobbered output."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+import sigconv
+from conftest import ROOT, SAMPLES, run_cli, write_audio
+
+
+def _one_line_error(r, code, needle):
+    assert r.returncode == code, (r.returncode, r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("sigconv: error:") and needle in lines[0], lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def _wav_header(channels: int, frames: int, fs: int = 48000, bits: int = 16) -> bytes:
+    block = channels * bits // 8
+    data = frames * block
+    return (b"RIFF" + struct.pack("<I", 36 + data) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, channels, fs,
+                                                                               fs * block, block, bits)
+            + b"data" + struct.pack("<I", data))
+
+
+@pytest.fixture
+def noisy(tmp_path, rng):
+    x = 0.2 * rng.standard_normal((48000 * 2, 2))
+    return write_audio(tmp_path / "noisy.wav", x)
+
+
+def test_version():
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"sigconv {sigconv.__version__}"
+
+
+def test_default_filter_default_output_and_summary(noisy):
+    r = run_cli("denoise", noisy)
+    assert r.returncode == 0, r.stderr
+    out = noisy.with_name("noisy.denoised.wav")
+    assert out.exists()
+    assert "default band-pass 80-8000 Hz" in r.stderr
+    s = r.stdout
+    for piece in ("2.00 s", "2 ch", "48000 Hz", "PCM_16", "band-pass 80-8000 Hz", "7921 taps", "backend cpu",
+                  "x real time", "0 samples clipped"):
+        assert piece in s, (piece, s)
+    info = sf.info(str(out))
+    assert (info.samplerate, info.channels, info.subtype, info.frames) == (48000, 2, "PCM_16", 96000)
+
+
+def test_output_equals_library_call(noisy, tmp_path):
+    out = tmp_path / "o.wav"
+    r = run_cli("denoise", noisy, "-o", out, "--lowpass", "3000", "--taps", "201", "--quiet")
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == ""
+    x, fs = sf.read(noisy, dtype="float64")
+    taps = sigconv.design_fir("lowpass", 3000, fs, numtaps=201)
+    ref = sigconv.apply_fir(x, taps, axis=0, backend="cpu")
+    y, _ = sf.read(out, dtype="float64")
+    assert np.max(np.abs(y - ref)) <= 0.5 / 32768 + 1e-7
+
+
+def test_default_band_capped_below_nyquist(tmp_path, rng):
+    src = write_audio(tmp_path / "phone.wav", 0.1 * rng.standard_normal(16000), fs=8000)
+    r = run_cli("denoise", src)
+    assert r.returncode == 0, r.stderr
+    assert "band-pass 80-3600 Hz" in r.stderr
+
+
+def test_band_notch_cascade_and_highpass(noisy, tmp_path):
+    r = run_cli("denoise", noisy, "-o", tmp_path / "a.wav", "--band", "100", "5000", "--notch", "50", "150",
+                "--taps", "1001")
+    assert r.returncode == 0, r.stderr
+    assert "band-pass 100-5000 Hz + notch 50, 150 Hz" in r.stdout
+    r = run_cli("denoise", noisy, "-o", tmp_path / "b.wav", "--highpass", "200", "--phase", "linear")
+    assert r.returncode == 0 and "high-pass 200 Hz" in r.stdout and "linear phase" in r.stdout
+
+
+def test_existing_output_needs_force(noisy, tmp_path):
+    out = tmp_path / "exists.wav"
+    out.write_bytes(b"keep me")
+    r = run_cli("denoise", noisy, "-o", out)
+    _one_line_error(r, 1, "already exists (pass --force")
+    assert out.read_bytes() == b"keep me"
+    r = run_cli("denoise", noisy, "-o", out, "--force", "--quiet")
+    assert r.returncode == 0 and sf.info(str(out)).frames == 96000
+
+
+def test_refuses_to_overwrite_input(noisy):
+    before = noisy.read_bytes()
+    r = run_cli("denoise", noisy, "-o", noisy, "--force")
+    _one_line_error(r, 2, "would overwrite the input")
+    assert noisy.read_bytes() == before
+
+
+def test_python_dash_m_and_samples_work(tmp_path):
+    for name in ("speech_noisy.wav", "speech_noisy_stereo.wav"):
+        r = run_cli("denoise", SAMPLES / name, "-o", tmp_path / name)
+        assert r.returncode == 0, r.stderr
+        assert sf.info(str(tmp_path / name)).frames == sf.info(str(SAMPLES / name)).frames
+
+
+def test_clipping_reported(tmp_path):
+    src = write_audio(tmp_path / "loud.wav", np.full(48000, 0.95))
+    r = run_cli("denoise", src, "-o", tmp_path / "o.wav", "--lowpass", "1000", "--taps", "3")
+    assert r.returncode == 0
+    # a 3-tap low-pass of a constant 0.95 has gain ~1: nothing clips; a band stop of DC at gain > 1 would.
+    assert "0 samples clipped" in r.stdout
+    src2 = write_audio(tmp_path / "square.wav", np.where(np.arange(48000) % 96 < 48, 0.99, -0.99))
+    r = run_cli("denoise", src2, "-o", tmp_path / "o2.wav", "--lowpass", "2000", "--taps", "101")
+    assert r.returncode == 0
+    clipped = int(r.stdout.split(" samples clipped")[0].rsplit(" ", 1)[-1])
+    assert clipped > 0  # Gibbs overshoot of a near-full-scale square wave
+
+
+# ------------------------------------------------------------------------------ bad inputs
+
+
+def test_missing_file(tmp_path):
+    _one_line_error(run_cli("denoise", tmp_path / "nope.wav"), 1, "no such file")
+
+
+def test_directory(tmp_path):
+    _one_line_error(run_cli("denoise", tmp_path), 1, "is a directory")
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "empty.wav"
+    p.write_bytes(b"")
+    _one_line_error(run_cli("denoise", p), 1, "file is empty")
+
+
+def test_not_audio(tmp_path):
+    p = tmp_path / "notes.wav"
+    p.write_text("this is not audio\n" * 100)
+    _one_line_error(run_cli("denoise", p), 1, "not an audio file")
+
+
+def test_truncated_wav(tmp_path, rng):
+    full = write_audio(tmp_path / "full.wav", 0.1 * rng.standard_normal((48000, 2)))
+    p = tmp_path / "cut.wav"
+    p.write_bytes(full.read_bytes()[: 100_000])
+    r = run_cli("denoise", p)
+    _one_line_error(r, 1, "truncated WAV file (the header promises 48000 frames, the file holds 24989)")
+    assert not (tmp_path / "cut.denoised.wav").exists()
+    r = run_cli("denoise", p, "--allow-truncated", "--quiet")
+    assert r.returncode == 0 and sf.info(str(tmp_path / "cut.denoised.wav")).frames == 24989
+
+
+def test_truncated_header(tmp_path, rng):
+    full = write_audio(tmp_path / "full.wav", 0.1 * rng.standard_normal(4800))
+    p = tmp_path / "hdr.wav"
+    p.write_bytes(full.read_bytes()[:30])
+    _one_line_error(run_cli("denoise", p), 1, "not an audio file")
+
+
+def test_zero_frames(tmp_path):
+    p = tmp_path / "zero.wav"
+    p.write_bytes(_wav_header(2, 0))
+    _one_line_error(run_cli("denoise", p), 1, "holds no audio frames")
+
+
+def test_zero_channels(tmp_path):
+    p = tmp_path / "nochan.wav"
+    p.write_bytes(_wav_header(0, 0) + b"\0" * 64)
+    r = run_cli("denoise", p)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    line = r.stderr.strip()
+    assert line.count("\n") == 0 and ("zero channels" in line or "not an audio file" in line), line
+
+
+@pytest.mark.parametrize("bad, name", [(np.nan, "nan"), (np.inf, "inf"), (-np.inf, "-inf")])
+def test_non_finite_samples_refused_naming_frame(tmp_path, rng, bad, name):
+    x = 0.1 * rng.standard_normal((300_000, 2)).astype(np.float32)
+    x[123_457, 1] = bad
+    p = write_audio(tmp_path / "nan.wav", x, subtype="FLOAT")
+    r = run_cli("denoise", p, "--lowpass", "1000")
+    _one_line_error(r, 1, f"non-finite sample ({name}) at frame 123457")
+    assert "channel 1" in r.stderr
+    assert [q.name for q in tmp_path.iterdir()] == ["nan.wav"]
+
+
+def test_output_folder_not_writable(noisy, tmp_path):
+    _one_line_error(run_cli("denoise", noisy, "-o", "/sys/out.wav"), 1, "not writable")
+    _one_line_error(run_cli("denoise", noisy, "-o", tmp_path / "missing" / "o.wav"), 1, "does not exist")
+    if os.geteuid() != 0:  # root writes anywhere: covered by /sys above
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        _one_line_error(run_cli("denoise", noisy, "-o", ro / "o.wav"), 1, "not writable")
+
+
+def test_filter_longer_than_file(tmp_path, rng):
+    p = write_audio(tmp_path / "short.wav", 0.1 * rng.standard_normal(1000))
+    _one_line_error(run_cli("denoise", p), 1, "is longer than the file (1000 frames")
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--lowpass", "30000"], "between 0 and Nyquist"),
+        (["--band", "8000", "80"], "low < high"),
+        (["--taps", "0"], "--taps must be a positive integer"),
+        (["--taps", "many"], "--taps must be a positive integer"),
+        (["--lowpass", "-5"], "--lowpass must be a positive frequency"),
+        (["--block", "48"], "multiple of 32"),
+        (["--backend", "tpu"], "invalid choice"),
+        (["--variant", "warp"], "variant must be one of"),
+        (["--taps", "100"], "odd number of taps"),
+        (["--frobnicate"], "unrecognized arguments"),
+    ],
+)
+def test_usage_errors_exit_2(noisy, tmp_path, args, needle):
+    r = run_cli("denoise", noisy, "-o", tmp_path / "o.wav", *args)
+    _one_line_error(r, 2, needle)
+    assert not (tmp_path / "o.wav").exists()
+
+
+def test_cuda_backend_without_gpu(noisy, tmp_path):
+    r = run_cli("denoise", noisy, "-o", tmp_path / "o.wav", "--backend", "cuda", env={"SIGCONV_DISABLE_CUDA": "1"})
+    _one_line_error(r, 1, "backend 'cuda' is not usable here")
+
+
+def test_variants_command():
+    r = run_cli("variants", "conv1d")
+    assert r.returncode == 0 and "cpu  fft" in r.stdout

@@ -1,0 +1,126 @@
+"""The file engine: block-size independent, subtype/format preserving, atomic."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.signal as ss
+import soundfile as sf
+
+import sigconv
+from sigconv._engine import CPUFileFilter, filter_file, pcm_spec, probe
+from conftest import rel_err, write_audio
+
+
+def _run(path, out, taps, block_frames=None, phase="zero", **kw):
+    info = probe(path)
+    return filter_file(info, out, lambda i, s: CPUFileFilter(taps, i.channels, s, phase=phase), overwrite=True,
+                       block_frames=block_frames, **kw)
+
+
+def _whole(x, taps, phase="zero"):
+    """Reference: the whole array at once, float64 (x is (frames, C))."""
+    if phase == "zero":
+        return np.stack([ss.oaconvolve(x[:, c], taps, "same") for c in range(x.shape[1])], 1)
+    return ss.lfilter(taps, 1, x, axis=0)
+
+
+@pytest.mark.parametrize("K, block", [(K, b) for K in (1, 31, 2001) for b in (7, 1000, 2000, 2001, 2002, 65536, None)]
+                         + [(1, 1), (31, 1), (31, 30)])
+def test_any_block_size_equals_whole_array(tmp_path, rng, K, block):
+    """FLOAT file: streamed output equals whole-array filtering to <= 1e-6 (float32), blocks shorter than the
+    filter included (block 1 and 7 against 31 and 2001 taps)."""
+    x = (0.2 * rng.standard_normal((30_011, 2))).astype(np.float32)
+    src = write_audio(tmp_path / "in.wav", x, subtype="FLOAT")
+    taps = sigconv.design_fir("lowpass", 5000, 48000, numtaps=K) if K > 1 else np.array([0.7])
+    _run(src, tmp_path / "out.wav", taps, block_frames=block)
+    y, fs = sf.read(tmp_path / "out.wav", dtype="float64")
+    assert fs == 48000 and y.shape == x.shape
+    assert rel_err(y, _whole(x.astype(float), taps)) <= 1e-6
+
+
+@pytest.mark.parametrize("phase", ["zero", "linear"])
+@pytest.mark.parametrize("subtype, channels", [("PCM_16", 1), ("PCM_16", 2), ("PCM_24", 2), ("FLOAT", 8),
+                                               ("PCM_24", 8), ("PCM_16", 8)])
+def test_subtypes_and_channels_preserved(tmp_path, rng, subtype, channels, phase):
+    x = 0.3 * rng.standard_normal((20_000, channels))
+    src = write_audio(tmp_path / "in.wav", x, subtype=subtype)
+    taps = sigconv.design_fir("bandpass", (100, 6000), 48000, numtaps=301)
+    res = _run(src, tmp_path / "out.wav", taps, block_frames=4096, phase=phase)
+    info = sf.info(str(tmp_path / "out.wav"))
+    assert (info.subtype, info.channels, info.samplerate, info.frames) == (subtype, channels, 48000, 20_000)
+    xin, _ = sf.read(src, dtype="float64", always_2d=True)
+    y, _ = sf.read(tmp_path / "out.wav", dtype="float64", always_2d=True)
+    ref = _whole(xin, taps, phase)
+    lsb = {"PCM_16": 2**-15, "PCM_24": 2**-23, "FLOAT": 0}[subtype]
+    assert np.max(np.abs(y - ref)) <= 0.5 * lsb + 1e-6 * np.max(np.abs(ref))
+    assert res.clipped == 0
+
+
+def test_flac_and_ogg_formats_kept(tmp_path, rng):
+    x = 0.2 * rng.standard_normal((9000, 2))
+    taps = sigconv.design_fir("lowpass", 3000, 48000, numtaps=101)
+    for name, fmt, sub in (("a.flac", "FLAC", "PCM_24"), ("a.ogg", "OGG", "VORBIS"), ("a.aiff", "AIFF", "PCM_16")):
+        src = write_audio(tmp_path / name, x, subtype=sub, format=fmt)
+        out = tmp_path / ("out_" + name)
+        _run(src, out, taps)
+        info = sf.info(str(out))
+        assert (info.format, info.subtype, info.channels) == (fmt, sub, 2)
+        assert abs(info.frames - 9000) <= (0 if fmt != "OGG" else 1024)
+
+
+def test_clipping_is_applied_and_counted(tmp_path):
+    x = np.full((5000, 1), 0.9)
+    x[::2] = -0.9
+    src = write_audio(tmp_path / "in.wav", x, subtype="PCM_16")
+    res = _run(src, tmp_path / "out.wav", np.array([2.0]))  # gain 2: every sample clips
+    y, _ = sf.read(tmp_path / "out.wav", dtype="int16")
+    assert res.clipped == 5000
+    assert set(np.unique(y)) == {-32768, 32767}
+
+
+def test_quantisation_rounds_like_libsndfile():
+    spec = pcm_spec("PCM_16")
+    from sigconv._engine import quantise
+
+    q, c = quantise(np.array([[0.5], [1.0], [-1.0], [0.99999], [-1.5]], np.float32), spec)
+    assert q.ravel().tolist() == [16384, 32767, -32768, 32767, -32768]
+    assert c == 3  # 1.0, 0.99999 (rounds to 32768) and -1.5 do not fit
+
+
+def test_failure_midway_leaves_no_output(tmp_path, rng):
+    """An exception in the filter after some blocks were written: no output, no temporary file."""
+    src = write_audio(tmp_path / "in.wav", 0.1 * rng.standard_normal((50_000, 1)))
+    out = tmp_path / "out.wav"
+    out_before = b"previous contents"
+    out.write_bytes(out_before)
+
+    class Boom(CPUFileFilter):
+        n = 0
+
+        def process(self, block):
+            Boom.n += 1
+            if Boom.n == 4:
+                raise RuntimeError("simulated failure")
+            return super().process(block)
+
+    with pytest.raises(RuntimeError, match="simulated"):
+        filter_file(probe(src), out, lambda i, s: Boom(np.ones(5) / 5, 1, s), overwrite=True, block_frames=1000)
+    assert out.read_bytes() == out_before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.wav", "out.wav"]
+
+
+def test_cancel_leaves_no_output(tmp_path, rng):
+    src = write_audio(tmp_path / "in.wav", 0.1 * rng.standard_normal((100_000, 1)))
+    cancel = threading.Event()
+
+    def progress(done):
+        if done > 10_000:
+            cancel.set()
+
+    with pytest.raises(KeyboardInterrupt):
+        filter_file(probe(src), tmp_path / "out.wav", lambda i, s: CPUFileFilter(np.ones(3) / 3, 1, s),
+                    progress=progress, cancel=cancel, block_frames=1000)
+    assert [p.name for p in tmp_path.iterdir()] == ["in.wav"]

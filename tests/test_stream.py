@@ -1,0 +1,81 @@
+"""FIRStream: any packetisation gives lfilter of the concatenated signal; flush gives the tail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.signal as ss
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sigconv
+from conftest import rel_err
+
+
+def _split(x, sizes):
+    out, i = [], 0
+    for s in sizes:
+        out.append(x[..., i:i + s])
+        i += s
+    out.append(x[..., i:])
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(K=st.integers(1, 300), sizes=st.lists(st.integers(0, 700), max_size=12), seed=st.integers(0, 2**32 - 1),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_any_packetisation_equals_lfilter(K, sizes, seed, dtype):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(sum(sizes) + int(rng.integers(0, 50))).astype(dtype)
+    taps = rng.standard_normal(K).astype(dtype)
+    s = sigconv.FIRStream(taps, backend="cpu")
+    y = np.concatenate([s.process(p) for p in _split(x, sizes)])
+    tol = 1e-5 if dtype == np.float32 else 1e-10
+    assert y.dtype == dtype
+    assert rel_err(y, ss.lfilter(taps.astype(float), 1, x.astype(float))) <= tol
+    tail = s.flush()
+    full = np.convolve(x.astype(float), taps.astype(float))
+    assert rel_err(np.concatenate([y, tail]), full) <= tol
+
+
+def test_long_filter_short_packets_and_long_packets(rng):
+    """7921 taps (the fft path) fed 64-sample packets, then one 200k packet."""
+    taps = sigconv.design_fir("bandpass", (80, 8000), 48000)
+    x = rng.standard_normal(20_000 + 200_000)
+    s = sigconv.FIRStream(taps, fs=48000, backend="cpu")
+    parts = [s.process(p) for p in np.array_split(x[:20_000], 20_000 // 64)] + [s.process(x[20_000:])]
+    assert rel_err(np.concatenate(parts), ss.oaconvolve(x, taps)[:x.size]) <= 1e-10
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_multichannel_both_orientations(rng, axis):
+    taps = rng.standard_normal(101)
+    x = rng.standard_normal((3, 5000))
+    s = sigconv.FIRStream(taps, channels=3, axis=axis, backend="cpu")
+    packets = np.array_split(np.arange(5000), 9)
+    outs = [s.process(x[:, p] if axis == -1 else x[:, p].T) for p in packets]
+    y = np.concatenate(outs, axis=-1 if axis == -1 else 0)
+    y = y if axis == -1 else y.T
+    assert rel_err(y, ss.lfilter(taps, 1, x, axis=-1)) <= 1e-10
+
+
+def test_reset_starts_a_new_stream(rng):
+    taps, x = rng.standard_normal(9), rng.standard_normal(100)
+    s = sigconv.FIRStream(taps, backend="cpu")
+    s.process(rng.standard_normal(50))
+    s.reset()
+    assert rel_err(s.process(x), ss.lfilter(taps, 1, x)) <= 1e-10
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="channels must be"):
+        sigconv.FIRStream(np.ones(3), channels=0, backend="cpu")
+    with pytest.raises(ValueError, match="at least one tap"):
+        sigconv.FIRStream(np.ones(0), backend="cpu")
+    with pytest.raises(ValueError, match="taps must be finite"):
+        sigconv.FIRStream(np.array([1.0, np.inf]), backend="cpu")
+    s = sigconv.FIRStream(np.ones(3), channels=2, backend="cpu")
+    with pytest.raises(ValueError, match="look transposed"):
+        s.process(np.ones((100, 2)))
+    with pytest.raises(ValueError, match="2 channel"):
+        s.process(np.ones((3, 10)))
