@@ -1,6 +1,7 @@
 // common.cuh: small device helpers shared by the 1-D kernels (kernels/conv1d.cu).
 // NVRTC-compatible: no host headers. Index maths lives here so each kernel reads as its formula.
-#pragma once
+#ifndef SIGCONV_COMMON_CUH
+#define SIGCONV_COMMON_CUH
 
 typedef long long sc_i64;
 typedef unsigned long long sc_u64;
@@ -35,3 +36,5 @@ __device__ __forceinline__ int sc_misalign4(const float* p, sc_i64 start) {
 
 // 16-byte alignment test of a float pointer (for vector stores).
 __device__ __forceinline__ bool sc_aligned16(const float* p) { return (((sc_u64)p) & 15) == 0; }
+
+#endif  // SIGCONV_COMMON_CUH
