@@ -874,7 +874,7 @@ def _fmt(v, nd=3):
 def markdown(ctx: _Ctx, verdicts: list[str]) -> str:
     lines = [f"# sigconv bench {ctx.op} ({ctx.dtype})", ""]
     for be in ("cuda", "cpu"):
-        if be in ctx.device:
+        if ctx.device.get(be):
             cp = ctx.copy.get(be)
             cps = f"; copy {cp['gbs']:.0f} GB/s ({cp['method']})" if cp else ""
             lines.append(f"- {be}: {ctx.device[be]}{cps}")
@@ -883,13 +883,24 @@ def markdown(ctx: _Ctx, verdicts: list[str]) -> str:
     head = ("| case | impl | block | ms (median) | p20-p80 | GB/s | % copy | x best peer | status | note |",
             "|---|---|---|---:|---:|---:|---:|---:|---|---|")
     lines += list(head)
+    skipped = {}
     for r in ctx.records:
+        if r["status"] == "skipped":
+            skipped.setdefault((r["backend"], r["note"]), []).append((r["case"], r["impl"]))
+            continue
         band = f"{_fmt(r.get('p20'))}-{_fmt(r.get('p80'))}" if r.get("p20") is not None else ""
         sp = r.get("speedup_vs_best_peer")
         lines.append("| " + " | ".join([
-            r["case"] + ("" if r["backend"] == "cuda" else " (cpu)"), r["impl"], _fb(r["block"]) if r["block"] is not None
-            else "", _fmt(r["ms_median"], 4), band, _fmt(r["gbs"], 1), _fmt(r["pct_copy"], 1),
-            f"{sp:.2f}" if sp else "", r["status"], r["note"].replace("|", "/")]) + " |")
+            r["case"] + ("" if r["backend"] == "cuda" else " (cpu)"), r["impl"],
+            _fb(r["block"]) if r["block"] is not None else "", _fmt(r["ms_median"], 4), band, _fmt(r["gbs"], 1),
+            _fmt(r["pct_copy"], 1), f"{sp:.2f}" if sp else "", r["status"], r["note"].replace("|", "/")]) + " |")
+    if skipped:
+        lines += ["", "## Skipped", ""]
+        for (be, note), items in skipped.items():
+            impls = sorted({i for _, i in items})
+            cases = sorted({c for c, _ in items})
+            where = f"{len(cases)} case(s)" if len(cases) > 1 else cases[0]
+            lines.append(f"- {be}: {', '.join(impls)} ({where}): {note}")
     if verdicts:
         lines += ["", "## Targets", ""] + [f"- {v}" for v in verdicts]
     return "\n".join(lines) + "\n"
@@ -1148,8 +1159,14 @@ def run_bench(args: argparse.Namespace) -> int:
                 finally:
                     if only_peers:
                         args.variants = saved
+                skipped = {}
                 for r in ctx.records[n0:]:
-                    say("   " + _row_line(r))
+                    if r["status"] == "skipped":
+                        skipped.setdefault(r["note"], []).append(r["impl"])
+                    else:
+                        say("   " + _row_line(r))
+                for note, impls in skipped.items():
+                    say(f"   {be:4} skipped {', '.join(impls)}: {note}"[:240])
     except KeyboardInterrupt:
         interrupted = True
         print("sigconv bench: interrupted; writing the rows measured so far", file=sys.stderr)
