@@ -371,7 +371,8 @@ __device__ __forceinline__ void strip_store(float* op, const float (&a)[4], floa
 // index is a compile-time constant; after row s, output row s - KH + 1 is complete: stored and its slot zeroed
 // (rows o < 0 are zeroed without being stored, so the ring starts clean).
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
-                                        int py, int px, int Ho, int Wo, float bias, int vec_in, int vec_out) {
+                                        int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
+                                        int has_bias, int vec_in, int vec_out) {
     const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
     if (cx >= Wo || r0 >= Ho) return;  // no barriers in this kernel
@@ -380,6 +381,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
     const int ca = cx - px - STRIP_SH;     // aligned (multiple of 4) first input column loaded
     const bool vec = vec_in != 0;
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
+    const float bias = has_bias ? bptr[0] : 0.f;
     FOR_PLANES(z, N) {
         const float* xp = x + (i64)z * H * W;
         float* yp = y + (i64)z * Ho * Wo;

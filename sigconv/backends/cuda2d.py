@@ -302,12 +302,12 @@ def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None):
     wflat = cupy.ascontiguousarray(w.reshape(-1), dtype=cupy.float32)
     taps.copy_from_device_async(wflat.data, kH * kW * 4, cupy.cuda.get_current_stream())
     y = _out(out, (N, 1, Ho, Wo), x.dtype)
-    bval = np.float32(float(bias[0]) if bias is not None else 0.0)
+    b, hb = _bias_arg(bias, x)
     vec_in = int(W % 4 == 0 and _aligned(x))
     vec_out = int(Wo % 4 == 0 and _aligned(y))
     threads_x = math.ceil(Wo / 4)
     grid = (math.ceil(threads_x / bx), math.ceil(math.ceil(Ho / STRIP_ROWS) / by), _grid_z(N))
-    f(grid, (bx, by, 1), (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (bval,) + _i32(vec_in, vec_out))
+    f(grid, (bx, by, 1), (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out))
     return y
 
 
@@ -382,7 +382,7 @@ def _candidates(x, w, stride, separable: bool) -> list:
     cands = []
     strip = strip_applies(x, w, stride) is None
     if separable and (not strip or kH * kW >= 81):
-        cands += [("separable", (32, 8)), ("separable", (64 // 2, 4))]
+        cands += [("separable", (32, 8)), ("separable", (32, 4))]
     if strip:
         cands += [("strip", b) for b in ((64, 1), (128, 1), (32, 4), (256, 1))]
     if separable and strip and kH * kW < 81:
@@ -415,8 +415,11 @@ def _shape_key(x, w, stride, pad, out_hw, separable: bool) -> tuple:
 
 def _auto(x, w, bias, stride, pad, out_hw):
     """(variant, block) for this job: autotuned per shape class, else the heuristic favourite."""
-    _, _, why = separable_factors(w) if w.shape[2] > 1 and w.shape[3] > 1 else (None, None, "1-D kernel")
-    sep = why is None
+    # Separability is only worth a look (a device->host copy of w and an SVD) where it can win:
+    # one channel in and out and a kernel of 5x5 or more.
+    sep = False
+    if x.shape[1] == 1 and w.shape[0] == 1 and min(w.shape[2], w.shape[3]) > 1 and w.shape[2] * w.shape[3] >= 25:
+        sep = separable_factors(w)[2] is None
     cands = _candidates(x, w, stride, sep)
     try:
         from .. import _autotune
