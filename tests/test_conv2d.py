@@ -1,0 +1,262 @@
+"""conv2d / convolve2d / correlate2d on the CPU backend against independent float64 references (CI, fast)."""
+
+import numpy as np
+import pytest
+import scipy.signal
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sigconv
+from sigconv._conv2d import conv2d_geometry
+
+TOL = {np.float32: 1e-5, np.float64: 1e-10}
+
+
+def ref_conv2d(x, w, bias=None, stride=(1, 1), pad=(0, 0), out_hw=None):
+    """Explicit-loop float64 reference of torch's conv2d (cross-correlation, zero padding)."""
+    x = np.asarray(x, np.float64)
+    w = np.asarray(w, np.float64)
+    N, Cin, H, W = x.shape
+    Cout, _, kH, kW = w.shape
+    sy, sx = stride
+    py, px = pad
+    if out_hw is None:
+        out_hw = ((H + 2 * py - kH) // sy + 1, (W + 2 * px - kW) // sx + 1)
+    Ho, Wo = out_hw
+    canvas = np.zeros((N, Cin, (Ho - 1) * sy + kH, (Wo - 1) * sx + kW))
+    for r in range(canvas.shape[2]):
+        for c in range(canvas.shape[3]):
+            gr, gc = r - py, c - px
+            if 0 <= gr < H and 0 <= gc < W:
+                canvas[:, :, r, c] = x[:, :, gr, gc]
+    y = np.zeros((N, Cout, Ho, Wo))
+    for r in range(Ho):
+        for c in range(Wo):
+            patch = canvas[:, :, r * sy:r * sy + kH, c * sx:c * sx + kW]  # (N, Cin, kH, kW)
+            y[:, :, r, c] = np.einsum("nchw,ochw->no", patch, w)
+    if bias is not None:
+        y += np.asarray(bias, np.float64)[None, :, None, None]
+    return y
+
+
+def assert_close(y, ref, dtype):
+    y = np.asarray(y, np.float64)
+    assert y.shape == ref.shape, (y.shape, ref.shape)
+    err = np.linalg.norm(y - ref) / max(np.linalg.norm(ref), 1e-300)
+    if not err <= TOL[dtype]:
+        bad = np.argwhere(~np.isclose(y, ref, rtol=TOL[dtype] * 10, atol=TOL[dtype] * np.abs(ref).max()))
+        idx = tuple(bad[0]) if len(bad) else None
+        pytest.fail(f"rel err {err:.3g} > {TOL[dtype]}; first mismatch at {idx}: "
+                    f"{y[idx] if idx else None} vs {ref[idx] if idx else None}")
+
+
+CASES = [
+    # (N, Cin, H, W, Cout, kH, kW, stride, padding)
+    (1, 1, 7, 11, 1, 3, 3, 1, 0),
+    (2, 3, 13, 17, 4, 3, 3, 1, 1),
+    (1, 2, 11, 1, 3, 3, 1, 1, 0),        # W = 1
+    (1, 1, 29, 31, 2, 4, 2, 1, "same"),  # even kernel, torch's asymmetric same pad
+    (2, 2, 17, 19, 3, 5, 5, 2, 2),
+    (1, 3, 23, 13, 2, 3, 4, (3, 2), (1, 0)),
+    (1, 1, 5, 5, 1, 6, 6, 1, 1),         # kernel larger than the input, fits the padded one
+    (3, 1, 1, 9, 2, 1, 3, (1, 4), (0, 3)),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("variant", ["direct", "fft"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv2d_cpu_matches_reference(case, variant, dtype):
+    """conv2d on the cpu backend equals the loop reference for awkward shapes, strides and pads."""
+    N, Cin, H, W, Cout, kH, kW, stride, padding = case
+    rng = np.random.default_rng(hash(case) % 2**32)
+    x = rng.standard_normal((N, Cin, H, W)).astype(dtype)
+    w = rng.standard_normal((Cout, Cin, kH, kW)).astype(dtype)
+    b = rng.standard_normal(Cout).astype(dtype)
+    s = stride if isinstance(stride, tuple) else (stride, stride)
+    if variant == "fft" and s != (1, 1):
+        pass  # cpu fft subsamples a stride-1 result: still valid, exercised too
+    pad, out_hw, _ = conv2d_geometry((H, W), (kH, kW), stride, padding)
+    ref = ref_conv2d(x, w, b, s, pad, out_hw)
+    y = sigconv.conv2d(x, w, b, stride=stride, padding=padding, backend="cpu", variant=variant)
+    assert y.dtype == dtype
+    assert_close(y, ref, dtype)
+
+
+def test_conv2d_unbatched_and_dtype_rules():
+    """A 3-D input gives a 3-D output; mixed dtypes give float64, all-float32 stays float32."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    y = sigconv.conv2d(x, w, padding=1, backend="cpu")
+    assert y.shape == (3, 9, 8) and y.dtype == np.float32
+    assert_close(y, ref_conv2d(x[None], w, pad=(1, 1))[0], np.float32)
+    y64 = sigconv.conv2d(x, w.astype(np.float64), backend="cpu")
+    assert y64.dtype == np.float64
+    yi = sigconv.conv2d(np.arange(16).reshape(1, 1, 4, 4), np.ones((1, 1, 2, 2), int), backend="cpu")
+    assert yi.dtype == np.float64 and yi[0, 0, 0, 0] == 0 + 1 + 4 + 5
+
+
+def test_same_padding_matches_torch_split():
+    """padding='same' pads (k-1)//2 on the top/left and the rest on the bottom/right (torch's rule)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 1, 6, 7))
+    for k in (1, 2, 3, 4, 5, 6):
+        w = rng.standard_normal((1, 1, k, k))
+        y = sigconv.conv2d(x, w, padding="same", backend="cpu")
+        full = scipy.signal.correlate2d(x[0, 0], w[0, 0], mode="full")
+        lo = k - 1 - (k - 1) // 2  # offset of the same window inside the full correlation
+        assert_close(y[0, 0], full[lo:lo + 6, lo:lo + 7], np.float64)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(x=np.ones((1, 2, 5, 5)), w=np.ones((1, 3, 3, 3))), "input channels mismatch"),
+    (dict(x=np.ones((1, 2, 5, 5)), w=np.ones((4, 2, 3, 3)), bias=np.ones(3)), "bias must have shape"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 7, 3))), "larger than the padded input"),
+    (dict(x=np.ones((1, 1, 40, 40)), w=np.ones((1, 1, 32, 3))), "at most 31x31"),
+    (dict(x=np.ones((5, 5)), w=np.ones((1, 1, 3, 3))), "x must be 4-D"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((3, 3))), "w must be 4-D"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 3, 3)), stride=5), "stride must be"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 3, 3)), stride=0), "stride must be"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 3, 3)), stride=(1, 2, 3)), "stride must be"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 3, 3)), padding=-1), "padding must be"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 3, 3)), padding="full"), "padding must be"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 3, 3)), padding="same", stride=2), "needs stride 1"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.full((1, 1, 3, 3), np.nan)), "w must be finite"),
+    (dict(x=np.ones((1, 0, 5, 5)), w=np.ones((1, 0, 3, 3))), "non-empty"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 3, 3)), block=(3, 3)), "block"),
+    (dict(x=np.ones((1, 1, 5, 5)), w=np.ones((1, 1, 3, 3)), variant="nope"), "variant must be one of"),
+])
+def test_conv2d_invalid(kwargs, match):
+    """Every invalid argument raises ValueError naming the problem."""
+    with pytest.raises(ValueError, match=match):
+        sigconv.conv2d(backend="cpu", **kwargs)
+
+
+SCIPY_SHAPES = [((7, 11), (3, 3)), ((13, 1), (4, 1)), ((5, 6), (7, 9)), ((1, 1), (3, 2)), ((17, 19), (2, 5)),
+                ((4, 9), (4, 9)), ((6, 3), (2, 8))]
+
+
+@pytest.mark.parametrize("xs, ks", SCIPY_SHAPES)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("fn", ["convolve2d", "correlate2d"])
+def test_2d_modes_match_scipy(xs, ks, mode, fn):
+    """convolve2d / correlate2d on the cpu backend equal scipy.signal's, including kernels larger than x."""
+    rng = np.random.default_rng(abs(hash((xs, ks, mode, fn))) % 2**32)
+    x = rng.standard_normal(xs)
+    k = rng.standard_normal(ks)
+    ref_fn = getattr(scipy.signal, fn)
+    try:
+        ref = ref_fn(x, k, mode=mode)
+    except ValueError:
+        with pytest.raises(ValueError):
+            getattr(sigconv, fn)(x, k, mode=mode, backend="cpu")
+        return
+    y = getattr(sigconv, fn)(x, k, mode=mode, backend="cpu")
+    assert_close(y, ref, np.float64)
+
+
+@settings(max_examples=40, deadline=None)
+@given(N=st.integers(1, 2), Cin=st.integers(1, 3), Cout=st.integers(1, 3), H=st.integers(1, 12),
+       W=st.integers(1, 12), kH=st.integers(1, 5), kW=st.integers(1, 5), sy=st.integers(1, 4),
+       sx=st.integers(1, 4), py=st.integers(0, 3), px=st.integers(0, 3), seed=st.integers(0, 2**31))
+def test_conv2d_property(N, Cin, Cout, H, W, kH, kW, sy, sx, py, px, seed):
+    """Random small shapes: conv2d cpu == loop reference (or a ValueError when the kernel does not fit)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((N, Cin, H, W))
+    w = rng.standard_normal((Cout, Cin, kH, kW))
+    if kH > H + 2 * py or kW > W + 2 * px:
+        with pytest.raises(ValueError, match="larger than the padded input"):
+            sigconv.conv2d(x, w, stride=(sy, sx), padding=(py, px), backend="cpu")
+        return
+    y = sigconv.conv2d(x, w, stride=(sy, sx), padding=(py, px), backend="cpu")
+    assert_close(y, ref_conv2d(x, w, None, (sy, sx), (py, px)), np.float64)
+
+
+def test_cuda2d_registry_and_block_lists():
+    """The cuda conv2d variants are registered with their block lists; no cupy import needed to list them."""
+    names = [v["name"] for v in sigconv.variants("conv2d") if v["backend"] == "cuda"]
+    assert names == ["naive", "shared", "regblock", "prefetch", "strip", "separable"]
+    from sigconv.backends import cuda2d
+
+    for v in sigconv.variants("conv2d"):
+        if v["backend"] == "cuda":
+            assert v["default_block"] in [tuple(b) for b in v["blocks"]]
+    with pytest.raises(ValueError, match="must be one of 8x4"):
+        cuda2d._block("prefetch", (32, 8), cuda2d._BLOCKS_PREFETCH, (8, 4))
+
+
+def test_separable_detection():
+    """Rank-1 kernels factor exactly; a random kernel is refused with the offending pair named."""
+    from sigconv.backends.cuda2d import separable_factors
+
+    rng = np.random.default_rng(3)
+    u, v = rng.standard_normal((2, 3, 5)), rng.standard_normal((2, 3, 7))
+    w = np.einsum("oci,ocj->ocij", u, v)
+    fu, fv, why = separable_factors(w)
+    assert why is None
+    assert np.allclose(np.einsum("oci,ocj->ocij", fu, fv), w, rtol=1e-12, atol=1e-12)
+    w[1, 2] = rng.standard_normal((5, 7))
+    _, _, why = separable_factors(w)
+    assert "co=1, ci=2" in why
+
+
+def test_tiled_plan_fits_and_aligns():
+    """The regblock/prefetch plan keeps shared memory in bounds and float4 alignment (pitch % 4, bx % 4)."""
+    from sigconv.backends.cuda2d import _BLOCKS_TILED, tiled_plan
+
+    for blk in _BLOCKS_TILED:
+        for k in (1, 2, 3, 6, 15, 31):
+            for s in (1, 2, 4):
+                for pf in (False, True):
+                    p = tiled_plan(blk, k, k, (s, s), 3, 256, pf)
+                    d = p["defines"]
+                    assert p["smem"] <= 200 * 1024 and d["PITCH"] % 4 == 0 and d["BX"] % 4 == 0
+                    assert d["PITCH"] >= d["SH"] + (p["tile"][1] - 1) * s + k
+                    assert d["TX"] * d["TY"] * d["COB"] <= 64
+
+
+def _emulate_strip(x, w, py, px, Ho, Wo, rows=4):
+    """NumPy port of conv2d_strip's ring of accumulators (both loop forms), to check its index maths."""
+    H, W = x.shape
+    KH, KW = w.shape
+    SH = (-px) % 4
+    NV = -(-(SH + 3 + KW) // 4) * 4
+    y = np.full((Ho, Wo), np.nan)
+    for cx in range(0, Wo, 4):
+        ca = cx - px - SH
+        assert ca % 4 == 0
+        for r0 in range(0, Ho, rows):
+            nout = min(rows, Ho - r0)
+            nin = nout + KH - 1
+            acc = np.zeros((KH, 4))
+            for s in range(nin):
+                u = s % KH
+                gr = r0 - py + s
+                v = np.array([x[gr, c] if 0 <= gr < H and 0 <= c < W else 0.0 for c in range(ca, ca + NV)])
+                for i in range(KH):
+                    slot = (u - i + KH) % KH
+                    for j in range(KW):
+                        acc[slot] += w[i, j] * v[SH + np.arange(4) + j]
+                done = (u + 1) % KH
+                o = s - (KH - 1)
+                if o >= 0:
+                    for b in range(4):
+                        if cx + b < Wo:
+                            y[r0 + o, cx + b] = acc[done][b]
+                acc[done] = 0
+    return y
+
+
+@pytest.mark.parametrize("H, W, k, mode", [(9, 13, 3, "same"), (7, 5, 4, "full"), (10, 6, 5, "valid"),
+                                            (3, 2, 5, "full")])
+def test_strip_index_maths_emulated(H, W, k, mode):
+    """The strip kernel's ring/slot/alignment maths, emulated in NumPy, reproduce scipy's correlate2d."""
+    from sigconv._api import window_2d
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((H, W))
+    w = rng.standard_normal((k, k))
+    (py, px), (Ho, Wo) = window_2d(mode, (H, W), (k, k))
+    y = _emulate_strip(x, w, py, px, Ho, Wo)
+    assert_close(y, scipy.signal.correlate2d(x, w, mode=mode), np.float64)
