@@ -566,7 +566,7 @@ def _auto_choice(ctx: _Ctx, case, inp) -> Optional[str]:
         else:
             from .backends import cuda2d
 
-            fn = getattr(cuda2d, "resolve_auto", None)
+            fn = getattr(cuda2d, "resolve_auto", None) or getattr(cuda2d, "_auto", None)
             if fn is None:
                 return None
             v, b = fn(inp[0], inp[1], None, tuple(case.stride), tuple(case.pad), case.out_hw())

@@ -1,0 +1,258 @@
+"""sigconv bench and its peers, on the CPU: records, files, skipped GPU rows, FAIL detection, peer maths."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.ndimage
+import scipy.signal
+
+from sigconv import _devices, _registry, bench
+from sigconv._api import window_1d, window_2d
+from sigconv.backends import peers
+
+REQUIRED = {"op", "C", "L", "K", "impl", "block", "ms_median", "gbs", "pct_copy", "device", "date"}
+REQUIRED_2D = {"N", "Cin", "H", "W", "Cout", "kH", "kW", "stride", "pad"}
+PEERS_1D = {"cudnn", "cupyx.convolve-direct", "cupyx.convolve-fft", "cupyx.oaconvolve", "cupyx.ndimage.convolve1d",
+            "scipy"}
+PEERS_2D = {"cudnn", "cudnn-tf32", "cupyx.ndimage.convolve", "cupyx.convolve2d", "scipy"}
+GPU = _devices.cuda_reason() is None
+
+
+def _run(argv, capsys=None):
+    p = argparse.ArgumentParser()
+    bench.add_bench_arguments(p)
+    return bench.run_bench(p.parse_args(argv))
+
+
+def _load(out_dir):
+    files = sorted(out_dir.glob("*.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+# ------------------------------------------------------------------------------ registry
+
+
+def test_peers_are_registered_with_kind_peer():
+    """Every peer named in issues 3 and 4 is in the registry as kind 'peer' and its launcher imports."""
+    for op, want in (("conv1d", PEERS_1D), ("conv2d", PEERS_2D)):
+        got = {p.name: p for p in _registry.entries(op, kind="peer")}
+        assert want <= set(got), want - set(got)
+        for p in got.values():
+            assert p.kind == "peer" and p.backend in ("cpu", "cuda")
+            assert callable(p.load())
+    assert all(p.name not in PEERS_1D for p in _registry.entries("conv1d", kind="variant") if p.backend == "cuda")
+
+
+def test_bench_and_peers_import_no_torch_or_cupy():
+    """Importing the bench and the peer records pulls in neither torch nor CuPy."""
+    code = ("import sys, sigconv.bench, sigconv.backends.peers; "
+            "print(','.join(m for m in ('torch', 'cupy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+# ------------------------------------------------------------------------------ peer index maths
+
+
+def _brute1d(x, w, pad, out_len):
+    C, L = x.shape
+    y = np.zeros((C, out_len))
+    for n in range(out_len):
+        for j in range(w.size):
+            t = n + j - pad
+            if 0 <= t < L:
+                y[:, n] += w[j] * x[:, t]
+    return y
+
+
+# The cupyx peers call the same helpers with cupyx modules; SciPy has the same API and semantics.
+PEER_FNS_1D = {
+    "direct": lambda *a: peers.signal_corr1d(lambda p, q, m: scipy.signal.convolve(p, q, m, method="direct"), *a,
+                                             axes=False),
+    "fft": lambda *a: peers.signal_corr1d(scipy.signal.fftconvolve, *a, axes=True),
+    "oa": lambda *a: peers.signal_corr1d(scipy.signal.oaconvolve, *a, axes=True),
+    "ndimage": lambda *a: peers.ndimage_corr1d(scipy.ndimage, *a),
+    "scipy": peers.run_scipy_1d,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PEER_FNS_1D))
+@pytest.mark.parametrize("C,L,K", [(1, 41, 7), (3, 40, 6), (2, 5, 9), (1, 1, 1), (2, 33, 2)])
+def test_peer_1d_computes_the_contract(name, C, L, K):
+    """Each 1-D peer helper computes y[c,n] = sum_j w[j] x[c, n+j-pad] for every mode and odd windows."""
+    rng = np.random.default_rng()
+    x, w = rng.standard_normal((C, L)), rng.standard_normal(K)
+    windows = [window_1d(m, L, K) for m in ("full", "same", "valid")] + [(K - 1, L), (2, 3)]
+    for pad, n in windows:
+        ref = _brute1d(x, w, pad, n)
+        y = np.asarray(PEER_FNS_1D[name](x, w, pad, n))
+        assert y.shape == ref.shape, (pad, n)
+        err = np.abs(y - ref)
+        assert err.max() <= 1e-9 * (1 + np.abs(ref).max()), (pad, n, np.unravel_index(err.argmax(), err.shape))
+
+
+PEER_FNS_2D = {
+    "ndimage": lambda *a: peers.ndimage_corr2d(scipy.ndimage, *a),
+    "convolve2d": lambda *a: peers.signal_corr2d(scipy.signal.convolve2d, *a),
+    "scipy": peers.run_scipy_2d,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PEER_FNS_2D))
+@pytest.mark.parametrize("H,W,kH,kW", [(7, 9, 3, 3), (6, 5, 2, 4), (3, 3, 5, 4), (1, 8, 1, 3)])
+def test_peer_2d_computes_the_contract(name, H, W, kH, kW):
+    """Single-channel 2-D peer helpers match the float64 reference for SciPy's modes and an odd window."""
+    from sigconv.backends.cpu import corr2d_direct
+
+    rng = np.random.default_rng()
+    x, w, b = rng.standard_normal((1, 1, H, W)), rng.standard_normal((1, 1, kH, kW)), rng.standard_normal(1)
+    windows = []
+    for m in ("full", "same", "valid"):
+        try:
+            windows.append(window_2d(m, (H, W), (kH, kW)))
+        except ValueError:
+            pass
+    windows.append(((1, 0), (2, 3)))
+    for pad, ohw in windows:
+        for bias in (None, b):
+            ref = corr2d_direct(x, w, bias, (1, 1), pad, ohw)
+            y = np.asarray(PEER_FNS_2D[name](x, w, bias, (1, 1), pad, ohw))
+            assert y.shape == ref.shape and np.abs(y - ref).max() <= 1e-9 * (1 + np.abs(ref).max()), (pad, ohw)
+
+
+def test_scipy_2d_peer_multichannel_stride():
+    """The SciPy conv2d peer handles channels, bias, padding and stride like torch's conv2d."""
+    from sigconv.backends.cpu import corr2d_direct
+
+    rng = np.random.default_rng()
+    x, w, b = rng.standard_normal((2, 3, 11, 13)), rng.standard_normal((4, 3, 3, 2)), rng.standard_normal(4)
+    for stride, pad in (((1, 1), (1, 1)), ((2, 3), (2, 0))):
+        ohw = ((11 + 2 * pad[0] - 3) // stride[0] + 1, (13 + 2 * pad[1] - 2) // stride[1] + 1)
+        assert np.allclose(peers.run_scipy_2d(x, w, b, stride, pad, ohw), corr2d_direct(x, w, b, stride, pad, ohw))
+    with pytest.raises(peers.NotSupported):
+        peers.ndimage_corr2d(scipy.ndimage, x, w, None, (1, 1), (0, 0), (9, 12))
+
+
+# ------------------------------------------------------------------------------ harness runs
+
+QUICK_1D = ["conv1d", "--quick", "--C", "1,2", "--L", "3000", "--K", "7,8", "--reps", "3", "--budget", "0.01"]
+
+
+def test_quick_conv1d_writes_records_and_table(tmp_path, capsys):
+    """A quick run writes JSON records with every required field, a markdown table, and prints a summary."""
+    rc = _run(QUICK_1D + ["--out", str(tmp_path)])
+    assert rc == 0
+    data = _load(tmp_path)
+    recs = data["records"]
+    assert recs and all(REQUIRED <= set(r) for r in recs)
+    timed = [r for r in recs if r["ms_median"]]
+    impls = {r["impl"] for r in timed}
+    assert {"sigconv:direct", "sigconv:fft", "sigconv:auto", "scipy"} <= impls, impls
+    for r in timed:
+        assert r["op"] == "conv1d" and r["gbs"] > 0 and r["pct_copy"] > 0 and r["device"] and r["date"]
+        assert r["p20"] <= r["ms_median"] <= r["p80"] and r["status"] == "ok"
+        assert r["rel_err"] <= 1e-5
+    assert {(r["C"], r["L"], r["K"]) for r in timed} == {(1, 3000, 7), (1, 3000, 8), (2, 3000, 7), (2, 3000, 8)}
+    # rows of one shape are compared with the fastest peer timed at that shape
+    assert all(r["best_peer"] == "scipy" and r["speedup_vs_best_peer"] > 0 for r in timed)
+    md = next(tmp_path.glob("*.md")).read_text()
+    assert "| case | impl | block | ms (median)" in md and "sigconv:direct" in md
+    out = capsys.readouterr().out
+    assert "best peer" in out and "wrote " in out
+
+
+@pytest.mark.skipif(GPU, reason="checks how GPU rows are listed on a machine without a GPU")
+def test_missing_gpu_rows_are_skipped_with_reason(tmp_path):
+    """Without a GPU the cuda variants and every GPU peer appear as skipped rows that say why."""
+    assert _run(QUICK_1D + ["--out", str(tmp_path)]) == 0
+    recs = _load(tmp_path)["records"]
+    skipped = {r["impl"]: r for r in recs if r["status"] == "skipped"}
+    gpu_peers = {p.name for p in _registry.entries("conv1d", "cuda", kind="peer")}
+    assert gpu_peers <= set(skipped)
+    for r in skipped.values():
+        assert r["note"] and r["ms_median"] is None
+    cuda_variants = {f"sigconv:{v.name}" for v in _registry.entries("conv1d", "cuda", kind="variant")}
+    assert cuda_variants <= set(skipped)
+    md = next(tmp_path.glob("*.md")).read_text()
+    assert "## Skipped" in md and "cudnn" in md
+
+
+def test_quick_conv2d_custom_shapes(tmp_path):
+    """conv2d records carry the NCHW fields; single-channel-only peers skip multichannel shapes."""
+    rc = _run(["conv2d", "--shape", "1,1,20,33,1,3,3,1,1", "--shape", "1,2,9,11,3,2,3,2,0", "--reps", "3",
+               "--budget", "0.01", "--backend", "cpu", "--out", str(tmp_path)])
+    assert rc == 0
+    recs = _load(tmp_path)["records"]
+    assert all(REQUIRED <= set(r) and REQUIRED_2D <= set(r) for r in recs)
+    timed = [r for r in recs if r["ms_median"]]
+    assert {(r["H"], r["W"], r["kH"], r["kW"], tuple(r["stride"]), tuple(r["pad"])) for r in timed} == {
+        (20, 33, 3, 3, (1, 1), (1, 1)), (9, 11, 2, 3, (2, 2), (0, 0))}
+    assert {"scipy", "sigconv:direct"} <= {r["impl"] for r in timed}
+    for r in timed:
+        assert r["C"] == r["Cin"] and r["L"] == r["H"] * r["W"] and r["K"] == r["kH"] * r["kW"]
+    if GPU:
+        multi = [r for r in recs if r["impl"] == "cupyx.convolve2d" and r["Cin"] == 2]
+        assert multi and multi[0]["status"] == "skipped" and "single-channel" in multi[0]["note"]
+
+
+def test_wrong_variant_is_fail_and_not_timed_and_wrong_peer_flagged(tmp_path, monkeypatch):
+    """A variant that disagrees with the float64 reference is FAIL, untimed, and the exit code is 1;
+    a peer that disagrees is timed but flagged."""
+    from sigconv.backends import cpu
+
+    monkeypatch.setattr(cpu, "corr1d_direct", lambda x, w, pad, out_len, block=None: np.zeros((x.shape[0], out_len),
+                                                                                            x.dtype))
+    monkeypatch.setattr(peers, "run_scipy_1d", lambda x, w, pad, out_len: np.ones((x.shape[0], out_len), x.dtype))
+    rc = _run(["conv1d", "--quick", "--C", "1", "--L", "2000", "--K", "5", "--reps", "3", "--budget", "0.01",
+               "--variants", "direct,fft", "--out", str(tmp_path)])
+    assert rc == 1
+    recs = {r["impl"]: r for r in _load(tmp_path)["records"] if r["backend"] == "cpu"}
+    d = recs["sigconv:direct"]
+    assert d["status"] == "FAIL" and d["ms_median"] is None and "first mismatch at" in d["note"]
+    assert recs["sigconv:fft"]["status"] == "ok" and recs["sigconv:fft"]["ms_median"] > 0
+    s = recs["scipy"]
+    assert s["status"] == "flagged" and s["ms_median"] > 0 and "disagrees" in s["note"]
+
+
+def test_bad_options_exit_2(tmp_path, capsys):
+    """Bad option values give exit code 2 and one line naming the option."""
+    assert _run(["conv1d", "--K", "0", "--out", str(tmp_path)]) == 2
+    assert "--K" in capsys.readouterr().err
+    assert _run(["conv2d", "--shape", "1,1,4,4", "--out", str(tmp_path)]) == 2
+    assert "--shape" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_time_limit_lists_rows_as_skipped(tmp_path):
+    """Past --max-seconds the remaining rows are listed as skipped, and results are still written."""
+    assert _run(QUICK_1D + ["--max-seconds", "1e-9", "--out", str(tmp_path)]) == 0
+    recs = _load(tmp_path)["records"]
+    assert any("time limit" in r["note"] for r in recs if r["status"] == "skipped")
+
+
+def test_cpu_rows_shrink_large_cases():
+    """Cases too large for a CPU row are shrunk (and labelled) or refused, never run at full size."""
+    c = bench.Case1D(1, 1 << 26, 4095).cpu_version()
+    assert c.L < 1 << 26 and c.L >= 4 * 4095 and c.macs() <= bench.CPU_MAX_MACS and c.reduced_from == 1 << 26
+    assert bench.Case1D(1, 1 << 16, 7).cpu_version().reduced_from is None
+    a = [k for k in bench.default_cases_2d(False) if k.name == "A"][0].cpu_version()
+    assert a.N == 1 and a.macs() <= bench.CPU_MAX_MACS and a.reduced_from == (16, 128)
+    spec = bench.default_cases_2d(False, Ks=[15], names=["spec"])[0].cpu_version()
+    assert spec.W < 65536 and spec.H == 1025
+
+
+def test_default_sets_match_the_issues():
+    """Default conv1d/conv2d sets are the issue 3 and 4 target shapes."""
+    c1 = bench.default_cases_1d(False)
+    assert [(c.C, c.L, c.K) for c in c1[:6]] == [(1, 1 << 26, k) for k in (7, 25, 63, 255, 1023, 4095)]
+    assert (8, 1 << 23, 4095) in [(c.C, c.L, c.K) for c in c1] and (c1[-1].C, c1[-1].L, c1[-1].K) == (1, 1 << 22, 25)
+    c2 = {(c.name, c.N, c.Cin, c.H, c.W, c.Cout, c.kH, c.pad) for c in bench.default_cases_2d(False)}
+    assert ("spec", 1, 1, 1025, 65536, 1, 9, (4, 4)) in c2 and ("gauss", 1, 1, 1025, 65536, 1, 15, (7, 7)) in c2
+    assert ("B", 1, 6, 768, 512, 6, 6, (0, 0)) in c2 and ("A", 16, 256, 128, 128, 256, 3, (1, 1)) in c2
