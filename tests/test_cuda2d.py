@@ -1,0 +1,188 @@
+"""Every cuda conv2d variant x block x shape against float64 references on the GPU (NaN-poisoned outputs)."""
+
+import numpy as np
+import pytest
+import scipy.signal
+
+import sigconv
+from sigconv import _devices, _registry
+from sigconv._api import window_2d
+from sigconv._conv2d import conv2d_geometry
+
+pytestmark = pytest.mark.gpu
+
+_REASON = _devices.cuda_reason()
+if _REASON:
+    pytest.skip(f"no GPU: {_REASON}", allow_module_level=True)
+
+import cupy  # noqa: E402
+
+TOL = {"float32": 1e-5, "float64": 1e-10}
+VARIANTS = [v for v in _registry.entries("conv2d", "cuda", kind="variant")]
+
+# (label, N, Cin, H, W, Cout, kH, kW, stride, padding)
+SHAPES = [
+    ("tiny", 1, 1, 5, 7, 1, 3, 3, 1, 1),
+    ("prime", 2, 3, 37, 41, 5, 3, 3, 1, "same"),
+    ("w1", 1, 2, 19, 1, 3, 3, 1, 1, (1, 0)),
+    ("even_k", 1, 2, 23, 29, 3, 4, 6, 1, "same"),
+    ("stride2", 2, 3, 31, 37, 4, 5, 5, 2, 2),
+    ("stride3x4", 1, 2, 29, 43, 9, 3, 7, (3, 4), (1, 3)),
+    ("k31", 1, 1, 45, 47, 1, 31, 31, 1, 15),
+    ("k15_s2", 1, 2, 40, 36, 2, 15, 13, 2, (7, 0)),
+    ("k_gt_img", 1, 1, 4, 5, 1, 7, 9, 1, (6, 8)),   # "full" mode of a kernel larger than the input
+    ("w4_aligned", 2, 1, 33, 64, 1, 5, 5, 1, 2),
+    ("artB", 1, 6, 768, 512, 6, 6, 6, 1, 0),
+    ("artA_n2", 2, 256, 128, 128, 256, 3, 3, 1, 1),
+    ("spec", 1, 1, 1025, 4099, 1, 9, 9, 1, "same"),
+]
+ALL_BLOCKS = {"prime", "stride3x4", "k_gt_img"}
+
+
+def _torch_ref(x, w, b, stride, pad, out_hw):
+    """float64 reference: torch on the GPU when importable, else the cpu backend in float64."""
+    try:
+        import torch
+        import torch.nn.functional as F
+
+        if not torch.cuda.is_available():
+            raise ImportError
+    except ImportError:
+        from sigconv.backends import cpu
+
+        return cpu.corr2d_direct(x.get().astype(np.float64), w.get().astype(np.float64),
+                                 None if b is None else b.get().astype(np.float64), stride, pad, out_hw)
+    tx = torch.as_tensor(x.astype(cupy.float64), device="cuda")
+    tw = torch.as_tensor(w.astype(cupy.float64), device="cuda")
+    tb = None if b is None else torch.as_tensor(b.astype(cupy.float64), device="cuda")
+    py, px = pad
+    Hn = (out_hw[0] - 1) * stride[0] + w.shape[2]
+    Wn = (out_hw[1] - 1) * stride[1] + w.shape[3]
+    # explicit pad (bottom/right from out_hw; may be negative = crop) then an unpadded conv
+    tx = F.pad(tx, (px, Wn - x.shape[3] - px, py, Hn - x.shape[2] - py))
+    y = F.conv2d(tx, tw, tb, stride=stride)
+    return y[:, :, :out_hw[0], :out_hw[1]].cpu().numpy()
+
+
+def _check(y, ref, dtype, label):
+    y = cupy.asnumpy(y).astype(np.float64)
+    assert not np.isnan(y).any(), f"{label}: unwritten outputs (NaN) at {tuple(np.argwhere(np.isnan(y))[0])}"
+    err = np.linalg.norm(y - ref) / max(np.linalg.norm(ref), 1e-300)
+    if not err <= TOL[dtype]:
+        d = np.abs(y - ref)
+        idx = tuple(np.argwhere(d > TOL[dtype] * 10 * max(np.abs(ref).max(), 1e-300))[0]) if d.max() else None
+        pytest.fail(f"{label}: rel err {err:.3g} > {TOL[dtype]}; first mismatch {idx}: {y[idx]} vs {ref[idx]}")
+
+
+def _applies(v, dtype, N, Cin, Cout, kH, kW, stride, label, separable):
+    if dtype not in v.dtypes:
+        return False
+    if v.name == "strip":
+        return Cin == 1 and Cout == 1 and tuple(stride) == (1, 1) and max(kH, kW) <= 15
+    if v.name == "separable":
+        return separable
+    return True
+
+
+def _jobs():
+    for v in VARIANTS:
+        for dtype in v.dtypes:
+            for shp in SHAPES:
+                for blk in v.blocks:
+                    # every block on two small shapes, the default block on the rest (compile time: the
+                    # tiled kernels are specialised per block, kernel size, stride and pad)
+                    if shp[0] not in ALL_BLOCKS and blk != v.default_block:
+                        continue
+                    yield pytest.param(v.name, dtype, shp, blk, id=f"{v.name}-{dtype}-{shp[0]}-{blk[0]}x{blk[1]}")
+
+
+@pytest.mark.parametrize("name, dtype, shp, block", list(_jobs()))
+def test_variant_matches_reference(name, dtype, shp, block):
+    """Each variant/block/dtype equals a float64 reference; outputs pre-filled with NaN must all be written."""
+    label, N, Cin, H, W, Cout, kH, kW, stride, padding = shp
+    if dtype == "float64" and label == "artA_n2" and name == "naive":
+        pytest.skip("float64 naive on article A is slow and adds nothing over float32")
+    v = _registry.get("conv2d", "cuda", name)
+    rng = cupy.random.default_rng(abs(hash((name, dtype, label, block))) % 2**32)
+    separable = name == "separable"
+    if separable:  # rank-1 kernels per (co, ci) pair
+        u = rng.standard_normal((Cout, Cin, kH, 1))
+        vv = rng.standard_normal((Cout, Cin, 1, kW))
+        w = (u * vv).astype(dtype)
+    else:
+        w = rng.standard_normal((Cout, Cin, kH, kW)).astype(dtype)
+    if not _applies(v, dtype, N, Cin, Cout, kH, kW, stride if isinstance(stride, tuple) else (stride, stride),
+                    label, separable):
+        pytest.skip(f"{name} does not apply to {label}")
+    x = rng.standard_normal((N, Cin, H, W)).astype(dtype)
+    b = rng.standard_normal(Cout).astype(dtype)
+    pad, out_hw, s = conv2d_geometry((H, W), (kH, kW), stride, padding)
+    out = cupy.full((N, Cout) + out_hw, cupy.nan, dtype=dtype)
+    y = v.load()(x, w, b, s, pad, out_hw, block=block, out=out)
+    assert y is out
+    _check(y, _torch_ref(x, w, b, s, pad, out_hw), dtype, f"{name} {dtype} {label} block {block}")
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("fn", ["convolve2d", "correlate2d"])
+@pytest.mark.parametrize("xs, ks", [((37, 41), (5, 3)), ((1025, 4099), (15, 15)), ((4, 5), (7, 9)),
+                                    ((19, 1), (4, 1)), ((33, 64), (2, 2))])
+@pytest.mark.parametrize("variant", ["auto", "naive", "shared", "regblock", "prefetch", "strip"])
+def test_single_channel_modes_vs_scipy(variant, xs, ks, fn, mode):
+    """convolve2d/correlate2d on the cuda backend equal scipy.signal's for every mode (float32)."""
+    if variant == "strip" and max(ks) > 15:
+        pytest.skip("strip supports kernels up to 15x15")
+    rng = np.random.default_rng(abs(hash((xs, ks, fn, mode))) % 2**32)
+    x = rng.standard_normal(xs).astype(np.float32)
+    k = rng.standard_normal(ks).astype(np.float32)
+    try:
+        ref = getattr(scipy.signal, fn)(x.astype(np.float64), k.astype(np.float64), mode=mode)
+    except ValueError:
+        pytest.skip("scipy refuses this mode/shape pair")
+    if xs == (1025, 4099) and variant in ("naive", "shared") and mode != "same":
+        pytest.skip("big case: same mode is enough for the slow variants")
+    y = getattr(sigconv, fn)(cupy.asarray(x), cupy.asarray(k), mode=mode, backend="cuda", variant=variant)
+    assert isinstance(y, cupy.ndarray) and y.dtype == cupy.float32
+    _check(y, ref, "float32", f"{variant} {fn} {mode} {xs} {ks}")
+
+
+def test_conv2d_api_cuda_auto_numpy_roundtrip():
+    """sigconv.conv2d with numpy in on the cuda backend returns numpy; auto equals the reference."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 21, 22)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    y = sigconv.conv2d(x, w, b, stride=2, padding=1, backend="cuda")
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32
+    from sigconv.backends import cpu
+
+    ref = cpu.corr2d_direct(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), (2, 2), (1, 1),
+                            y.shape[2:])
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert err <= 1e-5, err
+
+
+def test_separable_refuses_non_separable():
+    """variant='separable' refuses a random kernel, naming the pair and the singular-value ratio."""
+    x = cupy.ones((1, 1, 16, 16), cupy.float32)
+    w = cupy.asarray(np.random.default_rng(0).standard_normal((1, 1, 5, 5)), dtype=cupy.float32)
+    v = _registry.get("conv2d", "cuda", "separable")
+    with pytest.raises(ValueError, match="not rank-1"):
+        v.load()(x, w, None, (1, 1), (2, 2), (16, 16))
+
+
+def test_strip_refuses_multichannel():
+    v = _registry.get("conv2d", "cuda", "strip")
+    x = cupy.ones((1, 2, 16, 16), cupy.float32)
+    w = cupy.ones((1, 2, 3, 3), cupy.float32)
+    with pytest.raises(ValueError, match="one input and one output channel"):
+        v.load()(x, w, None, (1, 1), (1, 1), (16, 16))
+
+
+@pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.name)
+def test_invalid_block_rejected(v):
+    """A block outside the variant's list is refused with the accepted list in the message."""
+    x = cupy.ones((1, 1, 16, 16), cupy.float32)
+    w = cupy.ones((1, 1, 3, 3), cupy.float32)
+    with pytest.raises(ValueError, match="must be one of"):
+        v.load()(x, w, None, (1, 1), (1, 1), (16, 16), block=(4, 8))
