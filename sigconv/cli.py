@@ -189,8 +189,19 @@ def _make_file_filter(backend: str, taps, args):
     from .backends.cuda1d import FileFilter
 
     def make(info, spec):
-        return FileFilter(taps, info.channels, read_dtype=spec.read_dtype, phase=args.phase, spec=spec,
-                          variant=args.variant, block=args.block)
+        # raw integer samples travel to the GPU (half the bytes of float32 for PCM_16) and are
+        # converted there; 24-bit travels as int32 (libsndfile keeps the top 24 bits on write)
+        if spec.out_dtype == "int16":
+            read = "int16"
+        elif spec.out_dtype == "int32":
+            read = "int32"
+        else:
+            read = "float32"
+        out = spec.out_dtype if spec.out_dtype != "float64" else "float32"
+        f = FileFilter(taps, info.channels, read_dtype=read, phase=args.phase, out_dtype=out, clip=spec.clip,
+                       variant=args.variant, block=args.block)
+        f.variant = getattr(f, "variant", None) or ("fft" if taps.size > 1024 else args.variant)
+        return f
 
     return make
 

@@ -1,0 +1,42 @@
+"""The built wheel carries kernels/ and apps/ and works from a fresh virtual environment, outside the checkout."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+
+from conftest import ROOT, SAMPLES
+
+
+def test_wheel_installs_and_runs_outside_checkout(tmp_path):
+    dist = tmp_path / "dist"
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                        str(dist), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    wheel = next(dist.glob("sigconv-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "sigconv/kernels/common.cuh" in names and "sigconv/kernels/conv1d.cu" in names
+    assert "sigconv/apps/__init__.py" in names
+    venv = tmp_path / "venv"
+    # system site packages supply numpy/scipy/soundfile/textual already installed here (no network needed)
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", str(wheel)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    shutil.copy(SAMPLES / "speech_noisy.wav", work / "speech.wav")
+    exe = venv / "bin" / "sigconv"
+    r = subprocess.run([str(exe), "--version"], cwd=work, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("sigconv "), r.stderr
+    r = subprocess.run([str(exe), "denoise", "speech.wav"], cwd=work, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (work / "speech.denoised.wav").stat().st_size > 900_000
+    r = subprocess.run([str(py), "-c", "import sigconv, sigconv._kernels as k; print(sigconv.__file__); "
+                        "print(k.kernel_dir()); import sigconv.apps"], cwd=work, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    mod_file, kdir = r.stdout.split()
+    assert str(venv) in mod_file and str(venv) in kdir, r.stdout
