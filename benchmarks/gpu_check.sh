@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# One-call GPU check for sigconv: tests, compute-sanitizer, benchmarks, end to end.
+#
+#   benchmarks/gpu_check.sh                      # every stage: info tests sanitize bench1d bench2d e2e
+#   benchmarks/gpu_check.sh tests sanitize       # a subset (also: STAGES="bench e2e" benchmarks/gpu_check.sh)
+#
+# Stages: info, tests, sanitize, bench (= bench1d + bench2d), bench1d, bench2d, e2e.
+# Run from the repository root with sigconv importable (PYTHONPATH) and $OUT an existing folder; the
+# results land directly in $OUT (at most 8 files come back from the device machine):
+#   gpu_check.log, tests.xml, sanitize.log, conv1d-*.json/.md, conv2d-*.json/.md, denoise_vs_sox-*.json
+# Time: GPU_CHECK_BUDGET seconds in all (default 540) shared among the chosen stages by weight; a
+# stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
+# T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
+# stages still run; the exit status is non-zero if any stage failed. A compact summary comes last.
+# Other knobs: TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_conv2d.py,
+# those that exist), E2E_DURATION (seconds of audio, default 3600), BENCH1D_ARGS / BENCH2D_ARGS
+# (extra options for sigconv bench).
+
+set -u
+OUT="${OUT:-/tmp/gpu_check_out}"
+mkdir -p "$OUT"
+WORK=/tmp/gpu_check
+rm -rf "$WORK"
+mkdir -p "$WORK"
+LOG="$OUT/gpu_check.log"
+: >"$LOG"
+exec > >(tee -a "$LOG") 2>&1
+TEE_PID=$!
+export PYTHONUNBUFFERED=1
+PY="${PYTHON:-python3}"
+
+ALL="info tests sanitize bench1d bench2d e2e"
+REQ="${*:-${STAGES:-$ALL}}"
+SEL=""
+for s in $REQ; do
+  case "$s" in
+    all) SEL="$SEL $ALL" ;;
+    bench) SEL="$SEL bench1d bench2d" ;;
+    info|tests|sanitize|bench1d|bench2d|e2e) SEL="$SEL $s" ;;
+    *) echo "gpu_check: unknown stage '$s' (stages: $ALL, bench, all)"; exit 2 ;;
+  esac
+done
+# keep the canonical order, once each
+STAGE_LIST=""
+for s in $ALL; do
+  case " $SEL " in *" $s "*) STAGE_LIST="$STAGE_LIST $s" ;; esac
+done
+
+weight() { case "$1" in info) echo 1 ;; tests) echo 6 ;; sanitize) echo 4 ;; bench1d) echo 6 ;; bench2d) echo 4 ;; e2e) echo 3 ;; esac; }
+BUDGET="${GPU_CHECK_BUDGET:-540}"
+T0=$(date +%s)
+
+# seconds for stage $1: its T_<STAGE>, else its weight's share of what is left
+stage_limit() {
+  local s="$1" var left wsum=0 r w
+  var="T_$(echo "$s" | tr '[:lower:]' '[:upper:]')"
+  if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
+  left=$(( BUDGET - ($(date +%s) - T0) ))
+  for r in $REMAINING; do wsum=$(( wsum + $(weight "$r") )); done
+  w=$(weight "$s")
+  r=$(( left * w / (wsum > 0 ? wsum : 1) ))
+  [ "$r" -lt 20 ] && r=20
+  echo "$r"
+}
+
+declare -A STATUS SECS NOTE
+FAILED=0
+
+banner() { echo; echo "=================== $* ==================="; }
+
+# ------------------------------------------------------------------------------------------ stages
+
+stage_info() {
+  local T="$1"
+  nvidia-smi || echo "nvidia-smi failed"
+  uname -a
+  echo "CPUs: $(nproc)"
+  command -v nvcc >/dev/null && nvcc --version | tail -2
+  CS=$(command -v compute-sanitizer || true)
+  echo "compute-sanitizer: ${CS:-not on PATH}"
+  command -v sox >/dev/null && echo "sox: $(sox --version 2>&1 | head -1)" || echo "sox: not installed"
+  timeout -k 5 "$T" "$PY" - <<'EOF'
+import importlib, platform, sys
+print("python", platform.python_version(), sys.executable)
+for m in ("numpy", "scipy", "cupy", "torch", "soundfile", "pytest", "sigconv"):
+    try:
+        mod = importlib.import_module(m)
+        print(f"{m:10} {getattr(mod, '__version__', '?'):12} {getattr(mod, '__file__', '')}")
+    except Exception as e:
+        print(f"{m:10} MISSING ({type(e).__name__}: {e})")
+try:
+    import torch
+    print("torch cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.is_available())
+except Exception:
+    pass
+from sigconv import _devices, variants
+print("cuda_reason:", _devices.cuda_reason(), "| gpu:", _devices.gpu_name())
+for op in ("conv1d", "conv2d"):
+    print(op, [(v["backend"], v["name"], v["available"]) for v in variants(op)])
+EOF
+}
+
+stage_tests() {
+  local T="$1" files="" f rc=0 end
+  for f in ${TEST_FILES:-tests/test_cuda1d.py tests/test_cuda2d.py tests/test_conv2d.py}; do
+    [ -f "$f" ] && files="$files $f"
+  done
+  if [ -z "$files" ]; then echo "no GPU test files found"; NOTE[tests]="no test files"; return 1; fi
+  end=$(( $(date +%s) + T ))
+  for f in $files; do
+    local left=$(( end - $(date +%s) ))
+    [ "$left" -lt 10 ] && { echo "no time left for $f"; rc=1; continue; }
+    local name; name=$(basename "$f" .py)
+    echo "--- pytest $f (limit ${left}s)"
+    timeout -k 10 "$left" "$PY" -m pytest -m gpu -q -x --timeout=600 -p no:cacheprovider -rfEs \
+      --junitxml="$WORK/junit-$name.xml" "$f" 2>&1 | tee "$WORK/tests-$name.log"
+    local r=${PIPESTATUS[0]}
+    [ "$r" -eq 5 ] && { echo "(no gpu tests selected in $f)"; r=0; }
+    [ "$r" -ne 0 ] && rc=$r
+    NOTE[tests]="${NOTE[tests]:-}$name: $(grep -E '(passed|failed|error|skipped|no tests ran)' "$WORK/tests-$name.log" | tail -1 | tr -d '=' | sed 's/^ *//')$( [ "$r" -ne 0 ] && echo " (rc $r)"); "
+  done
+  "$PY" - "$WORK" "$OUT/tests.xml" <<'EOF'
+import glob, sys, xml.etree.ElementTree as ET
+root = ET.Element("testsuites")
+for p in sorted(glob.glob(sys.argv[1] + "/junit-*.xml")):
+    try:
+        t = ET.parse(p).getroot()
+    except ET.ParseError as e:
+        print("junit merge: skipping", p, e)
+        continue
+    root.extend(t if t.tag == "testsuites" else [t])
+ET.ElementTree(root).write(sys.argv[2], encoding="utf-8", xml_declaration=True)
+EOF
+  return $rc
+}
+
+stage_sanitize() {
+  local T="$1" CS rc=0 tool half
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [ -z "$CS" ] && command -v nvcc >/dev/null; then CS="$(dirname "$(command -v nvcc)")/compute-sanitizer"; fi
+  if [ -z "$CS" ] || [ ! -x "$CS" ]; then echo "compute-sanitizer not found"; NOTE[sanitize]="compute-sanitizer not found"; return 1; fi
+  if [ ! -f benchmarks/sanitize.py ]; then echo "benchmarks/sanitize.py missing"; NOTE[sanitize]="sanitize.py missing"; return 1; fi
+  : >"$OUT/sanitize.log"
+  half=$(( T / 2 ))
+  for tool in memcheck racecheck; do
+    echo "--- compute-sanitizer --tool $tool (limit ${half}s)"
+    echo "===== $tool =====" >>"$OUT/sanitize.log"
+    timeout -k 10 "$half" "$CS" --tool "$tool" --error-exitcode 3 --print-limit 20 \
+      "$PY" benchmarks/sanitize.py >"$WORK/san-$tool.log" 2>&1
+    local r=$?
+    head -c 3000000 "$WORK/san-$tool.log" >>"$OUT/sanitize.log"
+    echo "===== $tool exit $r =====" >>"$OUT/sanitize.log"
+    tail -n 12 "$WORK/san-$tool.log"
+    local summ
+    summ=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Device not supported|sanitize:" "$WORK/san-$tool.log" | tail -2 | tr '\n' ' ')
+    case "$r" in
+      0) NOTE[sanitize]="${NOTE[sanitize]:-}$tool clean ($summ); " ;;
+      124|137) NOTE[sanitize]="${NOTE[sanitize]:-}$tool TIMEOUT after ${half}s; "; rc=1 ;;
+      3) NOTE[sanitize]="${NOTE[sanitize]:-}$tool FOUND ERRORS ($summ); "; rc=1 ;;
+      *) NOTE[sanitize]="${NOTE[sanitize]:-}$tool rc $r ($summ); "; rc=1 ;;
+    esac
+  done
+  return $rc
+}
+
+run_bench() {  # $1 op, $2 limit, $3 extra args
+  local op="$1" T="$2" extra="$3" r
+  # stop starting rows 40 s before the limit so the results are written in time
+  local ms=$(( T > 80 ? T - 40 : T / 2 ))
+  echo "--- sigconv bench $op --out \$OUT --max-seconds $ms $extra (limit ${T}s)"
+  # shellcheck disable=SC2086
+  timeout -k 20 "$T" "$PY" -m sigconv bench "$op" --out "$OUT" --max-seconds "$ms" $extra 2>&1 | tee "$WORK/bench-$op.log"
+  r=${PIPESTATUS[0]}
+  return "$r"
+}
+
+stage_bench1d() { run_bench conv1d "$1" "${BENCH1D_ARGS:-}"; }
+stage_bench2d() { run_bench conv2d "$1" "${BENCH2D_ARGS:-}"; }
+
+stage_e2e() {
+  local T="$1" r
+  echo "--- denoise_vs_sox.py --gpu --duration ${E2E_DURATION:-3600} (limit ${T}s)"
+  timeout -k 10 "$T" "$PY" benchmarks/denoise_vs_sox.py --gpu --duration "${E2E_DURATION:-3600}" --out "$OUT" \
+    --no-md --timeout $(( T / 3 > 30 ? T / 3 : 30 )) 2>&1 | tee "$WORK/e2e.log"
+  r=${PIPESTATUS[0]}
+  return "$r"
+}
+
+# ------------------------------------------------------------------------------------------ run
+
+REMAINING="$STAGE_LIST"
+for s in $STAGE_LIST; do
+  T=$(stage_limit "$s")
+  banner "$s (limit ${T}s)"
+  t=$(date +%s)
+  "stage_$s" "$T"
+  rc=$?
+  REMAINING="${REMAINING# }"; REMAINING="${REMAINING#"$s"}"
+  SECS[$s]=$(( $(date +%s) - t ))
+  if [ "$rc" -eq 0 ]; then STATUS[$s]=ok
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then STATUS[$s]=TIMEOUT; FAILED=1
+  else STATUS[$s]="FAIL(rc $rc)"; FAILED=1
+  fi
+done
+
+# ------------------------------------------------------------------------------------------ summary
+
+banner "SUMMARY"
+for s in $STAGE_LIST; do
+  printf '%-9s %-12s %5ss  %s\n' "$s" "${STATUS[$s]}" "${SECS[$s]}" "${NOTE[$s]:-}"
+done
+if [[ " $STAGE_LIST " == *" tests "* ]]; then
+  echo "--- tests: failures (first 15)"
+  cat "$WORK"/tests-*.log 2>/dev/null | grep -E "^(FAILED|ERROR) " | head -15
+fi
+for op in conv1d conv2d; do
+  if [ -f "$WORK/bench-$op.log" ]; then
+    echo "--- bench $op"
+    # the compact table (from its header line) and the verdicts; FAIL/error rows of sigconv
+    awk '/^case +be +auto ms/{p=1} p && !/^wrote /' "$WORK/bench-$op.log" | cut -c1-200 >"$WORK/bench-$op.sum"
+    if [ -s "$WORK/bench-$op.sum" ]; then cat "$WORK/bench-$op.sum"; else tail -n 8 "$WORK/bench-$op.log" | cut -c1-300; fi
+    grep -E "^ +cuda +sigconv:.* (FAIL|error) " "$WORK/bench-$op.log" | head -8 | cut -c1-220
+  fi
+done
+if [ -f "$WORK/e2e.log" ]; then
+  echo "--- e2e"
+  grep -E "^(generated|sox |sigconv-|soundfile-copy|cpu vs cuda|verdict:)|FAILED" "$WORK/e2e.log" | cut -c1-200
+fi
+echo "--- files in \$OUT ($(ls -1 "$OUT" | wc -l); at most 8 come back):"
+ls -l "$OUT" | tail -n +2 | awk '{print "  " $5 "  " $9}'
+[ "$(ls -1 "$OUT" | wc -l)" -gt 8 ] && echo "WARNING: more than 8 files in \$OUT: some will not come back"
+echo "gpu_check: $( [ "$FAILED" -eq 0 ] && echo 'all stages ok' || echo 'SOME STAGES FAILED' ) (total $(( $(date +%s) - T0 ))s)"
+exec >&- 2>&-
+wait "$TEE_PID" 2>/dev/null
+exit "$FAILED"
