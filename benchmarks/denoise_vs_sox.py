@@ -29,6 +29,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -201,6 +202,11 @@ def main(argv=None) -> int:
                      "duration_s": seconds, "rate": FS, "channels": 2, "subtype": "PCM_16", "taps": args.taps,
                      "band": [lo, hi], "runs": [], "notes": [], "verdicts": []}
     rc_all = 0
+
+    def _term(signum, frame):  # a stage timeout (SIGTERM): still write what was measured
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _term)
     try:
         src = work / "in.wav"
         gen_s = generate(src, seconds)
