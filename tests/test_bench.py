@@ -142,7 +142,9 @@ def test_scipy_2d_peer_multichannel_stride():
 
 # ------------------------------------------------------------------------------ harness runs
 
-QUICK_1D = ["conv1d", "--quick", "--C", "1,2", "--L", "3000", "--K", "7,8", "--reps", "3", "--budget", "0.01"]
+# --backend cpu: sigconv's cpu variants are timed also on a GPU machine (GPU peers still run there)
+QUICK_1D = ["conv1d", "--quick", "--C", "1,2", "--L", "3000", "--K", "7,8", "--reps", "3", "--budget", "0.01",
+            "--backend", "cpu"]
 
 
 def test_quick_conv1d_writes_records_and_table(tmp_path, capsys):
@@ -152,7 +154,7 @@ def test_quick_conv1d_writes_records_and_table(tmp_path, capsys):
     data = _load(tmp_path)
     recs = data["records"]
     assert recs and all(REQUIRED <= set(r) for r in recs)
-    timed = [r for r in recs if r["ms_median"]]
+    timed = [r for r in recs if r["ms_median"] and r["backend"] == "cpu"]
     impls = {r["impl"] for r in timed}
     assert {"sigconv:direct", "sigconv:fft", "sigconv:auto", "scipy"} <= impls, impls
     for r in timed:
@@ -191,7 +193,7 @@ def test_quick_conv2d_custom_shapes(tmp_path):
     assert rc == 0
     recs = _load(tmp_path)["records"]
     assert all(REQUIRED <= set(r) and REQUIRED_2D <= set(r) for r in recs)
-    timed = [r for r in recs if r["ms_median"]]
+    timed = [r for r in recs if r["ms_median"] and r["backend"] == "cpu"]
     assert {(r["H"], r["W"], r["kH"], r["kW"], tuple(r["stride"]), tuple(r["pad"])) for r in timed} == {
         (20, 33, 3, 3, (1, 1), (1, 1)), (9, 11, 2, 3, (2, 2), (0, 0))}
     assert {"scipy", "sigconv:direct"} <= {r["impl"] for r in timed}
@@ -211,7 +213,7 @@ def test_wrong_variant_is_fail_and_not_timed_and_wrong_peer_flagged(tmp_path, mo
                                                                                             x.dtype))
     monkeypatch.setattr(peers, "run_scipy_1d", lambda x, w, pad, out_len: np.ones((x.shape[0], out_len), x.dtype))
     rc = _run(["conv1d", "--quick", "--C", "1", "--L", "2000", "--K", "5", "--reps", "3", "--budget", "0.01",
-               "--variants", "direct,fft", "--out", str(tmp_path)])
+               "--variants", "direct,fft", "--backend", "cpu", "--peers", "scipy", "--out", str(tmp_path)])
     assert rc == 1
     recs = {r["impl"]: r for r in _load(tmp_path)["records"] if r["backend"] == "cpu"}
     d = recs["sigconv:direct"]
