@@ -764,7 +764,7 @@ def _run_group(ctx: _Ctx, case, backend: str) -> None:
         elif "tol" in p.extra:
             _add_note(r, f"checked at tolerance {p.extra['tol']:g}")
         _finish_timing(ctx, r, case, backend, ms)
-    del inp, ref
+    inp = ref = None  # drop the buffers before freeing the pools
     _free(xp)
 
 
