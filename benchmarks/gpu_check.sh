@@ -12,7 +12,7 @@
 # stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
 # T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
 # stages still run; the exit status is non-zero if any stage failed. A compact summary comes last.
-# Other knobs: TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_conv2d.py,
+# Other knobs: PYTEST_ARGS (default -x; e.g. "-n 8 --maxfail=50" with pytest-xdist), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_conv2d.py,
 # those that exist), E2E_DURATION (seconds of audio, default 3600), BENCH1D_ARGS / BENCH2D_ARGS
 # (extra options for sigconv bench).
 
@@ -112,7 +112,8 @@ stage_tests() {
     [ "$left" -lt 10 ] && { echo "no time left for $f"; rc=1; continue; }
     local name; name=$(basename "$f" .py)
     echo "--- pytest $f (limit ${left}s)"
-    timeout -k 10 "$left" "$PY" -m pytest -m gpu -q -x --timeout=600 -p no:cacheprovider -rfEs \
+    # shellcheck disable=SC2086
+    timeout -k 10 "$left" "$PY" -m pytest -m gpu -q ${PYTEST_ARGS:--x} --timeout=600 -p no:cacheprovider -rfEs \
       --junitxml="$WORK/junit-$name.xml" "$f" 2>&1 | tee "$WORK/tests-$name.log"
     local r=${PIPESTATUS[0]}
     [ "$r" -eq 5 ] && { echo "(no gpu tests selected in $f)"; r=0; }

@@ -172,7 +172,8 @@ __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, 
 #define NCH (TWL / 4)                 // float4 chunks per tile row
 #define TILE_FLOATS (TH * PITCH)
 #define WTS_FLOATS (KH * KW * COB)    // weights of one input channel: layout [i][j][cc]
-#define STAGE_FLOATS (TILE_FLOATS + WTS_FLOATS)
+// rounded up to 4 floats: the second stage's tile must stay 16-byte aligned for cp.async and float4 reads
+#define STAGE_FLOATS ((TILE_FLOATS + WTS_FLOATS + 3) / 4 * 4)
 // Per-thread input values for one tile row: (TX-1)*SX + KW needed after the SH offset, whole float4s.
 #define NVAL ((((TX - 1) * SX + KW + SH) + 3) / 4 * 4)
 

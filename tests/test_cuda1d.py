@@ -42,6 +42,7 @@ VARIANTS = [v for v in _registry.entries("conv1d", "cuda", kind="variant")]
 def _private_cache(tmp_path, monkeypatch):
     """Autotune cache in a temporary folder, fresh memo for each test."""
     monkeypatch.setenv("SIGCONV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("SIGCONV_AUTOTUNE", raising=False)  # the autotune tests need timing on
     _autotune.clear_memo()
     yield
     _autotune.clear_memo()

@@ -145,10 +145,8 @@ def _set_smem(func, nbytes: int) -> None:
     """Allow more than 48 KB of dynamic shared memory for ``func``."""
     if nbytes <= 48 * 1024:
         return
-    from cupy_backends.cuda.api import driver
-
-    attr = getattr(driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
-    driver.funcSetAttribute(func.ptr, attr, int(nbytes))
+    if func.max_dynamic_shared_size_bytes < nbytes:
+        func.max_dynamic_shared_size_bytes = int(nbytes)
 
 
 def _smem_limit() -> int:
@@ -229,7 +227,7 @@ def tiled_plan(block, kH: int, kW: int, stride, px: int, Cout: int, prefetch: bo
         twn = (ow - 1) * sx + kW
         twl = -(-(twn + sh) // 4) * 4
         pitch = twl  # multiple of 4: float4 rows; a phase of 8 lanes reads 128 consecutive bytes
-        smem = stages * (th * pitch + kH * kW * cob) * 4
+        smem = stages * (-(-(th * pitch + kH * kW * cob) // 4) * 4) * 4  # STAGE_FLOATS, 16-byte aligned
         if smem <= limit:
             break
     d = dict(KH=kH, KW=kW, SY=sy, SX=sx, SH=sh, TX=tx, TY=ty, COB=cob, BX=bx, BY=by, PITCH=pitch,
