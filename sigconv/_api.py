@@ -80,15 +80,23 @@ def corr1d(x2, w, pad: int, out_len: int, *, backend: str, variant: str = "auto"
     return cuda1d.corr1d(x2, w, pad, out_len, variant=variant, block=block)
 
 
-def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "auto", block=None):
-    """Run the 2-D backend contract on NCHW data already in the backend's memory."""
+def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "auto", block=None,
+           host_weights=None):
+    """Run the 2-D backend contract on NCHW data already in the backend's memory.
+
+    ``host_weights``: the caller's numpy copy of the weights, if it had one; with it the cuda ``auto``
+    checks separability on the host (no device sync).
+    """
     if backend == "cpu":
         from .backends import cpu
 
         return cpu.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block)
     from .backends import cuda2d
 
-    return cuda2d.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block)
+    sep = None
+    if variant == "auto" and host_weights is not None and cuda2d.separable_worth_checking(w4.shape):
+        sep = cuda2d.separable_factors(np.asarray(host_weights).reshape(w4.shape))[2] is None
+    return cuda2d.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block, separable=sep)
 
 
 def window_1d(mode: str, L: int, K: int) -> tuple[int, int]:
@@ -328,7 +336,8 @@ def _filter2d(x, k, mode, backend, variant, block, reverse: bool):
     x4 = bxp.ascontiguousarray(_to_backend(x, be).astype(dtype, copy=False)[None, None])
     w4 = _to_backend(k, be).astype(dtype, copy=False)
     w4 = bxp.ascontiguousarray(w4[::-1, ::-1] if reverse else w4)[None, None]
-    y = corr2d(x4, w4, None, (1, 1), pad, out_hw, backend=be, variant=variant, block=block)
+    host_k = None if _is_cupy(k) else np.asarray(k)
+    y = corr2d(x4, w4, None, (1, 1), pad, out_hw, backend=be, variant=variant, block=block, host_weights=host_k)
     return _like(y[0, 0], x)
 
 

@@ -71,7 +71,8 @@ def _cases(L, K):
         yield mode, pad, out_len
 
 
-def _run_grid(L, blocks_for):
+def _run_grid(L, blocks_for, only=None):
+    """Every K x C x dtype x block x mode x {launcher, correlate, convolve} for the variants named ``only``."""
     rng = np.random.default_rng()
     failures, n_checked = [], 0
     for K in KS:
@@ -86,6 +87,8 @@ def _run_grid(L, blocks_for):
                 hh = h32 if dtype == "float32" else h64
                 wg = cupy.asarray(hh)  # correlation taps of correlate(x, h)
                 for v in VARIANTS:
+                    if only is not None and v.name != only:
+                        continue
                     if dtype not in v.dtypes or (v.max_taps is not None and K > v.max_taps):
                         continue
                     launch = v.load()
@@ -112,15 +115,19 @@ def _run_grid(L, blocks_for):
     return failures, n_checked
 
 
+# one test per (variant, L) so that pytest-xdist can spread the grid over workers
+@pytest.mark.parametrize("name", [v.name for v in VARIANTS])
 @pytest.mark.parametrize("L", [1, 7, 1000])
-def test_grid_all_blocks(L):
-    failures, n = _run_grid(L, lambda v: v.blocks)
+def test_grid_all_blocks(L, name):
+    failures, n = _run_grid(L, lambda v: v.blocks, only=name)
     assert n > 0
     assert not failures, f"{len(failures)} of {n} checks failed:\n" + "\n".join(failures[:40])
 
 
-def test_grid_long_signal():
-    failures, n = _run_grid(BIG_L, lambda v: sorted({v.default_block, max(v.blocks)}))
+@pytest.mark.parametrize("name", [v.name for v in VARIANTS])
+def test_grid_long_signal(name):
+    failures, n = _run_grid(BIG_L, lambda v: sorted({v.default_block, max(v.blocks)}), only=name)
+    assert n > 0
     assert not failures, f"{len(failures)} of {n} checks failed:\n" + "\n".join(failures[:40])
 
 
