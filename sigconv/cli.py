@@ -139,29 +139,90 @@ def _block(s):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def add_filter_arguments(p) -> None:
+    """The FIR filter options shared by `denoise` and `batch`."""
+    g = p.add_argument_group("FIR filter (method fir)")
+    g.add_argument("--lowpass", type=_positive_float("--lowpass"), metavar="HZ", help="low-pass cutoff")
+    g.add_argument("--highpass", type=_positive_float("--highpass"), metavar="HZ", help="high-pass cutoff")
+    g.add_argument("--band", type=_positive_float("--band"), nargs=2, metavar=("LO", "HI"), help="band-pass edges")
+    g.add_argument("--notch", type=_positive_float("--notch"), nargs="+", metavar="HZ",
+                   help="remove these frequencies (e.g. 50 100 150)")
+    g.add_argument("--notch-width", type=_positive_float("--notch-width"), default=5.0, metavar="HZ",
+                   help="width of each notch (default 5 Hz)")
+    g.add_argument("--taps", type=_positive_int("--taps"), metavar="N",
+                   help="filter length (default: from the transition width)")
+    g.add_argument("--transition", type=_positive_float("--transition"), metavar="HZ",
+                   help="transition width (default: 25%% of the lowest edge)")
+    g.add_argument("--phase", choices=("zero", "linear"), default="zero",
+                   help="zero: centred, no delay (default); linear: causal, delayed by (taps-1)/2")
+
+
+def _fraction(name):
+    def conv(s):
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number between 0 and 1, got {s!r}") from None
+        if not 0 <= v <= 1:
+            raise argparse.ArgumentTypeError(f"{name} must be between 0 and 1, got {v:g}")
+        return v
+
+    return conv
+
+
+def _seconds(name):
+    def conv(s):
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} takes times in seconds, got {s!r}") from None
+        if not math.isfinite(v) or v < 0:
+            raise argparse.ArgumentTypeError(f"{name} takes non-negative times in seconds, got {s}")
+        return v
+
+    return conv
+
+
+def add_spectral_arguments(p) -> None:
+    """The spectral-gate options shared by `denoise` and `batch` (method spectral)."""
+    g = p.add_argument_group("spectral gate (method spectral)")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--noise-clip", metavar="FILE", help="a recording of the noise alone (same rate and channels)")
+    src.add_argument("--noise-from", type=_seconds("--noise-from"), nargs=2, metavar=("START", "END"),
+                     help="a time range of the input (seconds) that holds only noise")
+    g.add_argument("--strength", type=_fraction("--strength"), default=1.0, metavar="0..1",
+                   help="how much of the gated energy is removed (prop_decrease; default 1)")
+    g.add_argument("--stationary", dest="stationary", action="store_true", default=True,
+                   help="one noise floor per frequency (default)")
+    g.add_argument("--non-stationary", dest="stationary", action="store_false",
+                   help="follow a slowly varying noise floor")
+    g.add_argument("--n-std", type=_positive_float("--n-std"), default=1.5, metavar="X",
+                   help="gate threshold in standard deviations above the noise mean (default 1.5)")
+    g.add_argument("--freq-smooth", type=_positive_float("--freq-smooth"), default=500.0, metavar="HZ",
+                   help="mask smoothing across frequency (default 500 Hz)")
+    g.add_argument("--time-smooth", type=_positive_float("--time-smooth"), default=50.0, metavar="MS",
+                   help="mask smoothing across time (default 50 ms)")
+    g.add_argument("--n-fft", type=_positive_int("--n-fft"), default=2048, metavar="N", help="STFT size (default 2048)")
+    g.add_argument("--hop", type=_positive_int("--hop"), default=None, metavar="N", help="STFT hop (default n_fft/4)")
+    g.add_argument("--share-mask", action="store_true", help="one mask for all channels (keeps the stereo image)")
+
+
+def add_backend_arguments(p) -> None:
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--variant", default="auto", help="kernel variant (see 'sigconv variants')")
+    p.add_argument("--block", type=_block, metavar="N", help="CUDA threads per block (multiple of 32, <= 1024)")
+
+
 def _add_denoise(sub):
-    p = sub.add_parser("denoise", help="filter a recording (FIR band-pass/low/high/notch)",
+    p = sub.add_parser("denoise", help="filter a recording (FIR band/low/high/notch, or a spectral gate)",
                        description="Filter a sound file without loading it whole. With no filter option: "
                                    "band-pass 80-8000 Hz (capped below Nyquist).")
     p.add_argument("input", help="sound file (anything libsndfile reads: WAV, FLAC, OGG, AIFF, ...)")
     p.add_argument("-o", "--output", help="output file (default: <stem>.denoised<suffix> beside the input)")
-    p.add_argument("--lowpass", type=_positive_float("--lowpass"), metavar="HZ", help="low-pass cutoff")
-    p.add_argument("--highpass", type=_positive_float("--highpass"), metavar="HZ", help="high-pass cutoff")
-    p.add_argument("--band", type=_positive_float("--band"), nargs=2, metavar=("LO", "HI"), help="band-pass edges")
-    p.add_argument("--notch", type=_positive_float("--notch"), nargs="+", metavar="HZ",
-                   help="remove these frequencies (e.g. 50 100 150)")
-    p.add_argument("--notch-width", type=_positive_float("--notch-width"), default=5.0, metavar="HZ",
-                   help="width of each notch (default 5 Hz)")
-    p.add_argument("--taps", type=_positive_int("--taps"), metavar="N",
-                   help="filter length (default: from the transition width)")
-    p.add_argument("--transition", type=_positive_float("--transition"), metavar="HZ",
-                   help="transition width (default: 25%% of the lowest edge)")
-    p.add_argument("--phase", choices=("zero", "linear"), default="zero",
-                   help="zero: centred, no delay (default); linear: causal, delayed by (taps-1)/2")
-    p.add_argument("--method", choices=("fir",), default="fir", help="denoising method")
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto")
-    p.add_argument("--variant", default="auto", help="kernel variant (see 'sigconv variants')")
-    p.add_argument("--block", type=_block, metavar="N", help="CUDA threads per block (multiple of 32, <= 1024)")
+    p.add_argument("--method", choices=("fir", "spectral"), default="fir", help="denoising method (default fir)")
+    add_filter_arguments(p)
+    add_spectral_arguments(p)
+    add_backend_arguments(p)
     p.add_argument("--allow-truncated", action="store_true", help="filter what a truncated file holds")
     p.add_argument("-f", "--force", action="store_true", help="overwrite an existing output")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
@@ -237,20 +298,27 @@ def cmd_denoise(args) -> int:
     if not folder.is_dir():
         raise OutputError(f"{folder}: output folder does not exist")
     _check_writable(folder)
-    taps, desc, note = build_taps(args, float(info.samplerate))
-    if args.phase == "zero" and taps.size % 2 == 0:
-        raise UsageError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
-    if taps.size > info.frames:
-        raise InputError(f"{inp}: the filter ({taps.size} taps, {taps.size / info.samplerate:.3g} s) is longer than "
-                         f"the file ({info.frames} frames, {info.duration:.3g} s); use fewer --taps or a wider "
-                         "--transition")
     try:
         backend = _devices.resolve_backend(args.backend)
     except RuntimeError as exc:
         raise InputError(str(exc)) from None
+    note = None
+    if args.method == "spectral":
+        from ._spectral import file_filter_factory  # one-line InputError / ValueError on bad options
+
+        make, desc = file_filter_factory(args, info, backend)
+    else:
+        taps, desc, note = build_taps(args, float(info.samplerate))
+        if args.phase == "zero" and taps.size % 2 == 0:
+            raise UsageError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
+        if taps.size > info.frames:
+            raise InputError(f"{inp}: the filter ({taps.size} taps, {taps.size / info.samplerate:.3g} s) is longer "
+                             f"than the file ({info.frames} frames, {info.duration:.3g} s); use fewer --taps or a "
+                             "wider --transition")
+        desc = f"{desc} ({taps.size} taps, {args.phase} phase)"
+        make = _make_file_filter(backend, taps, args)
     if backend == "cpu" and args.block is not None:
         note = (note + "; " if note else "") + "--block applies to the cuda backend only and is ignored on cpu"
-    make = _make_file_filter(backend, taps, args)
     if note and not args.quiet:
         print(note, file=sys.stderr)
 
@@ -259,7 +327,7 @@ def cmd_denoise(args) -> int:
     progress_cb, bar = None, None
     if show:
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+        from rich.progress import BarColumn, Progress, TimeRemainingColumn
 
         bar = Progress("[progress.description]{task.description}", BarColumn(), "{task.percentage:>3.0f}%",
                        TimeRemainingColumn(), console=Console(stderr=True), transient=True)
@@ -279,7 +347,7 @@ def cmd_denoise(args) -> int:
         variant = res.variant or args.variant
         speed = info.duration / res.seconds if res.seconds > 0 else float("inf")
         print(f"{inp.name} -> {out}: {info.duration:.2f} s, {info.channels} ch, {info.samplerate} Hz, "
-              f"{info.subtype}; {desc} ({taps.size} taps, {args.phase} phase); backend {backend} "
+              f"{info.subtype}; {desc}; backend {backend} "
               f"(variant {variant}); {res.seconds:.2f} s, {speed:.0f}x real time; "
               f"{res.clipped} samples clipped")
     return EXIT_OK
@@ -331,6 +399,10 @@ def make_parser() -> argparse.ArgumentParser:
                   "time sigconv's kernels against cuDNN, CuPy and SciPy")
     _add_optional(sub, "tune", "sigconv._autotune", "add_tune_arguments", "run_tune",
                   "fill the autotuner cache ahead of time")
+    _add_optional(sub, "batch", "sigconv.batch", "add_batch_arguments", "run_batch",
+                  "filter folders of sensor logs and recordings (CSV, Parquet, NPY, audio)")
+    _add_optional(sub, "tui", "sigconv.tui", "add_tui_arguments", "run_tui",
+                  "interactive terminal UI: load, choose kernel and block, run, compare latency")
     return p
 
 
