@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import tempfile
 import threading
 import time
@@ -265,12 +266,40 @@ def filter_file(info: AudioInfo, out_path, make_filter: Callable[[AudioInfo, PCM
     folder = out_path.parent if str(out_path.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(f"{folder}: output folder does not exist")
+    # Ctrl-C is held back (blocked, not lost) from creating the temporary file until the handler that
+    # removes it is in place, so no interruption can leave a .part file behind.
+    masked = _hold_sigint()
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".part", dir=folder)
-        os.close(fd)
-    except OSError as exc:
-        raise OutputError(f"{folder}: output folder is not writable ({exc.strerror})") from None
-    tmp = Path(tmp)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".part", dir=folder)
+            os.close(fd)
+        except OSError as exc:
+            raise OutputError(f"{folder}: output folder is not writable ({exc.strerror})") from None
+        tmp = Path(tmp)
+        try:  # from here on, any exit but success removes the temporary file (Ctrl-C included)
+            _release_sigint(masked)
+            return _filter_into(info, out_path, tmp, spec, make_filter, progress, cancel, block_frames)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    finally:
+        _release_sigint(masked)
+
+
+def _hold_sigint() -> bool:
+    """Block SIGINT in the main thread (it stays pending); True when it was blocked here."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        return False
+    return signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _release_sigint(masked: bool) -> None:
+    """Unblock SIGINT if _hold_sigint blocked it; a pending Ctrl-C is raised at the next bytecode."""
+    if masked:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _filter_into(info, out_path, tmp, spec, make_filter, progress, cancel, block_frames) -> FilterResult:
     _keep_freed_memory()
     t0 = time.perf_counter()
     flt = make_filter(info, spec)

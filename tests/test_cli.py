@@ -229,3 +229,66 @@ def test_cuda_backend_without_gpu(noisy, tmp_path):
 def test_variants_command():
     r = run_cli("variants", "conv1d")
     assert r.returncode == 0 and "cpu  fft" in r.stdout
+
+
+def test_ctrl_c_midway_leaves_no_output(tmp_path, rng):
+    """SIGINT while filtering: exit 130, one line, neither the output nor a temporary file is left."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    src = tmp_path / "long.wav"
+    block = (0.1 * rng.standard_normal((48000 * 10, 2))).astype(np.float32)
+    with sf.SoundFile(str(src), "w", 48000, 2, subtype="PCM_16") as f:
+        for _ in range(60):  # 10 minutes: long enough to be interrupted midway
+            f.write(block)
+    out = tmp_path / "long.out.wav"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-m", "sigconv", "denoise", str(src), "-o", str(out), "--quiet"],
+                         stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(q.name.endswith(".part") for q in tmp_path.iterdir()):
+        time.sleep(0.01)  # wait until the temporary output exists: filtering has started
+    assert p.poll() is None, "finished before it could be interrupted"
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err.strip() == "sigconv: error: interrupted; no output written"
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["long.wav"]
+
+
+def test_progress_bar_on_a_terminal(tmp_path, rng):
+    """On a terminal and an input longer than a few seconds, a rich progress bar is drawn on stderr."""
+    import pty
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    src = write_audio(tmp_path / "ten.wav", 0.1 * rng.standard_normal(48000 * 8))
+    master, slave = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="xterm")
+    p = subprocess.Popen([sys.executable, "-m", "sigconv", "denoise", str(src), "-o", str(tmp_path / "o.wav")],
+                         stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait(timeout=120)
+    os.close(master)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert p.returncode == 0
+    assert "filtering ten.wav" in shown and "%" in shown, shown[-500:]
+    # short inputs draw no bar
+    short = write_audio(tmp_path / "short.wav", 0.1 * rng.standard_normal(48000))
+    r = run_cli("denoise", short, "-o", tmp_path / "s.wav")
+    assert "filtering" not in r.stderr
