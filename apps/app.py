@@ -1,0 +1,406 @@
+"""The sigconv TUI application and its factory, ``make_app`` (shared by ``sigconv tui`` and the tests)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Optional
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+
+from . import model
+from .controls import ControlPanel
+from .dialogs import ConfirmScreen, PathScreen
+from .error_panel import ErrorPanel
+from .file_browser import FileBrowserScreen
+from .kernel_picker import KernelPicker
+from .latency_view import LatencyView
+from .messages import (FileLoaded, JobCancelled, JobFailed, LatencyReady, LoadFailed, Progress, RunFinished, Saved,
+                       SettingsChanged)
+from .signal_view import SignalView
+
+TABS = ("kernel", "signal", "latency")
+
+
+class SigconvApp(App):
+    """Load a recording, pick method / backend / variant / block, run, compare latency, save."""
+
+    CSS_PATH = "sigconv.tcss"
+    TITLE = "sigconv"
+    BINDINGS = [
+        Binding("o", "open", "Open"),
+        Binding("r", "run", "Run"),
+        Binding("x", "cancel", "Cancel"),
+        Binding("s", "save", "Save"),
+        Binding("e", "export", "Export"),
+        Binding("t", "next_tab", "Tab"),
+        Binding("escape", "dismiss_error", "Dismiss", show=False),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, path: Optional[str] = None, *, backend: str = "auto", root: Optional[str] = None,
+                 latency_budget: float = 0.2, latency_reps: int = 50, latency_frames: int = 1 << 20,
+                 chunk_frames: int = 1 << 16, chunk_delay: float = 0.0,
+                 measure: Optional[Callable] = None) -> None:
+        super().__init__()
+        from sigconv import _devices
+
+        self.gpu_reason = _devices.cuda_reason()
+        if backend == "auto":
+            backend = "cpu" if self.gpu_reason else "cuda"
+        self.settings = model.Settings(backend=backend)
+        self.initial_path = path
+        self.root = Path(root) if root else (Path(path).resolve().parent if path else Path.cwd())
+        self.latency_opts = dict(budget=latency_budget, reps=latency_reps, max_frames=latency_frames)
+        self.chunk_frames, self.chunk_delay = chunk_frames, chunk_delay
+        self.measure = measure or model.measure_latency
+        self.signal: Optional[model.Signal] = None
+        self.result: Optional[model.RunResult] = None
+        self.latency: Optional[model.Latency] = None
+        self.cancel_event = threading.Event()
+        self.busy: Optional[str] = None  # task running now
+        self.status_text = ""
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield Static("No file loaded: press o to open one.", id="file-info")
+        yield ErrorPanel(id="error-panel")
+        with Horizontal(id="main"):
+            backends = [("cpu", "cpu"),
+                        ("cuda" if not self.gpu_reason else "cuda (not available)", "cuda")]
+            yield ControlPanel(self.settings, backends, id="controls")
+            with TabbedContent(id="tabs", initial="kernel"):
+                with TabPane("Kernel", id="kernel"):
+                    yield KernelPicker(self.settings, self.gpu_reason, id="picker")
+                with TabPane("Signal", id="signal"):
+                    yield SignalView(id="signal-view")
+                with TabPane("Latency", id="latency"):
+                    yield LatencyView(id="latency-view")
+        with Horizontal(id="status-bar"):
+            yield ProgressBar(total=1.0, show_eta=False, id="progress")
+            yield Static("ready", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ErrorPanel).display = False
+        if self.gpu_reason:
+            self.set_status(f"cpu backend (no GPU: {self.gpu_reason.split('(')[0].strip()})")
+        if self.initial_path:
+            self.load(self.initial_path)
+
+    # ------------------------------------------------------------------ helpers
+
+    def set_status(self, text: str) -> None:
+        self.status_text = text
+        self.query_one("#status", Static).update(text)
+
+    def show_error(self, title: str, message: str) -> None:
+        self.query_one(ErrorPanel).show_error(title, message)
+        self.set_status(f"{title}: {message}")
+
+    def refuse(self, message: str) -> None:
+        """A choice that cannot be made: say why, keep the previous choice."""
+        self.notify(message, title="refused", severity="warning")
+        self.set_status(message)
+
+    def _start(self, task: str) -> bool:
+        if self.busy:
+            self.refuse(f"{self.busy} is running; cancel it (x) first")
+            return False
+        self.busy = task
+        self.cancel_event = threading.Event()
+        self.query_one("#progress", ProgressBar).update(progress=0)
+        self.set_status(f"{task}...")
+        return True
+
+    def _progress(self, task: str) -> Callable[[float], None]:
+        return lambda f: self.post_message(Progress(task, float(f)))
+
+    # ------------------------------------------------------------------ loading
+
+    def load(self, path: str) -> None:
+        if self._start("loading"):
+            self._load_worker(path)
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load_worker(self, path: str) -> None:
+        from sigconv._engine import InputError
+
+        try:
+            self.post_message(FileLoaded(model.load_signal(path)))
+        except InputError as exc:
+            self.post_message(LoadFailed(path, str(exc)))
+        except Exception as exc:  # noqa: BLE001 (anything else: one line, app stays up)
+            self.post_message(LoadFailed(path, f"{type(exc).__name__}: {exc}".splitlines()[0]))
+
+    def on_file_loaded(self, msg: FileLoaded) -> None:
+        self.busy = None
+        sig = msg.signal
+        self.signal, self.result, self.latency = sig, None, None
+        self.query_one(ErrorPanel).clear()
+        self.query_one("#file-info", Static).update(sig.summary())
+        s = model.fit_band(self.settings, sig.fs)
+        if s != self.settings:
+            self.settings = s
+            panel = self.query_one(ControlPanel)
+            for name in ("low", "high", "notch"):
+                panel.set_value(name, getattr(s, name))
+        self.query_one(SignalView).show_signal(sig)
+        self.query_one("#progress", ProgressBar).update(progress=1.0)
+        self.set_status(f"loaded {sig.path.name}")
+
+    def on_load_failed(self, msg: LoadFailed) -> None:
+        self.busy = None
+        self.query_one("#progress", ProgressBar).update(progress=0)
+        self.show_error("cannot load", msg.error)
+
+    # ------------------------------------------------------------------ settings
+
+    def on_settings_changed(self, msg: SettingsChanged) -> None:
+        name, value = msg.name, msg.value
+        s = self.settings
+        try:
+            if name in ("low", "high", "notch", "strength"):
+                v = float(value)
+                if name == "strength" and not 0 <= v <= 1:
+                    raise ValueError("strength must be between 0 and 1")
+                if name != "strength" and not v > 0:
+                    raise ValueError(f"{name} must be a positive frequency in Hz")
+                if self.signal is not None and name != "strength" and not v < self.signal.fs / 2:
+                    raise ValueError(f"{name} must be below Nyquist ({self.signal.fs / 2:g} Hz)")
+                new = replace(s, **{name: v})
+            elif name == "smooth":
+                k = int(value)
+                if not 1 <= k <= 31 or k % 2 == 0:
+                    raise ValueError("2D k must be an odd integer from 1 to 31")
+                new = replace(s, smooth=k)
+            elif name == "method":
+                if value == "spectral" and model.spectral_reason():
+                    raise ValueError(f"spectral gate: {model.spectral_reason()}")
+                new = replace(s, method=value)
+                if value == "spectral" and s.dimension != "2d":  # its mask is smoothed by conv2d
+                    new = replace(new, dimension="2d", variant="auto", block=None)
+            elif name == "backend":
+                if value == "cuda" and self.gpu_reason:
+                    raise ValueError(f"cuda backend not available: {self.gpu_reason}")
+                new = replace(s, backend=value, variant="auto", block=None)
+            elif name == "dimension":
+                new = replace(s, dimension=value, variant="auto", block=None)
+            elif name == "variant":
+                be, _, vname = str(value).partition(":")
+                if be != s.backend:
+                    raise ValueError(f"variant {vname} runs on the {be} backend; the backend is {s.backend}")
+                new = replace(s, variant=vname, block=None)
+            elif name == "block":
+                new = replace(s, block=value)
+            else:
+                return
+            why = model.check_choice(new)
+            if why:
+                raise ValueError(why)
+        except ValueError as exc:
+            self.refuse(str(exc).splitlines()[0])
+            panel = self.query_one(ControlPanel)
+            if name in ("low", "high", "notch", "strength", "smooth", "method", "backend", "dimension"):
+                panel.set_value(name, getattr(s, name))
+            return
+        self._apply(new)
+
+    def _apply(self, new: model.Settings) -> None:
+        old, self.settings = self.settings, new
+        panel = self.query_one(ControlPanel)
+        if new.dimension != old.dimension:
+            panel.set_value("dimension", new.dimension)
+        self.query_one(KernelPicker).refresh_lists(new)
+        self.set_status(f"{new.op}: variant {new.variant} ({new.backend}), block {model.fmt_block(new.block)}")
+
+    def choose_variant(self, name: str) -> bool:
+        """Choose a variant of the current backend (the picker does this on Enter); False if refused."""
+        before = self.settings
+        self.on_settings_changed(SettingsChanged("variant", f"{self.settings.backend}:{name}"))
+        return self.settings != before or name == before.variant
+
+    def choose_block(self, block) -> bool:
+        """Choose a block size; refused with a message when the variant does not accept it."""
+        before = self.settings
+        self.on_settings_changed(SettingsChanged("block", block))
+        return self.settings.block == block and (self.settings != before or before.block == block)
+
+    # ------------------------------------------------------------------ run
+
+    def action_run(self) -> None:
+        if self.signal is None:
+            self.refuse("load a file first (o)")
+            return
+        if self._start("filtering"):
+            self.query_one(ErrorPanel).clear()
+            self._run_worker(self.signal, self.settings, self.cancel_event)
+
+    @work(thread=True, exclusive=True, group="run")
+    def _run_worker(self, sig, s, cancel) -> None:
+        try:
+            res = model.run_filter(sig, s, progress=self._progress("filtering"), cancel=cancel,
+                                   chunk_frames=self.chunk_frames, chunk_delay=self.chunk_delay)
+            self.post_message(RunFinished(res))
+            self.post_message(Progress("timing", 0.0))
+            lat = self.measure(sig, s, cancel=cancel, **self.latency_opts)
+            self.post_message(LatencyReady(lat))
+        except model.CancelledError:
+            self.post_message(JobCancelled("run"))
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(JobFailed("run", f"{type(exc).__name__}: {exc}".splitlines()[0]
+                                        if not isinstance(exc, ValueError) else str(exc).splitlines()[0]))
+
+    def on_progress(self, msg: Progress) -> None:
+        if self.busy:
+            self.query_one("#progress", ProgressBar).update(progress=msg.fraction)
+            if msg.task == "timing":
+                self.busy = "timing"
+                self.set_status("timing every variant and block (x to cancel)...")
+
+    def on_run_finished(self, msg: RunFinished) -> None:
+        self.result = msg.result
+        if self.signal is not None:
+            self.query_one(SignalView).show_result(self.signal, msg.result)
+        self.set_status(f"filtered: {msg.result.desc}; timing...")
+
+    def on_latency_ready(self, msg: LatencyReady) -> None:
+        self.busy = None
+        self.latency = msg.latency
+        self.query_one(LatencyView).show(msg.latency)
+        self.query_one("#progress", ProgressBar).update(progress=1.0)
+        self.query_one(TabbedContent).active = "latency"
+        fastest = next((r for r in msg.latency.rows if r.fastest), None)
+        self.set_status(f"done: {self.result.desc if self.result else ''}"
+                        + (f"; fastest {fastest.label} ({fastest.backend})" if fastest else ""))
+
+    def on_job_failed(self, msg: JobFailed) -> None:
+        self.busy = None
+        self.show_error(f"{msg.task} failed", msg.error)
+
+    def on_job_cancelled(self, msg: JobCancelled) -> None:
+        self.busy = None
+        self.query_one("#progress", ProgressBar).update(progress=0)
+        self.set_status(f"{msg.task} cancelled")
+        self.notify(f"{msg.task} cancelled")
+
+    def action_cancel(self) -> None:
+        if not self.busy:
+            self.set_status("nothing to cancel")
+            return
+        self.cancel_event.set()
+        self.set_status(f"cancelling {self.busy}...")
+
+    # ------------------------------------------------------------------ save / export
+
+    def action_save(self) -> None:
+        if self.signal is None:
+            self.refuse("load a file first (o)")
+            return
+        if self.busy:
+            self.refuse(f"{self.busy} is running; cancel it (x) first")
+            return
+        default = model.default_output(self.signal, self.settings)
+        self.push_screen(PathScreen("Save the filtered output to:", str(default)), self._save_to)
+
+    def _save_to(self, path: Optional[str]) -> None:
+        if not path:
+            self.set_status("save cancelled")
+            return
+        out = Path(path).expanduser()
+        why = model.check_output(self.signal, out)
+        if why:
+            self.show_error("cannot save", why)
+            return
+        if out.exists():
+            def answer(yes: Optional[bool]) -> None:
+                if yes:
+                    self._save(out, True)
+                else:
+                    self.set_status(f"not saved: {out} exists and was kept")
+                    self.notify(f"{out.name} exists: not overwritten", severity="warning")
+
+            self.push_screen(ConfirmScreen(f"{out} exists. Overwrite it?"), answer)
+        else:
+            self._save(out, False)
+
+    def _save(self, out: Path, overwrite: bool) -> None:
+        if self._start("saving"):
+            self._save_worker(self.signal, self.settings, out, overwrite, self.result, self.cancel_event)
+
+    @work(thread=True, exclusive=True, group="save")
+    def _save_worker(self, sig, s, out, overwrite, result, cancel) -> None:
+        from sigconv._engine import InputError, OutputError
+
+        try:
+            msg = model.save_output(sig, s, out, overwrite=overwrite, result=result,
+                                    progress=self._progress("saving"), cancel=cancel)
+            self.post_message(Saved(msg))
+        except model.CancelledError:
+            self.post_message(JobCancelled("save"))
+        except (InputError, OutputError, ValueError) as exc:
+            self.post_message(JobFailed("save", str(exc).splitlines()[0]))
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(JobFailed("save", f"{type(exc).__name__}: {exc}".splitlines()[0]))
+
+    def on_saved(self, msg: Saved) -> None:
+        self.busy = None
+        self.query_one("#progress", ProgressBar).update(progress=1.0)
+        self.set_status(msg.summary)
+        self.notify(msg.summary, title="saved")
+
+    def action_export(self) -> None:
+        if self.latency is None:
+            self.refuse("no latency table yet: run first (r)")
+            return
+        stem = self.signal.path.stem if self.signal else "sigconv"
+        default = (self.signal.path.parent if self.signal else Path.cwd()) / f"{stem}.latency.md"
+        self.push_screen(PathScreen("Export the latency table (.csv or .md):", str(default)), self._export_to)
+
+    def _export_to(self, path: Optional[str]) -> None:
+        if not path:
+            return
+        out = Path(path).expanduser()
+
+        def write(overwrite: bool) -> None:
+            from sigconv._engine import OutputError
+
+            try:
+                self.set_status(model.export_latency(self.latency, out, overwrite=overwrite))
+            except OutputError as exc:
+                self.show_error("cannot export", str(exc))
+
+        if out.exists() and not out.is_dir():
+            self.push_screen(ConfirmScreen(f"{out} exists. Overwrite it?"),
+                             lambda yes: write(True) if yes else self.set_status(f"not exported: {out} kept"))
+        else:
+            write(False)
+
+    # ------------------------------------------------------------------ misc
+
+    def action_open(self) -> None:
+        def chosen(path: Optional[str]) -> None:
+            if path:
+                self.load(path)
+
+        self.push_screen(FileBrowserScreen(self.root), chosen)
+
+    def action_next_tab(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        tabs.active = TABS[(TABS.index(tabs.active) + 1) % len(TABS)]
+
+    def action_dismiss_error(self) -> None:
+        self.query_one(ErrorPanel).clear()
+
+
+def make_app(path: Optional[str] = None, **kw) -> SigconvApp:
+    """The TUI for ``path`` (optional). Keywords: ``backend`` (auto/cpu/cuda), ``root`` (browser
+    folder), ``latency_budget``/``latency_reps``/``latency_frames`` (size of the latency run),
+    ``chunk_frames``/``chunk_delay`` (run granularity), ``measure`` (replaces the latency function)."""
+    return SigconvApp(path, **kw)

@@ -1,0 +1,52 @@
+"""The file browser: a DirectoryTree that shows folders, audio files and CSV sensor logs only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DirectoryTree, Label
+
+from .model import is_viewable
+
+
+class SignalTree(DirectoryTree):
+    """Folders (not hidden ones) and the files sigconv reads."""
+
+    def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
+        return [p for p in paths if not p.name.startswith(".") and (p.is_dir() or is_viewable(p))]
+
+
+class FileBrowserScreen(ModalScreen[str | None]):
+    """Pick a file with the arrow keys and Enter; Backspace goes up a folder, Escape closes."""
+
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("backspace", "up", "Up a folder")]
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = Path(root).resolve()
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="browser", classes="dialog"):
+            yield Label(f"Open: audio files and CSV sensor logs under {self.root}", id="browser-title")
+            yield SignalTree(self.root, id="tree")
+            yield Label("[dim]arrows: move  Enter: open/expand  Backspace: up  Esc: close[/dim]")
+
+    def on_mount(self) -> None:
+        self.query_one(SignalTree).focus()
+
+    def on_directory_tree_file_selected(self, event: DirectoryTree.FileSelected) -> None:
+        self.dismiss(str(event.path))
+
+    def action_up(self) -> None:
+        tree = self.query_one(SignalTree)
+        self.root = self.root.parent
+        tree.path = self.root
+        self.query_one("#browser-title", Label).update(f"Open: audio files and CSV sensor logs under {self.root}")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

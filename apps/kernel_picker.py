@@ -1,0 +1,105 @@
+"""The kernel picker: sigconv's variants from the registry (unavailable ones disabled, with the
+reason) and the block sizes valid for the chosen variant (the others disabled)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from .messages import SettingsChanged
+from .model import Settings, fmt_block
+
+
+def variant_options(s: Settings, gpu_reason: str | None) -> list[tuple[str, str, bool, str]]:
+    """(id, prompt, enabled, description) for every variant of the op, plus auto."""
+    import sigconv
+
+    out = [(f"{s.backend}:auto", f"auto ({s.backend})", True, "sigconv picks the variant and block (autotuner)")]
+    for v in sigconv.variants(s.op):
+        vid = f"{v['backend']}:{v['name']}"
+        if not v["available"]:
+            out.append((vid, f"{v['name']} ({v['backend']}): {v['reason']}", False, v["description"]))
+        elif v["backend"] != s.backend:
+            out.append((vid, f"{v['name']} ({v['backend']}): backend is {s.backend}", False, v["description"]))
+        else:
+            out.append((vid, f"{v['name']} ({v['backend']})", True, v["description"]))
+    return out
+
+
+def block_options(s: Settings) -> list[tuple[object, str, bool]]:
+    """(block, prompt, enabled): 'default' plus every block any variant of the op takes, enabled only
+    where the chosen variant accepts it."""
+    import sigconv
+
+    vs = sigconv.variants(s.op)
+    allb: list = []
+    for v in vs:
+        for b in v["blocks"]:
+            b = tuple(b) if isinstance(b, list) else b
+            if b not in allb:
+                allb.append(b)
+    allb.sort(key=lambda b: (b[0] * b[1], b) if isinstance(b, tuple) else (b, ()))
+    cur = next((v for v in vs if v["name"] == s.variant and v["backend"] == s.backend), None)
+    ok = {tuple(b) if isinstance(b, list) else b for b in (cur["blocks"] if cur else [])}
+    if cur is None:
+        dflt = "default (auto picks)"
+    elif not cur["blocks"]:
+        dflt = "default (no block size on cpu)"
+    else:
+        dflt = f"default ({fmt_block(tuple(cur['default_block']) if isinstance(cur['default_block'], list) else cur['default_block'])})"
+    out = [(None, dflt, True)]
+    for b in allb:
+        out.append((b, fmt_block(b) if b in ok else f"{fmt_block(b)} (not valid)", b in ok))
+    return out
+
+
+class KernelPicker(Vertical):
+    """Enter on a variant chooses it; Enter on a block chooses it. Disabled entries cannot be chosen."""
+
+    def __init__(self, settings: Settings, gpu_reason: str | None, **kw) -> None:
+        super().__init__(**kw)
+        self.settings = settings
+        self.gpu_reason = gpu_reason
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="kernel-lists"):
+            with Vertical(id="variant-box"):
+                yield Label("Variant", classes="list-title")
+                yield OptionList(id="variants")
+            with Vertical(id="block-box"):
+                yield Label("Block", classes="list-title")
+                yield OptionList(id="blocks")
+        yield Static("", id="kernel-desc")
+
+    def on_mount(self) -> None:
+        self.refresh_lists(self.settings)
+
+    def refresh_lists(self, s: Settings) -> None:
+        self.settings = s
+        self._variants = variant_options(s, self.gpu_reason)
+        ol = self.query_one("#variants", OptionList)
+        chosen = f"{s.backend}:{s.variant}"
+        ol.clear_options()
+        ol.add_options([Option(("● " if vid == chosen else "  ") + prompt, id=vid, disabled=not en)
+                        for vid, prompt, en, _ in self._variants])
+        idx = next((i for i, v in enumerate(self._variants) if v[0] == chosen), 0)
+        ol.highlighted = idx
+        self._blocks = block_options(s)
+        bl = self.query_one("#blocks", OptionList)
+        bl.clear_options()
+        bl.add_options([Option(("● " if b == s.block else "  ") + prompt, disabled=not en)
+                        for b, prompt, en in self._blocks])
+        bl.highlighted = next((i for i, v in enumerate(self._blocks) if v[0] == s.block), 0)
+        desc = next((d for vid, _, _, d in self._variants if vid == chosen), "")
+        self.query_one("#kernel-desc", Static).update(
+            f"[b]{s.op}[/b] {s.variant} ({s.backend}), block {fmt_block(s.block)}: {desc}")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option_list.id == "variants":
+            vid = event.option.id
+            self.post_message(SettingsChanged("variant", vid))
+        else:
+            self.post_message(SettingsChanged("block", self._blocks[event.option_index][0]))

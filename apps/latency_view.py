@@ -1,0 +1,50 @@
+"""The latency view: sigconv's variants x block sizes beside scipy, cuDNN and CuPy, and a bar chart."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+from .model import LATENCY_COLUMNS, Latency, latency_table
+
+
+class LatencyView(Vertical):
+    """Fastest row in bold green, the chosen variant marked with ●; missing baselines as
+    "not available: <reason>" rows."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("Run (r) to time every variant and block on the loaded data.", id="latency-note")
+        yield DataTable(id="latency-table", zebra_stripes=True, cursor_type="row")
+        yield PlotextPlot(id="latency-bars")
+
+    def on_mount(self) -> None:
+        t = self.query_one(DataTable)
+        t.add_columns(*LATENCY_COLUMNS)
+        self.query_one(PlotextPlot).plt.title("median latency (ms)")
+
+    def show(self, lat: Latency) -> None:
+        self.latency = lat
+        t = self.query_one(DataTable)
+        t.clear()
+        for r, cells in zip(lat.rows, latency_table(lat)):
+            style = "bold green" if r.fastest else ("dim" if r.status == "not available" else "")
+            mark = "● " if r.chosen else "  "
+            t.add_row(*[Text(mark + cells[0], style=style)] + [Text(c, style=style) for c in cells[1:]])
+        fastest = next((r for r in lat.rows if r.fastest), None)
+        note = f"{lat.op} on {lat.case}: {sum(1 for r in lat.rows if r.ms)} timed rows"
+        if fastest:
+            note += f"; fastest {fastest.label} ({fastest.backend}) {fastest.ms:.4g} ms"
+        self.query_one("#latency-note", Static).update(note + "  [dim](e: export CSV/markdown)[/dim]")
+        p = self.query_one(PlotextPlot)
+        plt = p.plt
+        plt.clear_data()
+        plt.clear_figure()
+        timed = [r for r in lat.rows if r.ms][:16]
+        if timed:
+            plt.bar([r.label.replace("sigconv:", "") + (f"/{r.backend}") for r in timed], [r.ms for r in timed],
+                    orientation="horizontal", width=0.3)
+            plt.title("median latency (ms), shorter is faster")
+        p.refresh()

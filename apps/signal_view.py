@@ -1,0 +1,139 @@
+"""The signal view: waveform and spectrogram before/after (downsampled for the terminal) and the
+filter's frequency response."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.color import Color
+from rich.segment import Segment
+from rich.style import Style
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from .model import downsample_2d, downsample_minmax, freq_response
+
+# a viridis-like ramp, dark (quiet) to bright (loud)
+_RAMP = np.array([(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)], dtype=float)
+
+
+def _colour(v: float) -> Color:
+    p = min(max(v, 0.0), 1.0) * (len(_RAMP) - 1)
+    i = min(int(p), len(_RAMP) - 2)
+    c = _RAMP[i] + (p - i) * (_RAMP[i + 1] - _RAMP[i])
+    return Color.from_rgb(*c)
+
+
+class Spectrogram(Widget):
+    """A (F, T) log-power image drawn with half blocks (two rows of cells per line), high frequencies on top."""
+
+    DEFAULT_CSS = "Spectrogram { height: 8; }"
+
+    def __init__(self, title: str, **kw) -> None:
+        super().__init__(**kw)
+        self.border_title = title
+        self.S = None
+        self.range = (0.0, 1.0)
+        self._img = None
+
+    def set_data(self, S, vrange=None) -> None:
+        self.S = None if S is None else np.asarray(S, dtype=np.float32)
+        if self.S is not None:
+            lo, hi = vrange or (float(np.percentile(self.S, 5)), float(self.S.max()))
+            self.range = (lo, hi if hi > lo else lo + 1)
+        self._img = None
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._img = None
+
+    def _image(self, w: int, h: int):
+        if self._img is None or self._img.shape[1] != w:
+            A = downsample_2d(self.S, 2 * h, w)
+            lo, hi = self.range
+            self._img = (A - lo) / (hi - lo)
+        return self._img
+
+    def render_line(self, y: int) -> Strip:
+        w, h = self.content_size.width, self.content_size.height
+        if self.S is None or w < 1 or h < 1:
+            return Strip([Segment(" " * w)]) if y == 0 and self.S is None else Strip.blank(w)
+        img = self._image(w, h)
+        r0, r1 = 2 * y, 2 * y + 1
+        if r0 >= img.shape[0]:
+            return Strip.blank(w)
+        segs = []
+        for x in range(img.shape[1]):
+            top = _colour(img[r0, x])
+            bot = _colour(img[r1, x]) if r1 < img.shape[0] else None
+            segs.append(Segment("▀", Style(color=top, bgcolor=bot)))
+        return Strip(segs).adjust_cell_length(w)
+
+
+class SignalView(VerticalScroll):
+    """Everything about the loaded signal and the last run, one panel under the other (scroll with the arrows)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("Load a file (o) and run (r) to see the signal before and after filtering.", id="signal-note")
+        yield PlotextPlot(id="wave")
+        yield Spectrogram("spectrogram before", id="spec-before")
+        yield Spectrogram("spectrogram after", id="spec-after")
+        yield PlotextPlot(id="response")
+
+    def on_mount(self) -> None:
+        for pid in ("wave", "response"):
+            p = self.query_one(f"#{pid}", PlotextPlot)
+            p.plt.title("waveform" if pid == "wave" else "frequency response")
+
+    def show_signal(self, sig) -> None:
+        self.query_one("#signal-note", Static).update(sig.summary())
+        self._wave(sig.data[0], None, sig.fs)
+        from .model import spectrogram
+
+        S = spectrogram(sig.data[0])
+        self.query_one("#spec-before", Spectrogram).set_data(S)
+        self.query_one("#spec-after", Spectrogram).set_data(None)
+        self._response(None, sig.fs)
+
+    def show_result(self, sig, res) -> None:
+        self.query_one("#signal-note", Static).update(f"{sig.summary()}\n{res.desc}")
+        if res.before.shape == sig.data.shape:
+            self._wave(res.before[0], res.after[0], sig.fs)
+        before = self.query_one("#spec-before", Spectrogram)
+        before.set_data(res.spec_before)
+        self.query_one("#spec-after", Spectrogram).set_data(res.spec_after, before.range)
+        self._response(res.taps, sig.fs)
+
+    def _wave(self, before, after, fs: float) -> None:
+        p = self.query_one("#wave", PlotextPlot)
+        plt = p.plt
+        plt.clear_data()
+        plt.clear_figure()
+        n = 200
+        for y, label, colour in ((before, "before", "gray"), (after, "after", "cyan")):
+            if y is None:
+                continue
+            idx, lo, hi = downsample_minmax(y, n)
+            t = (idx / fs).tolist()
+            plt.plot(t, hi.tolist(), label=label, color=colour, marker="braille")
+            plt.plot(t, lo.tolist(), color=colour, marker="braille")
+        plt.title("waveform (min/max envelope), channel 0")
+        plt.xlabel("s")
+        p.refresh()
+
+    def _response(self, taps, fs: float) -> None:
+        p = self.query_one("#response", PlotextPlot)
+        plt = p.plt
+        plt.clear_data()
+        plt.clear_figure()
+        if taps is None:
+            plt.title("frequency response (FIR runs only)")
+        else:
+            f, db = freq_response(taps, fs, 256)
+            plt.plot(f.tolist(), np.maximum(db, -100).tolist(), marker="braille", color="green")
+            plt.title(f"frequency response, {taps.size} taps (dB)")
+            plt.xlabel("Hz")
+        p.refresh()

@@ -1,0 +1,44 @@
+"""``sigconv tui [FILE]``: the interactive terminal UI (Textual). The app lives in ``apps/``
+(installed as ``sigconv.apps``); this module only parses the command line and starts it."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+__all__ = ["add_tui_arguments", "run_tui", "apps_package"]
+
+
+def apps_package():
+    """``sigconv.apps`` when installed from a wheel, else ``apps`` from the checkout root."""
+    try:
+        return importlib.import_module("sigconv.apps")
+    except ImportError:
+        root = str(Path(__file__).resolve().parents[1])
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        return importlib.import_module("apps")
+
+
+def add_tui_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", default=None, help="recording or CSV sensor log to load at start")
+    parser.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="backend to start with (auto: cuda when a GPU is usable, else cpu)")
+    parser.add_argument("--root", default=None, help="folder the file browser starts in (default: FILE's folder)")
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    try:
+        pkg = apps_package()
+        make_app = importlib.import_module(pkg.__name__ + ".app").make_app
+    except ImportError as exc:
+        print(f"sigconv: error: the TUI needs textual and textual-plotext ({exc}); "
+              "pip install 'sigconv[tui]'", file=sys.stderr)
+        return 1
+    if args.file is not None and not Path(args.file).exists():
+        print(f"sigconv: error: {args.file}: no such file", file=sys.stderr)
+        return 1
+    make_app(args.file, backend=args.backend, root=args.root).run()
+    return 0
