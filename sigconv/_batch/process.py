@@ -1,0 +1,324 @@
+"""One file in, one file out: what a batch worker runs (in the coordinator, a pool process or a
+Dask worker). ``process_task`` never raises for a bad file: it returns a result whose status is
+"failed" with a one-line reason. Only KeyboardInterrupt / SystemExit escape, after removing the
+temporary output.
+
+Filter choice per rate, when no filter option is given (``default_filter``):
+- audio rates (>= ``AUDIO_MIN_RATE``): the `denoise` default, band-pass 80-8000 Hz capped below Nyquist;
+- sensor logs (lower rates): band-pass fs/200 .. 0.4*fs with a transition of fs/200 (661 taps at any
+  rate): removes drift and offsets (below 0.5 Hz at 100 Hz) and the band near Nyquist where a
+  mains line aliases (a 50 Hz line in a 100 Hz log), keeps what lies between (0.5-40 Hz at 100 Hz).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Optional
+
+import numpy as np
+
+from .._engine import InputError, OutputError
+
+#: Rates at or above this are recordings (audio default band); below, sensor logs.
+AUDIO_MIN_RATE = 8000.0
+#: Sensor-log default: high-pass edge, low-pass edge and transition as fractions of fs.
+LOG_HIGHPASS, LOG_LOWPASS, LOG_TRANSITION = 1 / 200, 0.4, 1 / 200
+#: Test hook (never set in normal use): "kill:NAME" makes the worker SIGKILL itself right before it
+#: moves NAME's finished output into place (a crash mid-file); "sleep:NAME:SECONDS" slows NAME down.
+TEST_HOOK_ENV = "_SIGCONV_BATCH_TEST"
+
+_TAPS_CACHE: dict = {}
+_BACKEND: Optional[str] = None
+
+
+def _hook(name: str, stage: str) -> None:
+    spec = os.environ.get(TEST_HOOK_ENV)
+    if not spec:
+        return
+    parts = spec.split(":")
+    if parts[0] == "kill" and stage == "rename" and parts[1] == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if parts[0] == "sleep" and stage == "start" and parts[1] == name:
+        time.sleep(float(parts[2]))
+
+
+def backend_here(asked: str) -> str:
+    """The backend of this process, resolved once (a GPU context is made only by the first GPU file)."""
+    global _BACKEND
+    if _BACKEND is None:
+        from .. import _devices
+
+        try:
+            _BACKEND = _devices.resolve_backend(asked)
+        except RuntimeError as exc:
+            raise InputError(str(exc)) from None
+    return _BACKEND
+
+
+def default_filter(s: SimpleNamespace, fs: float):
+    """(taps, description) for a file of rate ``fs`` when no filter option was given."""
+    from ..cli import build_taps
+
+    if fs >= AUDIO_MIN_RATE:
+        taps, desc, _ = build_taps(s, fs)
+        return taps, f"{desc} [default for recordings]"
+    from .._design import design_fir
+
+    lo, hi = LOG_HIGHPASS * fs, LOG_LOWPASS * fs
+    taps = design_fir("bandpass", (lo, hi), fs, numtaps=s.taps, transition=None if s.taps else LOG_TRANSITION * fs)
+    return taps, f"band-pass {lo:g}-{hi:g} Hz [default for sensor logs: removes drift and the band near Nyquist]"
+
+
+def taps_for(s: SimpleNamespace, fs: float):
+    """(taps, description) for rate ``fs``, memoised per process. ValueError (one line) when the
+    options do not fit this rate (e.g. a cutoff above its Nyquist)."""
+    key = float(fs)
+    hit = _TAPS_CACHE.get(key)
+    if hit is None:
+        from ..cli import UsageError, build_taps
+
+        try:
+            if s.band is None and s.lowpass is None and s.highpass is None and not s.notch:
+                taps, desc = default_filter(s, fs)
+            else:
+                taps, desc, _ = build_taps(s, fs)
+        except UsageError as exc:
+            raise ValueError(f"at {fs:g} Hz: {exc}") from None
+        if s.phase == "zero" and taps.size % 2 == 0:
+            raise ValueError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
+        hit = (taps, f"{desc} ({taps.size} taps, {s.phase} phase)")
+        _TAPS_CACHE[key] = hit
+    return hit
+
+
+def make_block_filter(taps, channels: int, s: SimpleNamespace):
+    """A block filter (the engine's contract) for float64 (frames, channels) data: CPU in float64,
+    GPU through the cuda FileFilter in float32."""
+    backend = backend_here(s.backend)
+    if backend == "cpu":
+        from .._engine import CPUFileFilter, pcm_spec
+
+        return CPUFileFilter(taps, channels, pcm_spec("DOUBLE"), phase=s.phase, variant=s.variant)
+    from ..backends.cuda1d import FileFilter
+
+    return FileFilter(taps, channels, read_dtype="float32", phase=s.phase, out_dtype="float32", clip=False,
+                      variant=s.variant, block=s.block)
+
+
+def filter_into(flt, x, out, frames: Optional[int] = None) -> None:
+    """Run (n, C) ``x`` through block filter ``flt`` into ``out`` (n, C); exact across blocks."""
+    n = x.shape[0]
+    bf = int(frames or flt.preferred_frames)
+    pos = 0
+    for s0 in range(0, n, bf):
+        y = flt.process(np.ascontiguousarray(x[s0:s0 + bf], dtype=flt.read_dtype))
+        out[pos:pos + y.shape[0]] = y
+        pos += y.shape[0]
+    y = flt.finish()
+    out[pos:pos + y.shape[0]] = y
+    pos += y.shape[0]
+    if pos != n:  # the engine's contract: output length == input length
+        raise RuntimeError(f"block filter returned {pos} frames for {n}")
+
+
+def runs(valid: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) of each run of True in a 1-D mask."""
+    v = np.concatenate([[False], valid, [False]]).astype(np.int8)
+    d = np.diff(v)
+    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()))
+
+
+def filter_columns(x: np.ndarray, taps, s: SimpleNamespace, warnings: list, names) -> np.ndarray:
+    """Filter (n, C) float64 ``x`` whose gaps (NaN / inf) are handled per ``s.gaps``:
+    interpolate: linear across each gap (edges held), then filter; the output has no gaps.
+    split: each run of finite samples is filtered on its own; gaps stay NaN in the output."""
+    n, C = x.shape
+    bad = ~np.isfinite(x)
+    out = np.empty_like(x)
+    if not bad.any():
+        filter_into(make_block_filter(taps, C, s), x, out)
+        return out
+    K = len(taps)
+    short = 0
+    for c in range(C):
+        b = bad[:, c]
+        col = x[:, c]
+        if b.all():
+            warnings.append(f"column {names[c]!r} holds no finite values; left as it is")
+            out[:, c] = col
+            continue
+        if not b.any():
+            filter_into(make_block_filter(taps, 1, s), col[:, None], out[:, c:c + 1])
+            continue
+        if s.gaps == "interpolate":
+            idx = np.arange(n)
+            filled = col.copy()
+            filled[b] = np.interp(idx[b], idx[~b], col[~b])
+            filter_into(make_block_filter(taps, 1, s), filled[:, None], out[:, c:c + 1])
+            warnings.append(f"column {names[c]!r}: {int(b.sum())} missing sample(s) interpolated")
+        else:
+            out[:, c] = np.nan
+            rr = runs(~b)
+            for a, e in rr:
+                short += (e - a) < K
+                filter_into(make_block_filter(taps, 1, s), col[a:e, None], out[a:e, c:c + 1])
+            warnings.append(f"column {names[c]!r}: {int(b.sum())} missing sample(s) left as gaps; "
+                            f"{len(rr)} run(s) filtered separately")
+    if short:
+        warnings.append(f"{short} run(s) between gaps are shorter than the filter ({K} taps): filtered with "
+                        "zero padding at their edges")
+    return out
+
+
+@contextmanager
+def atomic_output(out: Path, outdir: Path, inp: Path):
+    """Yield a temporary path beside ``out``; rename it onto ``out`` on success, remove it on any error
+    (KeyboardInterrupt included)."""
+    from .discovery import output_problem
+
+    why = output_problem(inp, out, outdir)
+    if why:
+        raise OutputError(why)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"{out.parent}: output folder is not writable ({exc.strerror})") from None
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        why = output_problem(inp, out, outdir)  # again: a link may have appeared meanwhile
+        if why:
+            raise OutputError(why)
+        _hook(inp.name, "rename")
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _check_length(taps, frames, fs, path):
+    if len(taps) > frames:
+        raise InputError(f"{path}: the filter ({len(taps)} taps, {len(taps) / fs:.3g} s) is longer than the file "
+                         f"({frames} samples, {frames / fs:.3g} s); use fewer --taps or a wider --transition")
+
+
+def _do_table(task, s, inp, out, outdir, res):
+    from . import formats
+
+    table, tc = formats.read_table(inp, task["kind"], s.time_column)
+    warnings = res["warnings"]
+    if tc is None:
+        if s.fs is None:
+            raise InputError(f"{inp}: no time column found (looked for {', '.join(formats.TIME_NAMES[:4])}, ...); "
+                             "pass --time-column or --fs")
+        fs = float(s.fs)
+    else:
+        t = formats.time_seconds(table.column(tc), tc, inp)
+        fs, w = formats.infer_rate(t, inp, s.fs)
+        warnings.extend(w)
+    chans = formats.choose_channels(table, tc, s.columns, inp)
+    taps, desc = taps_for(s, fs)
+    _check_length(taps, table.num_rows, fs, inp)
+    cols = [formats.column_values(table, c) for c in chans]
+    x = np.stack([v for v, _ in cols], axis=1)
+    y = filter_columns(x, taps, s, warnings, chans)
+    for j, (c, (_, nulls)) in enumerate(zip(chans, cols)):
+        keep = nulls if s.gaps == "split" else np.zeros_like(nulls)
+        table = formats.replace_column(table, c, y[:, j], keep)
+    with atomic_output(out, outdir, inp) as tmp:
+        formats.write_table(table, task["kind"], tmp)
+    res.update(fs=fs, filter=desc, frames=table.num_rows, channels=chans, time_column=tc)
+
+
+def _do_npy(task, s, inp, out, outdir, res):
+    from . import formats
+
+    a, fs, was_1d = formats.read_npy(inp, s.fs)
+    n, C = a.shape
+    taps, desc = taps_for(s, fs)
+    _check_length(taps, n, fs, inp)
+    odt = formats.npy_out_dtype(a.dtype)
+    step = 1 << 20
+    finite = all(np.isfinite(a[i:i + step]).all() for i in range(0, n, step))
+    side = formats.sidecar_path(inp)
+    with atomic_output(out, outdir, inp) as tmp:
+        y = np.lib.format.open_memmap(tmp, mode="w+", dtype=odt, shape=(n,) if was_1d else (n, C))
+        y2 = y[:, None] if was_1d else y
+        if finite:  # streamed: memory-mapped in, memory-mapped out
+            filter_into(make_block_filter(taps, C, s), a, y2)
+        else:
+            y2[...] = filter_columns(np.asarray(a, dtype=np.float64), taps, s, res["warnings"],
+                                     [f"channel {c}" for c in range(C)])
+        y.flush()
+        del y, y2
+        if side.exists() and s.fs is None:
+            with atomic_output(formats.sidecar_path(out), outdir, side) as tmp_side:
+                tmp_side.write_bytes(side.read_bytes())
+    res.update(fs=fs, filter=desc, frames=n, channels=C)
+
+
+def _do_audio(task, s, inp, out, outdir, res):
+    from .._engine import filter_file, probe
+    from ..cli import _make_file_filter
+
+    info = probe(inp)
+    fs = float(info.samplerate)
+    backend = backend_here(s.backend)
+    if s.method == "spectral":
+        from .._spectral import file_filter_factory
+
+        make, desc = file_filter_factory(s, info, backend)
+    else:
+        taps, desc = taps_for(s, fs)
+        _check_length(taps, info.frames, fs, inp)
+        make = _make_file_filter(backend, taps, s)
+    from .discovery import output_problem
+
+    why = output_problem(inp, out, outdir)
+    if why:
+        raise OutputError(why)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    r = filter_file(info, out, make, overwrite=True)  # its own temp + rename
+    res.update(fs=fs, filter=desc, frames=info.frames, channels=info.channels, clipped=r.clipped)
+
+
+def process_task(task: dict) -> dict:
+    """Filter one file. ``task``: input, output, outdir, kind, settings (the batch options)."""
+    t0 = time.perf_counter()
+    inp, out, outdir = Path(task["input"]), Path(task["output"]), Path(task["outdir"])
+    s = SimpleNamespace(**task["settings"])
+    res = {"input": task["input"], "rel": task["rel"], "status": "failed", "output": None, "reason": None,
+           "warnings": [], "fs": None, "filter": None, "pid": os.getpid(),
+           "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    try:
+        _hook(inp.name, "start")
+        if s.method == "spectral" and task["kind"] != "audio":
+            raise InputError(f"{inp}: --method spectral applies to audio files only")
+        {"csv": _do_table, "parquet": _do_table, "npy": _do_npy, "audio": _do_audio}[task["kind"]](
+            task, s, inp, out, outdir, res)
+        res["status"], res["output"] = "done", str(out)
+        res["backend"] = _BACKEND
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except (InputError, OutputError, ValueError) as exc:
+        res["reason"] = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    except MemoryError:
+        res["reason"] = f"{inp}: out of memory"
+    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        res["reason"] = f"{inp}: {type(exc).__name__}: {first}"
+    if res["reason"] and res["reason"].startswith(f"{inp}: "):
+        res["reason"] = res["reason"][len(f"{inp}: "):]  # the summary names the file
+    res["seconds"] = time.perf_counter() - t0
+    return res
