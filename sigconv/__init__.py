@@ -8,6 +8,7 @@ from ._api import apply_fir, convolve, convolve2d, correlate, correlate2d
 from ._conv2d import conv2d
 from ._design import design_fir, design_notch
 from ._registry import variants
+from ._spectral import spectral_denoise
 from ._stream import FIRStream
 
 __all__ = [
@@ -21,5 +22,6 @@ __all__ = [
     "design_fir",
     "design_notch",
     "FIRStream",
+    "spectral_denoise",
     "variants",
 ]

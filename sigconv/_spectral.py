@@ -58,6 +58,10 @@ RAYLEIGH_MEAN_DB = -10.0 * 0.5772156649015329 / math.log(10.0)
 RAYLEIGH_STD_DB = 10.0 / math.log(10.0) * math.pi / math.sqrt(6.0)
 #: Width (dB) of the sigmoid gate: mask = 1 / (1 + exp(-(dB - thr) / SLOPE_DB)).
 SLOPE_DB = 1.0
+#: Cells this many dB above the threshold stay open whatever the smoothing says (None: off): the smoothing
+#: kernel averages, so a narrow harmonic (a few bins wide) would otherwise be diluted by the closed cells
+#: around it; isolated noise cells reach this level with probability ~1e-7 (Rayleigh), so it adds no musical noise.
+STRONG_DB = 6.0
 #: Non-stationary floor: power averaged over this many ms (centred), then the minimum over +- this many seconds.
 NS_AVG_MS = 50.0
 NS_WINDOW_S = 1.0
@@ -301,9 +305,10 @@ class _Gate:
             sm = ndi.uniform_filter1d(pw, self.avg, axis=1, mode="nearest")
             fl = ndi.minimum_filter1d(sm, 2 * self.win + 1, axis=1, mode="nearest")
             thr = self.db(fl) + (self.ns_offset + RAYLEIGH_MEAN_DB + self.n_std * RAYLEIGH_STD_DB)
-        z = (d - thr) * (-1.0 / SLOPE_DB)
-        z = xp.clip(z, -60.0, 60.0)
-        return (1.0 / (1.0 + xp.exp(z))).astype(self.dtype, copy=False)
+        e = d - thr  # dB above the threshold
+        raw = 1.0 / (1.0 + xp.exp(xp.clip(e * (-1.0 / SLOPE_DB), -60.0, 60.0)))
+        strong = 1.0 / (1.0 + xp.exp(xp.clip((e - STRONG_DB) * (-1.0 / SLOPE_DB), -60.0, 60.0)))
+        return raw.astype(self.dtype, copy=False), strong.astype(self.dtype, copy=False)
 
     def smooth(self, m, lo_pad, hi_pad):
         """m: (Cm, n, F) raw masks; lo_pad/hi_pad frames of edge replication in time are added before the
@@ -335,8 +340,10 @@ class _Gate:
         f0, f1 = max(0, g0 - self.r_f), min(T - 1, g1 + self.r_f)  # spectra needed
         nfr = f1 - f0 + 1
         S, pw = self.frame_power(get(self.s(f0), self.s(f1) + N), nfr)
-        m = self.raw_mask(pw)[:, g0 - f0:g1 - f0 + 1]
-        m = self.smooth(m, (g0 - (tA - self.r_s)), (tB + self.r_s) - g1)  # frames [tA, tB]
+        raw, strong = self.raw_mask(pw)
+        m = self.smooth(raw[:, g0 - f0:g1 - f0 + 1], (g0 - (tA - self.r_s)), (tB + self.r_s) - g1)  # [tA, tB]
+        if STRONG_DB is not None:
+            m = xp.maximum(m, strong[:, tA - f0:tB - f0 + 1])
         gain = 1.0 - self.prop * (1.0 - m) if self.prop != 1.0 else m
         Sg = S[:, tA - f0:tB - f0 + 1] * gain.astype(self.dtype, copy=False)
         y = self.fft.irfft(Sg, n=N, axis=-1).astype(self.dtype, copy=False) * self.w
