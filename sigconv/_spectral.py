@@ -733,7 +733,7 @@ def file_filter_factory(args, info, backend):
         g = new_gate(spec2.work_dtype)
         if thr is not None:
             g.set_threshold(thr)
-        return SpectralFileFilter(g, spec2, path=info2.path, estimate=args.stationary and thr is None)
+        return __getattr__("SpectralFileFilter")(g, spec2, path=info2.path, estimate=args.stationary and thr is None)
 
     mode = "stationary" if args.stationary else "non-stationary"
     desc = (f"spectral gate ({mode}, {source}, strength {args.strength:g}, n_fft {gate0.N}, hop {gate0.H}"
