@@ -78,7 +78,7 @@ def default_filter(s: SimpleNamespace, fs: float):
 def taps_for(s: SimpleNamespace, fs: float):
     """(taps, description) for rate ``fs``, memoised per process. ValueError (one line) when the
     options do not fit this rate (e.g. a cutoff above its Nyquist)."""
-    key = float(fs)
+    key = (float(fs), repr(sorted((k, v) for k, v in vars(s).items() if k not in ("columns", "time_column"))))
     hit = _TAPS_CACHE.get(key)
     if hit is None:
         from ..cli import UsageError, build_taps

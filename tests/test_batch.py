@@ -1,0 +1,539 @@
+"""sigconv batch: formats, failures recorded per file, resume after a crash, output-path safety, exit
+codes, pool / Dask LocalCluster equal to one process, GPU assignment (faked device counts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, SAMPLES, run_cli, write_audio
+
+pa = pytest.importorskip("pyarrow")
+import pyarrow.csv as pcsv  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import sigconv  # noqa: E402
+from sigconv._batch import process, runners  # noqa: E402
+from sigconv._batch.manifest import NAME as MANIFEST  # noqa: E402
+from sigconv.cli import main  # noqa: E402
+
+CPU = ("--backend", "cpu")
+
+
+def log_frame(rng, n=1500, fs=100.0, channels=3):
+    t = np.arange(n) / fs
+    x = rng.standard_normal((n, channels)) + np.sin(2 * np.pi * 16.7 * t)[:, None] + 0.01 * t[:, None] + 5.0
+    return t, x
+
+
+def write_csv(path, t, x, names=None, extra=None, tfmt="{:.2f}"):
+    names = names or [f"ch{i}" for i in range(x.shape[1])]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(",".join(["timestamp", *names, *(extra or {}).keys()]) + "\n")
+        for i in range(len(t)):
+            vals = ["" if np.isnan(v) else repr(float(v)) for v in x[i]]
+            f.write(",".join([tfmt.format(t[i]), *vals, *[str(col[i]) for col in (extra or {}).values()]]) + "\n")
+    return path
+
+
+def read_csv(path):
+    return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types={"timestamp": pa.string()}))
+
+
+def manifest(outdir):
+    return [json.loads(line) for line in (Path(outdir) / MANIFEST).read_text().splitlines() if line.strip()]
+
+
+def default_log_taps(fs):
+    return sigconv.design_fir("bandpass", (fs / 200, 0.4 * fs), fs, transition=fs / 200)
+
+
+def rel_err(y, ref):
+    return float(np.linalg.norm(np.asarray(y, float) - ref) / np.linalg.norm(ref))
+
+
+def first_bad(y, ref, tol):
+    d = np.abs(np.asarray(y, float) - ref) > tol * np.abs(ref).max()
+    return np.argwhere(d)[:1].tolist()
+
+
+# ------------------------------------------------------------------------------------ formats
+
+
+def test_mixed_formats_equal_apply_fir(tmp_path, rng, capsys):
+    """CSV, Parquet (timestamp-typed time), NPY (+sidecar, 1-D), WAV and FLAC in a tree: outputs mirror the
+    tree in the same format and equal sigconv.apply_fir with the per-rate default filter; other columns and
+    the time column pass through unchanged."""
+    src = tmp_path / "in"
+    t, x = log_frame(rng)
+    status = np.array(["ok", "warn"] * (len(t) // 2))
+    write_csv(src / "a.csv", t, x, extra={"status": status})
+    t2, x2 = log_frame(rng, n=2000, fs=200.0, channels=2)
+    ts = pa.array((t2 * 1e9).astype("int64")).cast(pa.timestamp("ns"))
+    pq.write_table(pa.table({"when": ts, "p": x2[:, 0], "q": x2[:, 1].astype(np.float32),
+                             "flag": np.arange(2000) % 3 == 0}), (src / "sub").mkdir(parents=True) or src / "sub" / "b.parquet")
+    np.save(src / "sub" / "c.npy", x[:, :2])
+    (src / "sub" / "c.npy.json").write_text('{"fs": 100}')
+    np.save(src / "d.npy", x[:, 0].astype(np.float32))
+    (src / "d.npy.json").write_text('{"fs": 100}')
+    audio = rng.uniform(-0.3, 0.3, (16000, 2)).astype(np.float32)
+    write_audio(src / "e.wav", audio, fs=16000, subtype="FLOAT")
+    write_audio(src / "deep" / "f.flac", audio[:, 0], fs=16000, subtype="PCM_16") if (src / "deep").mkdir() is None \
+        else None
+    out = tmp_path / "out"
+    rc = main(["batch", str(src), "-r", "-o", str(out), *CPU, "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "100 Hz: band-pass 0.5-40 Hz" in err and "200 Hz: band-pass 1-80 Hz" in err
+    assert "16000 Hz: band-pass 80-7200 Hz" in err, err
+    assert "6 done, 0 skipped, 0 failed" in err
+
+    h100 = default_log_taps(100.0)
+    a = read_csv(out / "a.csv")
+    for c in range(3):
+        ref = sigconv.apply_fir(x[:, c], h100, backend="cpu")
+        y = a.column(f"ch{c}").to_numpy()
+        assert rel_err(y, ref) < 1e-10, first_bad(y, ref, 1e-10)
+    src_lines = (src / "a.csv").read_text().splitlines()
+    out_lines = (out / "a.csv").read_text().splitlines()
+    assert out_lines[0] == src_lines[0]
+    assert [ln.split(",")[0] for ln in out_lines] == [ln.split(",")[0] for ln in src_lines]  # time text as is
+    assert a.column("status").to_pylist() == status.tolist()
+
+    b = pq.read_table(out / "sub" / "b.parquet")
+    h200 = default_log_taps(200.0)
+    assert b.column("when").equals(pq.read_table(src / "sub" / "b.parquet").column("when"))
+    assert b.column("flag").to_pylist() == (np.arange(2000) % 3 == 0).tolist()  # not numeric: passes through
+    assert rel_err(b.column("p").to_numpy(), sigconv.apply_fir(x2[:, 0], h200, backend="cpu")) < 1e-10
+    assert b.schema.field("q").type == pa.float32()
+    assert rel_err(b.column("q").to_numpy(), sigconv.apply_fir(x2[:, 1].astype(np.float32).astype(float), h200,
+                                                               backend="cpu")) < 1e-6
+
+    c = np.load(out / "sub" / "c.npy")
+    assert c.shape == (1500, 2) and rel_err(c, sigconv.apply_fir(x[:, :2], h100, axis=0, backend="cpu")) < 1e-10
+    assert json.loads((out / "sub" / "c.npy.json").read_text()) == {"fs": 100}
+    d = np.load(out / "d.npy")
+    assert d.shape == (1500,) and d.dtype == np.float32
+    assert rel_err(d, sigconv.apply_fir(x[:, 0].astype(np.float32).astype(float), h100, backend="cpu")) < 1e-6
+
+    import soundfile as sf
+
+    e, fs = sf.read(out / "e.wav", dtype="float64")
+    assert fs == 16000 and sf.info(str(out / "e.wav")).subtype == "FLOAT"
+    ha = sigconv.design_fir("bandpass", (80.0, 7200.0), 16000.0)
+    assert rel_err(e, sigconv.apply_fir(audio.astype(float), ha, axis=0, backend="cpu")) < 1e-5
+    assert sf.info(str(out / "deep" / "f.flac")).format == "FLAC"
+    recs = manifest(out)
+    assert len(recs) == 6 and {r["status"] for r in recs} == {"done"}
+    assert all({"input", "size", "mtime_ns", "settings", "status", "output"} <= r.keys() for r in recs)
+
+
+def test_default_filter_on_sample_log(tmp_path, capsys):
+    """The sensor-log default on samples/sensor_log.csv: the 50 Hz (Nyquist) line and the drift are removed,
+    the 16.7 Hz vibration kept."""
+    out = tmp_path / "out"
+    assert main(["batch", str(SAMPLES / "sensor_log.csv"), "-o", str(out), *CPU, "-q"]) == 0
+    x = read_csv(SAMPLES / "sensor_log.csv").column("accel_x").to_numpy()
+    y = read_csv(out / "sensor_log.csv").column("accel_x").to_numpy()
+    mid = slice(1000, -1000)  # away from the edges (the filter is 6.6 s long)
+    X, Y = np.abs(np.fft.rfft(x[mid])), np.abs(np.fft.rfft(y[mid]))
+    f = np.fft.rfftfreq(x[mid].size, 0.01)
+    band = lambda a, lo, hi: float(np.sqrt((a[(f >= lo) & (f <= hi)] ** 2).sum()))  # noqa: E731
+    assert band(Y, 49, 50) < 1e-2 * band(X, 49, 50)  # Nyquist line: -40 dB
+    assert band(Y, 0, 0.2) < 1e-2 * band(X, 0, 0.2)  # drift and offset
+    assert 0.9 < band(Y, 16.5, 16.9) / band(X, 16.5, 16.9) < 1.1  # vibration kept
+
+
+def test_bad_files_recorded_batch_goes_on(tmp_path, capsys):
+    """A corrupt CSV, an empty file, a header-only CSV, a non-numeric --columns, a non-numeric column passed
+    through: each failure is one line with its reason, the others are done, exit code 1."""
+    rng = np.random.default_rng()
+    src = tmp_path / "in"
+    t, x = log_frame(rng, n=800)
+    write_csv(src / "good.csv", t, x, extra={"label": ["x"] * 800})
+    write_csv(src / "words.csv", t, x[:, :1], names=["v"], extra={"label": ["y"] * 800})
+    (src / "corrupt.csv").write_text("timestamp,a,b\n0.0,1,2\n0.01,3\n0.02,1,2,3,4\n")
+    (src / "garbage.csv").write_bytes(os.urandom(3000))
+    (src / "empty.csv").write_bytes(b"")
+    (src / "header.csv").write_text("timestamp,a\n")
+    (src / "notnpy.npy").write_text("hello")
+    out = tmp_path / "out"
+    rc = main(["batch", str(src), "-o", str(out), *CPU, "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    fails = {ln.split(":")[1].strip(): ln for ln in err.splitlines() if ln.startswith("failed:")}
+    assert set(fails) == {"corrupt.csv", "garbage.csv", "empty.csv", "header.csv", "notnpy.npy"}, err
+    assert "empty" in fails["empty.csv"] and "no data rows" in fails["header.csv"]
+    assert "not a readable CSV file" in fails["corrupt.csv"]
+    assert "2 done, 0 skipped, 5 failed" in err
+    assert read_csv(out / "good.csv").column("label").to_pylist() == ["x"] * 800
+    assert not (out / "corrupt.csv").exists() and not (out / "empty.csv").exists()
+    recs = {Path(r["input"]).name: r for r in manifest(out)}
+    assert recs["corrupt.csv"]["status"] == "failed" and recs["corrupt.csv"]["reason"]
+    rc = main(["batch", str(src / "words.csv"), "-o", str(tmp_path / "o2"), *CPU, "--columns", "v,label"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "column 'label' is not numeric" in err
+
+
+def test_irregular_and_nonmonotonic_timestamps(tmp_path, capsys):
+    """Irregular spacing: filtered at the median rate with a warning; non-monotonic: failed unless --fs."""
+    rng = np.random.default_rng()
+    src = tmp_path / "in"
+    t, x = log_frame(rng, n=900)
+    t_irr = t.copy()
+    t_irr[300:] += 0.5  # a 0.5 s hole
+    write_csv(src / "irregular.csv", t_irr, x, tfmt="{:.3f}")
+    t_back = t.copy()
+    t_back[[400, 401]] = t_back[[401, 400]]
+    write_csv(src / "backwards.csv", t_back, x)
+    out = tmp_path / "out"
+    rc = main(["batch", str(src), "-o", str(out), *CPU, "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "warning: irregular.csv: irregular timestamps: 1 of 899 steps" in err, err
+    assert "failed: backwards.csv: non-monotonic timestamps" in err and "pass --fs" in err
+    y = read_csv(out / "irregular.csv").column("ch0").to_numpy()
+    assert rel_err(y, sigconv.apply_fir(x[:, 0], default_log_taps(100.0), backend="cpu")) < 1e-10
+    rc = main(["batch", str(src / "backwards.csv"), "-o", str(out), *CPU, "--fs", "100"])
+    err = capsys.readouterr().err
+    assert rc == 0 and "warning: backwards.csv: non-monotonic timestamps" in err
+
+
+@pytest.mark.parametrize("gaps", ["split", "interpolate"])
+def test_nan_gaps(tmp_path, gaps, capsys):
+    """split: gaps stay (empty stays empty, NaN stays NaN), each run equals apply_fir of the run;
+    interpolate: equals apply_fir of the linearly filled signal, no gaps left. NaN never spreads."""
+    rng = np.random.default_rng()
+    t, x = log_frame(rng, n=2400, channels=2)
+    x[700:760, 0] = np.nan  # written as empty fields (nulls)
+    x[1500, 0] = np.nan
+    src = write_csv(tmp_path / "gappy.csv", t, x)
+    lines = src.read_text().splitlines()
+    row = lines[1901].split(",")
+    row[1] = "nan"  # one literal NaN (stays NaN, not null)
+    lines[1901] = ",".join(row)
+    src.write_text("\n".join(lines) + "\n")
+    x[1900, 0] = np.nan
+    out = tmp_path / "out"
+    rc = main(["batch", str(src), "-o", str(out), *CPU, "--gaps", gaps, "--taps", "101"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    h = sigconv.design_fir("bandpass", (0.5, 40.0), 100.0, numtaps=101)
+    tab = read_csv(out / "gappy.csv")
+    y0 = tab.column("ch0").to_numpy(zero_copy_only=False)
+    assert rel_err(tab.column("ch1").to_numpy(), sigconv.apply_fir(x[:, 1], h, backend="cpu")) < 1e-10
+    bad = np.isnan(x[:, 0])
+    if gaps == "split":
+        assert np.array_equal(np.isnan(y0), bad)  # not one NaN more
+        assert tab.column("ch0").null_count == 62  # gaps stay gaps (pyarrow reads "nan" as null too)
+        assert "gappy.csv: column 'ch0': 62 missing sample(s) left as gaps; 4 run(s)" in err
+        for a, e in process.runs(~bad):
+            ref = sigconv.apply_fir(x[a:e, 0], h, backend="cpu")
+            assert rel_err(y0[a:e], ref) < 1e-10, (a, e, first_bad(y0[a:e], ref, 1e-10))
+    else:
+        assert np.isfinite(y0).all() and tab.column("ch0").null_count == 0
+        idx = np.arange(len(t))
+        filled = x[:, 0].copy()
+        filled[bad] = np.interp(idx[bad], idx[~bad], x[~bad, 0])
+        assert rel_err(y0, sigconv.apply_fir(filled, h, backend="cpu")) < 1e-10
+        assert "62 missing sample(s) interpolated" in err
+
+
+# ------------------------------------------------------------------------------------ resume, crash, Ctrl-C
+
+
+def _tree(tmp_path, n=6, rows=700):
+    rng = np.random.default_rng()
+    src = tmp_path / "in"
+    for i in range(n):
+        t, x = log_frame(rng, n=rows, channels=2)
+        write_csv(src / f"c{i}.csv", t, x)
+    return src
+
+
+def _outputs(out):
+    return sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()
+                  and p.name != MANIFEST and not p.name.startswith(".sigconv-batch.lock"))
+
+
+@pytest.mark.parametrize("jobs", ["2", "1"], ids=["worker-killed", "coordinator-killed"])
+def test_rerun_after_crash(tmp_path, jobs):
+    """SIGKILL mid-file (a pool worker with --jobs 2, the whole batch with --jobs 1): finished files are
+    intact, nothing partial is visible, the rerun does only the rest, no duplicates anywhere."""
+    src = _tree(tmp_path)
+    out = tmp_path / "out"
+    args = ["batch", src, "-o", out, *CPU, "-j", jobs, "--taps", "51"]
+    r = run_cli(*args, env={process.TEST_HOOK_ENV: "kill:c3.csv"})
+    assert r.returncode == (1 if jobs == "2" else -signal.SIGKILL), r.stderr
+    assert not (out / "c3.csv").exists()
+    visible = [p for p in _outputs(out) if not p.startswith(".")]
+    if jobs == "2":
+        assert "failed: c3.csv: a worker process died" in r.stderr
+    done_before = {Path(rec["output"]).name for rec in manifest(out) if rec["status"] == "done"}
+    assert set(visible) == done_before and "c3.csv" not in done_before and len(done_before) >= 1
+    before = {name: (out / name).read_bytes() for name in visible}
+    r2 = run_cli(*args)
+    assert r2.returncode == 0, r2.stderr
+    assert f"{6 - len(done_before)} done, {len(done_before)} skipped, 0 failed" in r2.stderr
+    assert _outputs(out) == [f"c{i}.csv" for i in range(6)]  # no .part left, no duplicates
+    for name, data in before.items():
+        assert (out / name).read_bytes() == data
+    recs = manifest(out)
+    assert len(recs) == 6 and len({rec["input"] for rec in recs}) == 6 and {rec["status"] for rec in recs} == {"done"}
+
+
+def test_ctrl_c_leaves_no_partial_files(tmp_path):
+    """SIGINT while a file is in flight: exit 130, finished files complete and recorded, no partial file;
+    the rerun finishes the batch."""
+    src = _tree(tmp_path, n=5)
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{process.TEST_HOOK_ENV: "sleep:c2.csv:30"})
+    p = subprocess.Popen([sys.executable, "-m", "sigconv", "batch", str(src), "-o", str(out), *CPU, "-j", "2",
+                          "--taps", "51"], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if (out / MANIFEST).exists() and len(manifest(out)) >= 3:
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "run the same command again" in err and "Traceback" not in err
+    assert not any(n.startswith(".") and n.endswith(".part") for n in (x.name for x in out.rglob("*")))
+    assert not (out / "c2.csv").exists()
+    for rec in manifest(out):
+        assert rec["status"] == "done" and Path(rec["output"]).exists()
+    r = run_cli("batch", src, "-o", out, *CPU, "-j", "2", "--taps", "51")
+    assert r.returncode == 0 and _outputs(out) == [f"c{i}.csv" for i in range(5)]
+
+
+def test_rerun_skips_and_redoes_changed(tmp_path, capsys):
+    """A rerun skips unchanged files, redoes a file whose mtime/size changed, and redoes all when the filter
+    settings change; --force redoes all; the manifest keeps one record per input."""
+    src = _tree(tmp_path, n=3)
+    out = tmp_path / "out"
+    base = ["batch", str(src), "-o", str(out), *CPU, "-j", "1", "-q"]
+    assert main(base) == 0
+    assert main(base[:-1]) == 0 and "0 done, 3 skipped" in capsys.readouterr().err
+    os.utime(src / "c1.csv", ns=(time.time_ns(), time.time_ns()))
+    assert main(base[:-1]) == 0 and "1 done, 2 skipped" in capsys.readouterr().err
+    assert main([*base[:-1], "--lowpass", "20"]) == 0 and "3 done, 0 skipped" in capsys.readouterr().err
+    assert main([*base[:-1], "--lowpass", "20", "--force"]) == 0 and "3 done, 0 skipped" in capsys.readouterr().err
+    assert len(manifest(out)) == 3
+
+
+# ------------------------------------------------------------------------------------ output safety, usage
+
+
+def test_output_path_escapes_refused(tmp_path, capsys):
+    """Names with '..', a symlinked folder in OUTDIR pointing outside, OUTDIR equal to the input folder,
+    two inputs with one output name: refused; inputs inside OUTDIR are never picked up; nothing is written
+    outside OUTDIR."""
+    src = _tree(tmp_path, n=2)
+    (src / "sub").mkdir()
+    (src / "sub" / "s.csv").write_text((src / "c0.csv").read_text())
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "c1.csv").write_text((src / "c0.csv").read_text())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sub").symlink_to(outside)
+    rc = main(["batch", str(src / "*" / ".." / "c0.csv"), str(src / "sub"), str(src / "c1.csv"),
+               str(other / "c1.csv"), "-o", str(out), *CPU, "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "holds '..'" in err
+    assert "collides with the output of" in err
+    assert list(outside.iterdir()) == []
+    # the symlinked folder: sub/s.csv mirrored under the link is refused
+    rc = main(["batch", str(src), "-r", "-o", str(out), *CPU, "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "would land outside OUTDIR" in err and list(outside.iterdir()) == []
+    rc = main(["batch", str(src), "-o", str(src), *CPU])
+    assert rc == 2 and "outputs would overwrite the inputs" in capsys.readouterr().err
+    inner = src / "cleaned"
+    assert main(["batch", str(src), "-o", str(inner), *CPU, "-q"]) == 0
+    assert main(["batch", str(src), "-r", "-o", str(inner), *CPU, "-j", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "cleaned/" not in "".join(p.relative_to(inner).as_posix() for p in inner.rglob("*.csv")), err
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["batch", "IN"], "the following arguments are required: -o/--output-dir"),
+    (["batch", "NOPE/x.csv", "-o", "OUT"], "no such file or folder"),
+    (["batch", "IN/*.parquet", "-o", "OUT"], "the pattern matches no files"),
+    (["batch", "IN", "-o", "OUT", "--jobs", "0"], "--jobs must be a positive integer"),
+    (["batch", "IN", "-o", "OUT", "--gaps", "zero"], "invalid choice: 'zero'"),
+    (["batch", "IN", "-o", "OUT", "--columns", "a,,b"], "--columns takes comma-separated column names"),
+    (["batch", "IN", "-o", "IN/c0.csv"], "OUTDIR exists and is not a folder"),
+    (["batch", "IN", "-o", "OUT", "--fs", "-3"], "--fs must be a positive frequency"),
+])
+def test_usage_errors_exit_2_one_line(tmp_path, capsys, argv, needle):
+    """Usage mistakes: exit 2 and one line on stderr, nothing written."""
+    src = _tree(tmp_path, n=1, rows=10)
+    argv = [a.replace("IN", str(src)).replace("OUT", str(tmp_path / "out")) for a in argv]
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("sigconv: error: ") and needle in err, err
+
+
+def test_spectral_guarded_and_per_rate_failures(tmp_path, capsys):
+    """--method spectral needs sigconv._spectral (else exit 2, one line); a cutoff above a file's Nyquist
+    fails that file only, with the rate in the reason."""
+    import importlib.util
+
+    src = _tree(tmp_path, n=1, rows=800)
+    write_audio(src / "r.wav", np.zeros((4000, 1), np.float32) + 0.01, fs=8000, subtype="FLOAT")
+    if importlib.util.find_spec("sigconv._spectral") is None:
+        assert main(["batch", str(src), "-o", str(tmp_path / "o"), "--method", "spectral"]) == 2
+        assert "--method spectral is not available" in capsys.readouterr().err
+    rc = main(["batch", str(src), "-o", str(tmp_path / "o2"), *CPU, "--lowpass", "1000", "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "failed: c0.csv: at 100 Hz: cutoff must be strictly between 0 and Nyquist" in err
+    assert "1 done" in err
+
+
+# ------------------------------------------------------------------------------------ parallel runs
+
+
+def test_pool_and_local_cluster_equal_single_process(tmp_path):
+    """--jobs 2 (process pool) and --scheduler local with 2 Dask workers give byte-identical outputs to
+    one process, and the same manifest statuses."""
+    src = _tree(tmp_path, n=6, rows=900)
+    np.save(src / "n.npy", np.random.default_rng().standard_normal((900, 2)))
+    (src / "n.npy.json").write_text('{"fs": 100}')
+    (src / "broken.csv").write_text("timestamp,a\n0,1\n0.01\n")
+    runs = {}
+    for name, extra in {"one": ["-j", "1"], "pool": ["-j", "2"], "dask": ["--scheduler", "local", "-j", "2"]}.items():
+        out = tmp_path / name
+        r = run_cli("batch", src, "-o", out, *CPU, "--taps", "101", *extra)
+        assert r.returncode == 1, r.stderr
+        assert "7 done, 0 skipped, 1 failed" in r.stderr, r.stderr
+        runs[name] = {p: (out / p).read_bytes() for p in _outputs(out)}
+        if name == "dask":
+            assert "local Dask cluster, 2 worker(s)" in r.stderr
+    assert runs["one"].keys() == runs["pool"].keys() == runs["dask"].keys()
+    for p in runs["one"]:
+        assert runs["one"][p] == runs["pool"][p] == runs["dask"][p], p
+
+
+# ------------------------------------------------------------------------------------ GPU assignment (faked)
+
+
+def test_gpu_count_without_cuda(tmp_path):
+    """GPUs are counted from CUDA_VISIBLE_DEVICES or /proc (no CUDA context in the coordinator)."""
+    proc = tmp_path / "gpus"
+    proc.mkdir()
+    for i in range(2):
+        (proc / f"0000:0{i}:00.0").mkdir()
+    assert runners.visible_gpu_count({}, str(proc)) == 2
+    assert runners.visible_gpu_count({}, str(tmp_path / "none")) == 0
+    assert runners.visible_gpu_count({"CUDA_VISIBLE_DEVICES": "1,3,5"}, str(proc)) == 3
+    assert runners.visible_gpu_count({"CUDA_VISIBLE_DEVICES": ""}, str(proc)) == 0
+    assert runners.visible_gpu_count({"CUDA_VISIBLE_DEVICES": "0,-1,2"}, str(proc)) == 1
+    assert runners.visible_gpu_count({"SIGCONV_DISABLE_CUDA": "1"}, str(proc)) == 0
+
+
+def test_gpu_plans():
+    """Pool: round robin over the GPUs; LocalCluster: one worker per GPU with its own CUDA_VISIBLE_DEVICES
+    and a GPU resource (more with --jobs, shared round robin); without GPUs, CPU workers."""
+    assert runners.pool_gpu_plan(4, 0) == [None] * 4
+    assert runners.pool_gpu_plan(5, 2, env={}) == ["0", "1", "0", "1", "0"]
+    assert runners.pool_gpu_plan(3, 2, env={"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3", "2"]
+    specs = runners.local_cluster_plan(2, 16, None, env={})
+    assert [s["env"] for s in specs] == [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}]
+    assert all(s["resources"] == {"GPU": 1} and s["nthreads"] == 1 for s in specs)
+    assert [s["env"]["CUDA_VISIBLE_DEVICES"] for s in runners.local_cluster_plan(2, 16, 4, env={})] == \
+        ["0", "1", "0", "1"]
+    cpu = runners.local_cluster_plan(0, 3, None)
+    assert len(cpu) == 3 and all(s["env"] == {} and not s["resources"] for s in cpu)
+    assert len(runners.local_cluster_plan(0, 16, 2)) == 2
+
+
+def _gpu_tasks(tmp_path, n):
+    src = _tree(tmp_path, n=n, rows=300)
+    from sigconv._batch.manifest import settings_hash
+
+    s = {k: None for k in ("band", "lowpass", "highpass", "notch", "fs", "time_column", "columns", "block")}
+    s.update(method="fir", notch_width=5.0, taps=31, transition=None, phase="zero", gaps="split", backend="cpu",
+             variant="auto")
+    out = tmp_path / "out"
+    return [{"input": str(p), "rel": p.name, "output": str(out / p.name), "outdir": str(out), "kind": "csv",
+             "size": 0, "mtime_ns": 0, "hash": settings_hash(s), "settings": s} for p in sorted(src.iterdir())]
+
+
+def test_pool_pins_one_gpu_per_worker_faked(tmp_path):
+    """With a faked count of 2 GPUs each pool worker gets CUDA_VISIBLE_DEVICES 0 or 1 before any task."""
+    res = [r for _, r in runners.run_pool(_gpu_tasks(tmp_path, 6), jobs=2, n_gpus=2)]
+    assert all(r["status"] == "done" for r in res), res
+    by_pid = {}
+    for r in res:
+        by_pid.setdefault(r["pid"], set()).add(r["gpu"])
+    assert all(len(v) == 1 for v in by_pid.values()) and set().union(*by_pid.values()) <= {"0", "1"}
+
+
+def test_local_cluster_one_worker_per_gpu_faked(tmp_path):
+    """--scheduler local with a faked count of 2 GPUs: 2 Dask workers, one pinned to each GPU (the tasks
+    run on the cpu backend and report the CUDA_VISIBLE_DEVICES they saw)."""
+    pytest.importorskip("distributed")
+    info = {}
+    res = [r for _, r in runners.run_dask(_gpu_tasks(tmp_path, 8), "local", None, 2, info)]
+    assert info["workers"] == 2 and "GPUs 0, 1" in info["cluster"]
+    assert all(r["status"] == "done" for r in res), res
+    by_pid = {}
+    for r in res:
+        by_pid.setdefault(r["pid"], set()).add(r["gpu"])
+    assert all(len(v) == 1 for v in by_pid.values())
+    assert set().union(*by_pid.values()) <= {"0", "1"} and len(by_pid) <= 2
+
+
+# ------------------------------------------------------------------------------------ progress
+
+
+def test_progress_bar_files_bytes_throughput(tmp_path):
+    """The bar shows files M/N, bytes and a transfer rate; with stderr not a TTY (run_cli) nothing is drawn."""
+    import io
+
+    from rich.console import Console
+
+    from sigconv.batch import _Progress
+
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=True, width=150)
+    with _Progress(True, 3, 3_000_000, console=con) as bar:
+        bar.advance(1_000_000, "a.csv")
+        time.sleep(0.2)
+        bar.advance(1_000_000, "b.csv")
+        bar.bar.refresh()
+    text = buf.getvalue()
+    assert "2/3" in text and "MB/s" in text and "2.0/3.0 MB" in text
+    src = _tree(tmp_path, n=2, rows=100)
+    r = run_cli("batch", src, "-o", tmp_path / "o", *CPU, "--taps", "11")
+    assert r.returncode == 0 and "\x1b[" not in r.stderr and "━" not in r.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_batch_matches_cpu(tmp_path):
+    """On a GPU: --backend cuda (float32 on the device) matches the cpu run within float32 tolerance; with
+    --jobs 2 each worker holds one GPU context."""
+    src = _tree(tmp_path, n=4, rows=5000)
+    rc = run_cli("batch", src, "-o", tmp_path / "cpu", *CPU, "-j", "1")
+    rg = run_cli("batch", src, "-o", tmp_path / "gpu", "--backend", "cuda", "-j", "2")
+    assert rc.returncode == 0 and rg.returncode == 0, rg.stderr
+    for i in range(4):
+        a = read_csv(tmp_path / "cpu" / f"c{i}.csv")
+        b = read_csv(tmp_path / "gpu" / f"c{i}.csv")
+        for c in ("ch0", "ch1"):
+            assert rel_err(b.column(c).to_numpy(), a.column(c).to_numpy()) < 1e-5
