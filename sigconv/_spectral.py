@@ -472,8 +472,10 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
     >>> fs = 16000
     >>> t = np.arange(2 * fs) / fs
     >>> clean = 0.5 * np.sin(2 * np.pi * 440 * t)
-    >>> noisy = clean + 0.05 * np.random.default_rng(0).standard_normal(t.size)
-    >>> y = sigconv.spectral_denoise(noisy, fs, backend="cpu")
+    >>> rng = np.random.default_rng(0)
+    >>> noisy = clean + 0.05 * rng.standard_normal(t.size)
+    >>> noise_clip = 0.05 * rng.standard_normal(fs)  # a second of the noise alone
+    >>> y = sigconv.spectral_denoise(noisy, fs, noise=noise_clip, backend="cpu")
     >>> snr = lambda y: 10 * np.log10(np.sum(clean ** 2) / np.sum((y - clean) ** 2))
     >>> bool(snr(y) > snr(noisy) + 10)
     True
