@@ -279,7 +279,9 @@ def test_rerun_after_crash(tmp_path, jobs):
     if jobs == "2":
         assert "failed: c3.csv: a worker process died" in r.stderr
     done_before = {Path(rec["output"]).name for rec in manifest(out) if rec["status"] == "done"}
-    assert set(visible) == done_before and "c3.csv" not in done_before and len(done_before) >= 1
+    # a file finished by a surviving worker while the pool broke has its output but is recorded as failed
+    # (its result was lost with the pool): it is redone, and the rerun writes the same bytes
+    assert done_before <= set(visible) and "c3.csv" not in done_before and len(done_before) >= 1
     before = {name: (out / name).read_bytes() for name in visible}
     r2 = run_cli(*args)
     assert r2.returncode == 0, r2.stderr
