@@ -208,6 +208,8 @@ class _Gate:
         self.thr = None  # (Cm, 1, F) dB threshold (stationary), on the backend
         kern = np.ones((1, 1, self.box_t, self.box_f)) / (self.box_t * self.box_f)
         self.kern = kern.astype(self.dtype)
+        self.kern_t = (np.ones((1, 1, self.box_t, 1)) / self.box_t).astype(self.dtype)
+        self.kern_f = (np.ones((1, 1, 1, self.box_f)) / self.box_f).astype(self.dtype)
 
     # ---------------------------------------------------------------- frames
 
@@ -321,10 +323,15 @@ class _Gate:
         variant = self.variant
         if self.backend == "cuda" and variant == "auto":
             variant = "separable"  # rank-1 by construction
+        if self.box_t == 1 and self.box_f == 1:
+            return m[:, 0]
+        if self.backend == "cuda":
+            kernels = [self.kern]  # one rank-1 kernel: the separable variant does the row and column passes
+        else:  # the cpu conv2d has no separable path: a column box then a row box (box_t + box_f taps, not the product)
+            kernels = [k for k in (self.kern_t, self.kern_f) if k.size > 1]
         for _ in range(self.passes):
-            if self.box_t == 1 and self.box_f == 1:
-                break
-            m = conv2d(m, self.kern, padding="valid", backend=self.backend, variant=variant, block=self.block)
+            for k in kernels:
+                m = conv2d(m, k, padding="valid", backend=self.backend, variant=variant, block=self.block)
         return m[:, 0]
 
     # ---------------------------------------------------------------- chunk
