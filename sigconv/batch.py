@@ -161,8 +161,14 @@ def run_batch(args) -> int:
         except ImportError:
             raise UsageError("--method spectral is not available in this build (sigconv._spectral is missing); "
                              "use --method fir") from None
-    if args.scheduler is None and args.backend == "cuda" and runners.visible_gpu_count() == 0:
-        raise InputError("backend 'cuda' is not usable here: no NVIDIA GPU visible")
+    if args.scheduler is None and args.backend == "cuda":
+        # fail before any work; safe for the workers: pool workers come from a fresh forkserver process
+        from . import _devices
+
+        try:
+            _devices.resolve_backend("cuda")
+        except RuntimeError as exc:
+            raise InputError(str(exc)) from None
     outdir = Path(args.output_dir)
     if outdir.exists() and not outdir.is_dir():
         raise UsageError(f"{outdir}: OUTDIR exists and is not a folder")

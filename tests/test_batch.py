@@ -539,3 +539,16 @@ def test_gpu_batch_matches_cpu(tmp_path):
         b = read_csv(tmp_path / "gpu" / f"c{i}.csv")
         for c in ("ch0", "ch1"):
             assert rel_err(b.column(c).to_numpy(), a.column(c).to_numpy()) < 1e-5
+
+
+def test_cuda_backend_without_gpu_fails_early(tmp_path, capsys):
+    """--backend cuda where CUDA cannot run: exit 1 with one line, before any file is touched."""
+    from sigconv import _devices
+
+    if _devices.cuda_reason() is None:
+        pytest.skip("a GPU is usable here")
+    src = _tree(tmp_path, n=1, rows=10)
+    assert main(["batch", str(src), "-o", str(tmp_path / "o"), "--backend", "cuda"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "backend 'cuda' is not usable here" in err
+    assert not (tmp_path / "o" / MANIFEST).exists()

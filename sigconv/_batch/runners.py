@@ -49,7 +49,20 @@ def visible_gpu_count(env=None, proc_dir: str = PROC_GPUS) -> int:
     try:
         return sum(1 for _ in Path(proc_dir).iterdir())
     except OSError:
+        pass
+    if proc_dir != PROC_GPUS:  # a faked /proc (tests): no fallback
         return 0
+    import shutil
+    import subprocess
+
+    smi = shutil.which("nvidia-smi")  # containers without /proc/driver/nvidia
+    if not smi:
+        return 0
+    try:
+        r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in r.stdout.splitlines() if line.startswith("GPU ")) if r.returncode == 0 else 0
 
 
 def _visible_ids(n_gpus: int, env=None) -> list[str]:
@@ -208,10 +221,16 @@ def run_dask(tasks: Iterable[dict], scheduler: str, jobs: Optional[int], n_gpus:
             except (OSError, TimeoutError, ValueError) as exc:
                 raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
             info["cluster"] = f"Dask scheduler {scheduler}"
-        workers = client.scheduler_info().get("workers", {}) if hasattr(client, "scheduler_info") else {}
+        def all_workers():
+            try:
+                return client.scheduler_info(n_workers=-1).get("workers", {})  # some versions list only 5
+            except TypeError:
+                return client.scheduler_info().get("workers", {})
+
+        workers = all_workers()
         if not workers:
             client.wait_for_workers(1, timeout=60)
-            workers = client.scheduler_info().get("workers", {})
+            workers = all_workers()
         gpu_res = bool(workers) and all("GPU" in (w.get("resources") or {}) for w in workers.values())
         resources = {"GPU": 1} if gpu_res else None
         width = max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))

@@ -1,0 +1,142 @@
+"""`sigconv batch` throughput: files/s and MB/s for many small logs and a few large ones, one process
+against the local process pool against a Dask LocalCluster (and, on a machine with GPUs, the LocalCluster
+with one worker per GPU on the cuda backend).
+
+    python benchmarks/batch_bench.py                       # 1000 small logs + 3 large, every mode
+    python benchmarks/batch_bench.py --small 200 --large 2 --large-rows 200000 --modes single pool
+
+Each run is a fresh `python -m sigconv batch ... -q` into an empty OUTDIR (so start-up and, for Dask,
+cluster start are included, as a user sees them); MB are input bytes. Results go to
+benchmarks/results/batch_<machine>_<date>.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def write_log(path: Path, rows: int, fs: float, rng) -> None:
+    t = np.arange(rows) / fs
+    x = rng.standard_normal((rows, 6)) * 0.1 + np.sin(2 * np.pi * 16.7 * t)[:, None] + 1e-3 * t[:, None]
+    x[:, 5] += 21.5
+    header = "timestamp,accel_x,accel_y,accel_z,gyro_x,gyro_y,temperature\n"
+    body = np.column_stack([t, x])
+    with open(path, "w") as f:
+        f.write(header)
+        np.savetxt(f, body, fmt=["%.2f"] + ["%.6f"] * 6, delimiter=",")
+
+
+def make_sets(base: Path, n_small: int, small_rows: int, n_large: int, large_rows: int) -> dict:
+    rng = np.random.default_rng(0)
+    sets = {}
+    if n_small:
+        d = base / "small"
+        for i in range(n_small):
+            sub = d / f"site{i % 10}"
+            sub.mkdir(parents=True, exist_ok=True)
+            write_log(sub / f"log{i:04d}.csv", small_rows, 100.0, rng)
+        sets["small"] = d
+    if n_large:
+        d = base / "large"
+        d.mkdir(parents=True, exist_ok=True)
+        for i in range(n_large):
+            write_log(d / f"big{i}.csv", large_rows, 100.0, rng)
+        sets["large"] = d
+    return sets
+
+
+def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float) -> dict:
+    if outdir.exists():
+        shutil.rmtree(outdir)
+    args = [sys.executable, "-m", "sigconv", "batch", str(src), "-r", "-o", str(outdir), "-q"]
+    if mode == "single":
+        args += ["--backend", "cpu", "-j", "1"]
+    elif mode == "pool":
+        args += ["--backend", "cpu", "-j", str(jobs)]
+    elif mode == "dask":
+        args += ["--backend", "cpu", "--scheduler", "local", "-j", str(jobs)]
+    elif mode == "dask-gpus":  # one worker per GPU (LocalCluster plan), cuda backend
+        args += ["--backend", "cuda", "--scheduler", "local"]
+    elif mode == "pool-gpus":
+        args += ["--backend", "cuda", "-j", str(jobs)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)
+    secs = time.perf_counter() - t0
+    man = outdir / "sigconv-batch.jsonl"
+    recs = [json.loads(x) for x in man.read_text().splitlines()] if man.exists() else []
+    done = sum(1 for x in recs if x["status"] == "done")
+    nbytes = sum(x["size"] for x in recs if x["status"] == "done")
+    return {"mode": mode, "rc": r.returncode, "seconds": round(secs, 3), "files": done,
+            "failed": len(recs) - done, "MB": round(nbytes / 1e6, 3), "files_per_s": round(done / secs, 2),
+            "MB_per_s": round(nbytes / 1e6 / secs, 3), "stderr_tail": r.stderr[-300:] if r.returncode else ""}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--small", type=int, default=1000, help="number of small logs (default 1000)")
+    p.add_argument("--small-rows", type=int, default=1000, help="rows per small log (10 s at 100 Hz)")
+    p.add_argument("--large", type=int, default=3, help="number of large logs")
+    p.add_argument("--large-rows", type=int, default=400_000, help="rows per large log")
+    p.add_argument("--modes", nargs="+", default=None,
+                   help="single pool dask [pool-gpus dask-gpus] (default: all that can run here)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    a = p.parse_args(argv)
+    from sigconv._batch.runners import visible_gpu_count
+
+    gpus = visible_gpu_count()
+    modes = a.modes or (["single", "pool", "dask"] + (["pool-gpus", "dask-gpus"] if gpus else []))
+    machine = platform.node() or "machine"
+    date = time.strftime("%Y-%m-%d")
+    meta = {"machine": machine, "cpus": os.cpu_count(), "gpus": gpus, "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "jobs": a.jobs, "filter": "default for 100 Hz logs "
+            "(band-pass 0.5-40 Hz, 661 taps, zero phase), 6 channels, cpu backend unless *-gpus"}
+    results = []
+    with tempfile.TemporaryDirectory(prefix="sigconv-batch-bench-") as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        sets = make_sets(tmp / "in", a.small, a.small_rows, a.large, a.large_rows)
+        meta["generate_seconds"] = round(time.perf_counter() - t0, 1)
+        for name, src in sets.items():
+            n = sum(1 for _ in src.rglob("*.csv"))
+            size = sum(f.stat().st_size for f in src.rglob("*.csv"))
+            for mode in modes:
+                r = run_mode(src, tmp / "out", mode, a.jobs, a.timeout)
+                r.update(set=name, set_files=n, set_MB=round(size / 1e6, 2))
+                results.append(r)
+                print(f"{name:5} {n:5d} files {size / 1e6:8.1f} MB  {mode:9} {r['seconds']:8.2f} s  "
+                      f"{r['files_per_s']:8.1f} files/s  {r['MB_per_s']:7.2f} MB/s  rc {r['rc']}", flush=True)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"batch_{machine}_{date}"
+    stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
+    lines = [f"# sigconv batch throughput: {machine}, {date}", "",
+             f"{meta['cpus']} CPUs, {gpus} GPU(s), Python {meta['python']}; {meta['filter']}. "
+             "Wall time of a whole `sigconv batch` command (start-up and Dask cluster start included).", "",
+             "| set | files | MB | mode | seconds | files/s | MB/s | rc |", "|---|---:|---:|---|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(f"| {r['set']} | {r['set_files']} | {r['set_MB']} | {r['mode']} | {r['seconds']} | "
+                     f"{r['files_per_s']} | {r['MB_per_s']} | {r['rc']} |")
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {stem}.json and .md")
+    return 0 if all(r["rc"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
