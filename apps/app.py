@@ -210,7 +210,8 @@ class SigconvApp(App):
             if name in ("low", "high", "notch", "strength", "smooth", "method", "backend", "dimension"):
                 panel.set_value(name, getattr(s, name))
             return
-        self._apply(new)
+        if new != s:
+            self._apply(new)
 
     def _apply(self, new: model.Settings) -> None:
         old, self.settings = self.settings, new

@@ -20,7 +20,9 @@ def variant_options(s: Settings, gpu_reason: str | None) -> list[tuple[str, str,
     for v in sigconv.variants(s.op):
         vid = f"{v['backend']}:{v['name']}"
         if not v["available"]:
-            out.append((vid, f"{v['name']} ({v['backend']}): {v['reason']}", False, v["description"]))
+            short = v["reason"].split(" (")[0]  # the full reason shows below the lists when highlighted
+            out.append((vid, f"{v['name']} ({v['backend']}): {short}", False,
+                        f"{v['description']}. Not available: {v['reason']}"))
         elif v["backend"] != s.backend:
             out.append((vid, f"{v['name']} ({v['backend']}): backend is {s.backend}", False, v["description"]))
         else:
@@ -44,14 +46,14 @@ def block_options(s: Settings) -> list[tuple[object, str, bool]]:
     cur = next((v for v in vs if v["name"] == s.variant and v["backend"] == s.backend), None)
     ok = {tuple(b) if isinstance(b, list) else b for b in (cur["blocks"] if cur else [])}
     if cur is None:
-        dflt = "default (auto picks)"
+        dflt = "default"
     elif not cur["blocks"]:
-        dflt = "default (no block size on cpu)"
+        dflt = "default (none)"
     else:
         dflt = f"default ({fmt_block(tuple(cur['default_block']) if isinstance(cur['default_block'], list) else cur['default_block'])})"
     out = [(None, dflt, True)]
     for b in allb:
-        out.append((b, fmt_block(b) if b in ok else f"{fmt_block(b)} (not valid)", b in ok))
+        out.append((b, fmt_block(b) if b in ok else f"{fmt_block(b)} ✗", b in ok))
     return out
 
 
@@ -95,6 +97,17 @@ class KernelPicker(Vertical):
         desc = next((d for vid, _, _, d in self._variants if vid == chosen), "")
         self.query_one("#kernel-desc", Static).update(
             f"[b]{s.op}[/b] {s.variant} ({s.backend}), block {fmt_block(s.block)}: {desc}")
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        if event.option_list.id == "variants" and event.option_index < len(self._variants):
+            vid, prompt, en, desc = self._variants[event.option_index]
+            self.query_one("#kernel-desc", Static).update(f"[b]{vid}[/b]: {desc}")
+        elif event.option_list.id == "blocks" and event.option_index < len(self._blocks):
+            b, prompt, en = self._blocks[event.option_index]
+            s = self.settings
+            why = "" if en else f": not accepted by {s.variant} ({s.backend}); the ✗ blocks cannot be chosen"
+            self.query_one("#kernel-desc", Static).update(f"block {fmt_block(b)}{why}")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

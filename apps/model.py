@@ -456,7 +456,7 @@ def measure_latency(sig: Signal, s: Settings, *, budget: float = 0.2, reps: int 
     op = s.op
     if op == "conv1d":
         taps, _ = design(s, sig.fs) if s.method != "spectral" else (gauss_kernel(s.smooth)[0], "")
-        x = sig.data[:, :max_frames]
+        x = sig.data[:, :max(max_frames, 4 * taps.size)]  # at least a few filter lengths
         if taps.size > x.shape[1]:
             raise ValueError(f"the filter ({taps.size} taps) is longer than the signal ({x.shape[1]} frames)")
         case = _case_1d(x, taps)
@@ -519,6 +519,9 @@ def latency_rows(records: list, s: Settings) -> list:
         r.speedup = {k: v / r.ms for k, v in base.items() if v}
     if timed:
         min(timed, key=lambda r: r.ms).fastest = True
+    # timed rows fastest first, then failures, then what cannot run here
+    order = {"ok": 0, "flagged": 0, "FAIL": 1, "error": 1, "not available": 2}
+    rows.sort(key=lambda r: (order.get(r.status, 1), r.ms if r.ms else float("inf")))
     want = f"sigconv:{s.variant}"
     for r in rows:
         if r.impl == want and r.backend == s.backend and (s.block is None or r.block is None or r.block == s.block):

@@ -1,0 +1,320 @@
+"""The terminal UI (issue 6), driven by Textual's pilot on the cpu backend at a fixed size; GPU
+variants appear disabled. Snapshot tests compare SVG screenshots (pytest-textual-snapshot)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("textual")
+pytest.importorskip("textual_plotext")
+
+from conftest import SAMPLES, write_audio  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from sigconv import _devices  # noqa: E402
+from sigconv.tui import apps_package  # noqa: E402
+
+apps_package()
+from apps import model  # noqa: E402
+from apps.app import make_app  # noqa: E402
+from apps.dialogs import ConfirmScreen, PathScreen  # noqa: E402
+from apps.error_panel import ErrorPanel  # noqa: E402
+
+SIZE = (80, 24)
+
+
+def run_async(fn):
+    """Run an async pilot test without an asyncio plugin for pytest."""
+    import asyncio
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+FAST = dict(backend="cpu", latency_budget=0.01, latency_reps=3, latency_frames=4096)
+NO_GPU = _devices.cuda_reason() is not None
+
+
+@pytest.fixture
+def short_wav(tmp_path):
+    """2 s of 8 kHz noise plus a tone: short enough for the latency rows to take milliseconds."""
+    rng = np.random.default_rng(1)
+    t = np.arange(16000) / 8000
+    x = 0.3 * np.sin(2 * np.pi * 440 * t) + 0.05 * rng.standard_normal(t.size)
+    return write_audio(tmp_path / "short.wav", x, fs=8000)
+
+
+async def _settle(app, pilot):
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@run_async
+async def test_load_choose_run_latency(short_wav):
+    """Load a sample, choose a variant and block with the keyboard, run: the latency table has scipy and the chosen variant."""
+    app = make_app(str(short_wav), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        assert app.signal is not None and app.signal.fs == 8000
+        assert "2.00 s, 8000 Hz, 1 ch" in str(app.query_one("#file-info").render())
+        variants = app.query_one("#variants")
+        variants.focus()
+        ids = [variants.get_option_at_index(i).id for i in range(variants.option_count)]
+        variants.highlighted = ids.index("cpu:fft")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.settings.variant == "fft"
+        blocks = app.query_one("#blocks")
+        blocks.focus()
+        blocks.highlighted = 0  # "default": the only block a cpu variant takes
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.settings.block is None
+        await pilot.press("tab")  # leave the list so "r" reaches the app
+        await pilot.press("r")
+        await _settle(app, pilot)
+        assert app.result is not None and app.result.after.shape == app.signal.data.shape
+        impls = {(r.impl, r.backend) for r in app.latency.rows if r.ms}
+        assert ("scipy", "cpu") in impls and ("sigconv:fft", "cpu") in impls
+        chosen = [r for r in app.latency.rows if r.chosen]
+        assert chosen and all(r.impl == "sigconv:fft" for r in chosen)
+        assert sum(r.fastest for r in app.latency.rows) == 1
+        table = app.query_one("#latency-table")
+        assert table.row_count == len(app.latency.rows)
+        if NO_GPU:  # GPU rows are listed, not crashed on
+            assert any(r.status == "not available" and r.backend == "cuda" for r in app.latency.rows)
+            assert any("not available: " in " ".join(c) for c in model.latency_table(app.latency))
+
+
+@run_async
+async def test_filter_matches_cli_engine(short_wav):
+    """The run's output equals sigconv.apply_fir with the CLI's taps (zero phase), so the UI filters what the CLI filters."""
+    import sigconv
+
+    app = make_app(str(short_wav), **FAST, chunk_frames=1000)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        await pilot.press("r")
+        await _settle(app, pilot)
+        res = app.result
+        ref = sigconv.apply_fir(app.signal.data.astype(np.float64), res.taps, backend="cpu")
+        err = np.linalg.norm(res.after - ref) / np.linalg.norm(ref)
+        assert err < 1e-5, err
+
+
+@run_async
+async def test_invalid_block_refused(short_wav):
+    """A block the variant does not take is disabled in the list and refused with a message when asked for directly."""
+    app = make_app(str(short_wav), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        assert app.choose_variant("fft")
+        blocks = app.query_one("#blocks")
+        disabled = [blocks.get_option_at_index(i).disabled for i in range(blocks.option_count)]
+        assert disabled[0] is False and all(disabled[1:])  # only "default" for a cpu variant
+        assert not app.choose_block(128)
+        assert app.settings.block is None
+        assert "not valid for fft" in app.status_text
+        await pilot.pause()
+        assert any("not valid" in n.message for n in app._notifications)
+        if NO_GPU:  # a cuda variant cannot be chosen at all, and says why
+            variants = app.query_one("#variants")
+            opt = variants.get_option("cuda:tiled")
+            assert opt.disabled and "no usable CUDA GPU" in str(opt.prompt)
+            assert not app.choose_variant("tiled") and app.settings.variant == "fft"
+
+
+@run_async
+async def test_broken_file_shows_error_and_app_stays_usable(tmp_path, short_wav):
+    """A broken file shows the error panel; loading a good file afterwards works and hides it."""
+    bad = tmp_path / "broken.wav"
+    bad.write_bytes(b"RIFF\x10\x00\x00\x00WAVEjunkjunkjunk")
+    app = make_app(str(bad), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        panel = app.query_one(ErrorPanel)
+        assert panel.display and "broken.wav" in panel.message and "cannot load" in str(panel.border_title)
+        assert app.signal is None
+        await pilot.press("r")  # refused politely: nothing loaded
+        await pilot.pause()
+        assert "load a file first" in app.status_text
+        app.load(str(short_wav))
+        await _settle(app, pilot)
+        assert app.signal is not None and not panel.display
+
+
+@run_async
+async def test_csv_sensor_log_loads_and_filters():
+    """The CSV sensor log loads through pyarrow (rate from the timestamps) and filters with cutoffs capped below Nyquist."""
+    app = make_app(str(SAMPLES / "sensor_log.csv"), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        sig = app.signal
+        assert sig.kind == "csv" and sig.channels == 6 and abs(sig.fs - 100) < 1e-6
+        assert app.settings.high < 50
+        await pilot.press("r")
+        await _settle(app, pilot)
+        assert app.result.after.shape == sig.data.shape and app.latency is not None
+
+
+@run_async
+async def test_cancel_stops_the_run(tmp_path):
+    """x cancels a running filter: no result, status says cancelled, and the app can run again."""
+    rng = np.random.default_rng(0)
+    path = write_audio(tmp_path / "long.wav", 0.1 * rng.standard_normal((48000 * 4, 2)), fs=48000)
+    app = make_app(str(path), **FAST, chunk_frames=2048, chunk_delay=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        await pilot.press("r")
+        assert app.busy == "filtering", app.status_text
+        await pilot.press("x")
+        await _settle(app, pilot)
+        assert app.result is None and app.busy is None, (app.status_text, app.busy)
+        assert "cancelled" in app.status_text
+
+
+@run_async
+async def test_save_refuses_overwrite_without_confirmation(tmp_path, short_wav):
+    """Saving onto an existing file asks first; 'n' keeps the file, 'y' replaces it with the filtered audio."""
+    import soundfile as sf
+
+    out = tmp_path / "out.wav"
+    out.write_bytes(b"keep me")
+    app = make_app(str(short_wav), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        for answer in ("n", "y"):
+            await pilot.press("s")
+            await pilot.pause()
+            assert isinstance(app.screen, PathScreen)
+            app.screen.query_one("#path-input").value = str(out)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press(answer)
+            await _settle(app, pilot)
+            if answer == "n":
+                assert out.read_bytes() == b"keep me"
+                assert "not saved" in app.status_text
+        y, fs = sf.read(str(out))
+        assert fs == 8000 and y.shape[0] == 16000
+        assert not list(tmp_path.glob(".out.wav.*"))  # no temporary left behind
+
+
+@run_async
+async def test_export_latency_csv_and_markdown(tmp_path, short_wav):
+    """The latency table exports as CSV and markdown with the same rows."""
+    app = make_app(str(short_wav), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        await pilot.press("r")
+        await _settle(app, pilot)
+        for name in ("lat.csv", "lat.md"):
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#path-input").value = str(tmp_path / name)
+            await pilot.press("enter")
+            await pilot.pause()
+        csv_text = (tmp_path / "lat.csv").read_text().splitlines()
+        assert csv_text[0].startswith("impl,backend,block,median ms")
+        assert len(csv_text) == len(app.latency.rows) + 1
+        md = (tmp_path / "lat.md").read_text()
+        assert "| scipy | cpu |" in md or "| **scipy** | **cpu** |" in md
+
+
+# ------------------------------------------------------------------------------ snapshots
+
+
+def _fixed_latency(sig, s, **kw):
+    """Deterministic latency rows (what a run would give), so the latency snapshot does not depend on timing."""
+    recs = [
+        {"impl": "sigconv:direct", "backend": "cpu", "kind": "variant", "block": None, "ms_median": 0.9,
+         "gbs": 0.14, "status": "ok", "note": ""},
+        {"impl": "sigconv:fft", "backend": "cpu", "kind": "variant", "block": None, "ms_median": 0.3,
+         "gbs": 0.42, "status": "ok", "note": ""},
+        {"impl": "scipy", "backend": "cpu", "kind": "peer", "block": None, "ms_median": 0.45, "gbs": 0.28,
+         "status": "ok", "note": ""},
+        {"impl": "sigconv:tiled", "backend": "cuda", "kind": "variant", "block": None, "ms_median": None,
+         "gbs": None, "status": "skipped", "note": "no usable CUDA GPU"},
+        {"impl": "cudnn", "backend": "cuda", "kind": "peer", "block": None, "ms_median": None, "gbs": None,
+         "status": "skipped", "note": "torch is not installed"},
+    ]
+    return model.Latency("conv1d", "signal C=1 L=4096 K=33", model.latency_rows(recs, s), date="2026-01-01")
+
+
+def _no_blink(pilot):
+    """Cursor blink off and focus on a fixed widget, so the screenshot does not depend on timing."""
+    for w in pilot.app.query("Input"):
+        w.cursor_blink = False
+    pilot.app.query_one("#variants").focus()
+
+
+@pytest.mark.skipif(not NO_GPU, reason="snapshots show the cpu-only machine (GPU variants disabled)")
+def test_snapshot_kernel_screen(snap_compare):
+    """Snapshot: the main screen at 80x24 after loading a sample (controls, kernel picker, footer)."""
+    app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST)
+
+    async def run_before(pilot):
+        await _settle(pilot.app, pilot)
+        _no_blink(pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="snapshots show the cpu-only machine (GPU variants disabled)")
+def test_snapshot_signal_screen(snap_compare):
+    """Snapshot: the signal view (waveform, spectrograms, frequency response) after a run at 80x24."""
+    app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
+
+    async def run_before(pilot):
+        await _settle(pilot.app, pilot)
+        await pilot.press("r")
+        await _settle(pilot.app, pilot)
+        pilot.app.query_one("#tabs").active = "signal"
+        _no_blink(pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="snapshots show the cpu-only machine (GPU variants disabled)")
+def test_snapshot_latency_screen(snap_compare):
+    """Snapshot: the latency table and bar chart (fixed timings), fastest highlighted, missing baselines listed."""
+    app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
+
+    async def run_before(pilot):
+        await _settle(pilot.app, pilot)
+        await pilot.press("r")
+        await _settle(pilot.app, pilot)
+        _no_blink(pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="snapshots show the cpu-only machine (GPU variants disabled)")
+def test_snapshot_error_panel(snap_compare, tmp_path, monkeypatch):
+    """Snapshot: the error panel after loading a broken file (a relative path, so the message is stable)."""
+    monkeypatch.chdir(tmp_path)
+    Path("broken.wav").write_bytes(b"not audio at all")
+    app = make_app("broken.wav", **FAST)
+
+    async def run_before(pilot):
+        await _settle(pilot.app, pilot)
+        _no_blink(pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
