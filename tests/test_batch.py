@@ -401,6 +401,11 @@ def test_spectral_guarded_and_per_rate_failures(tmp_path, capsys):
     if importlib.util.find_spec("sigconv._spectral") is None:
         assert main(["batch", str(src), "-o", str(tmp_path / "o"), "--method", "spectral"]) == 2
         assert "--method spectral is not available" in capsys.readouterr().err
+    else:  # spectral on audio files; logs are refused per file
+        rc = main(["batch", str(src), "-o", str(tmp_path / "o"), *CPU, "--method", "spectral", "--noise-from", "0",
+                   "0.1", "-j", "1"])
+        err = capsys.readouterr().err
+        assert rc == 1 and "8000 Hz: spectral gate" in err and "failed: c0.csv: --method spectral applies to audio" in err
     rc = main(["batch", str(src), "-o", str(tmp_path / "o2"), *CPU, "--lowpass", "1000", "-j", "1"])
     err = capsys.readouterr().err
     assert rc == 1 and "failed: c0.csv: at 100 Hz: cutoff must be strictly between 0 and Nyquist" in err
