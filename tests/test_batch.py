@@ -402,8 +402,8 @@ def test_spectral_guarded_and_per_rate_failures(tmp_path, capsys):
         assert main(["batch", str(src), "-o", str(tmp_path / "o"), "--method", "spectral"]) == 2
         assert "--method spectral is not available" in capsys.readouterr().err
     else:  # spectral on audio files; logs are refused per file
-        rc = main(["batch", str(src), "-o", str(tmp_path / "o"), *CPU, "--method", "spectral", "--noise-from", "0",
-                   "0.1", "-j", "1"])
+        rc = main(["batch", str(src), "-o", str(tmp_path / "o"), *CPU, "--method", "spectral", "--n-fft", "256", "--noise-from", "0",
+                   "0.2", "-j", "1"])
         err = capsys.readouterr().err
         assert rc == 1 and "8000 Hz: spectral gate" in err and "failed: c0.csv: --method spectral applies to audio" in err
     rc = main(["batch", str(src), "-o", str(tmp_path / "o2"), *CPU, "--lowpass", "1000", "-j", "1"])
