@@ -171,7 +171,7 @@ async def test_csv_sensor_log_loads_and_filters():
 
 @run_async
 async def test_cancel_stops_the_run(tmp_path):
-    """x cancels a running filter: no result, status says cancelled, and the app can run again."""
+    """x cancels a running filter: no result, the status says cancelled and the app is idle again."""
     rng = np.random.default_rng(0)
     path = write_audio(tmp_path / "long.wav", 0.1 * rng.standard_normal((48000 * 4, 2)), fs=48000)
     app = make_app(str(path), **FAST, chunk_frames=2048, chunk_delay=0.05)
