@@ -42,7 +42,21 @@ def run_async(fn):
     return wrapper
 
 FAST = dict(backend="cpu", latency_budget=0.01, latency_reps=3, latency_frames=4096)
-NO_GPU = _devices.cuda_reason() is not None
+
+
+def _clear_device_probes():
+    for probe in (_devices._cupy_reason, _devices.cuda_reason, _devices._torch_reason, _devices.gpu_name):
+        probe.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _cpu_only_machine(monkeypatch):
+    """Every TUI test sees the same machine, whatever this one has: CUDA disabled (one fixed reason text), so
+    the GPU variants are disabled with the same words in the screens and the snapshots everywhere."""
+    monkeypatch.setenv("SIGCONV_DISABLE_CUDA", "1")
+    _clear_device_probes()
+    yield
+    _clear_device_probes()
 
 
 @pytest.fixture
@@ -93,9 +107,9 @@ async def test_load_choose_run_latency(short_wav):
         assert sum(r.fastest for r in app.latency.rows) == 1
         table = app.query_one("#latency-table")
         assert table.row_count == len(app.latency.rows)
-        if NO_GPU:  # GPU rows are listed, not crashed on
-            assert any(r.status == "not available" and r.backend == "cuda" for r in app.latency.rows)
-            assert any("not available: " in " ".join(c) for c in model.latency_table(app.latency))
+        # GPU rows are listed as not available, with the reason, not crashed on
+        assert any(r.status == "not available" and r.backend == "cuda" for r in app.latency.rows)
+        assert any("not available: " in " ".join(c) for c in model.latency_table(app.latency))
 
 
 @run_async
@@ -129,11 +143,11 @@ async def test_invalid_block_refused(short_wav):
         assert "not valid for fft" in app.status_text
         await pilot.pause()
         assert any("not valid" in n.message for n in app._notifications)
-        if NO_GPU:  # a cuda variant cannot be chosen at all, and says why
-            variants = app.query_one("#variants")
-            opt = variants.get_option("cuda:tiled")
-            assert opt.disabled and "no usable CUDA GPU" in str(opt.prompt)
-            assert not app.choose_variant("tiled") and app.settings.variant == "fft"
+        # a cuda variant cannot be chosen at all, and says why
+        variants = app.query_one("#variants")
+        opt = variants.get_option("cuda:tiled")
+        assert opt.disabled and "CUDA disabled by SIGCONV_DISABLE_CUDA" in str(opt.prompt)
+        assert not app.choose_variant("tiled") and app.settings.variant == "fft"
 
 
 @run_async
@@ -261,7 +275,6 @@ def _no_blink(pilot):
     pilot.app.query_one("#variants").focus()
 
 
-@pytest.mark.skipif(not NO_GPU, reason="snapshots show the cpu-only machine (GPU variants disabled)")
 def test_snapshot_kernel_screen(snap_compare):
     """Snapshot: the main screen at 80x24 after loading a sample (controls, kernel picker, footer)."""
     app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST)
@@ -274,7 +287,6 @@ def test_snapshot_kernel_screen(snap_compare):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-@pytest.mark.skipif(not NO_GPU, reason="snapshots show the cpu-only machine (GPU variants disabled)")
 def test_snapshot_signal_screen(snap_compare):
     """Snapshot: the signal view (waveform, spectrograms, frequency response) after a run at 80x24."""
     app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
@@ -290,7 +302,6 @@ def test_snapshot_signal_screen(snap_compare):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-@pytest.mark.skipif(not NO_GPU, reason="snapshots show the cpu-only machine (GPU variants disabled)")
 def test_snapshot_latency_screen(snap_compare):
     """Snapshot: the latency table and bar chart (fixed timings), fastest highlighted, missing baselines listed."""
     app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
@@ -305,7 +316,6 @@ def test_snapshot_latency_screen(snap_compare):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
-@pytest.mark.skipif(not NO_GPU, reason="snapshots show the cpu-only machine (GPU variants disabled)")
 def test_snapshot_error_panel(snap_compare, tmp_path, monkeypatch):
     """Snapshot: the error panel after loading a broken file (a relative path, so the message is stable)."""
     monkeypatch.chdir(tmp_path)
