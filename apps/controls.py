@@ -33,7 +33,7 @@ class ControlPanel(VerticalScroll):
     def compose(self) -> ComposeResult:
         s = self.settings
         why = spectral_reason()
-        methods = [(label if key != "spectral" or not why else f"{label} (not available yet)", key)
+        methods = [(label if key != "spectral" or not why else f"{label} (not available)", key)
                    for key, label in METHODS]
         yield _row("Method", Select(methods, value=s.method, allow_blank=False, compact=True, id="method"))
         for name, label, kind in FIELDS:

@@ -12,8 +12,6 @@ import argparse
 import csv
 import datetime
 import io
-import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -200,7 +198,7 @@ def spectral_reason() -> Optional[str]:
             from sigconv import _spectral  # noqa: F401
         return None
     except ImportError:
-        return "not available yet (sigconv.spectral_denoise is being written)"
+        return "not available: this installation has no sigconv.spectral_denoise"
 
 
 def fit_band(s: Settings, fs: float) -> Settings:
@@ -605,26 +603,13 @@ def check_output(sig: Signal, out: Path) -> Optional[str]:
 
 def _atomic_write(out: Path, write: Callable[[Path], None], overwrite: bool) -> None:
     """Write through a temporary file beside ``out`` and rename (no partial output on failure)."""
+    from sigconv._atomic import atomic_output
     from sigconv._engine import OutputError
 
     if out.exists() and not overwrite:
         raise OutputError(f"{out}: already exists (confirm to overwrite)")
-    folder = out.parent if str(out.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=folder)
-        os.close(fd)
-    except OSError as exc:
-        raise OutputError(f"{folder}: output folder is not writable ({exc.strerror})") from None
-    tmp = Path(tmp)
-    try:
+    with atomic_output(out) as tmp:
         write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, result: Optional[RunResult] = None,

@@ -13,10 +13,7 @@ A block filter is any object with ``read_dtype``, ``preferred_frames``, ``proces
 
 from __future__ import annotations
 
-import os
 import queue
-import signal
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -26,18 +23,12 @@ from typing import Callable, Optional
 import numpy as np
 import soundfile as sf
 
+from ._atomic import atomic_output
+from ._errors import InputError, OutputError
 from .backends.cpu import OverlapSave
 
 __all__ = ["InputError", "OutputError", "AudioInfo", "probe", "pcm_spec", "BlockFilter", "CPUFileFilter",
            "filter_file", "FilterResult"]
-
-
-class InputError(Exception):
-    """Bad input data (exit code 1); the message is one line naming the file and the problem."""
-
-
-class OutputError(Exception):
-    """The output cannot be written (exit code 1)."""
 
 
 @dataclass
@@ -266,40 +257,12 @@ def filter_file(info: AudioInfo, out_path, make_filter: Callable[[AudioInfo, PCM
     folder = out_path.parent if str(out_path.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(f"{folder}: output folder does not exist")
-    # Ctrl-C is held back (blocked, not lost) from creating the temporary file until the handler that
-    # removes it is in place, so no interruption can leave a .part file behind.
-    masked = _hold_sigint()
-    try:
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".part", dir=folder)
-            os.close(fd)
-        except OSError as exc:
-            raise OutputError(f"{folder}: output folder is not writable ({exc.strerror})") from None
-        tmp = Path(tmp)
-        try:  # from here on, any exit but success removes the temporary file (Ctrl-C included)
-            _release_sigint(masked)
-            return _filter_into(info, out_path, tmp, spec, make_filter, progress, cancel, block_frames)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    finally:
-        _release_sigint(masked)
+    with atomic_output(out_path) as tmp:  # no partial output: renamed into place only when complete
+        return _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, out_path)
 
 
-def _hold_sigint() -> bool:
-    """Block SIGINT in the main thread (it stays pending); True when it was blocked here."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        return False
-    return signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-
-def _release_sigint(masked: bool) -> None:
-    """Unblock SIGINT if _hold_sigint blocked it; a pending Ctrl-C is raised at the next bytecode."""
-    if masked:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-def _filter_into(info, out_path, tmp, spec, make_filter, progress, cancel, block_frames) -> FilterResult:
+def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, out_path) -> FilterResult:
+    """Filter into ``tmp`` (atomic_output moves it into place); the result names the final ``out_path``."""
     _keep_freed_memory()
     t0 = time.perf_counter()
     flt = make_filter(info, spec)
@@ -395,16 +358,7 @@ def _filter_into(info, out_path, tmp, spec, make_filter, progress, cancel, block
         stop.set()
         for t in threads:
             t.join(timeout=5)
-        tmp.unlink(missing_ok=True)
         raise
     threads[0].join()
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600; give it an ordinary file's mode
-        os.replace(tmp, out_path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise OutputError(f"{out_path}: cannot move the finished output into place ({exc.strerror})") from None
     return FilterResult(info.frames, time.perf_counter() - t0, int(flt.clipped), out_path, info,
                         getattr(flt, "variant", None))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -179,32 +178,23 @@ def filter_columns(x: np.ndarray, taps, s: SimpleNamespace, warnings: list, name
 @contextmanager
 def atomic_output(out: Path, outdir: Path, inp: Path):
     """Yield a temporary path beside ``out``; rename it onto ``out`` on success, remove it on any error
-    (KeyboardInterrupt included)."""
+    (KeyboardInterrupt included). The output path is checked before and again just before the rename."""
+    from .._atomic import atomic_output as _atomic_output
     from .discovery import output_problem
 
     why = output_problem(inp, out, outdir)
     if why:
         raise OutputError(why)
     out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
-        os.close(fd)
-    except OSError as exc:
-        raise OutputError(f"{out.parent}: output folder is not writable ({exc.strerror})") from None
-    tmp = Path(tmp)
-    try:
-        yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+
+    def recheck():
         why = output_problem(inp, out, outdir)  # again: a link may have appeared meanwhile
         if why:
             raise OutputError(why)
         _hook(inp.name, "rename")
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    with _atomic_output(out, before_replace=recheck) as tmp:
+        yield tmp
 
 
 def _check_length(taps, frames, fs, path):

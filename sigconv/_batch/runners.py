@@ -176,11 +176,16 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
             clean = not broken
         finally:
             if not clean:
-                for p in list((getattr(pool, "_processes", None) or {}).values()):
+                procs = list((getattr(pool, "_processes", None) or {}).values())
+                for p in procs:
                     try:
                         p.terminate()  # SIGTERM -> SystemExit in the worker: temp files removed
                     except Exception:  # noqa: BLE001
                         pass
+                # let them exit before the pool closes its queues: a worker still reading its call queue
+                # when the pipe closes dies with EOFError and prints a traceback
+                for p in procs:
+                    p.join(timeout=10)
             pool.shutdown(wait=True, cancel_futures=True)
             gq.close()
 
