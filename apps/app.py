@@ -10,7 +10,7 @@ from typing import Callable, Optional
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 
 from . import model

@@ -10,7 +10,6 @@ import argparse
 import math
 import os
 import sys
-import threading
 from pathlib import Path
 
 from ._version import __version__
@@ -322,7 +321,6 @@ def cmd_denoise(args) -> int:
     if note and not args.quiet:
         print(note, file=sys.stderr)
 
-    cancel = threading.Event()
     show = not args.quiet and info.duration >= PROGRESS_MIN_SECONDS and sys.stderr.isatty()
     progress_cb, bar = None, None
     if show:
@@ -339,7 +337,7 @@ def cmd_denoise(args) -> int:
     try:
         if bar:
             bar.start()
-        res = filter_file(info, out, make, overwrite=args.force, progress=progress_cb, cancel=cancel)
+        res = filter_file(info, out, make, overwrite=args.force, progress=progress_cb)
     finally:
         if bar:
             bar.stop()

@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 
 import sigconv
-from conftest import ROOT, SAMPLES, run_cli, write_audio
+from conftest import SAMPLES, run_cli, write_audio
 
 
 def _one_line_error(r, code, needle):

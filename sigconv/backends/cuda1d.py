@@ -10,7 +10,6 @@ CuPy is imported inside functions only: importing this module registers the vari
 from __future__ import annotations
 
 import hashlib
-import math
 import threading
 from collections import OrderedDict
 
