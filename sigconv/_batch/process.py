@@ -204,8 +204,10 @@ def _check_length(taps, frames, fs, path):
 
 
 def _do_table(task, s, inp, out, outdir, res):
-    from . import formats
+    from . import formats, stream
 
+    if stream.wanted(inp, task["kind"]) and stream.do_table(task, s, inp, out, outdir, res):
+        return  # streamed (large files); else redone here, in memory
     table, tc = formats.read_table(inp, task["kind"], s.time_column)
     warnings = res["warnings"]
     if tc is None:

@@ -1,0 +1,337 @@
+"""Large CSV / Parquet logs filtered in a stream: memory bounded by a few blocks, not by the file.
+
+Used for tables of at least ``STREAM_MIN_BYTES`` (smaller ones take the simple in-memory path of
+``process._do_table``). The result is the one the in-memory path gives: byte for byte for CSV, value
+for value for Parquet (its row groups may be cut differently).
+
+Two passes:
+
+1. The time column alone (``include_columns`` / ``columns=[...]``) is read to infer the rate and
+   report irregular or non-monotonic timestamps, with the same functions as the in-memory path. It
+   also gives the row count. Skipped only when there is no time column (``--fs``).
+2. Record batches (``pyarrow.csv.open_csv`` blocks of ``CSV_BLOCK_BYTES``;
+   ``ParquetFile.iter_batches`` of ``PARQUET_BATCH_ROWS``) go through one block filter over all
+   chosen channels, its state carried across batches. The filter is fed exactly the blocks
+   ``process.filter_into`` feeds it (``preferred_frames`` rows from row 0, then the remainder, then
+   ``finish()``), because overlap-save output depends on the block cut in its last bits, and the CSV
+   text of a float64 shows every bit. The zero-phase delay makes outputs lag inputs by (K-1)/2
+   rows: the input batches wait in a queue (their pass-through columns) until their filtered values
+   exist, and are written as soon as they do (``CSVWriter`` / ``ParquetWriter``), into the atomic
+   temporary output.
+
+Whenever the stream cannot promise the in-memory result, it gives up (``Fallback``; the temporary
+output is removed) and the file is redone in memory, exactly as before:
+- a gap (null, NaN or inf) in a filtered channel: ``--gaps split|interpolate`` are in-memory only;
+- a CSV value that does not convert to the type inferred from the first block (``read_csv`` unifies
+  the types of all blocks: an integer column holding a decimal later becomes float64 there), or a
+  ``--columns`` choice refused on the first block's types.
+A CSV value that needs quoting restarts the stream with ``quoting_style="needed"`` (what
+``formats.write_table`` falls back to).
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from .._engine import InputError
+
+#: Tables at least this large (bytes) are streamed.
+STREAM_MIN_BYTES = 64 << 20
+#: CSV block read at a time. The same as ``pyarrow.csv.read_csv``'s, so the first block (whose
+#: inferred types the stream keeps) is the first block ``read_csv`` infers from.
+CSV_BLOCK_BYTES = 1 << 20
+#: Parquet rows per record batch.
+PARQUET_BATCH_ROWS = 1 << 16
+
+
+class Fallback(Exception):
+    """The stream cannot give the in-memory result for this file; redo it in memory."""
+
+
+class _NeedsQuoting(Exception):
+    pass
+
+
+def wanted(path: Path, kind: str) -> bool:
+    try:
+        return kind in ("csv", "parquet") and path.stat().st_size >= STREAM_MIN_BYTES
+    except OSError:
+        return False
+
+
+def _unreadable(path, kind, exc) -> InputError:
+    what = "CSV" if kind == "csv" else "Parquet"
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InputError(f"{path}: not a readable {what} file ({msg})")
+
+
+class _Source:
+    """One table file: its time column name, the time column alone, and its record batches."""
+
+    def __init__(self, path: Path, kind: str, time_column: Optional[str]):
+        import pyarrow as pa
+
+        from . import formats
+
+        self.path, self.kind = path, kind
+        try:
+            if kind == "csv":
+                names = formats._csv_header(path)
+                self.tc = formats.detect_time_column(names, None, time_column, path)
+                self.rows = None
+            else:
+                import pyarrow.parquet as pq
+
+                self.pf = pq.ParquetFile(path)
+                schema = self.pf.schema_arrow
+                self.tc = formats.detect_time_column(schema.names, schema.types, time_column, path)
+                self.rows = self.pf.metadata.num_rows
+        except InputError:
+            raise
+        except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
+            raise _unreadable(path, kind, exc) from None
+        if self.rows == 0:
+            raise InputError(f"{path}: holds no data rows")
+
+    def _convert(self, include=None):
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        types = {self.tc: pa.string()} if self.tc is not None else {}
+        return pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                   **({"include_columns": include} if include else {}))
+
+    def time_column(self):
+        """The time column alone (as the in-memory path types it)."""
+        import pyarrow as pa
+
+        try:
+            if self.kind == "csv":
+                import pyarrow.csv as pcsv
+
+                reader = pcsv.open_csv(self.path, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+                                       convert_options=self._convert([self.tc]))
+                col = pa.chunked_array([b.column(0) for b in reader], type=pa.string())
+            else:
+                col = self.pf.read(columns=[self.tc]).column(0)
+        except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
+            raise _unreadable(self.path, self.kind, exc) from None
+        if len(col) == 0:
+            raise InputError(f"{self.path}: holds no data rows")
+        self.rows = len(col)
+        return col
+
+    def open(self):
+        """(schema, iterator of record batches)."""
+        import pyarrow as pa
+
+        try:
+            if self.kind == "csv":
+                import pyarrow.csv as pcsv
+
+                reader = pcsv.open_csv(self.path, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+                                       convert_options=self._convert())
+                return reader.schema, iter(reader)
+            return self.pf.schema_arrow, self.pf.iter_batches(batch_size=PARQUET_BATCH_ROWS)
+        except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
+            raise _unreadable(self.path, self.kind, exc) from None
+
+
+def out_schema(schema, chans):
+    """The output schema: each channel float32 if it was float32, else float64 (as formats.replace_column)."""
+    import pyarrow as pa
+
+    for c in chans:
+        old = schema.field(c)
+        typ = pa.float32() if old.type == pa.float32() else pa.float64()
+        schema = schema.set(schema.get_field_index(c), pa.field(c, typ, metadata=old.metadata))
+    return schema
+
+
+def channel_block(rb, chans) -> np.ndarray:
+    """(rows, C) float64 of the channels of record batch ``rb`` (nulls as NaN), as formats.column_values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    x = np.empty((rb.num_rows, len(chans)), np.float64)
+    for j, c in enumerate(chans):
+        x[:, j] = pc.fill_null(pc.cast(rb.column(c), pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+    return x
+
+
+class _Writer:
+    """CSV (the header line as formats.write_table writes it, then CSVWriter rows) or ParquetWriter."""
+
+    def __init__(self, tmp: Path, kind: str, schema, quoting: str):
+        import pyarrow as pa
+
+        self.kind, self.schema = kind, schema
+        self._ArrowInvalid = pa.ArrowInvalid
+        if kind == "csv":
+            import csv
+
+            import pyarrow.csv as pcsv
+
+            head = io.StringIO()
+            csv.writer(head, lineterminator="\n").writerow(schema.names)
+            self.f = open(tmp, "wb")
+            self.f.write(head.getvalue().encode())
+            self.w = pcsv.CSVWriter(self.f, schema, write_options=pcsv.WriteOptions(include_header=False,
+                                                                                   quoting_style=quoting))
+        else:
+            import pyarrow.parquet as pq
+
+            self.f = None
+            self.w = pq.ParquetWriter(tmp, schema)
+
+    def write(self, table) -> None:
+        try:
+            self.w.write_table(table)
+        except self._ArrowInvalid:
+            if self.kind == "csv":
+                raise _NeedsQuoting from None
+            raise
+
+    def close(self) -> None:
+        try:
+            self.w.close()
+        finally:
+            if self.f is not None:
+                self.f.close()
+
+
+def _pump(batches, chans, flt, writer, schema_out, path) -> int:
+    """Filter the record batches through ``flt`` and write them; returns the rows written.
+
+    in_x: channel rows read but not yet filtered (less than one filter block); pending: the input
+    batches whose filtered values are not all out yet (the filter lags by its delay)."""
+    import pyarrow as pa
+
+    bf = int(flt.preferred_frames)
+    in_x: list = []  # (rows, C) float64 pieces, fewer than bf rows in all
+    in_rows = 0
+    pending: collections.deque = collections.deque()  # record batches waiting for their filtered values
+    written = 0
+    types = [schema_out.field(c).type for c in chans]
+    idx = [schema_out.get_field_index(c) for c in chans]
+
+    def emit(y: np.ndarray) -> None:
+        """Write len(y) rows: the oldest pending input rows with their channels replaced by y."""
+        nonlocal written
+        pieces, used = [], 0
+        while used < y.shape[0]:
+            rb = pending[0]
+            m = min(rb.num_rows, y.shape[0] - used)
+            part = rb.slice(0, m)
+            if m == rb.num_rows:
+                pending.popleft()
+            else:
+                pending[0] = rb.slice(m)
+            cols = list(part.columns)
+            for j, (i, typ) in enumerate(zip(idx, types)):
+                cols[i] = pa.array(y[used:used + m, j].astype(typ.to_pandas_dtype()), type=typ)
+            pieces.append(pa.RecordBatch.from_arrays(cols, schema=schema_out))
+            used += m
+        if pieces:
+            writer.write(pa.Table.from_batches(pieces, schema=schema_out))
+            written += y.shape[0]
+
+    def run(block: np.ndarray) -> None:
+        y = flt.process(np.ascontiguousarray(block, dtype=flt.read_dtype))
+        if y.shape[0]:
+            emit(np.asarray(y, dtype=np.float64))
+
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        x = channel_block(rb, chans)
+        if not np.isfinite(x).all():
+            raise Fallback("a gap in a filtered channel")
+        pending.append(rb)
+        in_x.append(x)
+        in_rows += x.shape[0]
+        while in_rows >= bf:  # exactly the blocks filter_into cuts: bf rows from row 0
+            buf = np.concatenate(in_x) if len(in_x) > 1 else in_x[0]
+            run(buf[:bf])
+            rest = buf[bf:]
+            in_x, in_rows = ([rest] if rest.shape[0] else []), rest.shape[0]
+    if in_rows:
+        run(np.concatenate(in_x) if len(in_x) > 1 else in_x[0])
+    tail = flt.finish()
+    if tail.shape[0]:
+        emit(np.asarray(tail, dtype=np.float64))
+    if pending:
+        raise RuntimeError(f"{path}: block filter left {sum(b.num_rows for b in pending)} rows unfiltered")
+    if written == 0:
+        raise InputError(f"{path}: holds no data rows")
+    return written
+
+
+def do_table(task, s, inp: Path, out: Path, outdir: Path, res) -> bool:
+    """Filter table ``inp`` in a stream. True when done; False when it must be redone in memory
+    (nothing written, nothing added to ``res``). Raises InputError / OutputError / ValueError as
+    the in-memory path does."""
+    import pyarrow as pa
+
+    from . import formats
+    from .process import _check_length, atomic_output, make_block_filter, taps_for
+
+    kind = task["kind"]
+    src = _Source(inp, kind, s.time_column)
+    tc = src.tc
+    warnings: list = []
+    if tc is None:
+        if s.fs is None:
+            raise InputError(f"{inp}: no time column found (looked for {', '.join(formats.TIME_NAMES[:4])}, ...); "
+                             "pass --time-column or --fs")
+        fs = float(s.fs)
+    else:
+        col = src.time_column()
+        t = formats.time_seconds(col, tc, inp)
+        del col
+        fs, w = formats.infer_rate(t, inp, s.fs)
+        del t
+        warnings.extend(w)
+    schema, batches = src.open()
+    try:
+        chans = formats.choose_channels(schema.empty_table(), tc, s.columns, inp)
+    except InputError:
+        if kind == "csv":  # judged on the first block's types: let read_csv's types judge
+            return False
+        raise
+    taps, desc = taps_for(s, fs)
+    if src.rows is not None:
+        _check_length(taps, src.rows, fs, inp)
+    schema_out = out_schema(schema, chans)
+    quoting = "none"
+    while True:
+        try:
+            with atomic_output(out, outdir, inp) as tmp:
+                writer = _Writer(tmp, kind, schema_out, quoting)
+                try:
+                    flt = make_block_filter(taps, len(chans), s)
+                    try:
+                        n = _pump(batches, chans, flt, writer, schema_out, inp)
+                    except pa.ArrowInvalid as exc:  # reading: a bad row, or a value the first block's
+                        if kind == "csv":  # types do not take: read_csv has the final word
+                            raise Fallback(str(exc)) from None
+                        raise _unreadable(inp, kind, exc) from None
+                finally:
+                    writer.close()
+                _check_length(taps, n, fs, inp)
+            break
+        except _NeedsQuoting:
+            if quoting == "needed":
+                raise
+            quoting = "needed"
+            schema, batches = src.open()
+        except Fallback:
+            return False
+    res["warnings"].extend(warnings)
+    res.update(fs=fs, filter=desc, frames=n, channels=chans, time_column=tc, streamed=True)
+    return True
