@@ -750,3 +750,14 @@ def test_gpu_streamed_equals_in_memory(tmp_path, monkeypatch, small_blocks, caps
                 assert rel_err(a.column(c).to_numpy(), b.column(c).to_numpy()) < 1e-6, (name, c)
             else:
                 assert a.column(c).equals(b.column(c)), (name, c)
+
+
+def test_timestamp_column_with_a_missing_value():
+    """Epoch-nanosecond timestamps with a null: seconds relative to the first row, NaN where missing, exact."""
+    import pyarrow as pa
+
+    from sigconv._batch.formats import time_seconds
+
+    col = pa.array([1_700_000_000_000_000_000, None, 1_700_000_000_010_000_001], type=pa.timestamp("ns"))
+    t = time_seconds(col, "t", "x.parquet")
+    assert t[0] == 0.0 and np.isnan(t[1]) and t[2] == 0.010000001

@@ -128,11 +128,15 @@ def time_seconds(col, name: str, path) -> np.ndarray:
                 col = pc.cast(col, pa.timestamp("ns"))
             t = col.type
         if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            # int64 nanoseconds, relative to the first valid row before going to float64 (epoch
+            # nanoseconds do not fit a float64 exactly); missing values become NaN
             ns = pc.cast(pc.cast(col, pa.timestamp("ns")), pa.int64())
-            v = ns.to_numpy(zero_copy_only=False).astype(np.float64) if ns.null_count == 0 else \
-                pc.fill_null(pc.cast(ns, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
-            first = v[np.isfinite(v)][0] if np.isfinite(v).any() else 0.0
-            return (v - first) / 1e9
+            valid = np.asarray(pc.is_valid(ns).to_numpy(zero_copy_only=False), dtype=bool)
+            ints = pc.fill_null(ns, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+            first = ints[valid][0] if valid.any() else 0
+            v = (ints - first).astype(np.float64) / 1e9
+            v[~valid] = np.nan
+            return v
         if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
             return pc.fill_null(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
