@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime
 import io
 import threading
 import time
@@ -465,22 +464,20 @@ def measure_latency(sig: Signal, s: Settings, *, budget: float = 0.2, reps: int 
     else:
         S = spectrogram(sig.data[0, :max_frames])
         case = _case_2d(S, s.smooth)
-    ns = argparse.Namespace(variants=None, peers=None, blocks=None, budget=budget, reps=reps, seed=0,
-                            max_direct_macs=4e11)
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ctx = bench._Ctx(args=ns, op=op, dtype="float32", date=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                     start=time.perf_counter(), deadline=None)
     gpu_ok = _devices.cuda_reason() is None
-    ctx.device["cpu"] = "cpu"
-    ctx.device["cuda"] = _devices.gpu_name() if gpu_ok else None
-    for be in ("cuda", "cpu"):
-        if cancel is not None and cancel.is_set():
-            raise CancelledError
+
+    def variants_for(be):
         # the chosen backend's variants; the other's only when they cannot run (listed with why)
-        ns.variants = None if (be == s.backend or (be == "cuda" and not gpu_ok)) else []
-        bench._run_group(ctx, case, be)
-    bench._ratios(ctx.records)
-    return Latency(op, case.label, latency_rows(ctx.records, s), date=ctx.date)
+        return None if (be == s.backend or (be == "cuda" and not gpu_ok)) else []
+
+    def should_stop():
+        return cancel is not None and cancel.is_set()
+
+    records, meta = bench.measure(op, case, ("cuda", "cpu"), variants_for=variants_for, budget=budget, reps=reps,
+                                  should_stop=should_stop)
+    if should_stop():
+        raise CancelledError
+    return Latency(op, case.label, latency_rows(records, s), date=meta["date"])
 
 
 def latency_rows(records: list, s: Settings) -> list:
@@ -659,12 +656,12 @@ def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, resul
 
         make, desc = file_filter_factory(args, info, backend)
     else:
-        from sigconv.cli import _make_file_filter
+        from sigconv.cli import make_file_filter
 
         taps, desc = design(s, info.samplerate)
         if taps.size > info.frames:
             raise ValueError(f"the filter ({taps.size} taps) is longer than the file ({info.frames} frames)")
-        make = _make_file_filter(backend, taps, args)
+        make = make_file_filter(backend, taps, args)
     cb = (lambda done: progress(done / info.frames)) if progress else None
     try:
         res = filter_file(info, out, make, overwrite=overwrite, progress=cb, cancel=cancel)

@@ -795,6 +795,33 @@ def _ratios(records: list) -> None:
             r["speedup_vs_best_peer"] = b[0] / r["ms_median"]
 
 
+def measure(op: str, case, backends=("cuda", "cpu"), *, variants_for: Optional[Callable] = None,
+            budget: float = 0.4, reps: int = 200, dtype: str = "float32",
+            should_stop: Optional[Callable[[], bool]] = None) -> tuple[list, dict]:
+    """Time one case with `sigconv bench`'s method, for callers other than the command line (the TUI).
+
+    ``case`` is a Case1D / Case2D (or an object with their interface, such as one built on real data);
+    ``variants_for(backend)`` gives the sigconv variant names to run on that backend (None: all, []:
+    none, so only the peers run). Every row is checked against float64 before it is timed, as in the
+    command. ``should_stop()`` is asked between backends. Returns (records with the speed-up ratios
+    filled in, {backend: device name}).
+    """
+    ns = argparse.Namespace(variants=None, peers=None, blocks=None, budget=budget, reps=reps, seed=0,
+                            max_direct_macs=4e11)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ctx = _Ctx(args=ns, op=op, dtype=dtype, date=now.strftime("%Y-%m-%dT%H:%M:%SZ"), start=time.perf_counter(),
+               deadline=None)
+    ctx.device["cpu"] = "cpu"
+    ctx.device["cuda"] = _devices.gpu_name() if _devices.cuda_reason() is None else None
+    for be in backends:
+        if should_stop is not None and should_stop():
+            break
+        ns.variants = variants_for(be) if variants_for is not None else None
+        _run_group(ctx, case, be)
+    _ratios(ctx.records)
+    return ctx.records, {"date": ctx.date, **ctx.device}
+
+
 def _find(records, **kw):
     for r in records:
         if all(r.get(k) == v for k, v in kw.items()) and r["status"] == "ok" and r["ms_median"]:

@@ -232,7 +232,9 @@ def _default_output(inp: Path) -> Path:
     return inp.with_name(f"{inp.stem}.denoised{inp.suffix}")
 
 
-def _make_file_filter(backend: str, taps, args):
+def make_file_filter(backend: str, taps, args):
+    """``make(info, spec) -> block filter`` for the FIR ``taps`` on ``backend`` ("cpu" or "cuda"), with
+    ``args.phase``, ``args.variant`` and ``args.block``; shared by denoise, batch and the TUI."""
     from ._engine import CPUFileFilter
 
     if backend == "cpu":
@@ -315,7 +317,7 @@ def cmd_denoise(args) -> int:
                              f"than the file ({info.frames} frames, {info.duration:.3g} s); use fewer --taps or a "
                              "wider --transition")
         desc = f"{desc} ({taps.size} taps, {args.phase} phase)"
-        make = _make_file_filter(backend, taps, args)
+        make = make_file_filter(backend, taps, args)
     if backend == "cpu" and args.block is not None:
         note = (note + "; " if note else "") + "--block applies to the cuda backend only and is ignored on cpu"
     if note and not args.quiet:

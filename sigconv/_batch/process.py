@@ -262,7 +262,7 @@ def _do_npy(task, s, inp, out, outdir, res):
 
 def _do_audio(task, s, inp, out, outdir, res):
     from .._engine import filter_file, probe
-    from ..cli import _make_file_filter
+    from ..cli import make_file_filter
 
     info = probe(inp)
     fs = float(info.samplerate)
@@ -274,7 +274,7 @@ def _do_audio(task, s, inp, out, outdir, res):
     else:
         taps, desc = taps_for(s, fs)
         _check_length(taps, info.frames, fs, inp)
-        make = _make_file_filter(backend, taps, s)
+        make = make_file_filter(backend, taps, s)
     from .discovery import output_problem
 
     why = output_problem(inp, out, outdir)
