@@ -12,7 +12,7 @@
 # stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
 # T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
 # stages still run; the exit status is non-zero if any stage failed. A compact summary comes last.
-# Other knobs: PYTEST_ARGS (default -x; e.g. "-n 8 --maxfail=50" with pytest-xdist), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_conv2d.py,
+# Other knobs: PYTEST_ARGS (default "-n 12" with pytest-xdist, else -x), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py,
 # those that exist), E2E_DURATION (seconds of audio, default 3600), BENCH1D_ARGS / BENCH2D_ARGS
 # (extra options for sigconv bench).
 
@@ -46,7 +46,7 @@ for s in $ALL; do
   case " $SEL " in *" $s "*) STAGE_LIST="$STAGE_LIST $s" ;; esac
 done
 
-weight() { case "$1" in info) echo 1 ;; tests) echo 6 ;; sanitize) echo 4 ;; bench1d) echo 6 ;; bench2d) echo 4 ;; e2e) echo 3 ;; esac; }
+weight() { case "$1" in info) echo 1 ;; tests) echo 8 ;; sanitize) echo 3 ;; bench1d) echo 5 ;; bench2d) echo 4 ;; e2e) echo 3 ;; esac; }
 BUDGET="${GPU_CHECK_BUDGET:-540}"
 T0=$(date +%s)
 
@@ -100,9 +100,13 @@ for op in ("conv1d", "conv2d"):
 EOF
 }
 
+# pytest-xdist spreads the per-variant grids over workers (the 1-D grid takes about 8 minutes serially on an
+# H200, 2026-11-30); without it, stop at the first failure
+if "$PY" -c "import xdist" >/dev/null 2>&1; then DEFAULT_PYTEST_ARGS="-n 12 -p no:benchmark"; else DEFAULT_PYTEST_ARGS="-x"; fi
+
 stage_tests() {
   local T="$1" files="" f rc=0 end
-  for f in ${TEST_FILES:-tests/test_cuda1d.py tests/test_cuda2d.py tests/test_conv2d.py}; do
+  for f in ${TEST_FILES:-tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py}; do
     [ -f "$f" ] && files="$files $f"
   done
   if [ -z "$files" ]; then echo "no GPU test files found"; NOTE[tests]="no test files"; return 1; fi
@@ -113,7 +117,7 @@ stage_tests() {
     local name; name=$(basename "$f" .py)
     echo "--- pytest $f (limit ${left}s)"
     # shellcheck disable=SC2086
-    timeout -k 10 "$left" "$PY" -m pytest -m gpu -q ${PYTEST_ARGS:--x} --timeout=600 -p no:cacheprovider -rfEs \
+    timeout -k 10 "$left" "$PY" -m pytest -m gpu -q ${PYTEST_ARGS:-$DEFAULT_PYTEST_ARGS} --timeout=600 -p no:cacheprovider -rfEs \
       --junitxml="$WORK/junit-$name.xml" "$f" 2>&1 | tee "$WORK/tests-$name.log"
     local r=${PIPESTATUS[0]}
     [ "$r" -eq 5 ] && { echo "(no gpu tests selected in $f)"; r=0; }
