@@ -175,11 +175,31 @@ def _padded(x: np.ndarray, py: int, px: int, Hn: int, Wn: int) -> np.ndarray:
 
 
 def corr2d_direct(x, w, bias, stride, pad, out_hw, block=None):
-    """Shift-and-add: for each tap (i, j), one tensordot over input channels."""
+    """Shift-and-add: for each tap (i, j), one tensordot over input channels. One channel in and out
+    at stride 1 (spectrogram smoothing) goes through scipy.ndimage.correlate instead: one C pass over
+    the image rather than kH*kW NumPy passes."""
     N, Cin, H, W = x.shape
     Cout, _, kH, kW = w.shape
     sy, sx = stride
     Ho, Wo = out_hw
+    if N == 1 and Cin == 1 and Cout == 1 and stride == (1, 1):
+        import scipy.ndimage
+
+        py, px = pad
+        if 0 <= py < kH and 0 <= px < kW and Ho <= H and Wo <= W:
+            # "same"-like windows: ndimage's origin shifts the kernel centre (kH//2) to the pad, so the
+            # image itself is the input (zero outside it) and no padded copy is made
+            full = scipy.ndimage.correlate(x[0, 0], w[0, 0], mode="constant", cval=0.0,
+                                           origin=(py - kH // 2, px - kW // 2))
+            y = full[:Ho, :Wo]
+        else:  # on the padded canvas, where ndimage centres the window starting at (r, c)
+            cv = _padded(x, pad[0], pad[1], Ho - 1 + kH, Wo - 1 + kW)[0, 0]
+            full = scipy.ndimage.correlate(cv, w[0, 0], mode="constant", cval=0.0)
+            y = full[kH // 2:kH // 2 + Ho, kW // 2:kW // 2 + Wo]
+        y = np.ascontiguousarray(y, dtype=x.dtype)[None, None]
+        if bias is not None:
+            y = y + np.asarray(bias, x.dtype)[None, :, None, None]
+        return y
     xp = _padded(x, pad[0], pad[1], (Ho - 1) * sy + kH, (Wo - 1) * sx + kW)
     y = np.zeros((N, Cout, Ho, Wo), dtype=x.dtype)
     for i in range(kH):
