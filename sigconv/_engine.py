@@ -282,6 +282,15 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
                 continue
         return False
 
+    def get(q):
+        """Next item, or None once ``stop`` is set and nothing is waiting."""
+        while True:
+            try:
+                return q.get(timeout=0.1)
+            except queue.Empty:
+                if stop.is_set():
+                    return None
+
     def reader():
         try:
             with sf.SoundFile(str(info.path)) as f:
@@ -310,12 +319,9 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
             with sf.SoundFile(str(tmp), "w", samplerate=info.samplerate, channels=info.channels,
                               format=info.format, subtype=info.subtype, endian=info.endian) as f:
                 while True:
-                    try:
-                        item = q_out.get(timeout=0.1)
-                    except queue.Empty:
-                        if stop.is_set():
-                            return
-                        continue
+                    item = get(q_out)
+                    if item is None:
+                        return
                     if item is _STOP:
                         break
                     f.write(item)
@@ -335,12 +341,9 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
         while True:
             if cancel is not None and cancel.is_set():
                 raise KeyboardInterrupt
-            try:
-                blk = q_in.get(timeout=0.1)
-            except queue.Empty:
-                if stop.is_set():
-                    break
-                continue
+            blk = get(q_in)
+            if blk is None:
+                break
             if blk is _STOP:
                 tail = flt.finish()
                 if tail.shape[0]:
