@@ -283,3 +283,32 @@ def test_cuda_file_seams(tmp_path, rng):
     assert r.returncode == 0, r.stderr
     y = sf.read(str(out), dtype="float64", always_2d=True)[0].T
     assert rel_err(y, ref) <= 1e-5
+
+
+def test_long_file_streams_with_bounded_memory(tmp_path):
+    """Ten minutes at 48 kHz through `denoise --method spectral`: peak RSS stays under 300 MB (the whole-array
+    STFT alone would take about 470 MB of complex64), and the output has every frame."""
+    import subprocess
+    import sys
+
+    import soundfile as sf
+
+    from conftest import ROOT
+
+    src = tmp_path / "ten_min.wav"
+    rng = np.random.default_rng(3)
+    block = (rng.standard_normal(48000 * 60) * 2000).astype(np.int16)
+    with sf.SoundFile(str(src), "w", 48000, 1, subtype="PCM_16") as f:
+        for m in range(10):
+            f.write(np.roll(block, m * 977))
+    out = tmp_path / "out.wav"
+    code = ("import resource, subprocess, sys, os;"
+            "r=subprocess.run([sys.executable,'-m','sigconv','denoise',sys.argv[2],'-o',sys.argv[3],'--method',"
+            "'spectral','--quiet'],env=dict(os.environ,PYTHONPATH=sys.argv[1]));"
+            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, str(ROOT), str(src), str(out)], capture_output=True, text=True,
+                       timeout=600)
+    rc, peak_kb = map(int, r.stdout.split())
+    assert rc == 0, r.stderr
+    assert sf.info(str(out)).frames == 48000 * 600
+    assert peak_kb < 300 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
