@@ -145,6 +145,17 @@ def time_seconds(col, name: str, path) -> np.ndarray:
                      "pass --time-column or --fs")
 
 
+def file_rate(tc: Optional[str], time_column, fs_asked: Optional[float], path) -> tuple[float, list]:
+    """(sample rate, warnings) of a table: from the time column (``time_column()`` returns it; read only when
+    there is one) by its median spacing, else ``--fs``; InputError when neither exists."""
+    if tc is None:
+        if fs_asked is None:
+            raise InputError(f"{path}: no time column found (looked for {', '.join(TIME_NAMES[:4])}, ...); "
+                             "pass --time-column or --fs")
+        return float(fs_asked), []
+    return infer_rate(time_seconds(time_column(), tc, path), path, fs_asked)
+
+
 def nice_rate(fs: float) -> float:
     """Round a rate inferred from float timestamps (100.00000000000001 -> 100)."""
     r = round(fs)

@@ -210,15 +210,8 @@ def _do_table(task, s, inp, out, outdir, res):
         return  # streamed (large files); else redone here, in memory
     table, tc = formats.read_table(inp, task["kind"], s.time_column)
     warnings = res["warnings"]
-    if tc is None:
-        if s.fs is None:
-            raise InputError(f"{inp}: no time column found (looked for {', '.join(formats.TIME_NAMES[:4])}, ...); "
-                             "pass --time-column or --fs")
-        fs = float(s.fs)
-    else:
-        t = formats.time_seconds(table.column(tc), tc, inp)
-        fs, w = formats.infer_rate(t, inp, s.fs)
-        warnings.extend(w)
+    fs, w = formats.file_rate(tc, lambda: table.column(tc), s.fs, inp)
+    warnings.extend(w)
     chans = formats.choose_channels(table, tc, s.columns, inp)
     taps, desc = taps_for(s, fs)
     _check_length(taps, table.num_rows, fs, inp)

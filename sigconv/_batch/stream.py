@@ -285,18 +285,8 @@ def do_table(task, s, inp: Path, out: Path, outdir: Path, res) -> bool:
     src = _Source(inp, kind, s.time_column)
     tc = src.tc
     warnings: list = []
-    if tc is None:
-        if s.fs is None:
-            raise InputError(f"{inp}: no time column found (looked for {', '.join(formats.TIME_NAMES[:4])}, ...); "
-                             "pass --time-column or --fs")
-        fs = float(s.fs)
-    else:
-        col = src.time_column()
-        t = formats.time_seconds(col, tc, inp)
-        del col
-        fs, w = formats.infer_rate(t, inp, s.fs)
-        del t
-        warnings.extend(w)
+    fs, w = formats.file_rate(tc, src.time_column, s.fs, inp)  # first pass: the time column only
+    warnings.extend(w)
     schema, batches = src.open()
     try:
         chans = formats.choose_channels(schema.empty_table(), tc, s.columns, inp)
