@@ -77,3 +77,17 @@ def run_cli(*args, cwd=None, env=None, timeout=300):
         e.update(env)
     return subprocess.run([sys.executable, "-m", "sigconv", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env=e, timeout=timeout)
+
+
+def cli_peak_rss(*args, timeout=600):
+    """Run `python -m sigconv ARGS` under a fresh parent whose only child it is, so that RUSAGE_CHILDREN is that
+    child's peak: returns (exit code, peak RSS in kB, parent's stderr)."""
+    import subprocess
+
+    code = ("import resource, subprocess, sys, os;"
+            "r=subprocess.run([sys.executable,'-m','sigconv',*sys.argv[2:]],env=dict(os.environ,PYTHONPATH=sys.argv[1]));"
+            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, str(ROOT), *map(str, args)], capture_output=True, text=True,
+                       timeout=timeout)
+    rc, peak_kb = map(int, r.stdout.split())
+    return rc, peak_kb, r.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, SAMPLES, run_cli, write_audio
+from conftest import ROOT, SAMPLES, cli_peak_rss, run_cli, write_audio
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.csv as pcsv  # noqa: E402
@@ -715,15 +715,8 @@ def test_streamed_csv_peak_memory_bounded(tmp_path):
     size = src.stat().st_size
     assert size > 2 * stream.STREAM_MIN_BYTES
     out = tmp_path / "out"
-    code = ("import resource, subprocess, sys, os;"
-            "env=dict(os.environ, PYTHONPATH=sys.argv[1]);"
-            "r=subprocess.run([sys.executable,'-m','sigconv','batch',sys.argv[2],'-o',sys.argv[3],'--backend','cpu',"
-            "'-q'],env=env);"
-            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    r = subprocess.run([sys.executable, "-c", code, str(ROOT), str(src), str(out)], capture_output=True, text=True,
-                       timeout=300)
-    rc, peak_kb = map(int, r.stdout.split())
-    assert rc == 0, r.stderr
+    rc, peak_kb, err = cli_peak_rss("batch", src, "-o", out, "--backend", "cpu", "-q", timeout=300)
+    assert rc == 0, err
     print(f"peak RSS {peak_kb / 1024:.0f} MB for a {size / 1e6:.0f} MB CSV")
     assert peak_kb < 400 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
     y = pcsv.read_csv(out / "big.csv", convert_options=pcsv.ConvertOptions(include_columns=["ch0", "timestamp"],

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import soundfile as sf
 
-from conftest import ROOT
+from conftest import cli_peak_rss
 
 
 def test_one_hour_file_peak_rss_under_300_mb(tmp_path):
@@ -20,18 +17,9 @@ def test_one_hour_file_peak_rss_under_300_mb(tmp_path):
         for m in range(seconds // 60):
             f.write(np.roll(block, m * 977) // (1 + m % 3))
     assert sf.info(str(src)).frames == fs * seconds
-    # a fresh parent whose only child is the denoise, so RUSAGE_CHILDREN is that child's peak
-    code = (
-        "import resource, subprocess, sys, os;"
-        "env=dict(os.environ, PYTHONPATH=sys.argv[1]);"
-        "r=subprocess.run([sys.executable,'-m','sigconv','denoise',sys.argv[2],'-o',sys.argv[3],'--quiet'],env=env);"
-        "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
     out = tmp_path / "hour.out.wav"
-    r = subprocess.run([sys.executable, "-c", code, str(ROOT), str(src), str(out)], capture_output=True, text=True,
-                       timeout=600)
-    rc, peak_kb = map(int, r.stdout.split())
-    assert rc == 0, r.stderr
+    rc, peak_kb, err = cli_peak_rss("denoise", src, "-o", out, "--quiet")
+    assert rc == 0, err
     assert sf.info(str(out)).frames == fs * seconds
     print(f"peak RSS {peak_kb / 1024:.0f} MB for a {src.stat().st_size / 1e6:.0f} MB file")
     assert peak_kb < 300 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"

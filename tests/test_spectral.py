@@ -288,12 +288,9 @@ def test_cuda_file_seams(tmp_path, rng):
 def test_long_file_streams_with_bounded_memory(tmp_path):
     """Ten minutes at 48 kHz through `denoise --method spectral`: peak RSS stays under 300 MB (the whole-array
     STFT alone would take about 470 MB of complex64), and the output has every frame."""
-    import subprocess
-    import sys
-
     import soundfile as sf
 
-    from conftest import ROOT
+    from conftest import cli_peak_rss
 
     src = tmp_path / "ten_min.wav"
     rng = np.random.default_rng(3)
@@ -302,13 +299,7 @@ def test_long_file_streams_with_bounded_memory(tmp_path):
         for m in range(10):
             f.write(np.roll(block, m * 977))
     out = tmp_path / "out.wav"
-    code = ("import resource, subprocess, sys, os;"
-            "r=subprocess.run([sys.executable,'-m','sigconv','denoise',sys.argv[2],'-o',sys.argv[3],'--method',"
-            "'spectral','--quiet'],env=dict(os.environ,PYTHONPATH=sys.argv[1]));"
-            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    r = subprocess.run([sys.executable, "-c", code, str(ROOT), str(src), str(out)], capture_output=True, text=True,
-                       timeout=600)
-    rc, peak_kb = map(int, r.stdout.split())
-    assert rc == 0, r.stderr
+    rc, peak_kb, err = cli_peak_rss("denoise", src, "-o", out, "--method", "spectral", "--quiet")
+    assert rc == 0, err
     assert sf.info(str(out)).frames == 48000 * 600
     assert peak_kb < 300 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
