@@ -23,13 +23,16 @@ def test_wheel_installs_and_runs_outside_checkout(tmp_path):
     # system site packages supply numpy/scipy/soundfile/textual already installed here (no network needed)
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
-    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", str(wheel)], capture_output=True,
-                       text=True, timeout=300)
+    # --ignore-installed: CI installs sigconv itself into the interpreter whose site-packages this venv sees; without
+    # it pip reports "already satisfied" and puts nothing (no bin/sigconv) in the venv
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--ignore-installed",
+                        str(wheel)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     work = tmp_path / "elsewhere"
     work.mkdir()
     shutil.copy(SAMPLES / "speech_noisy.wav", work / "speech.wav")
     exe = venv / "bin" / "sigconv"
+    assert exe.is_file(), f"the wheel installed no console script into the venv: {r.stdout} {r.stderr}"
     r = subprocess.run([str(exe), "--version"], cwd=work, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("sigconv "), r.stderr
     r = subprocess.run([str(exe), "denoise", "speech.wav"], cwd=work, capture_output=True, text=True, timeout=120)
