@@ -68,18 +68,18 @@ def main(argv=None) -> int:
         cmul = mod.get_function("conv1d_os_cmul_f32")
         scatter = mod.get_function("conv1d_os_scatter_f32")
         st = {}
-        st["gather"] = (_time(lambda: gather(c._gs_grid(segs.size, blk), (blk,), (x, segs, np.int32(1), np.int64(L),
+        st["gather"] = (_time(lambda: gather(c.os_grid("gather", blk, N=N, nseg=nseg), (blk,), (x, segs, np.int32(1), np.int64(L),
                                              np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))),
                         4 * L + 4 * segs.size)
         X = cupy.fft.rfft(segs, axis=-1)
         st["rfft"] = (_time(lambda: cupy.fft.rfft(segs, axis=-1)), 4 * segs.size + 8 * X.size)
-        st["cmul"] = (_time(lambda: cmul(c._gs_grid(X.size, blk), (blk,), (X, H, np.int64(nseg), np.int32(NF)))),
+        st["cmul"] = (_time(lambda: cmul(c.os_grid("cmul", blk, N=N, rows=nseg), (blk,), (X, H, np.int64(nseg), np.int32(NF)))),
                       16 * X.size)
         Xc = X.copy()
         st["irfft"] = (_time(lambda: cupyx.scipy.fft.irfft(Xc, n=N, axis=-1, norm="forward", overwrite_x=True)),
                        8 * X.size + 4 * segs.size)
         Ys = cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward")
-        st["scatter"] = (_time(lambda: scatter(c._gs_grid(out_len, blk), (blk,), (Ys, out, np.int32(1),
+        st["scatter"] = (_time(lambda: scatter(c.os_grid("scatter", blk, N=N, nseg=nseg, M=M), (blk,), (Ys, out, np.int32(1),
                                                np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg),
                                                np.int32(K)))), 4 * out_len + 4 * out_len)
         st["whole"] = (_time(lambda: c.launch_fft(x, w, pad, out_len, blk, out=out)), 8 * L)

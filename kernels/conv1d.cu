@@ -20,8 +20,9 @@
 //             through NVRTC name expressions). conv1d_tiled_rt<R>: any K up to 8192 (runtime tap loop
 //             of 4 taps a step, a register sliding window of R+4 inputs).
 //   fft       (Python, sigconv/backends/cuda1d.py) overlap-save with cuFFT; its three helper kernels
-//             are here: conv1d_os_gather_* (build the segments), conv1d_os_cmul_* (spectrum product),
-//             conv1d_os_scatter_* (keep the valid part of each segment).
+//             are wrapped here: conv1d_os_gather_* (build the segments), conv1d_os_cmul_* (spectrum
+//             product), conv1d_os_scatter_* (keep the valid part of each segment); their bodies and
+//             launch geometry are in overlap_save.cuh.
 //
 // Compile alone (checks, register and spill report):
 //   nvcc -std=c++17 -arch=sm_90 -cubin -Xptxas -v -DSIGCONV_NVCC_CHECK -o /dev/null kernels/conv1d.cu
@@ -303,23 +304,9 @@ __global__ void __launch_bounds__(1024) conv1d_tiled_rt(const float* __restrict_
 }
 
 // ============================================================================ fft helpers
-// Overlap-save with segment length N and step M = N - K + 1: output block b (outputs [b*M, b*M+M))
-// is the circular convolution of segment b, seg[i] = x[b*M - pad + i] (i < N), with the
-// convolution taps h = w reversed, read at i = K-1 + r (r < M).
+// The bodies and their launch geometry are in overlap_save.cuh (kept apart so a CPU test can run them).
+#include "overlap_save.cuh"
 
-// segs[(c*nseg + b)*N + i] = x[c, b*M - pad + i] (zero outside [0, L)).
-template <typename T>
-__device__ __forceinline__ void os_gather_body(const T* __restrict__ x, T* __restrict__ segs, int C, sc_i64 L,
-                                               sc_i64 pad, sc_i64 M, int N, sc_i64 nseg) {
-    const sc_i64 total = (sc_i64)C * nseg * N;
-    for (sc_i64 idx = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (sc_i64)gridDim.x * blockDim.x) {
-        const sc_i64 row = idx / N;  // c * nseg + b
-        const int i = (int)(idx - row * N);
-        const sc_i64 c = row / nseg, b = row - c * nseg;
-        segs[idx] = sc_load_or_zero(x + c * L, b * M - pad + i, L);
-    }
-}
 extern "C" __global__ void conv1d_os_gather_f32(const float* x, float* segs, int C, sc_i64 L, sc_i64 pad, sc_i64 M,
                                                 int N, sc_i64 nseg) {
     os_gather_body<float>(x, segs, C, L, pad, M, N, nseg);
@@ -329,20 +316,6 @@ extern "C" __global__ void conv1d_os_gather_f64(const double* x, double* segs, i
     os_gather_body<double>(x, segs, C, L, pad, M, N, nseg);
 }
 
-// X[row, k] *= H[k] for rows of NF = N/2+1 complex bins (H already holds the 1/N scale).
-template <typename T2>
-__device__ __forceinline__ void os_cmul_body(T2* __restrict__ X, const T2* __restrict__ H, sc_i64 rows, int NF) {
-    const sc_i64 total = rows * NF;
-    for (sc_i64 idx = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (sc_i64)gridDim.x * blockDim.x) {
-        const int k = (int)(idx % NF);
-        const T2 a = X[idx], h = H[k];
-        T2 r;
-        r.x = a.x * h.x - a.y * h.y;
-        r.y = a.x * h.y + a.y * h.x;
-        X[idx] = r;
-    }
-}
 extern "C" __global__ void conv1d_os_cmul_f32(float2* X, const float2* H, sc_i64 rows, int NF) {
     os_cmul_body<float2>(X, H, rows, NF);
 }
@@ -350,18 +323,6 @@ extern "C" __global__ void conv1d_os_cmul_f64(double2* X, const double2* H, sc_i
     os_cmul_body<double2>(X, H, rows, NF);
 }
 
-// y[c, n] = Ys[(c*nseg + b)*N + K-1 + r] with n = b*M + r, for n < out_len.
-template <typename T>
-__device__ __forceinline__ void os_scatter_body(const T* __restrict__ Ys, T* __restrict__ y, int C, sc_i64 out_len,
-                                                sc_i64 M, int N, sc_i64 nseg, int K) {
-    const sc_i64 total = (sc_i64)C * out_len;
-    for (sc_i64 idx = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (sc_i64)gridDim.x * blockDim.x) {
-        const sc_i64 c = idx / out_len, n = idx - c * out_len;
-        const sc_i64 b = n / M, r = n - b * M;
-        y[idx] = Ys[(c * nseg + b) * N + (K - 1) + r];
-    }
-}
 extern "C" __global__ void conv1d_os_scatter_f32(const float* Ys, float* y, int C, sc_i64 out_len, sc_i64 M, int N,
                                                  sc_i64 nseg, int K) {
     os_scatter_body<float>(Ys, y, C, out_len, M, N, nseg, K);

@@ -2,7 +2,8 @@
 
 - every kernels/*.cu compiles for sm_90 with nvcc (when nvcc exists) and no kernel spills registers;
 - every cuda conv1d variant is registered with a description and block sizes, without a GPU;
-- NumPy emulations of the tiled kernel's and the overlap-save kernels' index maths.
+- a NumPy emulation of the tiled kernel's index maths;
+- the overlap-save kernels' own source compiled for the host (g++, AddressSanitizer) and run block by block.
 """
 
 from __future__ import annotations
@@ -181,25 +182,125 @@ def test_tiled_index_maths_emulated(K, L, B, mode, mis):
     np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("K,L,mode", [(1, 5, "full"), (7, 3000, "same"), (300, 5000, "valid"), (1023, 20, "full"),
-                                      (4095, 9000, "same"), (200, 150, "valid")])
-def test_overlap_save_index_maths_emulated(K, L, mode):
-    """gather -> rfft -> product (1/N folded in) -> unscaled irfft -> scatter, as launch_fft does."""
+# --------------------------------------------- the overlap-save kernels' own source, run on the host (g++)
+# tests/host_emulation/os_harness.cpp compiles kernels/overlap_save.cuh (the bodies the GPU runs) as host C++
+# under AddressSanitizer and runs every block and thread of a launch, with the grid that the launcher
+# (sigconv.backends.cuda1d.os_grid) computes. This checks the kernels' index maths, their grid-stride loops,
+# the 16-byte alignment of their vector stores and their bounds, on CI, without a GPU.
+
+CXX = shutil.which("g++") or shutil.which("c++")
+EMU = Path(__file__).resolve().parent / "host_emulation"
+
+
+@pytest.fixture(scope="module")
+def os_harness(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
+    exe = tmp_path_factory.mktemp("emu") / "os_harness"
+    base = [CXX, "-std=c++17", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", "-o", str(exe), str(EMU / "os_harness.cpp")]
+    res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
+                         capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:  # a compiler without the sanitizer runtimes: still run, unsanitized
+        res = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, f"host build of overlap_save.cuh failed:\n{res.stderr[-4000:]}"
+    return exe
+
+
+def _emu(exe, tmp, op, dtype, grid, block, params, a_in, a_inout):
+    fin, fio = tmp / f"{op}_in.bin", tmp / f"{op}_io.bin"
+    a_in.tofile(fin)
+    a_inout.tofile(fio)
+    cmd = [str(exe), op, "f32" if dtype == np.float32 else "f64", *map(str, grid), str(block),
+           *map(str, params), str(fin), str(fio)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, f"{op} failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    return np.fromfile(fio, dtype=a_inout.dtype).reshape(a_inout.shape)
+
+
+def _os_reference_geometry(K, L, mode):
     from sigconv.backends.cuda1d import fft_size
 
-    rng = np.random.default_rng(K + L)
-    C = 2
-    x, w = rng.standard_normal((C, L)), rng.standard_normal(K)
     pad, out_len = window_1d(mode, L, K)
     N = fft_size(K)
     M = N - K + 1
-    nseg = -(-out_len // M)
-    idx = np.arange(nseg)[:, None] * M - pad + np.arange(N)[None, :]  # x index of segs[b, i]
+    return pad, out_len, N, M, -(-out_len // M)
+
+
+def _first_bad(a, ref, rtol):
+    bad = ~np.isclose(a, ref, rtol=rtol, atol=rtol * max(1.0, float(np.abs(ref).max(initial=0))))
+    return np.argwhere(bad | np.isnan(a))[:3].tolist()
+
+
+# (K, L, mode, C, block, cap_y, cap_z): awkward lengths, every mode, blocks from 32 to 1024 (for N = 1024
+# a block of 1024 leaves 3/4 of the gather's threads idle), and caps of 1-3 that force the grid-stride loops.
+OS_CASES = [
+    (1, 1, "full", 1, 256, None, None),
+    (2, 7, "same", 2, 32, None, None),
+    (7, 3001, "same", 3, 256, 2, 2),
+    (25, 1000, "valid", 2, 1024, None, 1),
+    (128, 5000, "full", 1, 64, 3, None),
+    (300, 5000, "valid", 2, 128, None, None),
+    (1023, 20, "full", 2, 256, 1, 1),
+    (4095, 9000, "same", 1, 512, 2, None),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("K,L,mode,C,block,cap_y,cap_z", OS_CASES)
+def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mode, C, block, cap_y, cap_z):
+    """gather -> rfft (NumPy) -> cmul -> irfft (NumPy) -> scatter, the kernels being the real source: each
+    stage equals its NumPy definition exactly (gather, scatter) or to rounding (cmul), every element is
+    written (outputs poisoned with NaN), and the whole equals the float64 reference convolution."""
+    from sigconv.backends.cuda1d import os_grid
+
+    caps = {k: v for k, v in (("cap_y", cap_y), ("cap_z", cap_z)) if v is not None}
+    rng = np.random.default_rng()
+    x = rng.standard_normal((C, L)).astype(dtype)
+    w = rng.standard_normal(K)
+    pad, out_len, N, M, nseg = _os_reference_geometry(K, L, mode)
+    cdt = np.complex64 if dtype == np.float32 else np.complex128
+    rtol = 1e-5 if dtype == np.float32 else 1e-10
+
+    # gather: segs[c, b, i] = x[c, b*M - pad + i], zero outside [0, L)
+    segs = _emu(os_harness, tmp_path, "gather", dtype, os_grid("gather", block, N=N, C=C, nseg=nseg, **caps), block,
+                (C, L, pad, M, N, nseg), x, np.full((C, nseg, N), np.nan, dtype))
+    idx = np.arange(nseg)[:, None] * M - pad + np.arange(N)[None, :]
     ok = (idx >= 0) & (idx < L)
-    segs = np.where(ok[None], x[:, np.clip(idx, 0, L - 1)], 0.0)  # (C, nseg, N)
-    H = np.fft.rfft(w[::-1], N) / N
-    Ys = np.fft.irfft(np.fft.rfft(segs, axis=-1) * H, N, axis=-1, norm="forward")
+    want = np.where(ok[None], x[:, np.clip(idx, 0, L - 1)], 0).astype(dtype)
+    assert np.array_equal(segs, want), f"gather differs at {np.argwhere(segs != want)[:3].tolist()}"
+
+    # cmul: X[row, k] *= H[k]
+    H = (np.fft.rfft(w[::-1], N) / N).astype(cdt)
+    X0 = np.fft.rfft(segs.astype(np.float64), axis=-1).astype(cdt).reshape(C * nseg, N // 2 + 1)
+    X = _emu(os_harness, tmp_path, "cmul", dtype, os_grid("cmul", block, N=N, rows=C * nseg, **caps), block,
+             (C * nseg, N // 2 + 1), H, X0.copy())
+    want = X0.astype(np.complex128) * H.astype(np.complex128)
+    assert not np.isnan(X).any() and not _first_bad(X, want, rtol), _first_bad(X, want, rtol)
+
+    # scatter: y[c, b*M + r] = Ys[c, b, K-1+r]
+    Ys = np.fft.irfft(X.astype(np.complex128), N, axis=-1, norm="forward").astype(dtype).reshape(C, nseg, N)
+    y = _emu(os_harness, tmp_path, "scatter", dtype, os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M, **caps),
+             block, (C, out_len, M, N, nseg, K), Ys, np.full((C, out_len), np.nan, dtype))
     n = np.arange(out_len)
-    y = Ys[:, n // M, (K - 1) + n % M]
-    ref = cpu_backend._window_from_full(np.stack([np.convolve(x[c], w[::-1]) for c in range(C)]), K, pad, out_len)
-    np.testing.assert_allclose(y, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+    assert np.array_equal(y, Ys[:, n // M, (K - 1) + n % M]), "scatter differs from its definition"
+
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    err = np.linalg.norm(y - ref) / max(np.linalg.norm(ref), 1e-300)
+    assert err <= (2e-5 if dtype == np.float32 else 1e-10), f"overlap-save result off by {err:.2e} (K={K}, L={L})"
+
+
+def test_os_grid_caps_and_hardware_limits():
+    from sigconv.backends.cuda1d import os_grid
+
+    # 2^26 samples, K=1023: 9363 segments of M = 7170
+    g = os_grid("gather", 256, N=8192, C=1, nseg=9363)
+    assert g[0] == 8 and 1 <= g[1] <= 9363 and g[2] == 1 and g[0] * g[1] * g[2] <= 1 << 16
+    g = os_grid("scatter", 256, N=8192, C=64, nseg=200_000, M=7170)
+    assert g[0] == 29 and g[1] <= 65535 and g[2] == 64
+    g = os_grid("cmul", 1024, N=1024, rows=10**7)
+    assert g == (1, 65535, 1)
+    g = os_grid("gather", 32, N=1024, C=100_000, nseg=1)
+    assert g[2] == 65535 and g[1] == 1
+    with pytest.raises(ValueError, match="unknown"):
+        os_grid("gatherx", 256, N=1024)

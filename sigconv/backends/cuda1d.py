@@ -270,8 +270,33 @@ def _filter_spectrum(w, N: int):
     return H
 
 
-def _gs_grid(total: int, block: int):
-    return (max(1, min(-(-total // block), 1 << 20)),)
+#: grid.y / grid.z limit of the hardware
+_GRID_YZ_MAX = 65535
+#: about this many blocks per overlap-save helper launch at most (many waves; the rest by grid-stride)
+_OS_BLOCKS = 1 << 16
+
+
+def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int = 1, rows: int = 1,
+            cap_y: int = _GRID_YZ_MAX, cap_z: int = _GRID_YZ_MAX) -> tuple:
+    """Launch grid of an overlap-save helper (kernels/overlap_save.cuh documents the layout).
+
+    gather: x covers N/4 threads of 4 samples, y segments, z channels; scatter: x covers the M valid
+    outputs of a segment, y segments, z channels; cmul: x covers the N/2+1 bins, y the C*nseg rows.
+    y and z are capped (the kernels loop over the rest), ``cap_y``/``cap_z`` only lower the caps (tests)."""
+    if kind == "gather":
+        gx = -(-(N // 4) // block)
+        ny, nz = nseg, C
+    elif kind == "scatter":
+        gx = -(-M // block)
+        ny, nz = nseg, C
+    elif kind == "cmul":
+        gx = -(-(N // 2 + 1) // block)
+        ny, nz = rows, 1
+    else:
+        raise ValueError(f"unknown overlap-save kernel {kind!r}")
+    gz = max(1, min(nz, _GRID_YZ_MAX, cap_z))
+    gy = max(1, min(ny, _GRID_YZ_MAX, cap_y, max(1, _OS_BLOCKS // (gx * gz))))
+    return (gx, gy, gz)
 
 
 #: float32 fft problems with fewer than this many samples (C * (out_len + K)) are transformed in float64.
@@ -300,12 +325,12 @@ def launch_fft(x, w, pad, out_len, block, out=None):
     H = _filter_spectrum(w, N)
     segs = cupy.empty((C * nseg, N), dtype=x.dtype)
     mod.get_function(f"conv1d_os_gather_{sfx}")(
-        _gs_grid(segs.size, block), (block,),
+        os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
         (x, segs, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))
     X = cupy.fft.rfft(segs, axis=-1)
     del segs
     NF = N // 2 + 1
-    mod.get_function(f"conv1d_os_cmul_{sfx}")(_gs_grid(X.size, block), (block,),
+    mod.get_function(f"conv1d_os_cmul_{sfx}")(os_grid("cmul", block, N=N, rows=C * nseg), (block,),
                                               (X, H, np.int64(C * nseg), np.int32(NF)))
     import cupyx.scipy.fft
 
@@ -315,7 +340,7 @@ def launch_fft(x, w, pad, out_len, block, out=None):
     if Ys.dtype != x.dtype:  # irfft keeps the precision, but be explicit
         Ys = Ys.astype(x.dtype)
     mod.get_function(f"conv1d_os_scatter_{sfx}")(
-        _gs_grid(C * out_len, block), (block,),
+        os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M), (block,),
         (Ys, out, np.int32(C), np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg), np.int32(K)))
     return out
 

@@ -1,0 +1,99 @@
+// overlap_save.cuh: bodies of the fft variant's three helper kernels (kernels/conv1d.cu wraps them as
+// conv1d_os_gather_*, conv1d_os_cmul_*, conv1d_os_scatter_*; sigconv/backends/cuda1d.py launches them).
+//
+// Overlap-save with segment length N (a power of two >= 1024) and step M = N - K + 1: output block b
+// (outputs [b*M, b*M + M)) is the circular convolution of segment b, seg[i] = x[b*M - pad + i] (i < N),
+// with the convolution taps h = w reversed, read at i = K-1 + r (r < M).
+//
+// Launch geometry: a 2-D/3-D grid, so no thread divides a flat index (a 64-bit division per element held
+// the first, flat versions to ~1 TB/s on an H200, 2026-11-30). sigconv.backends.cuda1d.os_grid computes it:
+//   gather : grid (ceil(N/4 / B), gy <= nseg, gz <= C); thread x*B + t writes samples 4t'..4t'+3 of a row
+//            with one 16-byte store; rows by grid-stride over segments (y) and channels (z).
+//   cmul   : grid (ceil(NF / B), gy <= rows): bin k = x*B + t of every row, rows by grid-stride over y.
+//   scatter: grid (ceil(M / B), gy <= nseg, gz <= C): output r = x*B + t of each segment's valid part.
+// Every loop is a grid-stride loop, so any grid.y / grid.z caps are correct (the launcher caps them at
+// 65535, the hardware limit, or lower).
+//
+// No shared memory, no intrinsics: tests/test_kernel_build.py compiles these exact bodies for the host
+// (g++, SIGCONV_HOST_EMULATION) and runs every block and thread of a launch on the CPU.
+#ifndef SIGCONV_OVERLAP_SAVE_CUH
+#define SIGCONV_OVERLAP_SAVE_CUH
+#include "common.cuh"
+
+// Four consecutive elements at p (16-byte aligned for float: the launcher's segment rows start at
+// multiples of N >= 1024 elements from a 256-byte aligned allocation, and i is a multiple of 4).
+template <typename T> __device__ __forceinline__ void os_store4(T* p, T a, T b, T c, T d);
+template <> __device__ __forceinline__ void os_store4<float>(float* p, float a, float b, float c, float d) {
+#ifdef SIGCONV_HOST_EMULATION
+    sc_emu_check_aligned(p, 16);
+#endif
+    *reinterpret_cast<float4*>(p) = make_float4(a, b, c, d);
+}
+template <> __device__ __forceinline__ void os_store4<double>(double* p, double a, double b, double c, double d) {
+#ifdef SIGCONV_HOST_EMULATION
+    sc_emu_check_aligned(p, 16);
+#endif
+    reinterpret_cast<double2*>(p)[0] = make_double2(a, b);
+    reinterpret_cast<double2*>(p)[1] = make_double2(c, d);
+}
+
+// segs[(c*nseg + b)*N + i] = x[c, b*M - pad + i] (zero outside [0, L)).
+template <typename T>
+__device__ __forceinline__ void os_gather_body(const T* __restrict__ x, T* __restrict__ segs, int C, sc_i64 L,
+                                               sc_i64 pad, sc_i64 M, int N, sc_i64 nseg) {
+    const int i = 4 * (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= N) return;
+    for (int c = (int)blockIdx.z; c < C; c += (int)gridDim.z) {
+        const T* xc = x + (sc_i64)c * L;
+        T* sc = segs + (sc_i64)c * nseg * N + i;
+        for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
+            const sc_i64 s = b * M - pad + i;  // x index of segs[c, b, i]
+            T v0, v1, v2, v3;
+            if (s >= 0 && s + 3 < L) {  // interior: no bounds per element
+                v0 = xc[s];
+                v1 = xc[s + 1];
+                v2 = xc[s + 2];
+                v3 = xc[s + 3];
+            } else {
+                v0 = sc_load_or_zero(xc, s, L);
+                v1 = sc_load_or_zero(xc, s + 1, L);
+                v2 = sc_load_or_zero(xc, s + 2, L);
+                v3 = sc_load_or_zero(xc, s + 3, L);
+            }
+            os_store4<T>(sc + b * N, v0, v1, v2, v3);
+        }
+    }
+}
+
+// X[row, k] *= H[k] for rows of NF = N/2+1 complex bins (H already holds the 1/N scale).
+template <typename T2>
+__device__ __forceinline__ void os_cmul_body(T2* __restrict__ X, const T2* __restrict__ H, sc_i64 rows, int NF) {
+    const int k = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (k >= NF) return;
+    const T2 h = H[k];
+    for (sc_i64 row = blockIdx.y; row < rows; row += gridDim.y) {
+        T2* p = X + row * NF + k;
+        const T2 a = *p;
+        T2 r;
+        r.x = a.x * h.x - a.y * h.y;
+        r.y = a.x * h.y + a.y * h.x;
+        *p = r;
+    }
+}
+
+// y[c, b*M + r] = Ys[(c*nseg + b)*N + K-1 + r] for r < M and b*M + r < out_len.
+template <typename T>
+__device__ __forceinline__ void os_scatter_body(const T* __restrict__ Ys, T* __restrict__ y, int C, sc_i64 out_len,
+                                                sc_i64 M, int N, sc_i64 nseg, int K) {
+    const sc_i64 r = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= M) return;
+    for (int c = (int)blockIdx.z; c < C; c += (int)gridDim.z) {
+        const T* src = Ys + (sc_i64)c * nseg * N + (K - 1) + r;
+        T* dst = y + (sc_i64)c * out_len + r;
+        for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
+            if (b * M + r < out_len) dst[b * M] = src[b * N];
+        }
+    }
+}
+
+#endif  // SIGCONV_OVERLAP_SAVE_CUH

@@ -1,0 +1,49 @@
+// cuda_shim.h: just enough of CUDA's device-side vocabulary to compile simple kernel bodies (no shared
+// memory, no barriers, no intrinsics) as host C++ and run a launch's blocks and threads one by one.
+// Used by tests/test_kernel_build.py through os_harness.cpp; compiled with -fsanitize=address so an
+// out-of-bounds access in the kernel body fails the test (a host-side stand-in for memcheck).
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#define SIGCONV_HOST_EMULATION 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+
+struct uint3 { unsigned x, y, z; };
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+static uint3 blockIdx, threadIdx;
+static dim3 blockDim, gridDim;
+
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) double2 { double x, y; };
+inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
+inline double2 make_double2(double a, double b) { return double2{a, b}; }
+
+// A vector store to an address the hardware would refuse (misaligned) ends the run with exit code 3.
+inline void sc_emu_check_aligned(const void* p, int bytes) {
+    if (reinterpret_cast<std::uintptr_t>(p) % bytes) {
+        std::fprintf(stderr, "misaligned %d-byte vector access at %p\n", bytes, p);
+        std::exit(3);
+    }
+}
+
+// Run body() for every thread of every block of grid g with block b, in order (z, y, x).
+template <class F> void emu_launch(dim3 g, dim3 b, F body) {
+    gridDim = g;
+    blockDim = b;
+    for (unsigned bz = 0; bz < g.z; ++bz)
+        for (unsigned by = 0; by < g.y; ++by)
+            for (unsigned bx = 0; bx < g.x; ++bx)
+                for (unsigned tz = 0; tz < b.z; ++tz)
+                    for (unsigned ty = 0; ty < b.y; ++ty)
+                        for (unsigned tx = 0; tx < b.x; ++tx) {
+                            blockIdx = uint3{bx, by, bz};
+                            threadIdx = uint3{tx, ty, tz};
+                            body();
+                        }
+}
