@@ -441,8 +441,16 @@ def _host(y):
     return y
 
 
-def _check(xp, y, ref, tol: float) -> tuple[bool, float, str]:
-    """(ok, relative error, note naming the first mismatch)."""
+def _check(xp, y, ref, tol: float, rounding: Optional[Callable[[], tuple]] = None) -> tuple[bool, float, str]:
+    """(ok, relative error ||y - ref|| / ||ref||, note).
+
+    A result passes when its relative error is within ``tol``; or, failing that, when every element's
+    error is within what rounding its terms allows: |y - ref| <= 8 eps (sqrt(terms) + log2 n) (|x| * |w|),
+    elementwise, with ``rounding()`` giving (|x| * |w|, eps, terms) (:func:`_rounding`, computed only when
+    needed). The second test is for data whose result is much smaller than its terms (a log with a large
+    offset through a high-pass): a float32 sum of products carries an error proportional to sum |w||x|,
+    not to |sum w x|, so the first test would flag a correct kernel. A wrong tap, a shifted window or an
+    unwritten element still fails both."""
     y = _host(y)
     if tuple(y.shape) != tuple(ref.shape):
         return False, float("nan"), f"shape {tuple(y.shape)} != expected {tuple(ref.shape)}"
@@ -451,14 +459,37 @@ def _check(xp, y, ref, tol: float) -> tuple[bool, float, str]:
     err = float(xp.linalg.norm(d)) / (nref if nref > 0 else 1.0)
     if math.isfinite(err) and err <= tol:
         return True, err, ""
-    scale = float(xp.abs(ref).max()) or 1.0
-    bad = ~(xp.abs(d) <= tol * scale)  # NaN counts as bad
+    if not ref.size:
+        return False, err, f"rel err {err:.2e} > {tol:g}"
+    if rounding is not None and math.isfinite(err):
+        absref, eps, terms = rounding()
+        bound = 8.0 * eps * (math.sqrt(max(1.0, terms)) + math.log2(max(2, ref.shape[-1])))
+        if bool((xp.abs(d) <= bound * absref).all()):
+            worst = float(xp.max(xp.abs(d) / xp.maximum(absref, np.finfo(np.float64).tiny)))
+            return True, err, (f"rel err {err:.1e} > {tol:g}, but every element is within rounding of its terms "
+                               f"(|y - ref| <= {worst:.1e} x (|x| * |w|), bound {bound:.1e}): the result is small "
+                               "beside its terms, as for an offset through a high-pass")
+    amax = float(xp.abs(ref).max())
+    bad = ~(xp.abs(d) <= tol * (amax or 1.0))  # NaN counts as bad
     idx = int(xp.argmax(bad.ravel()))
     where = np.unravel_index(idx, ref.shape)
     got, want = float(y[where]), float(ref[where])
     return False, err, f"rel err {err:.2e} > {tol:g}; first mismatch at {tuple(int(i) for i in where)}: got {got:.6g}, want {want:.6g}"
 
 
+def _rounding(xp, case, inp, ref, dtype: str) -> Callable[[], tuple]:
+    """A memoised () -> (|x| correlated with |w| elementwise, unit roundoff of ``dtype``, products per
+    output): the scale of a correct result's rounding error (see :func:`_check`)."""
+    memo: list = []
+
+    def get():
+        if not memo:
+            x, w = inp
+            memo.append((case.reference(xp, (xp.abs(x), xp.abs(w))), float(np.finfo(dtype).eps) / 2,
+                         case.macs() / max(1, ref.size)))
+        return memo[0]
+
+    return get
 def _one_line(exc: BaseException) -> str:
     s = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {s[0] if s else ''}"[:300]
@@ -628,6 +659,7 @@ def _run_group(ctx: _Ctx, case, backend: str) -> None:
     try:
         inp = case.inputs(xp, ctx.dtype, rng, nbuf)
         ref = case.reference(xp, inp[0])
+        rounding = _rounding(xp, case, inp[0], ref, ctx.dtype)
         _sync(xp)
     except Exception as exc:  # OOM or a broken device: every row of the group is an error
         for v in runnable_v:
@@ -670,7 +702,7 @@ def _run_group(ctx: _Ctx, case, backend: str) -> None:
         for b in blocks:
             try:
                 y = case.run_variant(backend, name, b, inp[0])
-                ok, err, note = _check(xp, y, ref, tol)
+                ok, err, note = _check(xp, y, ref, tol, rounding)
                 del y
             except ValueError as exc:  # the launcher refuses this shape/block: not a wrong answer
                 errors.append((b, "refused: " + _one_line(exc)))
@@ -711,8 +743,10 @@ def _run_group(ctx: _Ctx, case, backend: str) -> None:
             _record(ctx, case, backend, impl, "variant", status="error", note=f"while timing: {_one_line(exc)}")
             ctx.failed += 1
             continue
-        err = dict((b, e) for b, e, _ in passing)[best]
+        err, cnote = {b: (e, n) for b, e, n in passing}[best]
         r = _record(ctx, case, backend, impl, "variant", block=_jb(best), rel_err=err)
+        if cnote:
+            _add_note(r, cnote)
         if sweep:
             r["blocks_ms"] = {_fb(b): round(t, 5) for b, t in sweep.items()}
         if v is None and gpu:
@@ -747,7 +781,7 @@ def _run_group(ctx: _Ctx, case, backend: str) -> None:
         try:
             fn = p.load()
             y = case.run_peer(fn, inp[0])
-            ok, err, note = _check(xp, y, ref, float(p.extra.get("tol", tol)))
+            ok, err, note = _check(xp, y, ref, float(p.extra.get("tol", tol)), rounding)
             del y
             ms = _time_calls(lambda i: case.run_peer(fn, inp[i]), nbuf, xp, budget_s=budget, min_reps=min_reps,
                              max_reps=max_reps)
@@ -761,6 +795,8 @@ def _run_group(ctx: _Ctx, case, backend: str) -> None:
         if not ok:
             r["status"] = "flagged"
             _add_note(r, f"disagrees with the float64 reference: {note}")
+        elif note:
+            _add_note(r, note)
         elif "tol" in p.extra:
             _add_note(r, f"checked at tolerance {p.extra['tol']:g}")
         _finish_timing(ctx, r, case, backend, ms)

@@ -258,3 +258,66 @@ def test_default_sets_match_the_issues():
     c2 = {(c.name, c.N, c.Cin, c.H, c.W, c.Cout, c.kH, c.pad) for c in bench.default_cases_2d(False)}
     assert ("spec", 1, 1, 1025, 65536, 1, 9, (4, 4)) in c2 and ("gauss", 1, 1, 1025, 65536, 1, 15, (7, 7)) in c2
     assert ("B", 1, 6, 768, 512, 6, 6, (0, 0)) in c2 and ("A", 16, 256, 128, 128, 256, 3, (1, 1)) in c2
+
+
+def test_check_scales_rounding_by_the_terms_not_the_result():
+    """A log with a large offset (accel_z ~ 9.8) through a high-pass: the result is tiny beside its terms,
+    so a correct float32 result differs from float64 by more than 1e-5 of ||ref||; the check must pass it
+    (it is within the rounding of its terms) and still fail a wrong tap or an unwritten element."""
+    import numpy as np
+
+    from sigconv import bench
+    from sigconv._design import design_fir
+
+    rng = np.random.default_rng()
+    x = (9.8 + 1e-4 * rng.standard_normal((1, 1 << 20))).astype(np.float32)
+    w = design_fir("highpass", 1.0, 100.0).astype(np.float32)
+    case = bench.Case1D(1, x.shape[1], w.size)
+    pad, n = case.window()
+    xpad = np.zeros(x.shape[1] + w.size, np.float32)
+    xpad[pad:pad + x.shape[1]] = x[0]
+
+    def f32_kernel(w):  # what a GPU kernel does: float32 products accumulated in float32, tap by tap
+        acc = np.zeros(n, np.float32)
+        for j in range(w.size):
+            acc += w[j] * xpad[j:j + n]
+        return acc[None]
+
+    ref = case.reference(np, (x, w))
+    rounding = bench._rounding(np, case, (x, w), ref, "float32")
+    assert rounding()[2] == w.size and rounding() is rounding()
+    y = f32_kernel(w)
+    ok, err, note = bench._check(np, y, ref, 1e-5)
+    assert not ok and err > 1e-5, f"the data no longer shows the problem (err {err:.1e})"
+    ok, err2, note = bench._check(np, y, ref, 1e-5, rounding)
+    assert ok and err2 == err and "within rounding" in note, note
+    bad = y.copy()
+    bad[0, 5000] += 0.01 * float(np.abs(ref).max())  # one output off by 1% of the largest output
+    assert not bench._check(np, bad, ref, 1e-5, rounding)[0]
+    w2 = w.copy()
+    w2[w.size // 2 + 1] *= 1.01  # one tap next to the centre off by 1%
+    assert not bench._check(np, f32_kernel(w2), ref, 1e-5, rounding)[0]
+    shifted = np.roll(y, 1, axis=1)  # window off by one sample
+    assert not bench._check(np, shifted, ref, 1e-5, rounding)[0]
+    hole = y.copy()
+    hole[0, 123] = np.nan
+    ok, _, note = bench._check(np, hole, ref, 1e-5, rounding)
+    assert not ok and "(0, 123)" in note
+
+
+def test_measure_on_a_log_with_an_offset():
+    """The TUI's latency path (bench.measure on the loaded data, not random data) on a log with a large
+    offset: every row is checked and timed, none flagged."""
+    import numpy as np
+
+    from apps.model import _case_1d
+    from sigconv import bench
+    from sigconv._design import design_fir
+
+    rng = np.random.default_rng()
+    x = (9.8 + 1e-3 * rng.standard_normal((2, 1 << 16))).astype(np.float32)
+    taps = design_fir("highpass", 1.0, 100.0)
+    records, _ = bench.measure("conv1d", _case_1d(x, taps), ("cpu",), budget=0.05, reps=3)
+    assert records and all(r["status"] == "ok" and r["ms_median"] for r in records), \
+        [(r["impl"], r["status"], r["note"]) for r in records]
+    assert {"sigconv:auto", "scipy"} <= {r["impl"] for r in records}
