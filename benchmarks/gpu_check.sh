@@ -4,10 +4,16 @@
 #   benchmarks/gpu_check.sh                      # every stage: info tests sanitize bench1d bench2d e2e
 #   benchmarks/gpu_check.sh tests sanitize       # a subset (also: STAGES="bench e2e" benchmarks/gpu_check.sh)
 #
-# Stages: info, tests, sanitize, bench (= bench1d + bench2d), bench1d, bench2d, e2e.
+# Stages: info, tests, sanitize, bench (= bench1d + bench2d), bench1d, bench2d, e2e, fftstages (per-stage times
+# of the fft variant, benchmarks/fft_stages.py), spectral (benchmarks/spectral_bench.py --gpu --skip-quality:
+# needs the noisereduce, tqdm and joblib wheels), profile (Nsight Compute on benchmarks/profile_kernels.py:
+# occupancy, achieved bandwidth and stall reasons of the kernels that missed a target), batch
+# (benchmarks/batch_bench.py, GPU modes, on a machine with GPUs).
+# "all" and no argument run the first six; the last four only when named.
 # Run from the repository root with sigconv importable (PYTHONPATH) and $OUT an existing folder; the
 # results land directly in $OUT (at most 8 files come back from the device machine):
-#   gpu_check.log, tests.xml, sanitize.log, conv1d-*.json/.md, conv2d-*.json/.md, denoise_vs_sox-*.json
+#   gpu_check.log, tests.xml, sanitize.log, conv1d-*.json/.md, conv2d-*.json/.md, denoise_vs_sox-*.json,
+#   extras.log (fftstages, profile and the spectral and batch benchmarks' output), spectral-*.json, batch_*.json
 # Time: GPU_CHECK_BUDGET seconds in all (default 540) shared among the chosen stages by weight; a
 # stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
 # T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
@@ -30,23 +36,25 @@ export PYTHONUNBUFFERED=1
 PY="${PYTHON:-python3}"
 
 ALL="info tests sanitize bench1d bench2d e2e"
+EXTRA="fftstages spectral profile batch"
 REQ="${*:-${STAGES:-$ALL}}"
 SEL=""
 for s in $REQ; do
   case "$s" in
     all) SEL="$SEL $ALL" ;;
     bench) SEL="$SEL bench1d bench2d" ;;
-    info|tests|sanitize|bench1d|bench2d|e2e) SEL="$SEL $s" ;;
-    *) echo "gpu_check: unknown stage '$s' (stages: $ALL, bench, all)"; exit 2 ;;
+    info|tests|sanitize|bench1d|bench2d|e2e|fftstages|spectral|profile|batch) SEL="$SEL $s" ;;
+    *) echo "gpu_check: unknown stage '$s' (stages: $ALL $EXTRA, bench, all)"; exit 2 ;;
   esac
 done
 # keep the canonical order, once each
 STAGE_LIST=""
-for s in $ALL; do
+for s in $ALL $EXTRA; do
   case " $SEL " in *" $s "*) STAGE_LIST="$STAGE_LIST $s" ;; esac
 done
 
-weight() { case "$1" in info) echo 1 ;; tests) echo 8 ;; sanitize) echo 3 ;; bench1d) echo 5 ;; bench2d) echo 4 ;; e2e) echo 3 ;; esac; }
+weight() { case "$1" in info) echo 1 ;; tests) echo 8 ;; sanitize) echo 3 ;; bench1d) echo 5 ;; bench2d) echo 4 ;; e2e) echo 3 ;;
+  fftstages) echo 1 ;; spectral) echo 3 ;; profile) echo 2 ;; batch) echo 3 ;; esac; }
 BUDGET="${GPU_CHECK_BUDGET:-540}"
 T0=$(date +%s)
 
@@ -189,6 +197,52 @@ stage_e2e() {
     --no-md --timeout $(( T / 3 > 30 ? T / 3 : 30 )) 2>&1 | tee "$WORK/e2e.log"
   r=${PIPESTATUS[0]}
   return "$r"
+}
+
+# extras.log gathers the output of the stages below (one file, so $OUT stays within 8 files)
+extras() { tee -a "$OUT/extras.log"; }
+
+stage_fftstages() {
+  local T="$1"
+  echo "===== fftstages =====" | extras
+  timeout -k 10 "$T" "$PY" benchmarks/fft_stages.py ${FFTSTAGES_ARGS:-} 2>&1 | extras
+  return "${PIPESTATUS[0]}"
+}
+
+stage_spectral() {
+  local T="$1"
+  echo "===== spectral =====" | extras
+  # speed only (the quality table is CPU work, measured already); TorchGate needs the noisereduce wheel
+  timeout -k 10 "$T" "$PY" benchmarks/spectral_bench.py --gpu --skip-quality --out "$OUT" ${SPECTRAL_ARGS:-} 2>&1 | extras
+  return "${PIPESTATUS[0]}"
+}
+
+stage_profile() {
+  local T="$1" NCU r
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
+  echo "===== profile =====" | extras
+  if [ -z "$NCU" ]; then echo "ncu not found" | extras; NOTE[profile]="ncu not found"; return 1; fi
+  # --clock-control none: measure the card as it is (METHOD.md); one launch per kernel (profile_kernels.py)
+  timeout -k 10 "$T" "$NCU" --clock-control none --profile-from-start off --target-processes all \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats -o "$WORK/profile" -f \
+    "$PY" benchmarks/profile_kernels.py ${PROFILE_ARGS:-} 2>&1 | tail -n 40 | extras
+  r=${PIPESTATUS[0]}
+  if [ -f "$WORK/profile.ncu-rep" ]; then
+    "$NCU" --import "$WORK/profile.ncu-rep" --page details 2>&1 | cut -c1-160 >>"$OUT/extras.log"
+    "$NCU" --import "$WORK/profile.ncu-rep" --page raw --csv \
+      --metrics gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers \
+      2>&1 | tee -a "$OUT/extras.log" | cut -c1-200 | head -30
+  fi
+  return "$r"
+}
+
+stage_batch() {
+  local T="$1"
+  echo "===== batch =====" | extras
+  timeout -k 10 "$T" "$PY" benchmarks/batch_bench.py --out "$OUT" --timeout $(( T / 3 > 60 ? T / 3 : 60 )) \
+    ${BATCH_ARGS:-} 2>&1 | extras
+  return "${PIPESTATUS[0]}"
 }
 
 # ------------------------------------------------------------------------------------------ run

@@ -1,0 +1,83 @@
+"""The kernels whose targets were missed, once each inside a profiler range, for Nsight Compute.
+
+    ncu --clock-control none --profile-from-start off --section SpeedOfLight --section Occupancy \
+        --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
+        python benchmarks/profile_kernels.py [--only NAME ...]
+
+(benchmarks/gpu_check.sh's `profile` stage runs exactly that and keeps the report's text.)
+
+Cases, float32 (the issue-3/4 benchmark shapes):
+  conv2d-k3-strip     spectrogram 1x1x1025x65536, random 3x3, variant strip, block 64x1
+  conv2d-k3-regblock  the same, variant regblock, block 32x4 (the fastest on 2026-11-30: 64% of copy)
+  conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, block 64 (78% of copy) and 256
+  conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
+Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
+cudaProfilerStop, so ncu sees exactly one launch of each kernel of the case. Without ncu the script just
+runs (a smoke test) and prints each case's CUDA-event time. Needs a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv1d-k25-tiled", "conv1d-k1023-fft")
+
+
+def main(argv=None) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", nargs="+", choices=CASES, default=list(CASES))
+    a = p.parse_args(argv)
+    from sigconv import _devices
+
+    if _devices.cuda_reason():
+        print("profile_kernels: no GPU:", _devices.cuda_reason())
+        return 2
+    import cupy
+    from cupy.cuda import profiler
+
+    from sigconv.backends import cuda1d, cuda2d
+
+    rng = cupy.random.default_rng(0)
+    runs = {}
+    if any(c.startswith("conv2d") for c in a.only):
+        x = rng.standard_normal((1, 1, 1025, 65536), dtype=cupy.float32)
+        w = rng.standard_normal((1, 1, 3, 3), dtype=cupy.float32)
+        y = cupy.empty_like(x)
+        runs["conv2d-k3-strip"] = lambda: cuda2d.launch_strip(x, w, None, (1, 1), (1, 1), (1025, 65536),
+                                                              block=(64, 1), out=y)
+        runs["conv2d-k3-regblock"] = lambda: cuda2d.launch_regblock(x, w, None, (1, 1), (1, 1), (1025, 65536),
+                                                                    block=(32, 4), out=y)
+    if any(c.startswith("conv1d") for c in a.only):
+        L = 1 << 26
+        x1 = rng.standard_normal((1, L), dtype=cupy.float32)
+        y1 = cupy.empty_like(x1)
+        w25 = rng.standard_normal(25, dtype=cupy.float32)
+        w1023 = rng.standard_normal(1023, dtype=cupy.float32)
+
+        def tiled():
+            cuda1d.launch_tiled(x1, w25, 12, L, 64, out=y1)
+            cuda1d.launch_tiled(x1, w25, 12, L, 256, out=y1)
+
+        runs["conv1d-k25-tiled"] = tiled
+        runs["conv1d-k1023-fft"] = lambda: cuda1d.launch_fft(x1, w1023, 511, L, 256, out=y1)
+    for name in a.only:
+        fn = runs[name]
+        for _ in range(3):
+            fn()
+        cupy.cuda.Device().synchronize()
+        t0, t1 = cupy.cuda.Event(), cupy.cuda.Event()
+        profiler.start()
+        t0.record()
+        fn()
+        t1.record()
+        profiler.stop()
+        t1.synchronize()
+        print(f"{name:20} {cupy.cuda.get_elapsed_time(t0, t1):8.3f} ms (one call; under ncu this includes replays)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
