@@ -15,6 +15,10 @@ what failed or changed. Exit codes: 0 all done, 1 some file failed (each listed 
 With no filter option, each file gets a default that suits its rate: recordings (>= 8 kHz) the
 `denoise` band-pass 80-8000 Hz; sensor logs a band-pass fs/200 .. 0.4 fs (0.5-40 Hz at 100 Hz), which
 removes drift and offsets and the band near Nyquist. The summary lists the filter used per rate.
+
+Tables and NPY logs are extended at both ends of each filtered run by odd reflection (``--edges odd``,
+the default), so a log with an offset gets no step transient at its start and end; ``--edges zero``
+pads with zeros (SciPy "same", the behaviour before). Audio files always use zero padding.
 """
 
 from __future__ import annotations
@@ -64,6 +68,11 @@ def add_batch_arguments(p) -> None:
     g.add_argument("--gaps", choices=("split", "interpolate"), default="split",
                    help="missing values: split (default: filter each run between gaps, gaps stay NaN) or "
                         "interpolate (fill linearly, then filter)")
+    g.add_argument("--edges", choices=("odd", "zero"), default="odd",
+                   help="how each filtered run of a table or NPY log is extended at its ends: odd (default: odd "
+                        "reflection about the edge sample, as scipy.signal.filtfilt's padtype, so an offset "
+                        "such as a temperature around 20 leaves no step transient) or zero (zero padding, "
+                        "SciPy 'same' semantics). Audio files always use zero padding, as denoise")
     add_backend_arguments(p)
     g = p.add_argument_group("execution")
     g.add_argument("-j", "--jobs", type=_positive_int("--jobs"), metavar="N",
@@ -77,7 +86,7 @@ def add_batch_arguments(p) -> None:
 
 def _settings(args) -> dict:
     keys = ["method", "band", "lowpass", "highpass", "notch", "notch_width", "taps", "transition", "phase", "fs",
-            "time_column", "columns", "gaps", "backend", "variant", "block"]
+            "time_column", "columns", "gaps", "edges", "backend", "variant", "block"]
     s = {k: getattr(args, k, None) for k in keys}
     s["band"] = list(s["band"]) if s["band"] else None
     for k in _SPECTRAL_KEYS:
@@ -190,7 +199,7 @@ def run_batch(args) -> int:
     lock = _lock(outdir)
     t_start = time.perf_counter()
     settings = _settings(args)
-    h = settings_hash(settings)
+    hashes: dict = {}  # per kind: --edges counts for tables and NPY only
     manifest = Manifest(outdir)
     stale = _clean_stale_parts(outdir)
     tasks, refused = [], []
@@ -203,8 +212,10 @@ def run_batch(args) -> int:
         except OSError as exc:
             size, mtime = 0, 0
             f.refused = f.refused or f"cannot read ({exc.strerror})"
+        if f.kind not in hashes:
+            hashes[f.kind] = settings_hash(settings, f.kind)
         t = {"input": str(f.path), "rel": f.rel, "output": str(out), "outdir": str(outdir), "kind": f.kind,
-             "size": size, "mtime_ns": mtime, "hash": h, "settings": settings}
+             "size": size, "mtime_ns": mtime, "hash": hashes[f.kind], "settings": settings}
         why = f.refused
         if not why and f.rel in by_rel:
             why = f"output {f.rel} collides with the output of {by_rel[f.rel]}; refusing"

@@ -57,6 +57,36 @@ def default_log_taps(fs):
     return sigconv.design_fir("bandpass", (fs / 200, 0.4 * fs), fs, transition=fs / 200)
 
 
+def odd_padded(x, p):
+    """x (axis 0) extended by p samples of odd reflection each side, written out independently of sigconv:
+    scipy.signal.filtfilt's padtype "odd" (left 2*x[0] - x[p:0:-1], right 2*x[-1] - x[-2:-p-2:-1]); where x
+    has fewer than p+1 samples, what there is is reflected and the outermost reflected value is held."""
+    x = np.asarray(x, dtype=np.float64)
+    if p == 0:
+        return x
+    m = min(p, len(x) - 1)
+    left = 2 * x[0] - x[m:0:-1] if m else x[:1]
+    right = 2 * x[-1] - x[-2:-m - 2:-1] if m else x[-1:]
+    left = np.concatenate([np.repeat(left[:1], p - m, axis=0), left]) if m else np.repeat(left, p, axis=0)
+    right = np.concatenate([right, np.repeat(right[-1:], p - m, axis=0)]) if m else np.repeat(right, p, axis=0)
+    return np.concatenate([left, x, right])
+
+
+def odd_ref(x, h, phase="zero"):
+    """The --edges odd output for x (filtered along axis 0): x extended explicitly (odd_padded), filtered by
+    scipy.signal (convolve "full" for zero phase, lfilter for linear) and sliced back to x's samples."""
+    import scipy.signal
+
+    x = np.asarray(x, dtype=np.float64)
+    n, K = x.shape[0], len(h)
+    hh = np.reshape(h, (K,) + (1,) * (x.ndim - 1))
+    if phase == "zero":  # centred: K//2 each side; output i = full[i + K//2 + K//2] (assumes K odd)
+        p = K // 2
+        return scipy.signal.convolve(odd_padded(x, p), hh, "full")[2 * p:2 * p + n]
+    xe = odd_padded(x, K - 1)[: n + K - 1]  # causal: K-1 on the left only
+    return scipy.signal.lfilter(h, 1.0, xe, axis=0)[K - 1:]
+
+
 def rel_err(y, ref):
     return float(np.linalg.norm(np.asarray(y, float) - ref) / np.linalg.norm(ref))
 
@@ -71,8 +101,8 @@ def first_bad(y, ref, tol):
 
 def test_mixed_formats_equal_apply_fir(tmp_path, rng, capsys):
     """CSV, Parquet (timestamp-typed time), NPY (+sidecar, 1-D), WAV and FLAC in a tree: outputs mirror the
-    tree in the same format and equal sigconv.apply_fir with the per-rate default filter; other columns and
-    the time column pass through unchanged."""
+    tree in the same format and equal the per-rate default filter (logs: odd-reflected edges, odd_ref; audio:
+    sigconv.apply_fir, zero padding); other columns and the time column pass through unchanged."""
     src = tmp_path / "in"
     t, x = log_frame(rng)
     status = np.array(["ok", "warn"] * (len(t) // 2))
@@ -100,7 +130,7 @@ def test_mixed_formats_equal_apply_fir(tmp_path, rng, capsys):
     h100 = default_log_taps(100.0)
     a = read_csv(out / "a.csv")
     for c in range(3):
-        ref = sigconv.apply_fir(x[:, c], h100, backend="cpu")
+        ref = odd_ref(x[:, c], h100)
         y = a.column(f"ch{c}").to_numpy()
         assert rel_err(y, ref) < 1e-10, first_bad(y, ref, 1e-10)
     src_lines = (src / "a.csv").read_text().splitlines()
@@ -113,24 +143,23 @@ def test_mixed_formats_equal_apply_fir(tmp_path, rng, capsys):
     h200 = default_log_taps(200.0)
     assert b.column("when").equals(pq.read_table(src / "sub" / "b.parquet").column("when"))
     assert b.column("flag").to_pylist() == (np.arange(2000) % 3 == 0).tolist()  # not numeric: passes through
-    assert rel_err(b.column("p").to_numpy(), sigconv.apply_fir(x2[:, 0], h200, backend="cpu")) < 1e-10
+    assert rel_err(b.column("p").to_numpy(), odd_ref(x2[:, 0], h200)) < 1e-10
     assert b.schema.field("q").type == pa.float32()
-    assert rel_err(b.column("q").to_numpy(), sigconv.apply_fir(x2[:, 1].astype(np.float32).astype(float), h200,
-                                                               backend="cpu")) < 1e-6
+    assert rel_err(b.column("q").to_numpy(), odd_ref(x2[:, 1].astype(np.float32), h200)) < 1e-6
 
     c = np.load(out / "sub" / "c.npy")
-    assert c.shape == (1500, 2) and rel_err(c, sigconv.apply_fir(x[:, :2], h100, axis=0, backend="cpu")) < 1e-10
+    assert c.shape == (1500, 2) and rel_err(c, odd_ref(x[:, :2], h100)) < 1e-10
     assert json.loads((out / "sub" / "c.npy.json").read_text()) == {"fs": 100}
     d = np.load(out / "d.npy")
     assert d.shape == (1500,) and d.dtype == np.float32
-    assert rel_err(d, sigconv.apply_fir(x[:, 0].astype(np.float32).astype(float), h100, backend="cpu")) < 1e-6
+    assert rel_err(d, odd_ref(x[:, 0].astype(np.float32), h100)) < 1e-6
 
     import soundfile as sf
 
     e, fs = sf.read(out / "e.wav", dtype="float64")
     assert fs == 16000 and sf.info(str(out / "e.wav")).subtype == "FLOAT"
     ha = sigconv.design_fir("bandpass", (80.0, 7200.0), 16000.0)
-    assert rel_err(e, sigconv.apply_fir(audio.astype(float), ha, axis=0, backend="cpu")) < 1e-5
+    assert rel_err(e, sigconv.apply_fir(audio.astype(float), ha, axis=0, backend="cpu")) < 1e-5  # zero padding
     assert sf.info(str(out / "deep" / "f.flac")).format == "FLAC"
     recs = manifest(out)
     assert len(recs) == 6 and {r["status"] for r in recs} == {"done"}
@@ -202,7 +231,7 @@ def test_irregular_and_nonmonotonic_timestamps(tmp_path, capsys):
     assert "warning: irregular.csv: irregular timestamps: 1 of 899 steps" in err, err
     assert "failed: backwards.csv: non-monotonic timestamps" in err and "pass --fs" in err
     y = read_csv(out / "irregular.csv").column("ch0").to_numpy()
-    assert rel_err(y, sigconv.apply_fir(x[:, 0], default_log_taps(100.0), backend="cpu")) < 1e-10
+    assert rel_err(y, odd_ref(x[:, 0], default_log_taps(100.0))) < 1e-10
     rc = main(["batch", str(src / "backwards.csv"), "-o", str(out), *CPU, "--fs", "100"])
     err = capsys.readouterr().err
     assert rc == 0 and "warning: backwards.csv: non-monotonic timestamps" in err
@@ -210,8 +239,8 @@ def test_irregular_and_nonmonotonic_timestamps(tmp_path, capsys):
 
 @pytest.mark.parametrize("gaps", ["split", "interpolate"])
 def test_nan_gaps(tmp_path, gaps, capsys):
-    """split: gaps stay (empty stays empty, NaN stays NaN), each run equals apply_fir of the run;
-    interpolate: equals apply_fir of the linearly filled signal, no gaps left. NaN never spreads."""
+    """split: gaps stay (empty stays empty, NaN stays NaN), each run equals the odd-extended filter of the
+    run; interpolate: equals that of the linearly filled signal, no gaps left. NaN never spreads."""
     rng = np.random.default_rng()
     t, x = log_frame(rng, n=2400, channels=2)
     x[700:760, 0] = np.nan  # written as empty fields (nulls)
@@ -230,22 +259,157 @@ def test_nan_gaps(tmp_path, gaps, capsys):
     h = sigconv.design_fir("bandpass", (0.5, 40.0), 100.0, numtaps=101)
     tab = read_csv(out / "gappy.csv")
     y0 = tab.column("ch0").to_numpy(zero_copy_only=False)
-    assert rel_err(tab.column("ch1").to_numpy(), sigconv.apply_fir(x[:, 1], h, backend="cpu")) < 1e-10
+    assert rel_err(tab.column("ch1").to_numpy(), odd_ref(x[:, 1], h)) < 1e-10
     bad = np.isnan(x[:, 0])
     if gaps == "split":
         assert np.array_equal(np.isnan(y0), bad)  # not one NaN more
         assert tab.column("ch0").null_count == 62  # gaps stay gaps (pyarrow reads "nan" as null too)
         assert "gappy.csv: column 'ch0': 62 missing sample(s) left as gaps; 4 run(s)" in err
         for a, e in process.runs(~bad):
-            ref = sigconv.apply_fir(x[a:e, 0], h, backend="cpu")
+            ref = odd_ref(x[a:e, 0], h)
             assert rel_err(y0[a:e], ref) < 1e-10, (a, e, first_bad(y0[a:e], ref, 1e-10))
     else:
         assert np.isfinite(y0).all() and tab.column("ch0").null_count == 0
         idx = np.arange(len(t))
         filled = x[:, 0].copy()
         filled[bad] = np.interp(idx[bad], idx[~bad], x[~bad, 0])
-        assert rel_err(y0, sigconv.apply_fir(filled, h, backend="cpu")) < 1e-10
+        assert rel_err(y0, odd_ref(filled, h)) < 1e-10
         assert "62 missing sample(s) interpolated" in err
+
+
+# ------------------------------------------------------------------------------------ edges (--edges odd|zero)
+
+
+def test_offset_log_has_no_edge_transient(tmp_path, capsys):
+    """A 60 s, 100 Hz log at an offset of 20 (a temperature) with a 0.5-amplitude 3 Hz sine and noise, default
+    filter (band-pass 0.5-40 Hz, 661 taps = 6.6 s). --edges zero: the zero padding is a step of 20 that the
+    band-pass turns into a transient of 0.58 x 20 = 11.5 (its step response peaks at 0.58), 16-19x the
+    interior's peak of about 0.6; asserted over 10x. --edges odd (the default): the offset never steps (the
+    reflection keeps the edge value and slope); the worst case is an edge at a crest of the sine, where the
+    reflected part's mean sits 2A = 1 above the signal's: a step of 2A, transient <= 0.58 x 2A on top of the
+    sine's A, so the first and last 5 s peak at most about 2.2x the interior; asserted <= 2.5x (measured
+    0.95-1.48x over 25 phases)."""
+    rng = np.random.default_rng()
+    fs, n = 100.0, 6000
+    t = np.arange(n) / fs
+    x = 20.0 + 0.5 * np.sin(2 * np.pi * 3.0 * t + rng.uniform(0, 2 * np.pi)) + 0.05 * rng.standard_normal(n)
+    src = write_csv(tmp_path / "in" / "temp.csv", t, x[:, None], names=["temp"])
+    np.save(tmp_path / "in" / "temp2.npy", x)
+    (tmp_path / "in" / "temp2.npy.json").write_text('{"fs": 100}')
+    e = int(5 * fs)
+    ratio, desc = {}, {}
+    for edges in ("odd", "zero"):
+        out = tmp_path / edges
+        argv = ["batch", str(src.parent), "-o", str(out), *CPU, "-j", "1"]
+        assert main(argv + (["--edges", edges] if edges == "zero" else [])) == 0  # odd: the default
+        err = capsys.readouterr().err
+        desc[edges] = [ln for ln in err.splitlines() if ln.strip().startswith("100 Hz:")]
+        y = read_csv(out / "temp.csv").column("temp").to_numpy()
+        np.testing.assert_array_equal(np.load(out / "temp2.npy"), y)  # NPY: the same rule, the same values
+        ratio[edges] = np.abs(np.r_[y[:e], y[-e:]]).max() / np.abs(y[e:-e]).max()
+    with capsys.disabled():
+        print(f"\nedge peak / interior peak: --edges odd {ratio['odd']:.2f}, --edges zero {ratio['zero']:.2f}")
+    assert ratio["odd"] <= 2.5, ratio
+    assert ratio["zero"] >= 10, ratio
+    assert "(661 taps, zero phase, odd-reflected edges)" in desc["odd"][0], desc
+    assert "(661 taps, zero phase, zero-padded edges)" in desc["zero"][0], desc
+
+
+def _flt(h, C, phase):
+    from sigconv._engine import CPUFileFilter, pcm_spec
+
+    return CPUFileFilter(h, C, pcm_spec("DOUBLE"), phase=phase)
+
+
+def _check(y, ref, what):
+    assert np.isfinite(y).all(), (what, "unwritten", np.argwhere(~np.isfinite(y))[:1].tolist())
+    assert rel_err(y, ref) <= 1e-10, (what, rel_err(y, ref), first_bad(y, ref, 1e-10))
+
+
+@pytest.mark.parametrize("phase", ["zero", "linear"])
+def test_filter_into_odd_edges_equals_scipy(phase):
+    """filter_into with the odd extension equals odd_ref (explicit reflection, scipy.signal convolve "full" /
+    lfilter, sliced) to 1e-10 relative: random odd K (and even K for linear phase), random lengths, 1-2
+    channels, blocks shorter than K (down to 1 row), runs shorter than the extension (n = 1, 2, 5 with K = 31,
+    reflected where they can be, then held); outputs poisoned with NaN first. Pushing the run in random pieces
+    (as the streamed tables do) gives the same bits as one push."""
+    import scipy.signal
+
+    rng = np.random.default_rng()
+    cases = [(31, n, C, f) for n in (1, 2, 5, 15, 16, 17, 31, 32) for C in (1, 2) for f in (1, 7, 30, 31, 1 << 18)]
+    for _ in range(40):
+        K = 2 * int(rng.integers(0, 60)) + 1 + (phase == "linear" and rng.random() < 0.3)
+        frames = int(rng.choice([max(1, K // 4), max(1, K - 1), K + 5, 333, 1 << 18]))  # often shorter than K
+        cases.append((K, int(rng.integers(1, 2500)), int(rng.integers(1, 3)), frames))
+    for K, n, C, frames in cases:
+        h = rng.standard_normal(K)
+        x = 20.0 + rng.standard_normal((n, C))
+        flt = _flt(h, C, phase)
+        ext = process.extension(K, flt.delay, "odd")
+        assert ext == ((K // 2, K // 2) if phase == "zero" else (K - 1, 0))
+        y = np.full((n, C), np.nan)
+        process.filter_into(flt, x, y, frames=frames, ext=ext)
+        _check(y, odd_ref(x, h, phase), (K, n, C, frames))
+        pieces, cut = [], np.sort(rng.integers(0, n + 1, size=int(rng.integers(0, 6))))
+        feed = process.ExtendedFeed(_flt(h, C, phase), ext, pieces.append, frames)
+        for a, b in zip(np.r_[0, cut], np.r_[cut, n]):
+            feed.push(x[a:b])
+        feed.close()
+        assert np.array_equal(np.concatenate(pieces), y), (K, n, C, frames, cut)
+        z = np.full((n, C), np.nan)  # --edges zero: no extension, the filter's own zero padding (SciPy semantics)
+        assert process.extension(K, flt.delay, "zero") == (0, 0)
+        process.filter_into(_flt(h, C, phase), x, z, frames=frames, ext=(0, 0))
+        _check(z, scipy.signal.convolve(x, h[:, None], "same") if phase == "zero" else
+               scipy.signal.lfilter(h, 1.0, x, axis=0), ("zero", K, n, C, frames))
+
+
+@pytest.mark.parametrize("gaps", ["split", "interpolate"])
+def test_short_runs_between_gaps_odd_edges(gaps):
+    """--gaps split: runs of 1, 2, 5 and 40 samples between NaN gaps (K = 31) each get their own extension
+    (odd_ref of the run), never a crash, and the warning says what happens; interpolate: the filled column is
+    extended as a whole."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng()
+    h = rng.standard_normal(31)
+    x = 20.0 + rng.standard_normal(80)
+    x[[1, 4, 5, 11, 12, 13, 19]] = np.nan  # runs [0,1) [2,4) [6,11) [14,19) [20,80)
+    s = SimpleNamespace(gaps=gaps, edges="odd", phase="zero", backend="cpu", variant="auto", block=None)
+    warnings = []
+    y = process.filter_columns(x[:, None].copy(), h, s, warnings, ["v"])[:, 0]
+    bad = np.isnan(x)
+    if gaps == "split":
+        assert np.array_equal(np.isnan(y), bad)
+        rr = process.runs(~bad)
+        assert [e - a for a, e in rr] == [1, 2, 5, 5, 60]
+        for a, e in rr:
+            _check(y[a:e], odd_ref(x[a:e], h), (a, e))
+        assert any("4 run(s) between gaps are shorter than the filter (31 taps): their ends are extended by odd "
+                   "reflection" in w for w in warnings), warnings
+    else:
+        idx = np.arange(80)
+        filled = x.copy()
+        filled[bad] = np.interp(idx[bad], idx[~bad], x[~bad])
+        _check(y, odd_ref(filled, h), "interpolate")
+
+
+def test_rerun_with_other_edges_redoes_tables_only(tmp_path, capsys):
+    """--edges is part of the settings hash of tables and NPY logs: a rerun with another --edges redoes them,
+    the same --edges skips them; audio files (always zero padding) are not redone for --edges alone."""
+    src = _tree(tmp_path, n=2, rows=700)
+    write_audio(src / "r.wav", np.random.default_rng().uniform(-0.3, 0.3, (9000, 1)).astype(np.float32), fs=8000,
+                subtype="FLOAT")
+    out = tmp_path / "out"
+    base = ["batch", str(src), "-o", str(out), *CPU, "-j", "1", "--taps", "101"]
+    assert main(base) == 0 and "3 done, 0 skipped" in capsys.readouterr().err
+    odd = (out / "c0.csv").read_bytes()
+    assert main(base + ["--edges", "odd"]) == 0 and "0 done, 3 skipped" in capsys.readouterr().err
+    assert main(base + ["--edges", "zero"]) == 0 and "2 done, 1 skipped" in capsys.readouterr().err
+    assert (out / "c0.csv").read_bytes() != odd
+    assert main(base + ["--edges", "zero"]) == 0 and "0 done, 3 skipped" in capsys.readouterr().err
+    assert main(base) == 0 and "2 done, 1 skipped" in capsys.readouterr().err
+    assert (out / "c0.csv").read_bytes() == odd
+    assert len(manifest(out)) == 3
 
 
 # ------------------------------------------------------------------------------------ resume, crash, Ctrl-C
@@ -380,6 +544,7 @@ def test_output_path_escapes_refused(tmp_path, capsys):
     (["batch", "IN", "-o", "OUT", "--columns", "a,,b"], "--columns takes comma-separated column names"),
     (["batch", "IN", "-o", "IN/c0.csv"], "OUTDIR exists and is not a folder"),
     (["batch", "IN", "-o", "OUT", "--fs", "-3"], "--fs must be a positive frequency"),
+    (["batch", "IN", "-o", "OUT", "--edges", "even"], "argument --edges: invalid choice: 'even'"),
 ])
 def test_usage_errors_exit_2_one_line(tmp_path, capsys, argv, needle):
     """Usage mistakes: exit 2 and one line on stderr, nothing written."""
@@ -474,8 +639,8 @@ def _gpu_tasks(tmp_path, n):
     from sigconv._batch.manifest import settings_hash
 
     s = {k: None for k in ("band", "lowpass", "highpass", "notch", "fs", "time_column", "columns", "block")}
-    s.update(method="fir", notch_width=5.0, taps=31, transition=None, phase="zero", gaps="split", backend="cpu",
-             variant="auto")
+    s.update(method="fir", notch_width=5.0, taps=31, transition=None, phase="zero", gaps="split", edges="odd",
+             backend="cpu", variant="auto")
     out = tmp_path / "out"
     return [{"input": str(p), "rel": p.name, "output": str(out / p.name), "outdir": str(out), "kind": "csv",
              "size": 0, "mtime_ns": 0, "hash": settings_hash(s), "settings": s} for p in sorted(src.iterdir())]
@@ -626,6 +791,7 @@ def test_streamed_table_equals_in_memory(tmp_path, monkeypatch, small_blocks, ca
     src = _stream_tree(tmp_path, rng)
     outs = _run_both(tmp_path, monkeypatch, src, block=block, rows=rows, capsys=capsys)
     assert small_blocks == [True, True, True]  # every table streamed (none fell back)
+    assert "(101 taps, zero phase, odd-reflected edges)" in outs["st"][1]  # the new default
     mem, st = outs["mem"][0], outs["st"][0]
     for name in ("a.csv", "q.csv"):
         assert (st / name).read_bytes() == (mem / name).read_bytes(), name
@@ -641,7 +807,25 @@ def test_streamed_table_equals_in_memory(tmp_path, monkeypatch, small_blocks, ca
     assert b_st.column("when").equals(pq.read_table(src / "b.parquet").column("when"))
     h = sigconv.design_fir("bandpass", (0.5, 40.0), 100.0, numtaps=101)
     y = b_st.column("p").to_numpy()
-    ref = sigconv.apply_fir(pq.read_table(src / "b.parquet").column("p").to_numpy(), h, backend="cpu")
+    ref = odd_ref(pq.read_table(src / "b.parquet").column("p").to_numpy(), h)
+    assert rel_err(y, ref) < 1e-10, first_bad(y, ref, 1e-10)
+
+
+@pytest.mark.parametrize("extra", [("--phase", "linear"), ("--edges", "zero")], ids=["linear-phase", "edges-zero"])
+def test_streamed_equals_in_memory_other_edges(tmp_path, monkeypatch, small_blocks, capsys, extra):
+    """Linear phase (left extension K-1 = 100 rows, none on the right) and --edges zero (no extension) stream
+    byte-identically too, with record batches of 3 rows (the stream waits for the 101 rows it reflects)."""
+    src = _stream_tree(tmp_path, np.random.default_rng(), n=1500)
+    outs = _run_both(tmp_path, monkeypatch, src, extra=extra, block=200, rows=3, capsys=capsys)
+    assert small_blocks == [True, True, True]
+    mem, st = outs["mem"][0], outs["st"][0]
+    for name in ("a.csv", "q.csv"):
+        assert (st / name).read_bytes() == (mem / name).read_bytes(), name
+    assert pq.read_table(st / "b.parquet").equals(pq.read_table(mem / "b.parquet"))
+    h = sigconv.design_fir("bandpass", (0.5, 40.0), 100.0, numtaps=101)
+    x = pq.read_table(src / "b.parquet").column("p").to_numpy()
+    ref = odd_ref(x, h, "linear") if extra[0] == "--phase" else sigconv.apply_fir(x, h, backend="cpu")
+    y = pq.read_table(st / "b.parquet").column("p").to_numpy()
     assert rel_err(y, ref) < 1e-10, first_bad(y, ref, 1e-10)
 
 
@@ -697,7 +881,7 @@ def test_streamed_csv_peak_memory_bounded(tmp_path):
     """A 159 MB CSV (1.5 M rows, 5 channels) is filtered with a peak RSS under 400 MB (measured about 275 MB on
     the 2-core machine; the in-memory path peaks at about 680 MB on this file). What grows with the file is
     the time pass (about 40 bytes per row: the time column and its spacings); the filtering pass holds a few
-    filter blocks. The output equals apply_fir."""
+    filter blocks. The output equals the odd-extended reference."""
     from sigconv._batch import stream
 
     src = tmp_path / "big.csv"
@@ -723,7 +907,7 @@ def test_streamed_csv_peak_memory_bounded(tmp_path):
                                                                           column_types={"timestamp": pa.string()}))
     assert y.num_rows == rows
     x0 = pcsv.read_csv(src, convert_options=pcsv.ConvertOptions(include_columns=["ch0"])).column(0).to_numpy()
-    ref = sigconv.apply_fir(x0, default_log_taps(100.0), backend="cpu")
+    ref = odd_ref(x0, default_log_taps(100.0))
     assert rel_err(y.column("ch0").to_numpy(), ref) < 1e-10
 
 

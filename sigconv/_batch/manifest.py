@@ -16,15 +16,19 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 NAME = "sigconv-batch.jsonl"
 #: Bump when the output of the same settings changes.
 SCHEMA = 1
 
 
-def settings_hash(settings: dict) -> str:
-    """Hash of the options that change the output (not backend, variant, block or jobs)."""
-    keep = {k: v for k, v in settings.items() if k not in ("backend", "variant", "block")}
+def settings_hash(settings: dict, kind: Optional[str] = None) -> str:
+    """Hash of the options that change the output of a file of ``kind`` (not backend, variant, block
+    or jobs). ``edges`` applies to tables and NPY logs only: it is left out for audio (so changing
+    --edges does not redo audio files, and their hash is the one from before --edges existed)."""
+    drop = ("backend", "variant", "block") + (("edges",) if kind == "audio" else ())
+    keep = {k: v for k, v in settings.items() if k not in drop}
     keep["schema"] = SCHEMA
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

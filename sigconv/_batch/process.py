@@ -8,6 +8,12 @@ Filter choice per rate, when no filter option is given (``default_filter``):
 - sensor logs (lower rates): band-pass fs/200 .. 0.4*fs with a transition of fs/200 (661 taps at any
   rate): removes drift and offsets (below 0.5 Hz at 100 Hz) and the band near Nyquist where a
   mains line aliases (a 50 Hz line in a 100 Hz log), keeps what lies between (0.5-40 Hz at 100 Hz).
+
+Edges of tables and NPY logs (``--edges``, ``filter_into``'s ``ext``): "odd" (default) extends each
+filtered run at both ends by odd reflection about its edge sample (scipy.signal.filtfilt's default
+padtype), runs the extension through the same block filter and keeps only the run's outputs, so a
+log with an offset (a temperature around 20) gets no step transient at its ends; "zero" pads with
+zeros (SciPy "same" semantics, what `denoise` does). Audio files always use zero padding.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from .._engine import InputError, OutputError
 AUDIO_MIN_RATE = 8000.0
 #: Sensor-log default: high-pass edge, low-pass edge and transition as fractions of fs.
 LOG_HIGHPASS, LOG_LOWPASS, LOG_TRANSITION = 1 / 200, 0.4, 1 / 200
+#: ``--edges`` choices (tables and NPY logs); the first is the default.
+EDGE_RULES = ("odd", "zero")
+_EDGE_TEXT = {"odd": "odd-reflected edges", "zero": "zero-padded edges"}
 #: Test hook (never set in normal use): "kill:NAME" makes the worker SIGKILL itself right before it
 #: moves NAME's finished output into place (a crash mid-file); "sleep:NAME:SECONDS" slows NAME down.
 TEST_HOOK_ENV = "_SIGCONV_BATCH_TEST"
@@ -74,10 +83,20 @@ def default_filter(s: SimpleNamespace, fs: float):
     return taps, f"band-pass {lo:g}-{hi:g} Hz [default for sensor logs: removes drift and the band near Nyquist]"
 
 
-def taps_for(s: SimpleNamespace, fs: float):
+def edge_rule(s: SimpleNamespace) -> str:
+    """The edge rule for tables and NPY logs: ``s.edges`` (settings without it: the default, "odd")."""
+    rule = getattr(s, "edges", None) or EDGE_RULES[0]
+    if rule not in EDGE_RULES:
+        raise ValueError(f"edges must be one of {', '.join(EDGE_RULES)}, got {rule!r}")
+    return rule
+
+
+def taps_for(s: SimpleNamespace, fs: float, edges: Optional[str] = None):
     """(taps, description) for rate ``fs``, memoised per process. ValueError (one line) when the
-    options do not fit this rate (e.g. a cutoff above its Nyquist)."""
-    key = (float(fs), repr(sorted((k, v) for k, v in vars(s).items() if k not in ("columns", "time_column"))))
+    options do not fit this rate (e.g. a cutoff above its Nyquist). ``edges`` (an edge rule) is
+    named in the description."""
+    key = (float(fs), edges,
+           repr(sorted((k, v) for k, v in vars(s).items() if k not in ("columns", "time_column"))))
     hit = _TAPS_CACHE.get(key)
     if hit is None:
         from ..cli import UsageError, build_taps
@@ -91,7 +110,8 @@ def taps_for(s: SimpleNamespace, fs: float):
             raise ValueError(f"at {fs:g} Hz: {exc}") from None
         if s.phase == "zero" and taps.size % 2 == 0:
             raise ValueError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
-        hit = (taps, f"{desc} ({taps.size} taps, {s.phase} phase)")
+        more = f", {_EDGE_TEXT[edges]}" if edges else ""
+        hit = (taps, f"{desc} ({taps.size} taps, {s.phase} phase{more})")
         _TAPS_CACHE[key] = hit
     return hit
 
@@ -110,20 +130,171 @@ def make_block_filter(taps, channels: int, s: SimpleNamespace):
                       variant=s.variant, block=s.block)
 
 
-def filter_into(flt, x, out, frames: Optional[int] = None) -> None:
-    """Run (n, C) ``x`` through block filter ``flt`` into ``out`` (n, C); exact across blocks."""
+def extension(ntaps: int, delay: int, rule: str) -> tuple[int, int]:
+    """(left, right): how many samples of extension a run needs on each side under edge rule ``rule``
+    for a block filter of ``ntaps`` taps that drops ``delay`` outputs (its ``delay`` attribute).
+
+    Such a filter's output j is sum_k h[k] x[j + delay - k], k = 0..K-1 (zero phase: delay (K-1)/2
+    and ``finish`` feeds ``delay`` zeros, i.e. convolve "same"; linear phase: delay 0, lfilter). It
+    reads inputs j + delay - (K-1) .. j + delay, so output 0 reaches K-1-delay samples before the
+    run and output n-1 reaches delay samples after it: zero phase K//2 each side, linear phase K-1
+    on the left and none on the right. "zero" needs none (the filter's own zero padding)."""
+    if rule == "zero":
+        return 0, 0
+    if rule != "odd":
+        raise ValueError(f"edges must be one of {', '.join(EDGE_RULES)}, got {rule!r}")
+    return ntaps - 1 - delay, delay
+
+
+def odd_extension(x: np.ndarray, p: int, side: str) -> np.ndarray:
+    """(p, C) float64: the odd reflection of (n, C) ``x`` about its first (side "left") or last
+    ("right") sample, as scipy.signal.filtfilt's padtype "odd": left 2*x[0] - x[p:0:-1], right
+    2*x[-1] - x[-2:-p-2:-1]. Where ``x`` has fewer than p+1 samples, what there is is reflected and
+    the rest holds the outermost reflected value (x[0] / x[-1] itself when n == 1): no step."""
     n = x.shape[0]
-    bf = int(frames or flt.preferred_frames)
+    m = min(p, n - 1)  # samples that can be reflected
+    if side == "left":
+        edge = np.asarray(x[:1], dtype=np.float64)
+        refl = 2.0 * edge - np.asarray(x[1:m + 1], dtype=np.float64)[::-1]  # x[m], ..., x[1] mirrored
+        hold = refl[:1] if m else edge
+        return np.concatenate([np.repeat(hold, p - m, axis=0), refl])
+    edge = np.asarray(x[n - 1:n], dtype=np.float64)
+    refl = 2.0 * edge - np.asarray(x[n - 1 - m:n - 1], dtype=np.float64)[::-1]  # x[n-2], ..., x[n-1-m] mirrored
+    hold = refl[-1:] if m else edge
+    return np.concatenate([refl, np.repeat(hold, p - m, axis=0)])
+
+
+class ExtendedFeed:
+    """Feeds block filter ``flt`` one run as the stream [left extension | run | right extension], cut
+    into blocks of ``frames`` rows (default ``flt.preferred_frames``) counted from the stream's row 0
+    whatever pieces the run arrives in, then ``finish()``; passes ``sink`` only the outputs of the
+    run, in order. With ext (0, 0) these are exactly the blocks the plain block loop feeds.
+
+    The in-memory path (``filter_into``: the whole run in one ``push``) and the streamed tables
+    (``stream._pump``: one ``push`` per record batch) both feed through this class, so they cut the
+    same blocks (overlap-save output depends on the cut in its last bits) and give the same bytes.
+    Memory: the first left+1 rows are held until known (the left extension needs them), the last
+    right+1 rows are kept for the right extension, and less than one block waits to be fed."""
+
+    def __init__(self, flt, ext: tuple[int, int], sink, frames: Optional[int] = None):
+        self.flt, self.sink = flt, sink
+        self.left, self.right = (int(v) for v in ext)
+        self.bf = int(frames or flt.preferred_frames)
+        self.n = 0  # run rows pushed
+        self._head: list = []  # the run's first rows while fewer than left+1 are known
+        self._head_rows = 0
+        self._started = self.left == 0
+        self._tail: Optional[np.ndarray] = None  # the run's last right+1 rows (float64)
+        self._buf: list = []  # stream rows not yet fed, fewer than bf in all
+        self._buf_rows = 0
+        self._skip = self.left  # outputs still to drop at the start (they belong to the left extension)
+        self._keep: Optional[int] = None  # outputs still to pass on, once the run's length is known
+        self._emitted = 0  # outputs passed to sink
+        self._closed = False
+
+    def push(self, x: np.ndarray) -> None:
+        """The next (rows, C) rows of the run."""
+        if x.shape[0] == 0:
+            return
+        self.n += x.shape[0]
+        if self.right:
+            t = np.array(x[-(self.right + 1):], dtype=np.float64)  # a copy: x may be a large memmap
+            if self._tail is not None and t.shape[0] < self.right + 1:
+                t = np.concatenate([self._tail, t])[-(self.right + 1):]
+            self._tail = t
+        if self._started:
+            self._feed(x)
+            return
+        self._head.append(x)
+        self._head_rows += x.shape[0]
+        if self._head_rows > self.left:
+            self._start()
+
+    def _start(self) -> None:
+        head = np.concatenate(self._head) if len(self._head) > 1 else self._head[0]
+        self._head, self._head_rows, self._started = [], 0, True
+        self._feed(odd_extension(head[:self.left + 1], self.left, "left"))
+        self._feed(head)
+
+    def close(self) -> None:
+        """The end of the run: feed the right extension, the last partial block and ``finish()``."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.n == 0:
+            return
+        if not self._started:  # the run is shorter than left+1 rows
+            self._start()
+        self._keep = self.n - self._emitted  # outputs beyond these belong to the right extension
+        if self.right:
+            self._feed(odd_extension(self._tail, self.right, "right"))
+        if self._buf_rows:
+            self._run(np.concatenate(self._buf) if len(self._buf) > 1 else self._buf[0])
+            self._buf, self._buf_rows = [], 0
+        self._out(self.flt.finish())
+
+    def _feed(self, x: np.ndarray) -> None:
+        """Append rows to the stream; run every whole block of bf rows (from the stream's row 0)."""
+        n, i, bf = x.shape[0], 0, self.bf
+        if self._buf_rows:  # complete the waiting block first
+            i = min(n, bf - self._buf_rows)
+            self._buf.append(x[:i])
+            self._buf_rows += i
+            if self._buf_rows < bf:
+                return
+            self._run(np.concatenate(self._buf))
+            self._buf, self._buf_rows = [], 0
+        while n - i >= bf:  # whole blocks straight from x (no copy of a large run)
+            self._run(x[i:i + bf])
+            i += bf
+        if i < n:
+            self._buf, self._buf_rows = [x[i:]], n - i
+
+    def _run(self, block: np.ndarray) -> None:
+        self._out(self.flt.process(np.ascontiguousarray(block, dtype=self.flt.read_dtype)))
+
+    def _out(self, y: np.ndarray) -> None:
+        if self._skip:
+            k = min(self._skip, y.shape[0])
+            y, self._skip = y[k:], self._skip - k
+        if self._keep is not None:  # after the run's end: drop what belongs to the right extension
+            y = y[:self._keep]
+            self._keep -= y.shape[0]
+        if y.shape[0]:
+            self._emitted += y.shape[0]
+            self.sink(y)
+
+
+def filter_into(flt, x, out, frames: Optional[int] = None, ext: tuple[int, int] = (0, 0)) -> None:
+    """Run (n, C) ``x`` through block filter ``flt`` into ``out`` (n, C); exact across blocks.
+    ``ext`` (left, right): samples of odd-reflection extension fed before and after ``x`` (see
+    ``extension``); their outputs are dropped, so ``out`` keeps ``x``'s length and alignment."""
+    n = x.shape[0]
     pos = 0
-    for s0 in range(0, n, bf):
-        y = flt.process(np.ascontiguousarray(x[s0:s0 + bf], dtype=flt.read_dtype))
+
+    def sink(y):
+        nonlocal pos
+        if pos + y.shape[0] > n:
+            raise RuntimeError(f"block filter returned more than {n} frames")
         out[pos:pos + y.shape[0]] = y
         pos += y.shape[0]
-    y = flt.finish()
-    out[pos:pos + y.shape[0]] = y
-    pos += y.shape[0]
+
+    feed = ExtendedFeed(flt, ext, sink, frames)
+    feed.push(x)
+    feed.close()
     if pos != n:  # the engine's contract: output length == input length
         raise RuntimeError(f"block filter returned {pos} frames for {n}")
+
+
+def run_extension(flt, taps, s: SimpleNamespace) -> tuple[int, int]:
+    """``filter_into``'s ``ext`` for block filter ``flt`` under the settings' edge rule."""
+    return extension(len(taps), int(flt.delay), edge_rule(s))
+
+
+def filter_run(taps, x, out, s: SimpleNamespace) -> None:
+    """Filter (n, C) run ``x`` into ``out`` with a fresh block filter, extended per ``s.edges``."""
+    flt = make_block_filter(taps, x.shape[1], s)
+    filter_into(flt, x, out, ext=run_extension(flt, taps, s))
 
 
 def runs(valid: np.ndarray) -> list[tuple[int, int]]:
@@ -136,12 +307,13 @@ def runs(valid: np.ndarray) -> list[tuple[int, int]]:
 def filter_columns(x: np.ndarray, taps, s: SimpleNamespace, warnings: list, names) -> np.ndarray:
     """Filter (n, C) float64 ``x`` whose gaps (NaN / inf) are handled per ``s.gaps``:
     interpolate: linear across each gap (edges held), then filter; the output has no gaps.
-    split: each run of finite samples is filtered on its own; gaps stay NaN in the output."""
+    split: each run of finite samples is filtered on its own; gaps stay NaN in the output.
+    Each filtered run (the filled column with interpolate) is extended at its ends per ``s.edges``."""
     n, C = x.shape
     bad = ~np.isfinite(x)
     out = np.empty_like(x)
     if not bad.any():
-        filter_into(make_block_filter(taps, C, s), x, out)
+        filter_run(taps, x, out, s)
         return out
     K = len(taps)
     short = 0
@@ -153,25 +325,27 @@ def filter_columns(x: np.ndarray, taps, s: SimpleNamespace, warnings: list, name
             out[:, c] = col
             continue
         if not b.any():
-            filter_into(make_block_filter(taps, 1, s), col[:, None], out[:, c:c + 1])
+            filter_run(taps, col[:, None], out[:, c:c + 1], s)
             continue
         if s.gaps == "interpolate":
             idx = np.arange(n)
             filled = col.copy()
             filled[b] = np.interp(idx[b], idx[~b], col[~b])
-            filter_into(make_block_filter(taps, 1, s), filled[:, None], out[:, c:c + 1])
+            filter_run(taps, filled[:, None], out[:, c:c + 1], s)
             warnings.append(f"column {names[c]!r}: {int(b.sum())} missing sample(s) interpolated")
         else:
             out[:, c] = np.nan
             rr = runs(~b)
             for a, e in rr:
                 short += (e - a) < K
-                filter_into(make_block_filter(taps, 1, s), col[a:e, None], out[a:e, c:c + 1])
+                filter_run(taps, col[a:e, None], out[a:e, c:c + 1], s)
             warnings.append(f"column {names[c]!r}: {int(b.sum())} missing sample(s) left as gaps; "
                             f"{len(rr)} run(s) filtered separately")
     if short:
-        warnings.append(f"{short} run(s) between gaps are shorter than the filter ({K} taps): filtered with "
-                        "zero padding at their edges")
+        how = ("their ends are extended by odd reflection (and, beyond what a run can reflect, its outermost "
+               "reflected value held), so their outputs rest largely on that extension"
+               if edge_rule(s) == "odd" else "filtered with zero padding at their edges")
+        warnings.append(f"{short} run(s) between gaps are shorter than the filter ({K} taps): {how}")
     return out
 
 
@@ -213,7 +387,7 @@ def _do_table(task, s, inp, out, outdir, res):
     fs, w = formats.file_rate(tc, lambda: table.column(tc), s.fs, inp)
     warnings.extend(w)
     chans = formats.choose_channels(table, tc, s.columns, inp)
-    taps, desc = taps_for(s, fs)
+    taps, desc = taps_for(s, fs, edge_rule(s))
     _check_length(taps, table.num_rows, fs, inp)
     cols = [formats.column_values(table, c) for c in chans]
     x = np.stack([v for v, _ in cols], axis=1)
@@ -231,7 +405,7 @@ def _do_npy(task, s, inp, out, outdir, res):
 
     a, fs, was_1d = formats.read_npy(inp, s.fs)
     n, C = a.shape
-    taps, desc = taps_for(s, fs)
+    taps, desc = taps_for(s, fs, edge_rule(s))
     _check_length(taps, n, fs, inp)
     odt = formats.npy_out_dtype(a.dtype)
     step = 1 << 20
@@ -241,7 +415,7 @@ def _do_npy(task, s, inp, out, outdir, res):
         y = np.lib.format.open_memmap(tmp, mode="w+", dtype=odt, shape=(n,) if was_1d else (n, C))
         y2 = y[:, None] if was_1d else y
         if finite:  # streamed: memory-mapped in, memory-mapped out
-            filter_into(make_block_filter(taps, C, s), a, y2)
+            filter_run(taps, a, y2, s)
         else:
             y2[...] = filter_columns(np.asarray(a, dtype=np.float64), taps, s, res["warnings"],
                                      [f"channel {c}" for c in range(C)])
@@ -265,7 +439,7 @@ def _do_audio(task, s, inp, out, outdir, res):
 
         make, desc = file_filter_factory(s, info, backend)
     else:
-        taps, desc = taps_for(s, fs)
+        taps, desc = taps_for(s, fs, "zero")  # audio: zero padding, as `sigconv denoise`
         _check_length(taps, info.frames, fs, inp)
         make = make_file_filter(backend, taps, s)
     from .discovery import output_problem

@@ -12,12 +12,13 @@ Two passes:
 2. Record batches (``pyarrow.csv.open_csv`` blocks of ``CSV_BLOCK_BYTES``;
    ``ParquetFile.iter_batches`` of ``PARQUET_BATCH_ROWS``) go through one block filter over all
    chosen channels, its state carried across batches. The filter is fed exactly the blocks
-   ``process.filter_into`` feeds it (``preferred_frames`` rows from row 0, then the remainder, then
-   ``finish()``), because overlap-save output depends on the block cut in its last bits, and the CSV
-   text of a float64 shows every bit. The zero-phase delay makes outputs lag inputs by (K-1)/2
-   rows: the input batches wait in a queue (their pass-through columns) until their filtered values
-   exist, and are written as soon as they do (``CSVWriter`` / ``ParquetWriter``), into the atomic
-   temporary output.
+   ``process.filter_into`` feeds it, through the same ``process.ExtendedFeed`` (the edge extension
+   of ``--edges``, then ``preferred_frames`` rows from the extended stream's row 0, the remainder,
+   ``finish()``), because overlap-save output depends on the block cut in its last bits, and the
+   CSV text of a float64 shows every bit. The zero-phase delay (and the left extension, which waits
+   for the first rows it reflects) makes outputs lag inputs by up to K-1 rows: the input batches
+   wait in a queue (their pass-through columns) until their filtered values exist, and are written
+   as soon as they do (``CSVWriter`` / ``ParquetWriter``), into the atomic temporary output.
 
 Whenever the stream cannot promise the in-memory result, it gives up (``Fallback``; the temporary
 output is removed) and the file is redone in memory, exactly as before:
@@ -205,16 +206,16 @@ class _Writer:
                 self.f.close()
 
 
-def _pump(batches, chans, flt, writer, schema_out, path) -> int:
+def _pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
     """Filter the record batches through ``flt`` and write them; returns the rows written.
 
-    in_x: channel rows read but not yet filtered (less than one filter block); pending: the input
-    batches whose filtered values are not all out yet (the filter lags by its delay)."""
+    The rows go through ``process.ExtendedFeed`` (edge extension ``ext``), as ``filter_into`` feeds
+    them in memory: the same blocks, so the same bytes. pending: the input batches whose filtered
+    values are not all out yet (the filter lags by its delay, and by the left extension's wait)."""
     import pyarrow as pa
 
-    bf = int(flt.preferred_frames)
-    in_x: list = []  # (rows, C) float64 pieces, fewer than bf rows in all
-    in_rows = 0
+    from .process import ExtendedFeed
+
     pending: collections.deque = collections.deque()  # record batches waiting for their filtered values
     written = 0
     types = [schema_out.field(c).type for c in chans]
@@ -223,6 +224,7 @@ def _pump(batches, chans, flt, writer, schema_out, path) -> int:
     def emit(y: np.ndarray) -> None:
         """Write len(y) rows: the oldest pending input rows with their channels replaced by y."""
         nonlocal written
+        y = np.asarray(y, dtype=np.float64)
         pieces, used = [], 0
         while used < y.shape[0]:
             rb = pending[0]
@@ -241,11 +243,7 @@ def _pump(batches, chans, flt, writer, schema_out, path) -> int:
             writer.write(pa.Table.from_batches(pieces, schema=schema_out))
             written += y.shape[0]
 
-    def run(block: np.ndarray) -> None:
-        y = flt.process(np.ascontiguousarray(block, dtype=flt.read_dtype))
-        if y.shape[0]:
-            emit(np.asarray(y, dtype=np.float64))
-
+    feed = ExtendedFeed(flt, ext, emit)
     for rb in batches:
         if rb.num_rows == 0:
             continue
@@ -253,18 +251,8 @@ def _pump(batches, chans, flt, writer, schema_out, path) -> int:
         if not np.isfinite(x).all():
             raise Fallback("a gap in a filtered channel")
         pending.append(rb)
-        in_x.append(x)
-        in_rows += x.shape[0]
-        while in_rows >= bf:  # exactly the blocks filter_into cuts: bf rows from row 0
-            buf = np.concatenate(in_x) if len(in_x) > 1 else in_x[0]
-            run(buf[:bf])
-            rest = buf[bf:]
-            in_x, in_rows = ([rest] if rest.shape[0] else []), rest.shape[0]
-    if in_rows:
-        run(np.concatenate(in_x) if len(in_x) > 1 else in_x[0])
-    tail = flt.finish()
-    if tail.shape[0]:
-        emit(np.asarray(tail, dtype=np.float64))
+        feed.push(x)
+    feed.close()
     if pending:
         raise RuntimeError(f"{path}: block filter left {sum(b.num_rows for b in pending)} rows unfiltered")
     if written == 0:
@@ -279,7 +267,7 @@ def do_table(task, s, inp: Path, out: Path, outdir: Path, res) -> bool:
     import pyarrow as pa
 
     from . import formats
-    from .process import _check_length, atomic_output, make_block_filter, taps_for
+    from .process import _check_length, atomic_output, edge_rule, make_block_filter, run_extension, taps_for
 
     kind = task["kind"]
     src = _Source(inp, kind, s.time_column)
@@ -294,7 +282,7 @@ def do_table(task, s, inp: Path, out: Path, outdir: Path, res) -> bool:
         if kind == "csv":  # judged on the first block's types: let read_csv's types judge
             return False
         raise
-    taps, desc = taps_for(s, fs)
+    taps, desc = taps_for(s, fs, edge_rule(s))
     if src.rows is not None:
         _check_length(taps, src.rows, fs, inp)
     schema_out = out_schema(schema, chans)
@@ -306,7 +294,7 @@ def do_table(task, s, inp: Path, out: Path, outdir: Path, res) -> bool:
                 try:
                     flt = make_block_filter(taps, len(chans), s)
                     try:
-                        n = _pump(batches, chans, flt, writer, schema_out, inp)
+                        n = _pump(batches, chans, flt, run_extension(flt, taps, s), writer, schema_out, inp)
                     except pa.ArrowInvalid as exc:  # reading: a bad row, or a value the first block's
                         if kind == "csv":  # types do not take: read_csv has the final word
                             raise Fallback(str(exc)) from None
