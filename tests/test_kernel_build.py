@@ -304,3 +304,91 @@ def test_os_grid_caps_and_hardware_limits():
     assert g[2] == 65535 and g[1] == 1
     with pytest.raises(ValueError, match="unknown"):
         os_grid("gatherx", 256, N=1024)
+
+
+# ------------------------------------------------- the strip kernel's own source, run on the host (g++)
+# kernels/conv2d_strip.cuh compiled for the host with the defines launch_strip prepends, launched on the grid
+# cuda2d.strip_grid computes; ASan catches out-of-bounds loads (the halo columns and rows), the shim refuses
+# misaligned 16-byte loads and stores, and NaN-poisoned outputs catch unwritten elements.
+
+_STRIP_BUILDS: dict = {}
+
+
+def _strip_harness(tmp_root, kH, kW, sh, rows):
+    key = (kH, kW, sh, rows)
+    if key not in _STRIP_BUILDS:
+        exe = tmp_root / f"strip_{kH}x{kW}_sh{sh}_r{rows}"
+        base = [CXX, "-std=c++17", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", f"-DSTRIP_KH={kH}", f"-DSTRIP_KW={kW}",
+                f"-DSTRIP_SH={sh}", f"-DSTRIP_ROWS={rows}", "-o", str(exe), str(EMU / "strip_harness.cpp")]
+        res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
+                             capture_output=True, text=True, timeout=300)
+        if res.returncode != 0:
+            res = subprocess.run(base, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, f"host build of conv2d_strip.cuh failed:\n{res.stderr[-4000:]}"
+        _STRIP_BUILDS[key] = exe
+    return _STRIP_BUILDS[key]
+
+
+def _corr2d_ref(x, w, bias, pad, out_hw):
+    """float64 y[n, r, c] = bias + sum_ij w[i, j] x[n, r + i - py, c + j - px] (zero outside)."""
+    N, H, W = x.shape
+    kH, kW = w.shape
+    (py, px), (Ho, Wo) = pad, out_hw
+    cv = np.zeros((N, Ho + kH - 1, Wo + kW - 1))
+    r0, c0 = max(0, py), max(0, px)
+    hh, ww = min(H, cv.shape[1] - py), min(W, cv.shape[2] - px)
+    cv[:, r0:py + hh, c0:px + ww] = x[:, r0 - py:hh, c0 - px:ww]
+    y = np.full((N, Ho, Wo), float(bias))
+    for i in range(kH):
+        for j in range(kW):
+            y += w[i, j] * cv[:, i:i + Ho, j:j + Wo]
+    return y
+
+
+# (N, H, W, kH, kW, pad, out_hw or None for torch's, block, rows, bias, z cap): W % 4 == 0 (vector loads and
+# stores) and not; even, odd, rectangular, 1x1 and 15x15 kernels (>= 11: the rotating-accumulator path);
+# "full" (pads k-1, larger output) and "same"-like windows; several strips per column; planes beyond grid.z.
+STRIP_CASES = [
+    (1, 37, 64, 3, 3, (1, 1), None, (64, 1), 32, 0.0, None),
+    (2, 33, 61, 3, 3, (1, 1), None, (32, 4), 8, 0.5, None),
+    (1, 70, 20, 5, 5, (2, 2), None, (32, 1), 16, 0.0, None),
+    (1, 9, 13, 4, 4, (1, 2), None, (32, 1), 32, 0.0, None),
+    (1, 1, 1, 3, 7, (1, 3), None, (32, 1), 32, -1.0, None),
+    (1, 5, 6, 12, 12, (11, 11), (16, 17), (32, 1), 4, 0.0, None),
+    (3, 40, 36, 15, 15, (7, 7), None, (32, 4), 8, 0.0, 2),
+    (1, 5, 9, 1, 1, (0, 0), None, (32, 8), 2, 0.0, None),
+    (1, 12, 8, 3, 3, (2, 2), (14, 10), (256, 1), 32, 0.0, None),
+]
+
+
+@pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", STRIP_CASES)
+def test_strip_kernel_runs_on_host(tmp_path_factory, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
+    if CXX is None:
+        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
+    from sigconv.backends.cuda2d import strip_grid
+
+    py, px = pad
+    Ho, Wo = out_hw or (H + 2 * py - kH + 1, W + 2 * px - kW + 1)
+    exe = _strip_harness(tmp_path_factory.getbasetemp(), kH, kW, (-px) % 4, rows)
+    rng = np.random.default_rng()
+    x = rng.standard_normal((N, H, W)).astype(np.float32)
+    w = rng.standard_normal((kH, kW)).astype(np.float32)
+    grid = list(strip_grid(N, Ho, Wo, block, rows=rows))
+    if zcap:
+        grid[2] = min(grid[2], zcap)
+    tmp = tmp_path_factory.mktemp("strip")
+    files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
+    for f, a in zip(files, (x, w, np.array([bias], np.float32), np.full((N, Ho, Wo), np.nan, np.float32))):
+        a.tofile(f)
+    vec_in, vec_out = int(W % 4 == 0), int(Wo % 4 == 0)  # launch_strip's rule (buffers are aligned here)
+    cmd = [str(exe), *map(str, grid), str(block[0]), str(block[1]), *map(str, (N, H, W, py, px, Ho, Wo)),
+           str(int(bias != 0)), str(vec_in), str(vec_out), *map(str, files)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, f"conv2d_strip failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    y = np.fromfile(files[3], dtype=np.float32).reshape(N, Ho, Wo)
+    assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = _corr2d_ref(x.astype(np.float64), w.astype(np.float64), bias, pad, (Ho, Wo))
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert err <= 1e-5, f"strip off by {err:.2e}; first mismatch at " \
+                        f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"

@@ -282,6 +282,13 @@ def strip_applies(x, w, stride) -> str | None:
     return None
 
 
+def strip_grid(N: int, Ho: int, Wo: int, block, rows: int = STRIP_ROWS) -> tuple:
+    """Launch grid of conv2d_strip: x over threads of 4 output columns, y over strips of ``rows`` output
+    rows, z over the N planes (capped; the kernel loops over the rest)."""
+    bx, by = block
+    return (math.ceil(math.ceil(Wo / 4) / bx), math.ceil(math.ceil(Ho / rows) / by), _grid_z(N))
+
+
 def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None):
     """Single-channel fast path: vertical strips streaming rows through registers (float32, Cin=Cout=1)."""
     why = strip_applies(x, w, stride)
@@ -303,9 +310,8 @@ def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None):
     b, hb = _bias_arg(bias, x)
     vec_in = int(W % 4 == 0 and _aligned(x))
     vec_out = int(Wo % 4 == 0 and _aligned(y))
-    threads_x = math.ceil(Wo / 4)
-    grid = (math.ceil(threads_x / bx), math.ceil(math.ceil(Ho / STRIP_ROWS) / by), _grid_z(N))
-    f(grid, (bx, by, 1), (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out))
+    f(strip_grid(N, Ho, Wo, (bx, by)), (bx, by, 1),
+      (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out))
     return y
 
 

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <math.h>  // fmaf: a fused multiply-add, as on the device
 
 #define SIGCONV_HOST_EMULATION 1
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __constant__
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
@@ -24,12 +26,21 @@ struct alignas(16) double2 { double x, y; };
 inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
 inline double2 make_double2(double a, double b) { return double2{a, b}; }
 
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+
 // A vector store to an address the hardware would refuse (misaligned) ends the run with exit code 3.
 inline void sc_emu_check_aligned(const void* p, int bytes) {
     if (reinterpret_cast<std::uintptr_t>(p) % bytes) {
         std::fprintf(stderr, "misaligned %d-byte vector access at %p\n", bytes, p);
         std::exit(3);
     }
+}
+
+// Read-only cache load: a plain load; 16-byte loads must be 16-byte aligned, as on the device.
+template <typename T> inline T __ldg(const T* p) {
+    if (sizeof(T) >= 8) sc_emu_check_aligned(p, (int)sizeof(T));
+    return *p;
 }
 
 // Run body() for every thread of every block of grid g with block b, in order (z, y, x).

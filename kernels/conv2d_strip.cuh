@@ -1,0 +1,140 @@
+// conv2d_strip.cuh: the single-channel fast path of kernels/conv2d.cu (spectrogram smoothing), variant `strip`.
+// Each thread owns 4 output columns and a vertical strip of STRIP_ROWS rows; input rows stream through a
+// register sliding window, the taps sit in __constant__ memory, the kernel size is fixed at compile time
+// (sigconv.backends.cuda2d.launch_strip prepends the defines; the launch grid is cuda2d.strip_grid).
+// No shared memory, no barriers: tests/test_kernel_build.py compiles this exact source for the host (g++,
+// SIGCONV_HOST_EMULATION, AddressSanitizer) and runs every block and thread of a launch on the CPU.
+#ifndef SIGCONV_CONV2D_STRIP_CUH
+#define SIGCONV_CONV2D_STRIP_CUH
+#include "conv2d_common.cuh"
+
+#ifndef STRIP_KH
+#define STRIP_KH 3      // strip kernel: kernel height
+#endif
+#ifndef STRIP_KW
+#define STRIP_KW 3      // strip kernel: kernel width
+#endif
+#ifndef STRIP_SH
+#define STRIP_SH 3      // strip kernel: (-px) mod 4
+#endif
+#ifndef STRIP_ROWS
+#define STRIP_ROWS 32   // strip kernel: output rows per thread
+#endif
+
+// Taps of the current call (copied in stream order by the launcher before each launch).
+__constant__ float c_taps[STRIP_KH * STRIP_KW];
+
+// Input values one thread needs from a row: columns [cx - px, cx - px + 3 + KW) after STRIP_SH, as float4s.
+#define STRIP_NV ((((STRIP_SH + 3 + STRIP_KW) + 3) / 4) * 4)
+
+// One input row's values for a strip thread: v[k] = x[gr, ca + k] (zero outside the image).
+__device__ __forceinline__ void strip_row(float (&v)[STRIP_NV], const float* __restrict__ xp, int H, int W, int gr,
+                                          int ca, bool vec) {
+    const bool rin = gr >= 0 && gr < H;
+    const float* rp = xp + (i64)gr * W;
+#pragma unroll
+    for (int q = 0; q < STRIP_NV / 4; ++q) {
+        const int gc = ca + 4 * q;
+        if (vec) {  // W % 4 == 0, gc % 4 == 0: the chunk is wholly inside or outside the row
+            float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (rin && gc >= 0 && gc < W) t = __ldg(reinterpret_cast<const float4*>(rp + gc));
+            v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[4 * q + e] = (rin && gc + e >= 0 && gc + e < W) ? __ldg(rp + gc + e) : 0.f;
+        }
+    }
+}
+
+// Store 4 outputs (columns cx..cx+3) plus bias; float4 when they all fit and the row is aligned.
+__device__ __forceinline__ void strip_store(float* op, const float (&a)[4], float bias, int cx, int Wo, bool vst) {
+    if (vst) {
+        *reinterpret_cast<float4*>(op) = make_float4(a[0] + bias, a[1] + bias, a[2] + bias, a[3] + bias);
+    } else {
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+            if (cx + b < Wo) op[b] = a[b] + bias;
+    }
+}
+
+// Thread: output columns cx..cx+3 (cx = 4*(global x index)), rows [r0, r0 + STRIP_ROWS) of plane z.
+// Input row s (relative to r0 - py) contributes tap row i to output row o = s - i. Accumulators form a ring
+// of STRIP_KH rows: output row o lives in slot o % KH. The loop over s is unrolled by KH so that every slot
+// index is a compile-time constant; after row s, output row s - KH + 1 is complete: stored and its slot zeroed
+// (rows o < 0 are zeroed without being stored, so the ring starts clean).
+extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                        int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
+                                        int has_bias, int vec_in, int vec_out) {
+    const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
+    if (cx >= Wo || r0 >= Ho) return;  // no barriers in this kernel
+    const int nout = min(STRIP_ROWS, Ho - r0);
+    const int nin = nout + STRIP_KH - 1;   // input rows streamed
+    const int ca = cx - px - STRIP_SH;     // aligned (multiple of 4) first input column loaded
+    const bool vec = vec_in != 0;
+    const bool vst = vec_out != 0 && cx + 4 <= Wo;
+    const float bias = has_bias ? bptr[0] : 0.f;
+    FOR_PLANES(z, N) {
+        const float* xp = x + (i64)z * H * W;
+        float* yp = y + (i64)z * Ho * Wo;
+        float acc[STRIP_KH][4];
+#pragma unroll
+        for (int k = 0; k < STRIP_KH; ++k)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) acc[k][b] = 0.f;
+#if STRIP_KH <= 11 && STRIP_KH * STRIP_KW <= 121
+        for (int base = 0; base < nin; base += STRIP_KH) {
+#pragma unroll
+            for (int u = 0; u < STRIP_KH; ++u) {
+                const int s = base + u;
+                if (s >= nin) break;
+                float v[STRIP_NV];
+                strip_row(v, xp, H, W, r0 - py + s, ca, vec);
+                // Tap row i feeds output row s - i, slot (u - i) mod KH (base is a multiple of KH).
+#pragma unroll
+                for (int i = 0; i < STRIP_KH; ++i) {
+                    const int slot = (u - i + STRIP_KH) % STRIP_KH;
+#pragma unroll
+                    for (int j = 0; j < STRIP_KW; ++j) {
+                        const float t = c_taps[i * STRIP_KW + j];
+#pragma unroll
+                        for (int b = 0; b < 4; ++b) acc[slot][b] = fmaf(t, v[STRIP_SH + b + j], acc[slot][b]);
+                    }
+                }
+                // Output row o = s - (KH-1) is complete (slot (u+1) mod KH).
+                const int done = (u + 1) % STRIP_KH;
+                const int o = s - (STRIP_KH - 1);
+                if (o >= 0) strip_store(yp + (i64)(r0 + o) * Wo + cx, acc[done], bias, cx, Wo, vst);
+#pragma unroll
+                for (int b = 0; b < 4; ++b) acc[done][b] = 0.f;
+            }
+        }
+#else
+        // Large kernels: the fully unrolled ring is too much code and spills; rotate the accumulators
+        // instead (acc[k] holds output row s - (KH-1) + k; KH*4 moves per row, ~1/KW of the FMAs).
+        for (int s = 0; s < nin; ++s) {
+            float v[STRIP_NV];
+            strip_row(v, xp, H, W, r0 - py + s, ca, vec);
+#pragma unroll
+            for (int i = 0; i < STRIP_KH; ++i)
+#pragma unroll
+                for (int j = 0; j < STRIP_KW; ++j) {
+                    const float t = c_taps[i * STRIP_KW + j];
+#pragma unroll
+                    for (int b = 0; b < 4; ++b)
+                        acc[STRIP_KH - 1 - i][b] = fmaf(t, v[STRIP_SH + b + j], acc[STRIP_KH - 1 - i][b]);
+                }
+            const int o = s - (STRIP_KH - 1);
+            if (o >= 0) strip_store(yp + (i64)(r0 + o) * Wo + cx, acc[0], bias, cx, Wo, vst);
+#pragma unroll
+            for (int k = 0; k + 1 < STRIP_KH; ++k)
+#pragma unroll
+                for (int b = 0; b < 4; ++b) acc[k][b] = acc[k + 1][b];
+#pragma unroll
+            for (int b = 0; b < 4; ++b) acc[STRIP_KH - 1][b] = 0.f;
+        }
+#endif
+    }
+}
+
+#endif  // SIGCONV_CONV2D_STRIP_CUH
