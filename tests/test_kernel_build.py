@@ -392,3 +392,90 @@ def test_strip_kernel_runs_on_host(tmp_path_factory, N, H, W, kH, kW, pad, out_h
     err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
     assert err <= 1e-5, f"strip off by {err:.2e}; first mismatch at " \
                         f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"
+
+
+# ------------------------------------- the direct 1-D kernels' own source, run on the host (threads + barriers)
+# tests/host_emulation/conv1d_harness.cpp compiles kernels/conv1d.cu itself for the host: each block runs as
+# blockDim OS threads meeting at a barrier for every __syncthreads, shared memory starts as NaN for every
+# block and is poisoned past the launch's requested size, __constant__ taps past the upload are NaN, x may
+# start off a 16-byte boundary, and AddressSanitizer guards every global array. The launch (grid, shared
+# memory, taps) is cuda1d.launch_config's, as on the GPU.
+
+
+@pytest.fixture(scope="module")
+def conv1d_harness(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
+    exe = tmp_path_factory.mktemp("emu1d") / "conv1d_harness"
+    base = [CXX, "-std=c++20", "-O1", f"-I{KDIR}", f"-I{EMU}", "-o", str(exe), str(EMU / "conv1d_harness.cpp"),
+            "-pthread"]
+    res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
+                         capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        res = subprocess.run(base, capture_output=True, text=True, timeout=600)
+    if res.returncode != 0 and "barrier" in res.stderr:
+        pytest.skip("the C++ compiler lacks C++20 <barrier>: threaded host emulation skipped")
+    assert res.returncode == 0, f"host build of conv1d.cu failed:\n{res.stderr[-4000:]}"
+    return exe
+
+
+def _run_conv1d_emu(exe, tmp, variant, dtype, x, w, pad, out_len, block, xoff):
+    from sigconv.backends.cuda1d import launch_config
+
+    C, L = x.shape
+    K = w.size
+    cfg = launch_config(variant, dtype, C, K, out_len, block)
+    name = variant
+    if variant == "tiled":
+        name = ("tiled" if cfg["static"] else "tiled_rt") + str(cfg["R"])
+    files = [tmp / n for n in ("x.bin", "w.bin", "y.bin")]
+    x.astype(dtype).tofile(files[0])
+    w.astype(dtype).tofile(files[1])
+    np.full((C, out_len), np.nan, dtype).tofile(files[2])
+    cmd = [str(exe), name, "f32" if dtype == np.float32 else "f64", str(cfg["grid"][0]), str(cfg["grid"][1]),
+           str(block), str(cfg["smem"]), str(cfg["taps"]), str(C), str(L), str(K), str(pad), str(out_len),
+           str(cfg.get("S", 0)), str(xoff), *map(str, files)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, f"{name} failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    return np.fromfile(files[2], dtype=dtype).reshape(C, out_len)
+
+
+# (variant, dtype, K, L, C, mode, block, xoff): every variant, odd/even K, K > L, several blocks per channel,
+# channels over grid.y, both dtypes where the variant has them, x misaligned by 1-3 floats for tiled,
+# tiled's static (K <= 64) and runtime (K > 64) kernels, R = 8 and 16, blocks of 32 to 1024 threads.
+C1D_CASES = [
+    ("naive", np.float32, 7, 1000, 2, "same", 256, 0),
+    ("naive", np.float64, 24, 5, 1, "full", 32, 0),
+    ("constant", np.float32, 25, 777, 2, "valid", 128, 0),
+    ("constant", np.float64, 2, 1, 3, "full", 64, 0),
+    ("shared", np.float32, 63, 1000, 2, "same", 128, 0),
+    ("shared", np.float64, 3000, 4100, 1, "full", 64, 0),  # K beyond one shared chunk of 1024 taps
+    ("l2", np.float32, 255, 700, 2, "same", 64, 0),
+    ("l2", np.float64, 7, 300, 1, "valid", 512, 0),
+    ("tiled", np.float32, 1, 100, 1, "same", 32, 0),
+    ("tiled", np.float32, 7, 5000, 2, "same", 256, 1),
+    ("tiled", np.float32, 24, 3001, 1, "full", 64, 2),
+    ("tiled", np.float32, 25, 4099, 2, "valid", 128, 3),
+    ("tiled", np.float32, 33, 20, 1, "full", 32, 1),
+    ("tiled", np.float32, 64, 2000, 1, "same", 1024, 0),
+    ("tiled", np.float32, 255, 3000, 2, "same", 64, 3),
+    ("tiled", np.float32, 1023, 600, 1, "full", 128, 2),
+]
+
+
+@pytest.mark.parametrize("variant,dtype,K,L,C,mode,block,xoff", C1D_CASES,
+                         ids=[f"{c[0]}-{np.dtype(c[1]).name}-K{c[2]}-L{c[3]}-C{c[4]}-{c[5]}-b{c[6]}-o{c[7]}"
+                              for c in C1D_CASES])
+def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K, L, C, mode, block, xoff):
+    rng = np.random.default_rng()
+    x, w = rng.standard_normal((C, L)), rng.standard_normal(K)
+    pad, out_len = window_1d(mode, L, K)
+    y = _run_conv1d_emu(conv1d_harness, tmp_path, variant, dtype, x, w, pad, out_len, block, xoff)
+    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = cpu_backend.corr1d_direct(x.astype(dtype).astype(np.float64), w.astype(dtype).astype(np.float64), pad,
+                                    out_len)
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    tol = 1e-5 if dtype == np.float32 else 1e-10
+    assert err <= tol, f"{variant} off by {err:.2e}; first mismatch at " \
+                       f"{np.argwhere(~np.isclose(y, ref, rtol=10 * tol, atol=10 * tol))[:3].tolist()}"

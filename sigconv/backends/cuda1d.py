@@ -111,6 +111,26 @@ def _ints(C, L, K, pad, out_len):
     return np.int32(C), np.int64(L), np.int32(K), np.int64(pad), np.int64(out_len)
 
 
+def launch_config(variant: str, dtype, C: int, K: int, out_len: int, block: int) -> dict:
+    """Grid, dynamic shared memory (bytes) and taps uploaded to __constant__ memory (zero-padded count, 0
+    for none) of a direct variant's launch; for ``tiled`` also :func:`tiled_geometry`'s fields. The
+    launchers use it, and so does the host emulation of the kernels (tests/test_kernel_build.py)."""
+    itemsize = np.dtype(dtype).itemsize
+    cfg = {"grid": _grid(out_len, block, C), "smem": 0, "taps": 0}
+    if variant == "constant":
+        cfg["taps"] = K
+    elif variant == "shared":
+        cfg["smem"] = (block + 2 * SHARED_KCH[np.dtype(dtype).name] - 1) * itemsize
+    elif variant == "l2":
+        cfg["smem"] = block * itemsize
+    elif variant == "tiled":
+        g = tiled_geometry(K, block)
+        cfg.update(g, grid=_grid(out_len, g["outputs_per_block"], C), taps=4 * (-(-K // 4)))
+    elif variant != "naive":
+        raise ValueError(f"no direct launch configuration for variant {variant!r}")
+    return cfg
+
+
 def _grid(n_items: int, per_block: int, C: int):
     return (max(1, -(-n_items // per_block)), max(1, min(C, 65535)))
 
@@ -142,7 +162,8 @@ def launch_naive(x, w, pad, out_len, block, out=None):
         return out
     C, L = x.shape
     fn = _module().get_function(f"conv1d_naive_{_sfx(x.dtype)}")
-    fn(_grid(out_len, block, C), (block,), (x, w, out, *_ints(C, L, w.size, pad, out_len)))
+    fn(launch_config("naive", x.dtype, C, w.size, out_len, block)["grid"], (block,),
+       (x, w, out, *_ints(C, L, w.size, pad, out_len)))
     return out
 
 
@@ -158,9 +179,10 @@ def launch_constant(x, w, pad, out_len, block, out=None):
         return out
     C, L = x.shape
     mod = _module()
-    _upload_taps(mod, w, w.size)
+    cfg = launch_config("constant", x.dtype, C, w.size, out_len, block)
+    _upload_taps(mod, w, cfg["taps"])
     fn = mod.get_function(f"conv1d_constant_{_sfx(x.dtype)}")
-    fn(_grid(out_len, block, C), (block,), (x, out, *_ints(C, L, w.size, pad, out_len)))
+    fn(cfg["grid"], (block,), (x, out, *_ints(C, L, w.size, pad, out_len)))
     return out
 
 
@@ -170,9 +192,9 @@ def launch_shared(x, w, pad, out_len, block, out=None):
     if _empty(x, out_len):
         return out
     C, L = x.shape
-    smem = (block + 2 * SHARED_KCH[x.dtype.name] - 1) * x.itemsize
+    cfg = launch_config("shared", x.dtype, C, w.size, out_len, block)
     fn = _module().get_function(f"conv1d_shared_{_sfx(x.dtype)}")
-    fn(_grid(out_len, block, C), (block,), (x, w, out, *_ints(C, L, w.size, pad, out_len)), shared_mem=smem)
+    fn(cfg["grid"], (block,), (x, w, out, *_ints(C, L, w.size, pad, out_len)), shared_mem=cfg["smem"])
     return out
 
 
@@ -182,9 +204,9 @@ def launch_l2(x, w, pad, out_len, block, out=None):
     if _empty(x, out_len):
         return out
     C, L = x.shape
+    cfg = launch_config("l2", x.dtype, C, w.size, out_len, block)
     fn = _module().get_function(f"conv1d_l2_{_sfx(x.dtype)}")
-    fn(_grid(out_len, block, C), (block,), (x, w, out, *_ints(C, L, w.size, pad, out_len)),
-       shared_mem=block * x.itemsize)
+    fn(cfg["grid"], (block,), (x, w, out, *_ints(C, L, w.size, pad, out_len)), shared_mem=cfg["smem"])
     return out
 
 
@@ -220,7 +242,7 @@ def launch_tiled(x, w, pad, out_len, block, out=None):
         return out
     C, L = x.shape
     K = w.size
-    g = tiled_geometry(K, block)
+    g = launch_config("tiled", x.dtype, C, K, out_len, block)
     if g["static"]:
         mod = _module(name_expressions=(g["expr"],))
         args = (x, out, np.int32(C), np.int64(L), np.int64(pad), np.int64(out_len), np.int32(g["S"]))
@@ -230,8 +252,8 @@ def launch_tiled(x, w, pad, out_len, block, out=None):
     fn = mod.get_function(g["expr"])
     if g["smem"] > _SMEM_DEFAULT and fn.max_dynamic_shared_size_bytes < g["smem"]:
         fn.max_dynamic_shared_size_bytes = g["smem"]
-    _upload_taps(mod, w, 4 * (-(-K // 4)))
-    fn(_grid(out_len, g["outputs_per_block"], C), (block,), args, shared_mem=g["smem"])
+    _upload_taps(mod, w, g["taps"])
+    fn(g["grid"], (block,), args, shared_mem=g["smem"])
     return out
 
 

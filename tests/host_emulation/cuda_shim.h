@@ -17,7 +17,8 @@
 
 struct uint3 { unsigned x, y, z; };
 struct dim3 { unsigned x = 1, y = 1, z = 1; };
-static uint3 blockIdx, threadIdx;
+static uint3 blockIdx;
+static thread_local uint3 threadIdx;  // one OS thread per CUDA thread in cuda_shim_threads.h
 static dim3 blockDim, gridDim;
 
 struct alignas(8) float2 { float x, y; };
