@@ -162,6 +162,7 @@ __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, 
 // Per-thread input values for one tile row: (TX-1)*SX + KW needed after the SH offset, whole float4s.
 #define NVAL ((((TX - 1) * SX + KW + SH) + 3) / 4 * 4)
 
+#ifndef SIGCONV_HOST_EMULATION  // (the CPU test harness supplies synchronous stand-ins for these five)
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -174,6 +175,7 @@ __device__ __forceinline__ void cp_async4(void* dst, const void* src, int src_by
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+#endif
 
 // Issue the copies of input channel ci's tile and weights into one stage of shared memory.
 // vec: W % 4 == 0 and x 16-byte aligned, so each aligned chunk is wholly inside or wholly outside the row.

@@ -479,3 +479,105 @@ def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K,
     tol = 1e-5 if dtype == np.float32 else 1e-10
     assert err <= tol, f"{variant} off by {err:.2e}; first mismatch at " \
                        f"{np.argwhere(~np.isclose(y, ref, rtol=10 * tol, atol=10 * tol))[:3].tolist()}"
+
+
+# --------------------------------- conv2d.cu's shared-memory kernels (regblock, prefetch, shared) on the host
+# conv2d_harness.cpp compiles kernels/conv2d.cu with the #defines of cuda2d.tiled_plan (cp.async replaced by
+# synchronous copies with the device's alignment rules), threads and barriers as for 1-D above; the grid and
+# shared memory size are cuda2d.tiled_grid / tiled_plan / shared_geometry's, as on the GPU.
+
+_C2D_BUILDS: dict = {}
+
+
+def _conv2d_harness(root, defines):
+    key = tuple(sorted(defines.items()))
+    if key not in _C2D_BUILDS:
+        exe = root / ("conv2d_" + "_".join(f"{k}{v}" for k, v in key))
+        base = [CXX, "-std=c++20", "-O1", f"-I{KDIR}", f"-I{EMU}", *(f"-D{k}={v}" for k, v in key), "-o", str(exe),
+                str(EMU / "conv2d_harness.cpp"), "-pthread"]
+        res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
+                             capture_output=True, text=True, timeout=600)
+        if res.returncode != 0:
+            res = subprocess.run(base, capture_output=True, text=True, timeout=600)
+        if res.returncode != 0 and "barrier" in res.stderr:
+            pytest.skip("the C++ compiler lacks C++20 <barrier>: threaded host emulation skipped")
+        assert res.returncode == 0, f"host build of conv2d.cu failed:\n{res.stderr[-4000:]}"
+        _C2D_BUILDS[key] = exe
+    return _C2D_BUILDS[key]
+
+
+def _conv2d_ref(x, w, bias, stride, pad, out_hw):
+    """float64 NCHW cross-correlation, torch.nn.functional.conv2d's definition, zero outside the input."""
+    N, Cin, H, W = x.shape
+    Cout, _, kH, kW = w.shape
+    (sy, sx), (py, px), (Ho, Wo) = stride, pad, out_hw
+    cv = np.zeros((N, Cin, (Ho - 1) * sy + kH, (Wo - 1) * sx + kW))
+    hh, ww = min(H, cv.shape[2] - py), min(W, cv.shape[3] - px)
+    cv[:, :, py:py + hh, px:px + ww] = x[:, :, :hh, :ww]
+    y = np.zeros((N, Cout, Ho, Wo)) + bias[None, :, None, None]
+    for i in range(kH):
+        for j in range(kW):
+            patch = cv[:, :, i:i + (Ho - 1) * sy + 1:sy, j:j + (Wo - 1) * sx + 1:sx]
+            y += np.einsum("oc,nchw->nohw", w[:, :, i, j], patch)
+    return y
+
+
+# (variant, dtype, N, Cin, H, W, Cout, (kH, kW), stride, pad, out_hw or None, block, bias): the 3x3 spectrogram
+# kernel with W % 4 != 0 (scalar cp.async) and == 0 (16-byte cp.async), article B's 6x6 -> 6 channels with
+# double buffering, stride 2 with a partial group of output channels, rectangular kernels with stride (1, 3),
+# a "full" window larger than the input, and the shared kernel in both dtypes with stride.
+C2D_CASES = [
+    ("regblock", np.float32, 1, 1, 37, 70, 1, (3, 3), (1, 1), (1, 1), None, (32, 4), False),
+    ("prefetch", np.float32, 1, 1, 21, 64, 1, (3, 3), (1, 1), (1, 1), None, (16, 8), False),
+    ("prefetch", np.float32, 1, 6, 20, 24, 6, (6, 6), (1, 1), (0, 0), None, (8, 4), True),
+    ("regblock", np.float32, 2, 3, 17, 19, 10, (3, 3), (2, 2), (1, 1), None, (16, 8), True),
+    ("regblock", np.float32, 1, 2, 13, 29, 3, (5, 3), (1, 3), (2, 1), None, (32, 4), False),
+    ("regblock", np.float32, 1, 1, 9, 9, 2, (7, 7), (1, 1), (6, 6), (15, 15), (8, 8), False),
+    ("shared", np.float64, 2, 2, 11, 13, 3, (4, 4), (1, 2), (1, 2), None, (8, 4), True),
+    ("shared", np.float32, 1, 1, 40, 33, 1, (3, 3), (1, 1), (1, 1), None, (32, 8), False),
+]
+
+
+@pytest.mark.parametrize("variant,dtype,N,Cin,H,W,Cout,k,stride,pad,out_hw,block,bias", C2D_CASES,
+                         ids=[f"{c[0]}-{np.dtype(c[1]).name}-{c[2]}x{c[3]}x{c[4]}x{c[5]}-co{c[6]}-k{c[7][0]}x{c[7][1]}"
+                              f"-s{c[8][0]}{c[8][1]}" for c in C2D_CASES])
+def test_conv2d_kernels_run_on_host(tmp_path_factory, variant, dtype, N, Cin, H, W, Cout, k, stride, pad, out_hw,
+                                    block, bias):
+    if CXX is None:
+        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
+    from sigconv.backends import cuda2d
+
+    kH, kW = k
+    (sy, sx), (py, px) = stride, pad
+    Ho, Wo = out_hw or ((H + 2 * py - kH) // sy + 1, (W + 2 * px - kW) // sx + 1)
+    rng = np.random.default_rng()
+    x = rng.standard_normal((N, Cin, H, W))
+    w = rng.standard_normal((Cout, Cin, kH, kW))
+    b = rng.standard_normal(Cout) if bias else np.zeros(Cout)
+    itemsize = np.dtype(dtype).itemsize
+    if variant == "shared":
+        pitch, smem = cuda2d.shared_geometry(block, kH, kW, stride, itemsize)
+        grid = cuda2d.generic_grid(N * Cout, Ho, Wo, block)
+        defines = {}
+        name = "shared"
+    else:
+        plan = cuda2d.tiled_plan(block, kH, kW, stride, px, Cout, variant == "prefetch")
+        pitch, smem, grid, defines, name = 0, plan["smem"], cuda2d.tiled_grid(plan, N, Cout, Ho, Wo), plan["defines"], "tiled"
+    exe = _conv2d_harness(tmp_path_factory.getbasetemp(), defines)
+    tmp = tmp_path_factory.mktemp("c2d")
+    files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
+    for f, a in zip(files, (x, w, b, np.full((N, Cout, Ho, Wo), np.nan))):
+        a.astype(dtype).tofile(f)
+    cmd = [str(exe), name, "f32" if dtype == np.float32 else "f64", *map(str, grid), str(block[0]), str(block[1]),
+           str(smem), *map(str, (N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, int(bias), pitch,
+                                 int(W % 4 == 0), int(Wo % 4 == 0))), *map(str, files)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, f"{variant} failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    y = np.fromfile(files[3], dtype=dtype).reshape(N, Cout, Ho, Wo)
+    assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = _conv2d_ref(x.astype(dtype).astype(np.float64), w.astype(dtype).astype(np.float64),
+                      b.astype(dtype).astype(np.float64), stride, pad, (Ho, Wo))
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    tol = 1e-5 if dtype == np.float32 else 1e-10
+    assert err <= tol, f"{variant} off by {err:.2e}"

@@ -114,6 +114,11 @@ def _grid_z(n: int) -> int:
     return max(1, min(int(n), 65535))  # kernels loop z over the rest
 
 
+def generic_grid(planes: int, Ho: int, Wo: int, block) -> tuple:
+    """Grid of the naive and shared kernels: one thread per output column/row, planes along z (capped)."""
+    return (math.ceil(Wo / block[0]), math.ceil(Ho / block[1]), _grid_z(planes))
+
+
 def _dims(x, w, out_hw):
     N, Cin, H, W = (int(v) for v in x.shape)
     Cout, _, kH, kW = (int(v) for v in w.shape)
@@ -170,9 +175,8 @@ def launch_naive(x, w, bias, stride, pad, out_hw, block=None, out=None):
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
     f = _generic("conv2d_naive", x.dtype)
-    grid = (math.ceil(Wo / bx), math.ceil(Ho / by), _grid_z(N * Cout))
-    f(grid, (bx, by, 1), (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, stride[0], stride[1], pad[0], pad[1],
-                                             Ho, Wo, hb))
+    f(generic_grid(N * Cout, Ho, Wo, (bx, by)), (bx, by, 1),
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, stride[0], stride[1], pad[0], pad[1], Ho, Wo, hb))
     return y
 
 
@@ -187,6 +191,14 @@ def shared_pitch(tw: int, bx: int) -> int:
     return p
 
 
+def shared_geometry(block, kH: int, kW: int, stride, itemsize: int) -> tuple:
+    """(row pitch, dynamic shared memory bytes) of the shared kernel's input tile."""
+    (bx, by), (sy, sx) = block, stride
+    th, tw = (by - 1) * sy + kH, (bx - 1) * sx + kW
+    pitch = shared_pitch(tw, bx)
+    return pitch, th * pitch * itemsize
+
+
 def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None):
     """Input tile + halo per input channel in shared memory (float32/float64)."""
     _dtype_check("shared", x)
@@ -194,9 +206,7 @@ def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None):
     bx, by = _block("shared", block, _BLOCKS_GENERIC, (32, 8))
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     sy, sx = stride
-    th, tw = (by - 1) * sy + kH, (bx - 1) * sx + kW
-    pitch = shared_pitch(tw, bx)
-    smem = th * pitch * x.dtype.itemsize
+    pitch, smem = shared_geometry((bx, by), kH, kW, stride, x.dtype.itemsize)
     if smem > _smem_limit():
         raise ValueError(f"block {bx}x{by} needs {smem} bytes of shared memory for a {kH}x{kW} kernel at stride "
                          f"{tuple(stride)}; pick a smaller block")
@@ -204,8 +214,8 @@ def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None):
     b, hb = _bias_arg(bias, x)
     f = _generic("conv2d_shared", x.dtype)
     _set_smem(f, smem)
-    grid = (math.ceil(Wo / bx), math.ceil(Ho / by), _grid_z(N * Cout))
-    f(grid, (bx, by, 1), (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, sy, sx, pad[0], pad[1], Ho, Wo, hb, pitch),
+    f(generic_grid(N * Cout, Ho, Wo, (bx, by)), (bx, by, 1),
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, sy, sx, pad[0], pad[1], Ho, Wo, hb, pitch),
       shared_mem=smem)
     return y
 
@@ -235,6 +245,14 @@ def tiled_plan(block, kH: int, kW: int, stride, px: int, Cout: int, prefetch: bo
     return dict(defines=d, smem=smem, tile=(oh, ow), th=th, twl=twl)
 
 
+def tiled_grid(plan: dict, N: int, Cout: int, Ho: int, Wo: int) -> tuple:
+    """Launch grid of conv2d_tiled for :func:`tiled_plan`'s ``plan``: output tiles along x and y, planes of
+    (image, group of COB output channels) along z (capped; the kernel loops over the rest)."""
+    oh, ow = plan["tile"]
+    cob = plan["defines"]["COB"]
+    return (math.ceil(Wo / ow), math.ceil(Ho / oh), _grid_z(N * math.ceil(Cout / cob)))
+
+
 def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, accepted, default):
     _dtype_check(name, x, ("float32",))
     _taps_check(name, w)
@@ -249,12 +267,9 @@ def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, a
     _set_smem(f, plan["smem"])
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
-    oh, ow = plan["tile"]
-    cob = plan["defines"]["COB"]
     vec_in = int(W % 4 == 0 and _aligned(x))
     vec_out = int(Wo % 4 == 0 and _aligned(y))
-    grid = (math.ceil(Wo / ow), math.ceil(Ho / oh), _grid_z(N * math.ceil(Cout / cob)))
-    f(grid, blk + (1,), (x, w, b, y) + _i32(N, Cin, H, W, Cout, pad[0], pad[1], Ho, Wo, hb, vec_in, vec_out),
+    f(tiled_grid(plan, N, Cout, Ho, Wo), blk + (1,), (x, w, b, y) + _i32(N, Cin, H, W, Cout, pad[0], pad[1], Ho, Wo, hb, vec_in, vec_out),
       shared_mem=plan["smem"])
     return y
 

@@ -22,6 +22,23 @@
 
 #define __shared__
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+
+// cp.async stand-ins (kernels/conv2d.cu leaves its asm versions out under SIGCONV_HOST_EMULATION): the copy
+// happens at once, `src_bytes` bytes then zeros up to the size, with the device's alignment rules checked.
+inline void cp_async16(void* dst, const void* src, int src_bytes) {
+    sc_emu_check_aligned(dst, 16);
+    if (src_bytes) sc_emu_check_aligned(src, 16);
+    std::memcpy(dst, src, src_bytes);
+    std::memset(static_cast<char*>(dst) + src_bytes, 0, 16 - src_bytes);
+}
+inline void cp_async4(void* dst, const void* src, int src_bytes) {
+    sc_emu_check_aligned(dst, 4);
+    std::memcpy(dst, src, src_bytes);
+    std::memset(static_cast<char*>(dst) + src_bytes, 0, 4 - src_bytes);
+}
+inline void cp_async_commit() {}
+inline void cp_async_wait_all() {}
 
 static std::barrier<>* sc_emu_barrier = nullptr;
 inline void __syncthreads() { sc_emu_barrier->arrive_and_wait(); }
