@@ -6,7 +6,9 @@ with one worker per GPU on the cuda backend).
     python benchmarks/batch_bench.py --small 200 --large 2 --large-rows 200000 --modes single pool
 
 Each run is a fresh `python -m sigconv batch ... -q` into an empty OUTDIR (so start-up and, for Dask,
-cluster start are included, as a user sees them); MB are input bytes. Results go to
+cluster start are included, as a user sees them); MB are input bytes. Every mode's outputs are compared with
+the single-process run's, and each GPU mode lists the GPUs its files ran on (from the manifest); the exit
+status is 1 when a run failed, differed, or a GPU mode left a GPU unused. Results go to
 benchmarks/results/batch_<machine>_<date>.json and .md.
 """
 
@@ -27,6 +29,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+
+#: outputs of each mode against the single-process cpu run: cpu modes are the same float64 arithmetic (the CSV
+#: writes 6 decimals either way); the cuda modes filter in float32
+TOL_VS_SINGLE = {"single": 0.0, "pool": 1e-12, "dask": 1e-12, "pool-gpus": 1e-5, "dask-gpus": 1e-5}
 
 
 def write_log(path: Path, rows: int, fs: float, rng) -> None:
@@ -81,9 +88,31 @@ def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float) -> d
     recs = [json.loads(x) for x in man.read_text().splitlines()] if man.exists() else []
     done = sum(1 for x in recs if x["status"] == "done")
     nbytes = sum(x["size"] for x in recs if x["status"] == "done")
+    gpus = sorted({str(x["gpu"]) for x in recs if x.get("gpu") is not None})
     return {"mode": mode, "rc": r.returncode, "seconds": round(secs, 3), "files": done,
             "failed": len(recs) - done, "MB": round(nbytes / 1e6, 3), "files_per_s": round(done / secs, 2),
-            "MB_per_s": round(nbytes / 1e6 / secs, 3), "stderr_tail": r.stderr[-300:] if r.returncode else ""}
+            "MB_per_s": round(nbytes / 1e6 / secs, 3), "backends": sorted({x.get("backend") or "?" for x in recs}),
+            "gpus_used": gpus, "files_per_gpu": {g: sum(1 for x in recs if str(x.get("gpu")) == g) for g in gpus},
+            "stderr_tail": r.stderr[-300:] if r.returncode else ""}
+
+
+def max_rel_diff(ref_dir: Path, out_dir: Path) -> float:
+    """Largest relative difference (max |a - b| / max |a| per numeric column) between the CSVs of two runs;
+    inf when a file is missing from either."""
+    from pyarrow import csv as pcsv
+
+    worst = 0.0
+    for fa in sorted(ref_dir.rglob("*.csv")):
+        fb = out_dir / fa.relative_to(ref_dir)
+        if not fb.exists():
+            return float("inf")
+        ta, tb = pcsv.read_csv(fa), pcsv.read_csv(fb)
+        for name in ta.column_names:
+            a = ta.column(name).to_numpy().astype(np.float64)
+            b = tb.column(name).to_numpy().astype(np.float64)
+            scale = float(np.abs(a).max()) or 1.0
+            worst = max(worst, float(np.abs(a - b).max()) / scale)
+    return worst
 
 
 def main(argv=None) -> int:
@@ -106,7 +135,7 @@ def main(argv=None) -> int:
     date = time.strftime("%Y-%m-%d")
     meta = {"machine": machine, "cpus": os.cpu_count(), "gpus": gpus, "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "jobs": a.jobs, "filter": "default for 100 Hz logs "
-            "(band-pass 0.5-40 Hz, 661 taps, zero phase), 6 channels, cpu backend unless *-gpus"}
+            "(band-pass 0.5-40 Hz, 661 taps, zero phase, odd-reflected edges), 6 channels, cpu backend unless *-gpus"}
     results = []
     with tempfile.TemporaryDirectory(prefix="sigconv-batch-bench-") as tmp:
         tmp = Path(tmp)
@@ -116,12 +145,22 @@ def main(argv=None) -> int:
         for name, src in sets.items():
             n = sum(1 for _ in src.rglob("*.csv"))
             size = sum(f.stat().st_size for f in src.rglob("*.csv"))
+            ref = None  # the single-process output: every other mode is compared with it
             for mode in modes:
                 r = run_mode(src, tmp / "out", mode, a.jobs, a.timeout)
                 r.update(set=name, set_files=n, set_MB=round(size / 1e6, 2))
+                if mode == "single" and r["rc"] == 0:
+                    ref = tmp / f"ref-{name}"
+                    shutil.rmtree(ref, ignore_errors=True)
+                    shutil.copytree(tmp / "out", ref)
+                r["max_rel_diff_vs_single"] = (max_rel_diff(ref, tmp / "out") if ref is not None and mode != "single"
+                                               else None)
                 results.append(r)
+                d = r["max_rel_diff_vs_single"]
                 print(f"{name:5} {n:5d} files {size / 1e6:8.1f} MB  {mode:9} {r['seconds']:8.2f} s  "
-                      f"{r['files_per_s']:8.1f} files/s  {r['MB_per_s']:7.2f} MB/s  rc {r['rc']}", flush=True)
+                      f"{r['files_per_s']:8.1f} files/s  {r['MB_per_s']:7.2f} MB/s  rc {r['rc']}  "
+                      f"gpus {','.join(r['gpus_used']) or '-'}  vs single {'-' if d is None else f'{d:.1e}'}",
+                      flush=True)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"batch_{machine}_{date}"
@@ -129,13 +168,23 @@ def main(argv=None) -> int:
     lines = [f"# sigconv batch throughput: {machine}, {date}", "",
              f"{meta['cpus']} CPUs, {gpus} GPU(s), Python {meta['python']}; {meta['filter']}. "
              "Wall time of a whole `sigconv batch` command (start-up and Dask cluster start included).", "",
-             "| set | files | MB | mode | seconds | files/s | MB/s | rc |", "|---|---:|---:|---|---:|---:|---:|---:|"]
+             "| set | files | MB | mode | seconds | files/s | MB/s | rc | GPUs used (files each) | max rel diff vs single |",
+             "|---|---:|---:|---|---:|---:|---:|---:|---|---:|"]
     for r in results:
+        g = ", ".join(f"{k} ({v})" for k, v in r["files_per_gpu"].items()) or "-"
+        d = "-" if r["max_rel_diff_vs_single"] is None else f"{r['max_rel_diff_vs_single']:.1e}"
         lines.append(f"| {r['set']} | {r['set_files']} | {r['set_MB']} | {r['mode']} | {r['seconds']} | "
-                     f"{r['files_per_s']} | {r['MB_per_s']} | {r['rc']} |")
+                     f"{r['files_per_s']} | {r['MB_per_s']} | {r['rc']} | {g} | {d} |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {stem}.json and .md")
-    return 0 if all(r["rc"] == 0 for r in results) else 1
+    # a failure: a command that failed, outputs that differ from the single-process run, or a GPU mode that did
+    # not use every GPU (issue 7: one worker per GPU) when it had at least as many files as GPUs
+    bad = [r for r in results if r["rc"] != 0 or (r["max_rel_diff_vs_single"] or 0) > TOL_VS_SINGLE[r["mode"]]
+           or (r["mode"].endswith("-gpus") and r["set_files"] >= gpus and len(r["gpus_used"]) != gpus)]
+    for r in bad:
+        print(f"FAILED: {r['set']} {r['mode']}: rc {r['rc']}, max rel diff vs single {r['max_rel_diff_vs_single']}, "
+              f"GPUs used {r['gpus_used']} of {gpus}")
+    return 0 if not bad else 1
 
 
 if __name__ == "__main__":

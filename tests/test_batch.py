@@ -164,6 +164,7 @@ def test_mixed_formats_equal_apply_fir(tmp_path, rng, capsys):
     recs = manifest(out)
     assert len(recs) == 6 and {r["status"] for r in recs} == {"done"}
     assert all({"input", "size", "mtime_ns", "settings", "status", "output"} <= r.keys() for r in recs)
+    assert all(r["backend"] == "cpu" and "gpu" not in r for r in recs)  # where each file ran
 
 
 def test_default_filter_on_sample_log(tmp_path, capsys):
@@ -709,6 +710,8 @@ def test_gpu_batch_matches_cpu(tmp_path):
         b = read_csv(tmp_path / "gpu" / f"c{i}.csv")
         for c in ("ch0", "ch1"):
             assert rel_err(b.column(c).to_numpy(), a.column(c).to_numpy()) < 1e-5
+    recs = manifest(tmp_path / "gpu")
+    assert all(r["backend"] == "cuda" and r.get("gpu") is not None for r in recs), recs
 
 
 def test_cuda_backend_without_gpu_fails_early(tmp_path, capsys):

@@ -64,6 +64,10 @@ class Manifest:
                "warnings": result.get("warnings") or [], "fs": result.get("fs"), "filter": result.get("filter"),
                "seconds": round(float(result.get("seconds") or 0.0), 4),
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        if result.get("backend"):  # where it ran: the backend, and the GPU the worker was pinned to
+            rec["backend"] = result["backend"]
+            if result["backend"] == "cuda" and result.get("gpu") is not None:
+                rec["gpu"] = result["gpu"]
         if self._f is None:
             if self.bad_lines:  # start from a clean file so that the cut line is not glued to the next one
                 self.compact()
