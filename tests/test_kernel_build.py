@@ -192,29 +192,51 @@ CXX = shutil.which("g++") or shutil.which("c++")
 EMU = Path(__file__).resolve().parent / "host_emulation"
 
 
+@pytest.fixture(scope="session")
+def host_build(tmp_path_factory):
+    """build(harness, defines=None, std="c++17") -> path of tests/host_emulation/<harness> compiled for the host
+    with kernels/ on the include path, under AddressSanitizer and UBSan where the compiler has them; memoised."""
+    root = tmp_path_factory.mktemp("emu")
+    built: dict = {}
+
+    def build(harness: str, defines: dict | None = None, std: str = "c++17") -> Path:
+        if CXX is None:
+            pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
+        key = (harness, std, tuple(sorted((defines or {}).items())))
+        if key not in built:
+            exe = root / (Path(harness).stem + "".join(f"_{k}{v}" for k, v in key[2]))
+            base = [CXX, f"-std={std}", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", *(f"-D{k}={v}" for k, v in key[2]),
+                    "-o", str(exe), str(EMU / harness), "-pthread"]
+            res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
+                                 capture_output=True, text=True, timeout=600)
+            if res.returncode != 0:  # a compiler without the sanitizer runtimes: still run, unsanitized
+                res = subprocess.run(base, capture_output=True, text=True, timeout=600)
+            if res.returncode != 0 and "barrier" in res.stderr:
+                pytest.skip("the C++ compiler lacks C++20 <barrier>: threaded host emulation skipped")
+            assert res.returncode == 0, f"host build of {harness} failed:\n{res.stderr[-4000:]}"
+            built[key] = exe
+        return built[key]
+
+    return build
+
+
+def _emu_run(cmd: list, what: str) -> None:
+    """Run an emulation harness; any sanitizer report, misalignment or bad argument fails the test."""
+    res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=600,
+                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, f"{what} failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+
+
 @pytest.fixture(scope="module")
-def os_harness(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
-    exe = tmp_path_factory.mktemp("emu") / "os_harness"
-    base = [CXX, "-std=c++17", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", "-o", str(exe), str(EMU / "os_harness.cpp")]
-    res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
-                         capture_output=True, text=True, timeout=300)
-    if res.returncode != 0:  # a compiler without the sanitizer runtimes: still run, unsanitized
-        res = subprocess.run(base, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, f"host build of overlap_save.cuh failed:\n{res.stderr[-4000:]}"
-    return exe
+def os_harness(host_build):
+    return host_build("os_harness.cpp")
 
 
 def _emu(exe, tmp, op, dtype, grid, block, params, a_in, a_inout):
     fin, fio = tmp / f"{op}_in.bin", tmp / f"{op}_io.bin"
     a_in.tofile(fin)
     a_inout.tofile(fio)
-    cmd = [str(exe), op, "f32" if dtype == np.float32 else "f64", *map(str, grid), str(block),
-           *map(str, params), str(fin), str(fio)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
-    assert res.returncode == 0, f"{op} failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    _emu_run([exe, op, "f32" if dtype == np.float32 else "f64", *grid, block, *params, fin, fio], op)
     return np.fromfile(fio, dtype=a_inout.dtype).reshape(a_inout.shape)
 
 
@@ -311,24 +333,6 @@ def test_os_grid_caps_and_hardware_limits():
 # cuda2d.strip_grid computes; ASan catches out-of-bounds loads (the halo columns and rows), the shim refuses
 # misaligned 16-byte loads and stores, and NaN-poisoned outputs catch unwritten elements.
 
-_STRIP_BUILDS: dict = {}
-
-
-def _strip_harness(tmp_root, kH, kW, sh, rows):
-    key = (kH, kW, sh, rows)
-    if key not in _STRIP_BUILDS:
-        exe = tmp_root / f"strip_{kH}x{kW}_sh{sh}_r{rows}"
-        base = [CXX, "-std=c++17", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", f"-DSTRIP_KH={kH}", f"-DSTRIP_KW={kW}",
-                f"-DSTRIP_SH={sh}", f"-DSTRIP_ROWS={rows}", "-o", str(exe), str(EMU / "strip_harness.cpp")]
-        res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
-                             capture_output=True, text=True, timeout=300)
-        if res.returncode != 0:
-            res = subprocess.run(base, capture_output=True, text=True, timeout=300)
-        assert res.returncode == 0, f"host build of conv2d_strip.cuh failed:\n{res.stderr[-4000:]}"
-        _STRIP_BUILDS[key] = exe
-    return _STRIP_BUILDS[key]
-
-
 def _corr2d_ref(x, w, bias, pad, out_hw):
     """float64 y[n, r, c] = bias + sum_ij w[i, j] x[n, r + i - py, c + j - px] (zero outside)."""
     N, H, W = x.shape
@@ -362,14 +366,13 @@ STRIP_CASES = [
 
 
 @pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", STRIP_CASES)
-def test_strip_kernel_runs_on_host(tmp_path_factory, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
-    if CXX is None:
-        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
+def test_strip_kernel_runs_on_host(host_build, tmp_path_factory, N, H, W, kH, kW, pad, out_hw, block, rows, bias,
+                                   zcap):
     from sigconv.backends.cuda2d import strip_grid
 
     py, px = pad
     Ho, Wo = out_hw or (H + 2 * py - kH + 1, W + 2 * px - kW + 1)
-    exe = _strip_harness(tmp_path_factory.getbasetemp(), kH, kW, (-px) % 4, rows)
+    exe = host_build("strip_harness.cpp", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-px) % 4, STRIP_ROWS=rows))
     rng = np.random.default_rng()
     x = rng.standard_normal((N, H, W)).astype(np.float32)
     w = rng.standard_normal((kH, kW)).astype(np.float32)
@@ -381,11 +384,7 @@ def test_strip_kernel_runs_on_host(tmp_path_factory, N, H, W, kH, kW, pad, out_h
     for f, a in zip(files, (x, w, np.array([bias], np.float32), np.full((N, Ho, Wo), np.nan, np.float32))):
         a.tofile(f)
     vec_in, vec_out = int(W % 4 == 0), int(Wo % 4 == 0)  # launch_strip's rule (buffers are aligned here)
-    cmd = [str(exe), *map(str, grid), str(block[0]), str(block[1]), *map(str, (N, H, W, py, px, Ho, Wo)),
-           str(int(bias != 0)), str(vec_in), str(vec_out), *map(str, files)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
-    assert res.returncode == 0, f"conv2d_strip failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    _emu_run([exe, *grid, *block, N, H, W, py, px, Ho, Wo, int(bias != 0), vec_in, vec_out, *files], "conv2d_strip")
     y = np.fromfile(files[3], dtype=np.float32).reshape(N, Ho, Wo)
     assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
     ref = _corr2d_ref(x.astype(np.float64), w.astype(np.float64), bias, pad, (Ho, Wo))
@@ -403,20 +402,8 @@ def test_strip_kernel_runs_on_host(tmp_path_factory, N, H, W, kH, kW, pad, out_h
 
 
 @pytest.fixture(scope="module")
-def conv1d_harness(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
-    exe = tmp_path_factory.mktemp("emu1d") / "conv1d_harness"
-    base = [CXX, "-std=c++20", "-O1", f"-I{KDIR}", f"-I{EMU}", "-o", str(exe), str(EMU / "conv1d_harness.cpp"),
-            "-pthread"]
-    res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
-                         capture_output=True, text=True, timeout=600)
-    if res.returncode != 0:
-        res = subprocess.run(base, capture_output=True, text=True, timeout=600)
-    if res.returncode != 0 and "barrier" in res.stderr:
-        pytest.skip("the C++ compiler lacks C++20 <barrier>: threaded host emulation skipped")
-    assert res.returncode == 0, f"host build of conv1d.cu failed:\n{res.stderr[-4000:]}"
-    return exe
+def conv1d_harness(host_build):
+    return host_build("conv1d_harness.cpp", std="c++20")
 
 
 def _run_conv1d_emu(exe, tmp, variant, dtype, x, w, pad, out_len, block, xoff):
@@ -432,12 +419,8 @@ def _run_conv1d_emu(exe, tmp, variant, dtype, x, w, pad, out_len, block, xoff):
     x.astype(dtype).tofile(files[0])
     w.astype(dtype).tofile(files[1])
     np.full((C, out_len), np.nan, dtype).tofile(files[2])
-    cmd = [str(exe), name, "f32" if dtype == np.float32 else "f64", str(cfg["grid"][0]), str(cfg["grid"][1]),
-           str(block), str(cfg["smem"]), str(cfg["taps"]), str(C), str(L), str(K), str(pad), str(out_len),
-           str(cfg.get("S", 0)), str(xoff), *map(str, files)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
-    assert res.returncode == 0, f"{name} failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    _emu_run([exe, name, "f32" if dtype == np.float32 else "f64", *cfg["grid"][:2], block, cfg["smem"], cfg["taps"],
+              C, L, K, pad, out_len, cfg.get("S", 0), xoff, *files], name)
     return np.fromfile(files[2], dtype=dtype).reshape(C, out_len)
 
 
@@ -486,26 +469,6 @@ def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K,
 # synchronous copies with the device's alignment rules), threads and barriers as for 1-D above; the grid and
 # shared memory size are cuda2d.tiled_grid / tiled_plan / shared_geometry's, as on the GPU.
 
-_C2D_BUILDS: dict = {}
-
-
-def _conv2d_harness(root, defines):
-    key = tuple(sorted(defines.items()))
-    if key not in _C2D_BUILDS:
-        exe = root / ("conv2d_" + "_".join(f"{k}{v}" for k, v in key))
-        base = [CXX, "-std=c++20", "-O1", f"-I{KDIR}", f"-I{EMU}", *(f"-D{k}={v}" for k, v in key), "-o", str(exe),
-                str(EMU / "conv2d_harness.cpp"), "-pthread"]
-        res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
-                             capture_output=True, text=True, timeout=600)
-        if res.returncode != 0:
-            res = subprocess.run(base, capture_output=True, text=True, timeout=600)
-        if res.returncode != 0 and "barrier" in res.stderr:
-            pytest.skip("the C++ compiler lacks C++20 <barrier>: threaded host emulation skipped")
-        assert res.returncode == 0, f"host build of conv2d.cu failed:\n{res.stderr[-4000:]}"
-        _C2D_BUILDS[key] = exe
-    return _C2D_BUILDS[key]
-
-
 def _conv2d_ref(x, w, bias, stride, pad, out_hw):
     """float64 NCHW cross-correlation, torch.nn.functional.conv2d's definition, zero outside the input."""
     N, Cin, H, W = x.shape
@@ -541,10 +504,8 @@ C2D_CASES = [
 @pytest.mark.parametrize("variant,dtype,N,Cin,H,W,Cout,k,stride,pad,out_hw,block,bias", C2D_CASES,
                          ids=[f"{c[0]}-{np.dtype(c[1]).name}-{c[2]}x{c[3]}x{c[4]}x{c[5]}-co{c[6]}-k{c[7][0]}x{c[7][1]}"
                               f"-s{c[8][0]}{c[8][1]}" for c in C2D_CASES])
-def test_conv2d_kernels_run_on_host(tmp_path_factory, variant, dtype, N, Cin, H, W, Cout, k, stride, pad, out_hw,
-                                    block, bias):
-    if CXX is None:
-        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
+def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype, N, Cin, H, W, Cout, k, stride, pad,
+                                    out_hw, block, bias):
     from sigconv.backends import cuda2d
 
     kH, kW = k
@@ -563,17 +524,13 @@ def test_conv2d_kernels_run_on_host(tmp_path_factory, variant, dtype, N, Cin, H,
     else:
         plan = cuda2d.tiled_plan(block, kH, kW, stride, px, Cout, variant == "prefetch")
         pitch, smem, grid, defines, name = 0, plan["smem"], cuda2d.tiled_grid(plan, N, Cout, Ho, Wo), plan["defines"], "tiled"
-    exe = _conv2d_harness(tmp_path_factory.getbasetemp(), defines)
+    exe = host_build("conv2d_harness.cpp", defines, std="c++20")
     tmp = tmp_path_factory.mktemp("c2d")
     files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
     for f, a in zip(files, (x, w, b, np.full((N, Cout, Ho, Wo), np.nan))):
         a.astype(dtype).tofile(f)
-    cmd = [str(exe), name, "f32" if dtype == np.float32 else "f64", *map(str, grid), str(block[0]), str(block[1]),
-           str(smem), *map(str, (N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, int(bias), pitch,
-                                 int(W % 4 == 0), int(Wo % 4 == 0))), *map(str, files)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                         env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
-    assert res.returncode == 0, f"{variant} failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    _emu_run([exe, name, "f32" if dtype == np.float32 else "f64", *grid, *block, smem, N, Cin, H, W, Cout, kH, kW,
+              sy, sx, py, px, Ho, Wo, int(bias), pitch, int(W % 4 == 0), int(Wo % 4 == 0), *files], variant)
     y = np.fromfile(files[3], dtype=dtype).reshape(N, Cout, Ho, Wo)
     assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
     ref = _conv2d_ref(x.astype(dtype).astype(np.float64), w.astype(dtype).astype(np.float64),
