@@ -15,6 +15,8 @@
 //   strip     : single-channel fast path (spectrogram smoothing): each thread owns 4 output columns and a
 //               vertical strip of STRIP_ROWS rows; input rows stream through a register sliding window, the
 //               taps sit in __constant__ memory (FFMA reads them as operands), kernel size fixed at compile time.
+//   shfl      : strip with one float4 load per thread and row, the halo columns from the neighbouring lanes by
+//               warp shuffles (halos up to 4 columns each side); fewer loads and registers per row.
 //   separable : rank-1 kernels w = u v^T per (co, ci) pair: a row pass into a scratch buffer, then a column pass.
 //
 // Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
@@ -319,6 +321,10 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) conv2d_tiled(const float*
 // ============================================================================ strip (single channel)
 // In conv2d_strip.cuh (kept apart, barrier-free, so a CPU test can run its source; STRIP_* defines there).
 #include "conv2d_strip.cuh"
+
+// ============================================================================ shfl (single channel)
+// In conv2d_shfl.cuh: strip's ring with one float4 load per row and the halo columns by warp shuffles.
+#include "conv2d_shfl.cuh"
 
 // ========================================================================================= separable
 // w[co, ci] = u[co, ci] (kH) outer v[co, ci] (kW). Planes p = z0 + zz, zz < nz, p = n*Cout + co.

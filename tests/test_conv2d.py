@@ -176,7 +176,7 @@ def test_conv2d_property(N, Cin, Cout, H, W, kH, kW, sy, sx, py, px, seed):
 def test_cuda2d_registry_and_block_lists():
     """The cuda conv2d variants are registered with their block lists; no cupy import needed to list them."""
     names = [v["name"] for v in sigconv.variants("conv2d") if v["backend"] == "cuda"]
-    assert names == ["naive", "shared", "regblock", "prefetch", "strip", "separable"]
+    assert names == ["naive", "shared", "regblock", "prefetch", "strip", "shfl", "separable"]
     from sigconv.backends import cuda2d
 
     for v in sigconv.variants("conv2d"):

@@ -79,6 +79,8 @@ def _applies(v, dtype, N, Cin, Cout, kH, kW, stride, label, separable):
         return False
     if v.name == "strip":
         return Cin == 1 and Cout == 1 and tuple(stride) == (1, 1) and max(kH, kW) <= 15
+    if v.name == "shfl":  # and halos of at most 4 columns: the test skips on the launcher's refusal
+        return Cin == 1 and Cout == 1 and tuple(stride) == (1, 1) and max(kH, kW) <= 15
     if v.name == "separable":
         return separable
     return True
@@ -118,6 +120,12 @@ def test_variant_matches_reference(name, dtype, shp, block):
     b = rng.standard_normal(Cout).astype(dtype)
     pad, out_hw, s = conv2d_geometry((H, W), (kH, kW), stride, padding)
     out = cupy.full((N, Cout) + out_hw, cupy.nan, dtype=dtype)
+    if name == "shfl":
+        from sigconv.backends.cuda2d import shfl_applies
+
+        why = shfl_applies(x, w, s, pad)
+        if why:
+            pytest.skip(f"shfl does not apply to {label}: {why}")
     y = v.load()(x, w, b, s, pad, out_hw, block=block, out=out)
     assert y is out
     _check(y, _torch_ref(x, w, b, s, pad, out_hw), dtype, f"{name} {dtype} {label} block {block}")
@@ -127,11 +135,11 @@ def test_variant_matches_reference(name, dtype, shp, block):
 @pytest.mark.parametrize("fn", ["convolve2d", "correlate2d"])
 @pytest.mark.parametrize("xs, ks", [((37, 41), (5, 3)), ((1025, 4099), (15, 15)), ((4, 5), (7, 9)),
                                     ((19, 1), (4, 1)), ((33, 64), (2, 2))])
-@pytest.mark.parametrize("variant", ["auto", "naive", "shared", "regblock", "prefetch", "strip"])
+@pytest.mark.parametrize("variant", ["auto", "naive", "shared", "regblock", "prefetch", "strip", "shfl"])
 def test_single_channel_modes_vs_scipy(variant, xs, ks, fn, mode):
     """convolve2d/correlate2d on the cuda backend equal scipy.signal's for every mode (float32)."""
-    if variant == "strip" and max(ks) > 15:
-        pytest.skip("strip supports kernels up to 15x15")
+    if variant in ("strip", "shfl") and max(ks) > 15:
+        pytest.skip(f"{variant} supports kernels up to 15x15")
     rng = np.random.default_rng(abs(hash((xs, ks, fn, mode))) % 2**32)
     x = rng.standard_normal(xs).astype(np.float32)
     k = rng.standard_normal(ks).astype(np.float32)
@@ -139,6 +147,12 @@ def test_single_channel_modes_vs_scipy(variant, xs, ks, fn, mode):
         ref = getattr(scipy.signal, fn)(x.astype(np.float64), k.astype(np.float64), mode=mode)
     except ValueError:
         pytest.skip("scipy refuses this mode/shape pair")
+    if variant == "shfl":
+        from sigconv._api import window_2d
+
+        (py, px), _ = window_2d(mode, xs, ks, correlate=fn == "correlate2d")
+        if not (0 <= px <= 4 and 0 <= ks[1] - 1 - px <= 4):
+            pytest.skip("shfl takes halos of at most 4 columns each side")
     if xs == (1025, 4099) and variant in ("naive", "shared") and mode != "same":
         pytest.skip("big case: same mode is enough for the slow variants")
     y = getattr(sigconv, fn)(cupy.asarray(x), cupy.asarray(k), mode=mode, backend="cuda", variant=variant)

@@ -538,3 +538,60 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
     err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
     tol = 1e-5 if dtype == np.float32 else 1e-10
     assert err <= tol, f"{variant} off by {err:.2e}"
+
+
+# ---------------------------------------- the shfl kernel (warp shuffles) on the host, threads per CUDA thread
+# Same cases as strip where the halos allow (<= 4 columns each side), plus warps cut by the last column, blocks
+# of several warps and thread rows, and a block of 256 threads; the shuffles are emulated per warp and a
+# shuffle after a lane has returned fails the run.
+SHFL_CASES = [
+    (1, 37, 64, 3, 3, (1, 1), None, (128, 1), 32, 0.0, None),
+    (2, 33, 61, 3, 3, (1, 1), None, (32, 4), 8, 0.5, None),
+    (1, 70, 20, 5, 5, (2, 2), None, (32, 1), 16, 0.0, None),
+    (1, 9, 13, 4, 4, (1, 2), None, (64, 1), 32, 0.0, None),
+    (1, 1, 1, 3, 7, (1, 3), None, (32, 1), 32, -1.0, None),
+    (1, 5, 6, 9, 5, (8, 4), (12, 10), (32, 1), 4, 0.0, None),
+    (3, 40, 140, 15, 9, (7, 4), None, (64, 4), 8, 0.0, 2),
+    (1, 5, 9, 1, 1, (0, 0), None, (32, 8), 2, 0.0, None),
+    (1, 12, 8, 3, 3, (2, 2), (14, 10), (256, 1), 32, 0.0, None),
+    (1, 20, 517, 3, 3, (1, 1), None, (128, 1), 32, 0.0, None),
+]
+
+
+@pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", SHFL_CASES)
+def test_shfl_kernel_runs_on_host(host_build, tmp_path_factory, N, H, W, kH, kW, pad, out_hw, block, rows, bias,
+                                  zcap):
+    from sigconv.backends.cuda2d import strip_grid
+
+    py, px = pad
+    Ho, Wo = out_hw or (H + 2 * py - kH + 1, W + 2 * px - kW + 1)
+    exe = host_build("shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=px, SHFL_ROWS=rows), std="c++20")
+    rng = np.random.default_rng()
+    x = rng.standard_normal((N, H, W)).astype(np.float32)
+    w = rng.standard_normal((kH, kW)).astype(np.float32)
+    grid = list(strip_grid(N, Ho, Wo, block, rows=rows))
+    if zcap:
+        grid[2] = min(grid[2], zcap)
+    tmp = tmp_path_factory.mktemp("shfl")
+    files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
+    for f, a in zip(files, (x, w, np.array([bias], np.float32), np.full((N, Ho, Wo), np.nan, np.float32))):
+        a.tofile(f)
+    _emu_run([exe, *grid, *block, N, H, W, py, Ho, Wo, int(bias != 0), int(W % 4 == 0), int(Wo % 4 == 0), *files],
+             "conv2d_shfl")
+    y = np.fromfile(files[3], dtype=np.float32).reshape(N, Ho, Wo)
+    assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = _corr2d_ref(x.astype(np.float64), w.astype(np.float64), bias, pad, (Ho, Wo))
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert err <= 1e-5, f"shfl off by {err:.2e}; first mismatch at " \
+                        f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"
+
+
+def test_shfl_applies_only_within_its_halos():
+    from sigconv.backends.cuda2d import shfl_applies
+
+    x = np.zeros((1, 1, 8, 8), np.float32)
+    assert shfl_applies(x, np.zeros((1, 1, 9, 9), np.float32), (1, 1), (4, 4)) is None
+    assert "halo" in shfl_applies(x, np.zeros((1, 1, 3, 11), np.float32), (1, 1), (1, 5))
+    assert "halo" in shfl_applies(x, np.zeros((1, 1, 3, 3), np.float32), (1, 1), (1, 5))
+    assert "stride" in shfl_applies(x, np.zeros((1, 1, 3, 3), np.float32), (2, 1), (1, 1))
+    assert "float32" in shfl_applies(x.astype(np.float64), np.zeros((1, 1, 3, 3)), (1, 1), (1, 1))

@@ -1,7 +1,8 @@
 """CUDA 2-D backend: sigconv's own NCHW kernels (``kernels/conv2d.cu``) behind the ``corr2d`` contract.
 
 Variants (``sigconv.variants("conv2d")``): ``naive``, ``shared``, ``regblock``, ``prefetch``, ``strip``
-(single-channel fast path), ``separable`` (rank-1 kernels), and ``auto`` (autotuned per shape class).
+and ``shfl`` (single-channel fast paths), ``separable`` (rank-1 kernels), and ``auto`` (autotuned per shape
+class; ``shfl`` is not among its candidates until it has been timed on a GPU).
 Every launcher has the signature ``launch_NAME(x, w, bias, stride, pad, out_hw, block=None, out=None)``
 on C-contiguous cupy arrays; it owns its grid maths and refuses (``ValueError``) what it cannot run.
 Nothing here imports CuPy at module level.
@@ -16,7 +17,8 @@ import numpy as np
 from .._registry import Variant, register
 
 __all__ = ["corr2d", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch", "launch_strip",
-           "launch_separable", "separable_factors", "strip_applies", "tune_shapes", "VARIANTS"]
+           "launch_shfl", "launch_separable", "separable_factors", "strip_applies", "shfl_applies", "tune_shapes",
+           "VARIANTS"]
 
 _SRC = "conv2d.cu"
 _REQ = ("cupy", "gpu")
@@ -27,6 +29,8 @@ _BLOCKS_GENERIC = ((8, 4), (8, 8), (16, 4), (16, 8), (16, 16), (32, 4), (32, 8),
 _BLOCKS_TILED = ((8, 4), (8, 8), (16, 4), (16, 8), (16, 16), (32, 4), (32, 8))
 _BLOCKS_PREFETCH = ((8, 4), (8, 8), (16, 4), (16, 8))
 _BLOCKS_STRIP = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
+# shfl: bx a multiple of 32, so that a warp is one row of threads (its shuffles and its exit are uniform)
+_BLOCKS_SHFL = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
 
 #: Separability test: s[1] <= SEP_RTOL * s[0] for every (co, ci) pair.
 SEP_RTOL = 1e-7
@@ -34,10 +38,13 @@ SEP_RTOL = 1e-7
 STRIP_MAX = 15
 #: Output rows per strip thread.
 STRIP_ROWS = 32
+#: Output rows per shfl thread; the widest halo (columns each side) the shfl kernel takes from a neighbour lane.
+SHFL_ROWS = 32
+SHFL_HALO = 4
 #: Scratch budget of the separable row pass (bytes); larger jobs run in chunks of planes.
 SEP_SCRATCH = 512 << 20
 
-VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "separable")
+VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separable")
 
 _L = "sigconv.backends.cuda2d:"
 register(Variant("naive", "conv2d", "cuda", "one thread per output, loops Cin x kH x kW (article A)",
@@ -57,6 +64,10 @@ register(Variant("prefetch", "conv2d", "cuda",
 register(Variant("strip", "conv2d", "cuda",
                  "single channel (Cin=Cout=1, stride 1, k<=15): row-streaming register window, taps in constant",
                  _L + "launch_strip", blocks=_BLOCKS_STRIP, default_block=(64, 1), dtypes=("float32",),
+                 max_taps=STRIP_MAX, requires=_REQ))
+register(Variant("shfl", "conv2d", "cuda",
+                 "single channel, stride 1, halos <= 4 columns: one float4 per row, halo columns by warp shuffles",
+                 _L + "launch_shfl", blocks=_BLOCKS_SHFL, default_block=(128, 1), dtypes=("float32",),
                  max_taps=STRIP_MAX, requires=_REQ))
 register(Variant("separable", "conv2d", "cuda", "rank-1 kernels (Gaussian, box): a row pass then a column pass",
                  _L + "launch_separable", blocks=_BLOCKS_GENERIC, default_block=(32, 8), max_taps=MAX_TAPS,
@@ -330,6 +341,44 @@ def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None):
     return y
 
 
+def shfl_applies(x, w, stride, pad) -> str | None:
+    """``None`` when the shfl kernel can run this job, else why not (one line)."""
+    why = strip_applies(x, w, stride)
+    if why:
+        return why
+    kW, px = int(w.shape[3]), int(pad[1])
+    if not (0 <= px <= SHFL_HALO and 0 <= kW - 1 - px <= SHFL_HALO):
+        return (f"it takes at most {SHFL_HALO} halo columns on each side (kernel width {kW} with left pad {px} "
+                f"needs {px} and {kW - 1 - px})")
+    return None
+
+
+def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None):
+    """Single-channel stencil: strip's row ring with one float4 load per row and the halo columns from the
+    neighbouring lanes by warp shuffles (float32, Cin=Cout=1, stride 1)."""
+    why = shfl_applies(x, w, stride, pad)
+    if why:
+        raise ValueError(f"conv2d variant 'shfl' does not apply: {why}")
+    bx, by = _block("shfl", block, _BLOCKS_SHFL, (128, 1))
+    import cupy
+
+    from .. import _kernels
+
+    N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
+    mod = _kernels.module(_SRC, dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS))
+    f = mod.get_function("conv2d_shfl")
+    taps = mod.get_global("c_taps_shfl")  # ordered on the current stream before the launch
+    wflat = cupy.ascontiguousarray(w.reshape(-1), dtype=cupy.float32)
+    taps.copy_from_device_async(wflat.data, kH * kW * 4, cupy.cuda.get_current_stream())
+    y = _out(out, (N, 1, Ho, Wo), x.dtype)
+    b, hb = _bias_arg(bias, x)
+    vec_in = int(W % 4 == 0 and _aligned(x))
+    vec_out = int(Wo % 4 == 0 and _aligned(y))
+    f(strip_grid(N, Ho, Wo, (bx, by), rows=SHFL_ROWS), (bx, by, 1),
+      (x, y) + _i32(N, H, W, pad[0], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out))
+    return y
+
+
 def separable_factors(w):
     """(u, v) with w[co, ci] ~= outer(u[co, ci], v[co, ci]) for every pair, or the reason it is not rank-1.
 
@@ -388,7 +437,8 @@ def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, fact
 
 
 _LAUNCHERS = {"naive": launch_naive, "shared": launch_shared, "regblock": launch_regblock,
-              "prefetch": launch_prefetch, "strip": launch_strip, "separable": launch_separable}
+              "prefetch": launch_prefetch, "strip": launch_strip, "shfl": launch_shfl,
+              "separable": launch_separable}
 
 
 # ------------------------------------------------------------------------------------------- auto
@@ -491,7 +541,8 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
 
 def _accepted(variant: str):
     return {"naive": _BLOCKS_GENERIC, "shared": _BLOCKS_GENERIC, "regblock": _BLOCKS_TILED,
-            "prefetch": _BLOCKS_PREFETCH, "strip": _BLOCKS_STRIP, "separable": _BLOCKS_GENERIC}[variant]
+            "prefetch": _BLOCKS_PREFETCH, "strip": _BLOCKS_STRIP, "shfl": _BLOCKS_SHFL,
+            "separable": _BLOCKS_GENERIC}[variant]
 
 
 # ------------------------------------------------------------------------------------------- tune

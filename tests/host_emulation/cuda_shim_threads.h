@@ -6,7 +6,10 @@
 #pragma once
 #include "cuda_shim.h"
 
+#include <algorithm>
+#include <atomic>
 #include <barrier>
+#include <memory>
 #include <cstddef>
 #include <cstring>
 #include <thread>
@@ -43,6 +46,37 @@ inline void cp_async_wait_all() {}
 static std::barrier<>* sc_emu_barrier = nullptr;
 inline void __syncthreads() { sc_emu_barrier->arrive_and_wait(); }
 
+// Warp shuffles: the lanes of a warp meet at the warp's own barrier, each publishes its value, they meet
+// again after reading. Only full-warp masks are emulated; a shuffle in a warp where a lane has already
+// returned is undefined on the device and ends the run here (exit code 4).
+static thread_local unsigned sc_emu_tid = 0;  // linear thread index in the block
+static std::vector<std::barrier<>*> sc_emu_warp_bars;
+static std::vector<int> sc_emu_warp_size;
+static std::atomic<int> sc_emu_warp_alive[32];
+static unsigned long long sc_emu_slots[32][32];
+
+template <typename T> inline T sc_emu_shfl(unsigned mask, T v, int src_delta, bool up) {
+    static_assert(sizeof(T) <= sizeof(unsigned long long), "shuffle of a type wider than 8 bytes");
+    const unsigned w = sc_emu_tid / 32, lane = sc_emu_tid % 32;
+    if (mask != 0xffffffffu) {
+        std::fprintf(stderr, "emulated shuffles support the full mask only (got %#x)\n", mask);
+        std::exit(4);
+    }
+    std::memcpy(&sc_emu_slots[w][lane], &v, sizeof(T));
+    sc_emu_warp_bars[w]->arrive_and_wait();
+    if (sc_emu_warp_alive[w].load() != sc_emu_warp_size[w]) {
+        std::fprintf(stderr, "shuffle in warp %u after some of its lanes returned\n", w);
+        std::exit(4);
+    }
+    T r = v;
+    const int src = up ? (int)lane - src_delta : (int)lane + src_delta;
+    if (src >= 0 && src < sc_emu_warp_size[w]) std::memcpy(&r, &sc_emu_slots[w][src], sizeof(T));
+    sc_emu_warp_bars[w]->arrive_and_wait();
+    return r;
+}
+template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, true); }
+template <typename T> inline T __shfl_down_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, false); }
+
 // Run body() for every thread of every block; `smem`/`smem_cap` is the shared-memory stand-in, of which the
 // first `smem_bytes` are usable by this launch (the rest is poisoned while it runs).
 template <class F>
@@ -62,12 +96,25 @@ void emu_launch_threads(dim3 g, dim3 b, void* smem, size_t smem_cap, size_t smem
                 std::memset(smem, 0xFF, smem_bytes);  // NaN in every float/double: reads before writes show
                 std::barrier<> bar(nt);
                 sc_emu_barrier = &bar;
+                const unsigned nw = (nt + 31) / 32;
+                std::vector<std::unique_ptr<std::barrier<>>> wbars;
+                sc_emu_warp_bars.assign(nw, nullptr);
+                sc_emu_warp_size.assign(nw, 0);
+                for (unsigned w = 0; w < nw; ++w) {
+                    sc_emu_warp_size[w] = (int)std::min(32u, nt - 32 * w);
+                    sc_emu_warp_alive[w] = sc_emu_warp_size[w];
+                    wbars.emplace_back(new std::barrier<>(sc_emu_warp_size[w]));
+                    sc_emu_warp_bars[w] = wbars.back().get();
+                }
                 std::vector<std::thread> threads;
                 threads.reserve(nt);
                 for (unsigned t = 0; t < nt; ++t)
                     threads.emplace_back([&, t] {
+                        sc_emu_tid = t;
                         threadIdx = uint3{t % b.x, (t / b.x) % b.y, t / (b.x * b.y)};
                         body();
+                        sc_emu_warp_alive[t / 32].fetch_sub(1);
+                        sc_emu_warp_bars[t / 32]->arrive_and_drop();
                         bar.arrive_and_drop();
                     });
                 for (auto& th : threads) th.join();

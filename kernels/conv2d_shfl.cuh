@@ -1,0 +1,186 @@
+// conv2d_shfl.cuh: single-channel 2-D stencil with warp shuffles (variant `shfl`), included by kernels/conv2d.cu.
+//
+// The job is the spectrogram smoothing: one large plane, a small kernel, stride 1, memory bound. Like `strip`,
+// each thread owns 4 output columns cx..cx+3 and a vertical strip of SHFL_ROWS output rows, streams the input
+// rows through a ring of KH accumulator rows and reads the taps from __constant__ memory. Unlike `strip`, which
+// loads three float4 per row (its own four columns and both halos: 48 bytes for 16 new ones), a thread loads
+// only its own float4 and takes the halo columns from its neighbours with warp shuffles; lanes 0 and 31 load
+// the chunk beyond the warp's edge themselves. Fewer loads and fewer registers per row mean more rows and more
+// warps in flight per multiprocessor, which is what a memory-bound stencil needs.
+//
+// Row values: v[m] = x[gr, cx - 4 + m], m in [0, 12): the left neighbour's chunk, the own chunk, the right
+// neighbour's chunk. Output column cx + b with tap column j reads x[., cx + b + j - px] = v[4 - px + b + j],
+// so px <= 4 and KW - 1 - px <= 4 (sigconv.backends.cuda2d.shfl_applies checks it).
+//
+// Warp uniformity: every lane of a warp takes part in every shuffle. blockDim.x is a multiple of 32 (the
+// registry's blocks), so a warp is 32 consecutive x threads of one thread row and shares r0; the only exit
+// is on r0, uniform per warp. Lanes past the last output column load zeros or real data and store nothing.
+//
+// No shared memory, no barriers: tests/test_kernel_build.py compiles this exact source for the host, where
+// the shuffles are emulated with a per-warp rendezvous (tests/host_emulation/cuda_shim_threads.h).
+#ifndef SIGCONV_CONV2D_SHFL_CUH
+#define SIGCONV_CONV2D_SHFL_CUH
+#include "conv2d_common.cuh"
+
+#ifndef SHFL_KH
+#define SHFL_KH 3       // kernel height
+#endif
+#ifndef SHFL_KW
+#define SHFL_KW 3       // kernel width (with SHFL_PX: halos of at most 4 columns each side)
+#endif
+#ifndef SHFL_PX
+#define SHFL_PX 1       // left padding in columns (0..4)
+#endif
+#ifndef SHFL_ROWS
+#define SHFL_ROWS 32    // output rows per thread
+#endif
+// Small kernels (up to 12 taps) are compiled for blocks of up to 1024 threads, which caps the registers at 64
+// (3x3: 60 instead of 100 uncapped, no spills): at least 1024 resident threads per multiprocessor, so that
+// enough warps, each with its next rows' loads in flight, cover the memory latency. Larger kernels would spill
+// under that cap (5x5: 156 bytes), so they get no bound.
+#if SHFL_KH * SHFL_KW <= 12
+#define SHFL_BOUNDS __launch_bounds__(1024)
+#else
+#define SHFL_BOUNDS
+#endif
+
+#define SHFL_RH (SHFL_KW - 1 - SHFL_PX)  // right halo in columns (0..4)
+#if SHFL_PX < 0 || SHFL_PX > 4 || SHFL_RH < 0 || SHFL_RH > 4
+#error "conv2d_shfl: the halos must be 0..4 columns on each side"
+#endif
+
+// Taps of the current call (copied in stream order by the launcher before each launch).
+__constant__ float c_taps_shfl[SHFL_KH * SHFL_KW];
+
+// Four values x[gr, c..c+3] (zero outside the image). vec: W % 4 == 0 and x 16-byte aligned, so the chunk
+// (c a multiple of 4) is wholly inside or outside the row.
+__device__ __forceinline__ float4 shfl_chunk(const float* __restrict__ rp, bool rin, int c, int W, bool vec) {
+    float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (!rin) return t;
+    if (vec) {
+        if (c >= 0 && c < W) t = __ldg(reinterpret_cast<const float4*>(rp + c));
+    } else {
+        t.x = (c >= 0 && c < W) ? __ldg(rp + c) : 0.f;
+        t.y = (c + 1 >= 0 && c + 1 < W) ? __ldg(rp + c + 1) : 0.f;
+        t.z = (c + 2 >= 0 && c + 2 < W) ? __ldg(rp + c + 2) : 0.f;
+        t.w = (c + 3 >= 0 && c + 3 < W) ? __ldg(rp + c + 3) : 0.f;
+    }
+    return t;
+}
+
+// v[m] = x[gr, cx - 4 + m]: own chunk loaded, halo columns shuffled from lanes -1 / +1 (edge lanes load).
+// Only the halo columns the kernel reads are exchanged: SHFL_PX from the left, SHFL_RH from the right.
+__device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict__ xp, int H, int W, int gr, int cx,
+                                         int lane, bool vec) {
+    const unsigned FULL = 0xffffffffu;
+    const bool rin = gr >= 0 && gr < H;
+    const float* rp = xp + (i64)gr * W;
+    const float4 m = shfl_chunk(rp, rin, cx, W, vec);
+    float4 l = make_float4(0.f, 0.f, 0.f, 0.f), r = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (SHFL_PX > 0 && lane == 0) l = shfl_chunk(rp, rin, cx - 4, W, vec);
+    if (SHFL_RH > 0 && lane == 31) r = shfl_chunk(rp, rin, cx + 4, W, vec);
+    // left neighbour's columns cx-1, cx-2, ... are its m.w, m.z, ...
+    if (SHFL_PX >= 1) { const float t = __shfl_up_sync(FULL, m.w, 1); if (lane != 0) l.w = t; }
+    if (SHFL_PX >= 2) { const float t = __shfl_up_sync(FULL, m.z, 1); if (lane != 0) l.z = t; }
+    if (SHFL_PX >= 3) { const float t = __shfl_up_sync(FULL, m.y, 1); if (lane != 0) l.y = t; }
+    if (SHFL_PX >= 4) { const float t = __shfl_up_sync(FULL, m.x, 1); if (lane != 0) l.x = t; }
+    // right neighbour's columns cx+4, cx+5, ... are its m.x, m.y, ...
+    if (SHFL_RH >= 1) { const float t = __shfl_down_sync(FULL, m.x, 1); if (lane != 31) r.x = t; }
+    if (SHFL_RH >= 2) { const float t = __shfl_down_sync(FULL, m.y, 1); if (lane != 31) r.y = t; }
+    if (SHFL_RH >= 3) { const float t = __shfl_down_sync(FULL, m.z, 1); if (lane != 31) r.z = t; }
+    if (SHFL_RH >= 4) { const float t = __shfl_down_sync(FULL, m.w, 1); if (lane != 31) r.w = t; }
+    v[0] = l.x; v[1] = l.y; v[2] = l.z; v[3] = l.w;
+    v[4] = m.x; v[5] = m.y; v[6] = m.z; v[7] = m.w;
+    v[8] = r.x; v[9] = r.y; v[10] = r.z; v[11] = r.w;
+}
+
+// Store 4 outputs (columns cx..cx+3) plus bias; float4 when they all fit and the row is aligned.
+__device__ __forceinline__ void shfl_store(float* op, const float (&a)[4], float bias, int cx, int Wo, bool vst) {
+    if (vst) {
+        *reinterpret_cast<float4*>(op) = make_float4(a[0] + bias, a[1] + bias, a[2] + bias, a[3] + bias);
+    } else {
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+            if (cx + b < Wo) op[b] = a[b] + bias;
+    }
+}
+
+// The ring (as in conv2d_strip): input row s (relative to r0 - py) feeds tap row i into output row o = s - i,
+// which lives in slot o % KH; the loop over s is unrolled by KH so that slot indices are compile-time
+// constants; after row s, output row s - KH + 1 is complete, stored and its slot zeroed.
+extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
+                                                                    float* __restrict__ y, int N,
+                                                                    int H, int W, int py, int Ho, int Wo,
+                                                                    const float* __restrict__ bptr, int has_bias,
+                                                                    int vec_in, int vec_out) {
+    const int lane = threadIdx.x & 31;
+    const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * SHFL_ROWS;
+    if (r0 >= Ho) return;  // uniform across the warp (see the top of the file)
+    const bool live = cx < Wo;  // lanes past the last column shuffle but do not store
+    const int nout = min(SHFL_ROWS, Ho - r0);
+    const int nin = nout + SHFL_KH - 1;
+    const bool vec = vec_in != 0;
+    const bool vst = vec_out != 0 && cx + 4 <= Wo;
+    const float bias = has_bias ? bptr[0] : 0.f;
+    FOR_PLANES(z, N) {
+        const float* xp = x + (i64)z * H * W;
+        float* yp = y + (i64)z * Ho * Wo;
+        float acc[SHFL_KH][4];
+#pragma unroll
+        for (int k = 0; k < SHFL_KH; ++k)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) acc[k][b] = 0.f;
+#if SHFL_KH <= 11
+        for (int base = 0; base < nin; base += SHFL_KH) {
+#pragma unroll
+            for (int u = 0; u < SHFL_KH; ++u) {
+                const int s = base + u;
+                if (s >= nin) break;  // uniform across the warp: nin is
+                float v[12];
+                shfl_row(v, xp, H, W, r0 - py + s, cx, lane, vec);
+#pragma unroll
+                for (int i = 0; i < SHFL_KH; ++i) {
+                    const int slot = (u - i + SHFL_KH) % SHFL_KH;
+#pragma unroll
+                    for (int j = 0; j < SHFL_KW; ++j) {
+                        const float t = c_taps_shfl[i * SHFL_KW + j];
+#pragma unroll
+                        for (int b = 0; b < 4; ++b) acc[slot][b] = fmaf(t, v[4 - SHFL_PX + b + j], acc[slot][b]);
+                    }
+                }
+                const int done = (u + 1) % SHFL_KH;
+                const int o = s - (SHFL_KH - 1);
+                if (o >= 0 && live) shfl_store(yp + (i64)(r0 + o) * Wo + cx, acc[done], bias, cx, Wo, vst);
+#pragma unroll
+                for (int b = 0; b < 4; ++b) acc[done][b] = 0.f;
+            }
+        }
+#else
+        // Tall kernels: rotate the accumulators instead of unrolling the ring (less code, no spills).
+        for (int s = 0; s < nin; ++s) {
+            float v[12];
+            shfl_row(v, xp, H, W, r0 - py + s, cx, lane, vec);
+#pragma unroll
+            for (int i = 0; i < SHFL_KH; ++i)
+#pragma unroll
+                for (int j = 0; j < SHFL_KW; ++j) {
+                    const float t = c_taps_shfl[i * SHFL_KW + j];
+#pragma unroll
+                    for (int b = 0; b < 4; ++b)
+                        acc[SHFL_KH - 1 - i][b] = fmaf(t, v[4 - SHFL_PX + b + j], acc[SHFL_KH - 1 - i][b]);
+                }
+            const int o = s - (SHFL_KH - 1);
+            if (o >= 0 && live) shfl_store(yp + (i64)(r0 + o) * Wo + cx, acc[0], bias, cx, Wo, vst);
+#pragma unroll
+            for (int k = 0; k + 1 < SHFL_KH; ++k)
+#pragma unroll
+                for (int b = 0; b < 4; ++b) acc[k][b] = acc[k + 1][b];
+#pragma unroll
+            for (int b = 0; b < 4; ++b) acc[SHFL_KH - 1][b] = 0.f;
+        }
+#endif
+    }
+}
+
+#endif  // SIGCONV_CONV2D_SHFL_CUH
