@@ -9,6 +9,7 @@
 Cases, float32 (the issue-3/4 benchmark shapes):
   conv2d-k3-strip     spectrogram 1x1x1025x65536, random 3x3, variant strip, block 64x1
   conv2d-k3-regblock  the same, variant regblock, block 32x4 (the fastest on 2026-11-30: 64% of copy)
+  conv2d-k3-shfl      the same, variant shfl, block 128x1 (new, not yet timed)
   conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, block 64 (78% of copy) and 256
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
@@ -22,7 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv1d-k25-tiled", "conv1d-k1023-fft")
+CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv2d-k3-shfl", "conv1d-k25-tiled", "conv1d-k1023-fft")
 
 
 def main(argv=None) -> int:
@@ -50,6 +51,8 @@ def main(argv=None) -> int:
                                                               block=(64, 1), out=y)
         runs["conv2d-k3-regblock"] = lambda: cuda2d.launch_regblock(x, w, None, (1, 1), (1, 1), (1025, 65536),
                                                                     block=(32, 4), out=y)
+        runs["conv2d-k3-shfl"] = lambda: cuda2d.launch_shfl(x, w, None, (1, 1), (1, 1), (1025, 65536),
+                                                            block=(128, 1), out=y)
     if any(c.startswith("conv1d") for c in a.only):
         L = 1 << 26
         x1 = rng.standard_normal((1, L), dtype=cupy.float32)
