@@ -69,15 +69,19 @@ def _like(y, template):
     return y
 
 
-def corr1d(x2, w, pad: int, out_len: int, *, backend: str, variant: str = "auto", block=None):
-    """Run the 1-D backend contract on (C, L) data already in the backend's memory."""
+def corr1d(x2, w, pad: int, out_len: int, *, backend: str, variant: str = "auto", block=None, host_taps=None):
+    """Run the 1-D backend contract on (C, L) data already in the backend's memory.
+
+    ``host_taps``: the caller's numpy copy of ``w`` (same values and dtype), if it has one; with it the
+    cuda fft variant caches the filter spectrum without reading the taps back from the device."""
     if backend == "cpu":
         from .backends import cpu
 
         return cpu.corr1d(x2, w, pad, out_len, variant=variant, block=block)
     from .backends import cuda1d
 
-    return cuda1d.corr1d(x2, w, pad, out_len, variant=variant, block=block)
+    key = cuda1d.host_taps_key(host_taps) if host_taps is not None else None
+    return cuda1d.corr1d(x2, w, pad, out_len, variant=variant, block=block, taps_key=key)
 
 
 def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "auto", block=None,
@@ -161,7 +165,8 @@ def _taps(h, name: str):
         raise ValueError(f"{name} must be 1-D (for 2-D kernels use convolve2d/correlate2d), got shape {h.shape}")
     if h.size == 0:
         raise ValueError(f"{name} must hold at least one tap, got an empty array")
-    check_finite_array(h if xp is np else h.get(), name)
+    if xp is np:  # device taps are not checked: reading them back would wait for the GPU on every call
+        check_finite_array(h, name)
     return h
 
 
@@ -194,7 +199,11 @@ def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, causal: 
     x2 = (np if be == "cpu" else _xp(x2)).ascontiguousarray(x2)
     w = _to_backend(h, be).astype(dtype, copy=False)
     w = w[::-1].copy() if reverse else w.copy()
-    y2 = corr1d(x2, w, pad, out_len, backend=be, variant=variant, block=block)
+    host = None
+    if be == "cuda" and _xp(h) is np:  # the taps as uploaded, for the fft variant's spectrum cache
+        host = np.asarray(h, dtype=dtype)
+        host = host[::-1] if reverse else host
+    y2 = corr1d(x2, w, pad, out_len, backend=be, variant=variant, block=block, host_taps=host)
     y = _like(y2, x).reshape(lead + (out_len,))
     return _xp(y).moveaxis(y, -1, ax)
 
@@ -208,7 +217,9 @@ def convolve(x, h, mode: str = "full", *, axis=LAST_AXIS, backend: str = "auto",
     x : array_like (numpy or cupy)
         Signal: 1-D, or N-D filtered along ``axis`` (each other index is one channel).
     h : array_like, 1-D
-        Filter taps; must be finite.
+        Filter taps; must be finite (checked for host arrays; taps already on the GPU are not checked,
+        since reading them back would stall the GPU queue on every call: NaN taps then give NaN outputs,
+        as in SciPy and CuPy).
     mode : {"full", "same", "valid"}
         As in SciPy. "same" is centred on the full output; "valid" swaps the roles when ``h`` is
         longer than ``x`` (convolution commutes).
@@ -328,7 +339,8 @@ def _filter2d(x, k, mode, backend, variant, block, reverse: bool):
         raise ValueError(f"x and k must both be 2-D, got shapes {x.shape} and {k.shape}")
     if 0 in x.shape or 0 in k.shape:
         raise ValueError(f"x and k must be non-empty, got shapes {x.shape} and {k.shape}")
-    check_finite_array(k if _xp(k) is np else k.get(), "k")
+    if _xp(k) is np:  # device kernels are not checked (see _taps)
+        check_finite_array(k, "k")
     dtype = float_dtype(x, k)
     be = _backend_for(backend, x, k)
     pad, out_hw = window_2d(mode, x.shape, k.shape, correlate=not reverse)

@@ -66,7 +66,8 @@ def conv2d(x, w, bias=None, stride=1, padding=0, *, backend: str = "auto", varia
     x : array_like (numpy or cupy)
         Input, shape (N, Cin, H, W), or (Cin, H, W) for one unbatched image.
     w : array_like
-        Weights, shape (Cout, Cin, kH, kW), kH and kW at most 31; must be finite.
+        Weights, shape (Cout, Cin, kH, kW), kH and kW at most 31; must be finite (checked for host arrays,
+        not for arrays already on the GPU, where the check would stall the GPU queue on every call).
     bias : array_like, optional
         Shape (Cout,).
     stride : int or (int, int)
@@ -138,7 +139,8 @@ def conv2d(x, w, bias=None, stride=1, padding=0, *, backend: str = "auto", varia
         arrays.append(bias)
     check_block2d(block)
     pad, out_hw, stride = conv2d_geometry((H, W), (kH, kW), stride, padding)
-    check_finite_array(w if not _is_cupy(w) else w.get(), "w")
+    if not _is_cupy(w):  # device weights are not checked: reading them back would stall the GPU queue
+        check_finite_array(w, "w")
     dtype = float_dtype(*arrays)
     be = _backend_for(backend, *arrays)
     bxp = np

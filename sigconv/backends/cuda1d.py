@@ -271,24 +271,38 @@ _SPECTRA_LOCK = threading.Lock()
 _SPECTRA_MAX = 32
 
 
-def _filter_spectrum(w, N: int):
-    """rfft of the convolution taps (w reversed), zero-padded to N, times 1/N: cached per
-    (taps bytes hash, N, dtype, device); the inverse transform then runs unscaled (norm="forward")."""
+def host_taps_key(w_host) -> str:
+    """Cache key of host taps (correlation form, working dtype) for the fft variant's spectrum cache."""
+    a = np.ascontiguousarray(w_host)
+    return f"{hashlib.sha1(a.tobytes()).hexdigest()}:{a.size}:{a.dtype.name}"
+
+
+def _filter_spectrum(w, N: int, key=None):
+    """rfft of the convolution taps (w reversed), zero-padded to N, times 1/N, computed on the device in
+    float64 and cast to the working precision; the inverse transform then runs unscaled (norm="forward").
+
+    With ``key`` (:func:`host_taps_key` of the host copy the caller already has: the array API and the stream
+    filters pass it) the spectrum is computed once and cached per (key, N, device). Without one (taps that
+    only exist on the device) it is recomputed, a few small launches: identifying the taps would mean reading
+    them back, which waits for the GPU on every call."""
     cupy = _cupy()
-    wh = cupy.asnumpy(w)
-    key = (hashlib.sha1(wh.tobytes()).hexdigest(), wh.size, N, wh.dtype.name, cupy.cuda.Device().id)
-    with _SPECTRA_LOCK:
-        H = _SPECTRA.get(key)
-        if H is not None:
-            _SPECTRA.move_to_end(key)
-            return H
-    cdt = np.complex64 if wh.dtype == np.float32 else np.complex128
-    Hh = np.fft.rfft(wh[::-1].astype(np.float64), N) / N  # float64 on the host, then cast
-    H = cupy.asarray(Hh.astype(cdt))
-    with _SPECTRA_LOCK:
-        _SPECTRA[key] = H
-        while len(_SPECTRA) > _SPECTRA_MAX:
-            _SPECTRA.popitem(last=False)
+    ck = None
+    if key is not None:
+        ck = (key, int(N), w.dtype.name, cupy.cuda.Device().id)
+        with _SPECTRA_LOCK:
+            H = _SPECTRA.get(ck)
+            if H is not None:
+                _SPECTRA.move_to_end(ck)
+                return H
+    cdt = cupy.complex64 if w.dtype == cupy.float32 else cupy.complex128
+    Hd = cupy.fft.rfft(cupy.ascontiguousarray(w[::-1], dtype=cupy.float64), n=N)
+    Hd *= 1.0 / N
+    H = Hd.astype(cdt, copy=False)
+    if ck is not None:
+        with _SPECTRA_LOCK:
+            _SPECTRA[ck] = H
+            while len(_SPECTRA) > _SPECTRA_MAX:
+                _SPECTRA.popitem(last=False)
     return H
 
 
@@ -325,8 +339,9 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 _FFT_F64_BELOW = 1 << 16
 
 
-def launch_fft(x, w, pad, out_len, block, out=None):
-    """Overlap-save: gather segments (one kernel), batched rfft, fused spectrum product, irfft, scatter."""
+def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
+    """Overlap-save: gather segments (one kernel), batched rfft, fused spectrum product, irfft, scatter.
+    ``taps_key``: :func:`host_taps_key` of the host taps, when the caller has them (spectrum cached)."""
     w, block, out = _prep("fft", x, w, pad, out_len, block, out)
     if _empty(x, out_len):
         return out
@@ -337,14 +352,15 @@ def launch_fft(x, w, pad, out_len, block, out=None):
         # Tiny problems transform in float64 (free at this size): an FFT's rounding error scales with the
         # input's magnitude, so an output much smaller than its inputs (cancellation, or a single product
         # when L=1) would miss float32 relative accuracy. Large problems keep float32 transforms.
-        out[...] = launch_fft(x.astype(cupy.float64), cupy.asarray(w, dtype=cupy.float64), pad, out_len, block)
+        out[...] = launch_fft(x.astype(cupy.float64), cupy.asarray(w, dtype=cupy.float64), pad, out_len, block,
+                              taps_key=taps_key)
         return out
     N = fft_size(K)
     M = N - K + 1  # valid outputs per segment
     nseg = -(-out_len // M)
     sfx = _sfx(x.dtype)
     mod = _module()
-    H = _filter_spectrum(w, N)
+    H = _filter_spectrum(w, N, taps_key)
     segs = cupy.empty((C * nseg, N), dtype=x.dtype)
     mod.get_function(f"conv1d_os_gather_{sfx}")(
         os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
@@ -417,11 +433,12 @@ def resolve_auto(x, w, pad, out_len) -> tuple:
     return _autotune.pick("conv1d", shape_key(C, L, K, x.dtype), cands, runner, sources=(SOURCE,))
 
 
-def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None):
+def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key=None):
     """The 1-D contract on the GPU: y[c, n] = sum_j w[j] x[c, n + j - pad] (see sigconv.backends).
 
     x : cupy (C, L) C-contiguous float32/float64; w : cupy or numpy (K,) of the same dtype.
-    Returns cupy (C, out_len) (``out`` when given).
+    taps_key : :func:`host_taps_key` of w's host copy, if the caller has one (the fft variant caches its
+    spectrum under it). Returns cupy (C, out_len) (``out`` when given).
     """
     cupy = _cupy()
     from .._validate import check_block
@@ -439,7 +456,8 @@ def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None):
         v = _get_variant("conv1d", "cuda", variant)
         if block is None or block not in v.blocks:
             block = tuned_block
-    return _get_variant("conv1d", "cuda", variant).load()(x, w, pad, out_len, block, out=out)
+    kw = {"taps_key": taps_key} if variant == "fft" else {}
+    return _get_variant("conv1d", "cuda", variant).load()(x, w, pad, out_len, block, out=out, **kw)
 
 
 # ------------------------------------------------------------------------------------ streaming
@@ -467,7 +485,9 @@ class StreamFilter:
             v = _get_variant("conv1d", "cuda", variant)
             if self.dtype.name not in v.dtypes:
                 raise ValueError(f"variant {variant!r} supports dtypes {', '.join(v.dtypes)}, got {self.dtype}")
-        self.w = cupy.asarray(np.ascontiguousarray(h[::-1]).astype(self.dtype))  # correlation form
+        wh = np.ascontiguousarray(h[::-1]).astype(self.dtype)  # correlation form
+        self.w = cupy.asarray(wh)
+        self.taps_key = host_taps_key(wh)
         self._numpy_io = True
         self.reset()
 
@@ -483,11 +503,11 @@ class StreamFilter:
         if n == 0:
             return cupy.empty((C, 0), dtype=self.dtype)
         # outputs as if the history were zero; outputs n < K-1 are redone with the history below
-        y = corr1d(xg, self.w, K - 1, n, variant=self.variant, block=self.block)
+        y = corr1d(xg, self.w, K - 1, n, variant=self.variant, block=self.block, taps_key=self.taps_key)
         if K > 1:
             h = min(n, K - 1)
             ext = cupy.concatenate([self.hist, xg[:, :h]], axis=1)  # stream samples t0-(K-1) .. t0+h-1
-            y[:, :h] = corr1d(ext, self.w, 0, h, variant=self.variant, block=self.block)
+            y[:, :h] = corr1d(ext, self.w, 0, h, variant=self.variant, block=self.block, taps_key=self.taps_key)
             if n >= K - 1:
                 hist = cupy.ascontiguousarray(xg[:, n - (K - 1):])
             else:
