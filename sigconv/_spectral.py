@@ -18,7 +18,10 @@ per frequency ``thr = noise_mean + n_std * noise_std``:
 * stationary, estimated from the input: a low quantile (:data:`EST_QUANTILE`) of each frequency's cell dB over the
   whole signal (a histogram per frequency, so a streaming pass gives the same counts), turned into a noise power by
   the quantile of an exponential distribution (the power of Gaussian noise in one cell), and the dB mean/std of that
-  Rayleigh model (:data:`RAYLEIGH_MEAN_DB`, :data:`RAYLEIGH_STD_DB`);
+  Rayleigh model (:data:`RAYLEIGH_MEAN_DB`, :data:`RAYLEIGH_STD_DB`). The histogram is linearly binned (a cell
+  splits its count between the two nearest grid points) and the quantile is read by linear interpolation, so it
+  moves continuously with the cells' dB: the cpu and cuda FFTs round differently, and with hard bin edges a cell
+  that crosses one could move a frequency's threshold by a whole bin (0.1 dB) between backends;
 * non-stationary: a moving noise floor per cell: power averaged over :data:`NS_AVG_MS`, then the minimum over
   +-:data:`NS_WINDOW_S` (minimum statistics, bias-corrected by a calibration on white noise through the same STFT),
   with the Rayleigh model's mean/std. Its lookahead is bounded, so streaming is exact.
@@ -48,7 +51,7 @@ __all__ = ["spectral_denoise", "SpectralFileFilter", "file_filter_factory"]
 
 #: Power floor (relative to full scale) before taking dB: -160 dB.
 POWER_FLOOR = 1e-16
-#: Histogram of cell dB for the estimated statistics: range and step.
+#: Histogram of cell dB for the estimated statistics: range and step; grid point j is at LO + j * STEP dB.
 HIST_LO_DB, HIST_HI_DB, HIST_STEP_DB = -160.0, 40.0, 0.1
 HIST_BINS = int(round((HIST_HI_DB - HIST_LO_DB) / HIST_STEP_DB))
 #: Quantile of each frequency's cell dB that estimates the noise level when no noise clip is given.
@@ -261,27 +264,50 @@ class _Gate:
         return True
 
     def hist_init(self):
-        self.hist = self.xp.zeros(self.Cm * self.F * HIST_BINS, dtype=self.xp.int64)
+        # float64 weights (linear binning); per (channel, frequency) they sum to the number of frames counted
+        self.hist = self.xp.zeros(self.Cm * self.F * HIST_BINS, dtype=self.xp.float64)
 
     def hist_add(self, get, f0, f1):
-        """Count the cell dB of frames [f0, f1) into the per-(channel, frequency) histogram."""
+        """Count the cell dB of frames [f0, f1) into the per-(channel, frequency) histogram, linearly binned: a cell
+        at grid position p (in steps from HIST_LO_DB, clipped to the grid) adds 1 - (p - j) at j = floor(p) and
+        p - j at j + 1, so the counts are continuous in p (no hard bin edge to cross)."""
         xp = self.xp
         nfr = f1 - f0
         _, pw = self.frame_power(get(self.s(f0), self.s(f1 - 1) + self.N), nfr)
-        b = xp.floor((self.db(pw) - HIST_LO_DB) * (1.0 / HIST_STEP_DB))
-        b = xp.clip(b, 0, HIST_BINS - 1).astype(xp.int64)  # (Cm, nfr, F)
+        p = (self.db(pw).astype(xp.float64) - HIST_LO_DB) * (1.0 / HIST_STEP_DB)
+        p = xp.clip(p, 0.0, HIST_BINS - 1.0)
+        j = xp.minimum(xp.floor(p), HIST_BINS - 2.0)  # p = HIST_BINS - 1 goes to (j, j+1) with weight 1 at j+1
+        frac = (p - j).ravel()
         base = (xp.arange(self.Cm)[:, None, None] * self.F + xp.arange(self.F)[None, None, :]) * HIST_BINS
-        self.hist += xp.bincount((b + base).ravel(), minlength=self.hist.size)
+        idx = (j.astype(xp.int64) + base).ravel()  # (Cm, nfr, F) -> flat bin of grid point j
+        self.hist += xp.bincount(idx, weights=1.0 - frac, minlength=self.hist.size)
+        self.hist += xp.bincount(idx + 1, weights=frac, minlength=self.hist.size)
 
     def hist_finish(self):
-        h = _host(self.hist).reshape(self.Cm, self.F, HIST_BINS)
+        self.set_threshold(self.noise_db_from_hist(_host(self.hist).reshape(self.Cm, self.F, HIST_BINS)))
+        del self.hist
+
+    def noise_db_from_hist(self, h):
+        """(Cm, F) noise dB (the threshold) from linearly binned counts ``h`` (Cm, F, HIST_BINS).
+
+        The cumulative weight C_j at the grid points, joined linearly, is a continuous CDF; the quantile is where it
+        reaches ``floor(q * n) + 1/2`` (n: cells counted). That level is never an integer, and C is flat only at
+        integer levels (a flat stretch means no cell near it, so every cell is counted wholly or not at all), so
+        the crossing point moves continuously with the cells' dB; the segment it crosses holds more than half a
+        cell of weight, so a cell moving by d steps moves the quantile by less than 2 d. C_j counts the cells up to
+        about half a step above grid point j, hence the + 0.5 step.
+        """
         cum = np.cumsum(h, axis=-1)
-        k = np.argmax(cum >= EST_QUANTILE * cum[..., -1:], axis=-1)
-        q_db = HIST_LO_DB + (k + 0.5) * HIST_STEP_DB
+        n = np.rint(cum[..., -1:])  # an integer up to rounding: frames counted
+        target = np.floor(EST_QUANTILE * n) + 0.5
+        k = np.argmax(cum >= target, axis=-1)[..., None]  # first grid point at or above the target
+        c_hi = np.take_along_axis(cum, k, -1)
+        c_lo = np.where(k > 0, np.take_along_axis(cum, np.maximum(k - 1, 0), -1), 0.0)
+        pos = np.where(k > 0, (k - 1) + (target - c_lo) / np.maximum(c_hi - c_lo, 1e-300), 0.0)[..., 0]
+        q_db = HIST_LO_DB + (pos + 0.5) * HIST_STEP_DB
         # Exp(1) power: P(E <= e) = q at e = -ln(1 - q); noise power = quantile / e
         noise_db = q_db - 10.0 * math.log10(-math.log1p(-EST_QUANTILE))
-        self.set_threshold(noise_db + RAYLEIGH_MEAN_DB + self.n_std * RAYLEIGH_STD_DB)
-        del self.hist
+        return noise_db + RAYLEIGH_MEAN_DB + self.n_std * RAYLEIGH_STD_DB
 
     def set_threshold(self, thr):
         self.thr = self.xp.asarray(np.asarray(thr, np.float64).reshape(self.Cm, 1, self.F), dtype=self.dtype)
@@ -521,10 +547,11 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
     if stationary:
         if noise is not None:
             nz = _xp(noise).asarray(noise)
+            nz_shape = tuple(nz.shape)  # noise may be a list: no .shape of its own
             nz = nz[None] if nz.ndim == 1 else _xp(nz).moveaxis(nz, ax, -1).reshape(-1, nz.shape[ax])
             if int(nz.shape[0]) != C:
                 raise ValueError(f"noise must have the channels of x ({C}), got {int(nz.shape[0])} "
-                                 f"(shape {tuple(noise.shape)})")
+                                 f"(shape {nz_shape})")
             nz = _host(nz).astype(dtype, copy=False) if _is_cupy(nz) else np.asarray(nz, dtype)
             if not np.all(np.isfinite(nz)):
                 raise ValueError("noise must be finite (it holds NaN or inf)")
