@@ -89,7 +89,7 @@ def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "a
     """Run the 2-D backend contract on NCHW data already in the backend's memory.
 
     ``host_weights``: the caller's numpy copy of the weights, if it had one; with it the cuda ``auto``
-    checks separability on the host (no device sync).
+    checks separability, and the separable variant factors the weights, on the host (no device sync).
     """
     if backend == "cpu":
         from .backends import cpu
@@ -97,10 +97,14 @@ def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "a
         return cpu.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block)
     from .backends import cuda2d
 
-    sep = None
-    if variant == "auto" and host_weights is not None and cuda2d.separable_worth_checking(w4.shape):
-        sep = cuda2d.separable_factors(np.asarray(host_weights).reshape(w4.shape))[2] is None
-    return cuda2d.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block, separable=sep)
+    sep = factors = None
+    if host_weights is not None and (variant == "separable" or (variant == "auto"
+                                                                and cuda2d.separable_worth_checking(w4.shape))):
+        u, v, why = cuda2d.separable_factors(np.asarray(host_weights, dtype=np.float64).reshape(w4.shape))
+        sep = why is None
+        factors = (u, v) if sep else None  # the separable launcher would otherwise read the weights back
+    return cuda2d.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block, separable=sep,
+                         factors=factors)
 
 
 def window_1d(mode: str, L: int, K: int) -> tuple[int, int]:
@@ -348,7 +352,10 @@ def _filter2d(x, k, mode, backend, variant, block, reverse: bool):
     x4 = bxp.ascontiguousarray(_to_backend(x, be).astype(dtype, copy=False)[None, None])
     w4 = _to_backend(k, be).astype(dtype, copy=False)
     w4 = bxp.ascontiguousarray(w4[::-1, ::-1] if reverse else w4)[None, None]
-    host_k = None if _is_cupy(k) else np.asarray(k)
+    host_k = None  # the weights exactly as uploaded (dtype, orientation): separability is judged on them
+    if not _is_cupy(k):
+        host_k = np.asarray(k).astype(dtype)
+        host_k = host_k[::-1, ::-1] if reverse else host_k
     y = corr2d(x4, w4, None, (1, 1), pad, out_hw, backend=be, variant=variant, block=block, host_weights=host_k)
     return _like(y[0, 0], x)
 

@@ -152,6 +152,6 @@ def conv2d(x, w, bias=None, stride=1, padding=0, *, backend: str = "auto", varia
     wb = bxp.ascontiguousarray(_to_backend(w, be).astype(dtype, copy=False))
     bb = None if bias is None else bxp.ascontiguousarray(_to_backend(bias, be).astype(dtype, copy=False))
     y = corr2d(x4b, wb, bb, stride, pad, out_hw, backend=be, variant=variant, block=block,
-               host_weights=None if _is_cupy(w) else np.asarray(w))
+               host_weights=None if _is_cupy(w) else np.asarray(w).astype(dtype))
     y = _like(y, x)
     return y[0] if unbatched else y

@@ -295,11 +295,12 @@ def fake_corr2d(calls):
     pass with the SVD factors of the real launcher; the other variants run the cpu backend."""
     from sigconv.backends import cpu, cuda2d
 
-    def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None):
+    def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None,
+               factors=None):
         cp = _FAKE["cupy"]
         x = cp.ascontiguousarray(x)
         w = cp.ascontiguousarray(w, dtype=x.dtype)
-        calls.append((variant, tuple(x.shape), tuple(w.shape)))
+        calls.append((variant, tuple(x.shape), tuple(w.shape), factors is not None))
         assert bias is None and tuple(stride) == (1, 1) and tuple(pad) == (0, 0), (bias, stride, pad)
         if variant == "auto":
             variant = "separable" if separable else "naive"
@@ -312,9 +313,12 @@ def fake_corr2d(calls):
         assert (Ho, Wo) == (H - kH + 1, W - kW + 1)
         if variant != "separable":
             return DevArray(cpu.corr2d(xa, wa, None, (1, 1), (0, 0), out_hw, variant="direct"))
-        u, v, why = cuda2d.separable_factors(w)  # calls w.get(), as the real launcher does
-        if why:
-            raise ValueError(f"conv2d variant 'separable' does not apply: {why}")
+        if factors is not None:  # from the caller's host copy, as the real corr2d passes them on
+            u, v = factors
+        else:
+            u, v, why = cuda2d.separable_factors(w)  # calls w.get(), as the real launcher does
+            if why:
+                raise ValueError(f"conv2d variant 'separable' does not apply: {why}")
         assert Cin == Cout == 1
         u, v = u.astype(xa.dtype)[0, 0], v.astype(xa.dtype)[0, 0]
         tmp = np.zeros((N, H, Wo), xa.dtype)
@@ -330,7 +334,7 @@ def fake_corr2d(calls):
 
 @pytest.fixture
 def fake_cuda(monkeypatch):
-    """Install the stand-in; yields the list of cuda conv2d calls (variant, x shape, w shape)."""
+    """Install the stand-in; yields the list of cuda conv2d calls (variant, x shape, w shape, factors given)."""
     mods = make_fake_cupy()
     _FAKE.clear()
     _FAKE.update(mods)
@@ -429,9 +433,11 @@ def test_cuda_path_equals_cpu(fake_cuda, rng, stationary, share, clip):
     assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == x.shape
     err = rel_err(y, ref)
     assert err <= 1e-5, f"rel err {err:.2e}; first mismatch {np.argwhere(np.abs(y - ref) > 1e-4)[:1].tolist()}"
-    assert fake_cuda and all(v == "separable" for v, _, _ in fake_cuda)  # the smoothing ran on 'cuda'
+    assert fake_cuda and all(v == "separable" for v, _, _, _ in fake_cuda)  # the smoothing ran on 'cuda'
     Cm = 1 if share else C
-    assert all(xs[:2] == (Cm, 1) for _, xs, _ in fake_cuda)
+    assert all(xs[:2] == (Cm, 1) for _, xs, _, _ in fake_cuda)
+    # factored on the host from the mask kernel sigconv built there: the launcher reads nothing back
+    assert all(has_factors for _, _, _, has_factors in fake_cuda)
 
 
 def test_cuda_path_device_in_device_out(fake_cuda, rng):
@@ -458,7 +464,7 @@ def test_cuda_path_gate_open_float64_and_variants(fake_cuda, rng):
         fake_cuda.clear()
         y = spectral_denoise(x32, FS, n_fft=256, backend="cuda", variant=variant)
         assert rel_err(y, ref) <= 1e-5, variant
-        assert {v for v, _, _ in fake_cuda} == {variant}
+        assert {v for v, _, _, _ in fake_cuda} == {variant}
     # no smoothing at all (1 x 1 box): no conv2d call
     fake_cuda.clear()
     y = spectral_denoise(x32, FS, n_fft=256, freq_smooth_hz=0, time_smooth_ms=0, backend="cuda")
@@ -623,7 +629,7 @@ def test_cuda_file_filter_variant_and_short_clip(fake_cuda, tmp_path, rng):
     filter_file(info, tmp_path / "o.wav", make)
     y = sf.read(str(tmp_path / "o.wav"), dtype="float64", always_2d=True)[0].T
     assert rel_err(y, ref) <= 1e-5
-    assert {v for v, _, _ in fake_cuda} == {"naive"}
+    assert {v for v, _, _, _ in fake_cuda} == {"naive"}
     short = write_audio(tmp_path / "short.wav", 0.05 * rng.standard_normal((200, 1)), fs=FS, subtype="FLOAT")
     args.noise_clip, args.variant = str(short), "auto"
     with pytest.raises(InputError, match="fewer than one STFT frame"):

@@ -513,8 +513,11 @@ def _auto(x, w, bias, stride, pad, out_hw, separable=None):
     return _autotune.pick("conv2d", _shape_key(x, w, stride, pad, out_hw, sep), cands, runner, sources=(_SRC,))
 
 
-def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None):
-    """The 2-D contract (see ``sigconv.backends``) on cupy arrays; ``variant`` from :data:`VARIANTS` or auto."""
+def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None, factors=None):
+    """The 2-D contract (see ``sigconv.backends``) on cupy arrays; ``variant`` from :data:`VARIANTS` or auto.
+
+    ``separable``/``factors``: what the caller knows from a host copy of ``w`` (whether it is rank-1, and
+    its :func:`separable_factors` (u, v)); the separable launcher then does not read ``w`` back."""
     import cupy
 
     stride = (int(stride[0]), int(stride[1]))
@@ -536,6 +539,8 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     if fn is None:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, auto for conv2d on the cuda backend, "
                          f"got {variant!r}")
+    if variant == "separable" and factors is not None:
+        return fn(x, w, bias, stride, pad, out_hw, block=block, out=out, factors=factors)
     return fn(x, w, bias, stride, pad, out_hw, block=block, out=out)
 
 
