@@ -200,3 +200,16 @@ def test_invalid_block_rejected(v):
     w = cupy.ones((1, 1, 3, 3), cupy.float32)
     with pytest.raises(ValueError, match="must be one of"):
         v.load()(x, w, None, (1, 1), (1, 1), (16, 16), block=(4, 8))
+
+
+@pytest.mark.parametrize("fn", ["convolve2d", "correlate2d"])
+@pytest.mark.parametrize("variant", ["separable", "auto"])
+def test_asymmetric_rank1_kernel_through_the_api(fn, variant):
+    """A rank-1 kernel that is not symmetric (outer of two ramps), host weights: the separable path takes its
+    factors from the host copy, which must be the flipped one for convolve2d; equals scipy.signal."""
+    rng = np.random.default_rng()
+    x = rng.standard_normal((67, 301)).astype(np.float32)
+    k = np.outer(np.arange(1.0, 8.0), np.arange(1.0, 6.0) ** 2).astype(np.float32)  # 7 x 5, rank 1
+    ref = getattr(scipy.signal, fn)(x.astype(np.float64), k.astype(np.float64), mode="same")
+    y = getattr(sigconv, fn)(cupy.asarray(x), k, mode="same", backend="cuda", variant=variant)
+    _check(y, ref, "float32", f"{variant} {fn} rank-1 7x5")
