@@ -98,6 +98,34 @@ def _fft(backend):
     return scipy.fft
 
 
+def sliding_min(xp, a, size: int, axis: int):
+    """``scipy.ndimage.minimum_filter1d(a, size, axis, mode="nearest")``, exactly, by log-step doubling:
+    about log2(size) elementwise minimums over slices along ``axis`` (contiguous rows stay contiguous)
+    instead of ``size`` comparisons per element, which is what cupyx's filter does (a 189-frame window
+    on an hour of 48 kHz audio: 65 G comparisons against 8 passes). Used on the cuda backend."""
+    size = int(size)
+    if size <= 1:
+        return a.copy()
+    nd = a.ndim
+    ax = axis % nd
+
+    def sl(s):
+        idx = [slice(None)] * nd
+        idx[ax] = s
+        return tuple(idx)
+
+    left = size // 2  # SciPy's centring: window [i - size//2, i + size - 1 - size//2]
+    n = a.shape[ax]
+    widths = [(0, 0)] * nd
+    widths[ax] = (left, size - 1 - left)
+    p = xp.pad(a, widths, mode="edge")  # n + size - 1 along ax
+    span = 1
+    while 2 * span <= size:  # p[i] = min of the padded input over [i, i + 2*span)
+        p = xp.minimum(p[sl(slice(None, -span))], p[sl(slice(span, None))])
+        span *= 2
+    return xp.minimum(p[sl(slice(0, n))], p[sl(slice(size - span, size - span + n))])
+
+
 def _ndimage(backend):
     if backend == "cuda":
         import cupyx.scipy.ndimage
@@ -331,7 +359,10 @@ class _Gate:
         else:
             ndi = _ndimage(self.backend)
             sm = ndi.uniform_filter1d(pw, self.avg, axis=1, mode="nearest")
-            fl = ndi.minimum_filter1d(sm, 2 * self.win + 1, axis=1, mode="nearest")
+            if self.backend == "cuda":
+                fl = sliding_min(xp, sm, 2 * self.win + 1, axis=1)  # = minimum_filter1d, in log2(size) passes
+            else:
+                fl = ndi.minimum_filter1d(sm, 2 * self.win + 1, axis=1, mode="nearest")
             thr = self.db(fl) + (self.ns_offset + RAYLEIGH_MEAN_DB + self.n_std * RAYLEIGH_STD_DB)
         e = d - thr  # dB above the threshold
         raw = 1.0 / (1.0 + xp.exp(xp.clip(e * (-1.0 / SLOPE_DB), -60.0, 60.0)))

@@ -303,3 +303,18 @@ def test_long_file_streams_with_bounded_memory(tmp_path):
     assert rc == 0, err
     assert sf.info(str(out)).frames == 48000 * 600
     assert peak_kb < 300 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 400, 5), 1), ((50,), 0), ((7, 9), 0), ((2, 3, 1), 1), ((4, 2), 1)])
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 8, 17, 64, 189, 257])
+def test_sliding_min_equals_minimum_filter1d(shape, axis, size):
+    """The cuda path's log-step sliding minimum is scipy.ndimage.minimum_filter1d(mode="nearest") exactly,
+    windows longer than the axis included."""
+    import scipy.ndimage
+
+    from sigconv._spectral import sliding_min
+
+    a = np.random.default_rng().standard_normal(shape).astype(np.float32)
+    want = scipy.ndimage.minimum_filter1d(a, size, axis=axis, mode="nearest")
+    got = sliding_min(np, a, size, axis)
+    assert got.dtype == a.dtype and got.shape == a.shape and np.array_equal(got, want)
