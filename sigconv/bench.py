@@ -474,7 +474,8 @@ def _check(xp, y, ref, tol: float, rounding: Optional[Callable[[], tuple]] = Non
     idx = int(xp.argmax(bad.ravel()))
     where = np.unravel_index(idx, ref.shape)
     got, want = float(y[where]), float(ref[where])
-    return False, err, f"rel err {err:.2e} > {tol:g}; first mismatch at {tuple(int(i) for i in where)}: got {got:.6g}, want {want:.6g}"
+    return False, err, (f"rel err {err:.2e} > {tol:g}; first mismatch at {tuple(int(i) for i in where)}: "
+                        f"got {got:.6g}, want {want:.6g}")
 
 
 def _rounding(xp, case, inp, ref, dtype: str) -> Callable[[], tuple]:

@@ -523,7 +523,8 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
         name = "shared"
     else:
         plan = cuda2d.tiled_plan(block, kH, kW, stride, px, Cout, variant == "prefetch")
-        pitch, smem, grid, defines, name = 0, plan["smem"], cuda2d.tiled_grid(plan, N, Cout, Ho, Wo), plan["defines"], "tiled"
+        pitch, smem, defines, name = 0, plan["smem"], plan["defines"], "tiled"
+        grid = cuda2d.tiled_grid(plan, N, Cout, Ho, Wo)
     exe = host_build("conv2d_harness.cpp", defines, std="c++20")
     tmp = tmp_path_factory.mktemp("c2d")
     files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]

@@ -280,7 +280,8 @@ def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, a
     b, hb = _bias_arg(bias, x)
     vec_in = int(W % 4 == 0 and _aligned(x))
     vec_out = int(Wo % 4 == 0 and _aligned(y))
-    f(tiled_grid(plan, N, Cout, Ho, Wo), blk + (1,), (x, w, b, y) + _i32(N, Cin, H, W, Cout, pad[0], pad[1], Ho, Wo, hb, vec_in, vec_out),
+    f(tiled_grid(plan, N, Cout, Ho, Wo), blk + (1,),
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, pad[0], pad[1], Ho, Wo, hb, vec_in, vec_out),
       shared_mem=plan["smem"])
     return y
 
