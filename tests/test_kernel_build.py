@@ -365,32 +365,38 @@ STRIP_CASES = [
 ]
 
 
-@pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", STRIP_CASES)
-def test_strip_kernel_runs_on_host(host_build, tmp_path_factory, N, H, W, kH, kW, pad, out_hw, block, rows, bias,
-                                   zcap):
+def _single_channel_on_host(exe, tmp, kernel, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
+    """Run a single-channel stencil harness (strip or shfl) on random data with the launcher's grid
+    (cuda2d.strip_grid, grid.z optionally capped to force the plane loop) and check it against float64."""
     from sigconv.backends.cuda2d import strip_grid
 
     py, px = pad
     Ho, Wo = out_hw or (H + 2 * py - kH + 1, W + 2 * px - kW + 1)
-    exe = host_build("strip_harness.cpp", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-px) % 4, STRIP_ROWS=rows))
     rng = np.random.default_rng()
     x = rng.standard_normal((N, H, W)).astype(np.float32)
     w = rng.standard_normal((kH, kW)).astype(np.float32)
     grid = list(strip_grid(N, Ho, Wo, block, rows=rows))
     if zcap:
         grid[2] = min(grid[2], zcap)
-    tmp = tmp_path_factory.mktemp("strip")
     files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
     for f, a in zip(files, (x, w, np.array([bias], np.float32), np.full((N, Ho, Wo), np.nan, np.float32))):
         a.tofile(f)
-    vec_in, vec_out = int(W % 4 == 0), int(Wo % 4 == 0)  # launch_strip's rule (buffers are aligned here)
-    _emu_run([exe, *grid, *block, N, H, W, py, px, Ho, Wo, int(bias != 0), vec_in, vec_out, *files], "conv2d_strip")
+    vec_in, vec_out = int(W % 4 == 0), int(Wo % 4 == 0)  # the launchers' rule (buffers are aligned here)
+    pads = (py, px) if kernel == "strip" else (py,)  # conv2d_shfl has px compiled in
+    _emu_run([exe, *grid, *block, N, H, W, *pads, Ho, Wo, int(bias != 0), vec_in, vec_out, *files],
+             f"conv2d_{kernel}")
     y = np.fromfile(files[3], dtype=np.float32).reshape(N, Ho, Wo)
     assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
     ref = _corr2d_ref(x.astype(np.float64), w.astype(np.float64), bias, pad, (Ho, Wo))
     err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
-    assert err <= 1e-5, f"strip off by {err:.2e}; first mismatch at " \
+    assert err <= 1e-5, f"{kernel} off by {err:.2e}; first mismatch at " \
                         f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"
+
+
+@pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", STRIP_CASES)
+def test_strip_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
+    exe = host_build("strip_harness.cpp", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=rows))
+    _single_channel_on_host(exe, tmp_path, "strip", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
 
 
 # ------------------------------------- the direct 1-D kernels' own source, run on the host (threads + barriers)
@@ -560,31 +566,9 @@ SHFL_CASES = [
 
 
 @pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", SHFL_CASES)
-def test_shfl_kernel_runs_on_host(host_build, tmp_path_factory, N, H, W, kH, kW, pad, out_hw, block, rows, bias,
-                                  zcap):
-    from sigconv.backends.cuda2d import strip_grid
-
-    py, px = pad
-    Ho, Wo = out_hw or (H + 2 * py - kH + 1, W + 2 * px - kW + 1)
-    exe = host_build("shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=px, SHFL_ROWS=rows), std="c++20")
-    rng = np.random.default_rng()
-    x = rng.standard_normal((N, H, W)).astype(np.float32)
-    w = rng.standard_normal((kH, kW)).astype(np.float32)
-    grid = list(strip_grid(N, Ho, Wo, block, rows=rows))
-    if zcap:
-        grid[2] = min(grid[2], zcap)
-    tmp = tmp_path_factory.mktemp("shfl")
-    files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
-    for f, a in zip(files, (x, w, np.array([bias], np.float32), np.full((N, Ho, Wo), np.nan, np.float32))):
-        a.tofile(f)
-    _emu_run([exe, *grid, *block, N, H, W, py, Ho, Wo, int(bias != 0), int(W % 4 == 0), int(Wo % 4 == 0), *files],
-             "conv2d_shfl")
-    y = np.fromfile(files[3], dtype=np.float32).reshape(N, Ho, Wo)
-    assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
-    ref = _corr2d_ref(x.astype(np.float64), w.astype(np.float64), bias, pad, (Ho, Wo))
-    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
-    assert err <= 1e-5, f"shfl off by {err:.2e}; first mismatch at " \
-                        f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"
+def test_shfl_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
+    exe = host_build("shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=pad[1], SHFL_ROWS=rows), std="c++20")
+    _single_channel_on_host(exe, tmp_path, "shfl", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
 
 
 def test_shfl_applies_only_within_its_halos():

@@ -322,24 +322,31 @@ def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None):
     if why:
         raise ValueError(f"conv2d variant 'strip' does not apply: {why}")
     bx, by = _block("strip", block, _BLOCKS_STRIP, (64, 1))
-    import cupy
-
     from .. import _kernels
 
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     mod = _kernels.module(_SRC, dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=STRIP_ROWS))
-    f = mod.get_function("conv2d_strip")
-    # Taps into __constant__ memory, ordered on the current stream before the launch.
-    taps = mod.get_global("c_taps")
-    wflat = cupy.ascontiguousarray(w.reshape(-1), dtype=cupy.float32)
-    taps.copy_from_device_async(wflat.data, kH * kW * 4, cupy.cuda.get_current_stream())
-    y = _out(out, (N, 1, Ho, Wo), x.dtype)
-    b, hb = _bias_arg(bias, x)
-    vec_in = int(W % 4 == 0 and _aligned(x))
-    vec_out = int(Wo % 4 == 0 and _aligned(y))
+    f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_strip", "c_taps", x, w, bias, out, Ho, Wo)
     f(strip_grid(N, Ho, Wo, (bx, by)), (bx, by, 1),
       (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out))
     return y
+
+
+def _single_channel_setup(mod, kernel: str, taps_name: str, x, w, bias, out, Ho: int, Wo: int):
+    """For the strip and shfl launchers: the kernel, the taps copied into its __constant__ array on the
+    current stream (ordered before the launch), the output, the bias argument, and whether rows of x and y
+    allow 16-byte loads and stores."""
+    import cupy
+
+    f = mod.get_function(kernel)
+    taps = mod.get_global(taps_name)
+    wflat = cupy.ascontiguousarray(w.reshape(-1), dtype=cupy.float32)
+    taps.copy_from_device_async(wflat.data, wflat.size * 4, cupy.cuda.get_current_stream())
+    y = _out(out, (x.shape[0], 1, Ho, Wo), x.dtype)
+    b, hb = _bias_arg(bias, x)
+    vec_in = int(x.shape[3] % 4 == 0 and _aligned(x))
+    vec_out = int(Wo % 4 == 0 and _aligned(y))
+    return f, y, b, hb, vec_in, vec_out
 
 
 def shfl_applies(x, w, stride, pad) -> str | None:
@@ -361,20 +368,12 @@ def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None):
     if why:
         raise ValueError(f"conv2d variant 'shfl' does not apply: {why}")
     bx, by = _block("shfl", block, _BLOCKS_SHFL, (128, 1))
-    import cupy
-
     from .. import _kernels
 
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     mod = _kernels.module(_SRC, dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS))
-    f = mod.get_function("conv2d_shfl")
-    taps = mod.get_global("c_taps_shfl")  # ordered on the current stream before the launch
-    wflat = cupy.ascontiguousarray(w.reshape(-1), dtype=cupy.float32)
-    taps.copy_from_device_async(wflat.data, kH * kW * 4, cupy.cuda.get_current_stream())
-    y = _out(out, (N, 1, Ho, Wo), x.dtype)
-    b, hb = _bias_arg(bias, x)
-    vec_in = int(W % 4 == 0 and _aligned(x))
-    vec_out = int(Wo % 4 == 0 and _aligned(y))
+    f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_shfl", "c_taps_shfl", x, w, bias, out, Ho,
+                                                         Wo)
     f(strip_grid(N, Ho, Wo, (bx, by), rows=SHFL_ROWS), (bx, by, 1),
       (x, y) + _i32(N, H, W, pad[0], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out))
     return y
