@@ -74,6 +74,10 @@ MAX_BOX = 31
 MAX_SMOOTH_FRAMES = 256
 #: Samples per chunk of the array function (cpu, cuda) and frames per block of the file engine.
 ARRAY_CHUNK = {"cpu": 1 << 20, "cuda": 1 << 23}
+#: At most this many frame samples (STFT frames x n_fft x channels) per chunk: a small hop multiplies the
+#: frames of a chunk of samples (hop 1 with n_fft 2048 would make a 1 M-sample chunk 16 GB of spectra), so
+#: chunks shrink to keep memory bounded; the defaults (hop n_fft/4, up to 2 channels) stay within it.
+FRAME_BUDGET = {"cpu": 1 << 23, "cuda": 1 << 26}
 FILE_BLOCK = 1 << 19
 
 
@@ -260,6 +264,12 @@ class _Gate:
             pw = pw.mean(axis=0, keepdims=True)
         return S, pw
 
+    def chunk_samples(self, base: int) -> int:
+        """Samples per chunk: ``base``, or fewer when its frames would exceed :data:`FRAME_BUDGET` (a multiple
+        of the hop, at least one hop)."""
+        frames = max(1, FRAME_BUDGET[self.backend] // (self.N * self.C))
+        return int(max(self.H, min(int(base), frames * self.H)))
+
     def db(self, pw):
         return 10.0 * self.xp.log10(pw + POWER_FLOOR)
 
@@ -275,15 +285,16 @@ class _Gate:
         for c in chunks:
             buf = np.concatenate([carry, np.asarray(c, self.dtype)], axis=1)
             nfr = (buf.shape[1] - self.N) // self.H + 1 if buf.shape[1] >= self.N else 0
-            if nfr > 0:
-                _, pw = self.frame_power(xp.asarray(buf[:, :(nfr - 1) * self.H + self.N]), nfr)
+            batch = max(1, self.chunk_samples(ARRAY_CHUNK[self.backend]) // self.H)  # frames at a time
+            for f0 in range(0, nfr, batch):
+                nb = min(batch, nfr - f0)
+                s0 = f0 * self.H
+                _, pw = self.frame_power(xp.asarray(buf[:, s0:s0 + (nb - 1) * self.H + self.N]), nb)
                 d = self.db(pw).astype(xp.float64)
                 acc[0] += _host(d.sum(axis=1))
                 acc[1] += _host((d * d).sum(axis=1))
-                count += nfr
-                carry = buf[:, nfr * self.H:]
-            else:
-                carry = buf
+            count += nfr
+            carry = buf[:, nfr * self.H:]
         if count == 0:
             return False
         mean = acc[0] / count
@@ -343,7 +354,7 @@ class _Gate:
     def estimate_stats(self, get):
         """Stationary statistics from the signal itself: one pass over all frames."""
         self.hist_init()
-        step = max(1, ARRAY_CHUNK[self.backend] // self.H)
+        step = max(1, self.chunk_samples(ARRAY_CHUNK[self.backend]) // self.H)
         for f0 in range(0, self.T, step):
             self.hist_add(get, f0, min(self.T, f0 + step))
         self.hist_finish()
@@ -586,13 +597,13 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
             nz = _host(nz).astype(dtype, copy=False) if _is_cupy(nz) else np.asarray(nz, dtype)
             if not np.all(np.isfinite(nz)):
                 raise ValueError("noise must be finite (it holds NaN or inf)")
-            step = ARRAY_CHUNK["cpu"]
+            step = gate.chunk_samples(ARRAY_CHUNK["cpu"])
             if not gate.stats_from_noise_chunks(nz[:, i:i + step] for i in range(0, nz.shape[1], step)):
                 raise ValueError(f"noise must hold at least n_fft = {gate.N} samples, got {nz.shape[1]}")
         else:
             gate.estimate_stats(get)
     y = xp.empty((C, L), dtype)
-    step = ARRAY_CHUNK[be]
+    step = gate.chunk_samples(ARRAY_CHUNK[be])
     for a in range(0, L, step):
         b = min(L, a + step)
         y[:, a:b] = gate.run_range(get, a, b)
@@ -618,7 +629,7 @@ def _make_file_filter_class():
         def __init__(self, gate: _Gate, spec, path=None, estimate: bool = False, block_frames: int = FILE_BLOCK):
             super().__init__(gate.C, gate.N + gate.R * gate.H, spec)
             self.gate, self.path, self.estimate = gate, path, estimate
-            self.preferred_frames = int(block_frames)
+            self.preferred_frames = gate.chunk_samples(block_frames)
             self.buf = np.zeros((gate.C, 0), spec.work_dtype)
             self.buf0 = 0  # global index of buf[:, 0]
             self.have = 0  # input samples received within [0, L)

@@ -318,3 +318,34 @@ def test_sliding_min_equals_minimum_filter1d(shape, axis, size):
     want = scipy.ndimage.minimum_filter1d(a, size, axis=axis, mode="nearest")
     got = sliding_min(np, a, size, axis)
     assert got.dtype == a.dtype and got.shape == a.shape and np.array_equal(got, want)
+
+
+def test_small_hop_keeps_chunks_bounded(monkeypatch):
+    """A small hop multiplies the STFT frames of a chunk of samples: chunks shrink so that frames x n_fft x
+    channels stays within the budget, and the result does not depend on the chunking (seams exact)."""
+    from sigconv import _spectral
+
+    rng = np.random.default_rng()
+    fs = 8000
+    x = (np.sin(2 * np.pi * 440 * np.arange(3 * fs) / fs) + 0.1 * rng.standard_normal(3 * fs)).astype(np.float32)
+    noise = (0.1 * rng.standard_normal(fs)).astype(np.float32)
+    kw = dict(n_fft=256, hop=4, backend="cpu", time_smooth_ms=20, freq_smooth_hz=200)
+    whole = _spectral.spectral_denoise(x, fs, noise=noise, **kw)  # budget: 2^23 frame samples, no split here
+    seen = []
+    real = _spectral._Gate.frame_power
+
+    def spy(self, xs, nfr):
+        seen.append(nfr * self.N * self.C)
+        return real(self, xs, nfr)
+
+    monkeypatch.setattr(_spectral._Gate, "frame_power", spy)
+    monkeypatch.setitem(_spectral.FRAME_BUDGET, "cpu", 1 << 16)  # 256 frames of 256 samples per chunk
+    small = _spectral.spectral_denoise(x, fs, noise=noise, **kw)
+    # a chunk's own frames (budget / n_fft) plus the frames overlapping its edges (n_fft / hop) and the
+    # smoothing / floor context on each side (gate.R): bounded, where one 24000-sample chunk was 6000 frames
+    g = _spectral._Gate(1, x.size, fs, stationary=True, n_std=1.5, prop_decrease=1.0, freq_smooth_hz=200,
+                        time_smooth_ms=20, n_fft=256, hop=4, share_mask=False, backend="cpu", variant="auto",
+                        block=None, dtype=np.float32)
+    bound = (1 << 16) + (256 // 4 + 2 * g.R + 1) * 256
+    assert seen and max(seen) <= bound < 6000 * 256, (max(seen), bound)
+    assert np.linalg.norm(small - whole) <= 1e-5 * np.linalg.norm(whole)
