@@ -94,17 +94,6 @@ __device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict
     v[8] = r.x; v[9] = r.y; v[10] = r.z; v[11] = r.w;
 }
 
-// Store 4 outputs (columns cx..cx+3) plus bias; float4 when they all fit and the row is aligned.
-__device__ __forceinline__ void shfl_store(float* op, const float (&a)[4], float bias, int cx, int Wo, bool vst) {
-    if (vst) {
-        *reinterpret_cast<float4*>(op) = make_float4(a[0] + bias, a[1] + bias, a[2] + bias, a[3] + bias);
-    } else {
-#pragma unroll
-        for (int b = 0; b < 4; ++b)
-            if (cx + b < Wo) op[b] = a[b] + bias;
-    }
-}
-
 // The ring (as in conv2d_strip): input row s (relative to r0 - py) feeds tap row i into output row o = s - i,
 // which lives in slot o % KH; the loop over s is unrolled by KH so that slot indices are compile-time
 // constants; after row s, output row s - KH + 1 is complete, stored and its slot zeroed.
@@ -151,7 +140,7 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                 }
                 const int done = (u + 1) % SHFL_KH;
                 const int o = s - (SHFL_KH - 1);
-                if (o >= 0 && live) shfl_store(yp + (i64)(r0 + o) * Wo + cx, acc[done], bias, cx, Wo, vst);
+                if (o >= 0 && live) c2d_store4(yp + (i64)(r0 + o) * Wo + cx, acc[done], bias, cx, Wo, vst);
 #pragma unroll
                 for (int b = 0; b < 4; ++b) acc[done][b] = 0.f;
             }
@@ -171,7 +160,7 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                         acc[SHFL_KH - 1 - i][b] = fmaf(t, v[4 - SHFL_PX + b + j], acc[SHFL_KH - 1 - i][b]);
                 }
             const int o = s - (SHFL_KH - 1);
-            if (o >= 0 && live) shfl_store(yp + (i64)(r0 + o) * Wo + cx, acc[0], bias, cx, Wo, vst);
+            if (o >= 0 && live) c2d_store4(yp + (i64)(r0 + o) * Wo + cx, acc[0], bias, cx, Wo, vst);
 #pragma unroll
             for (int k = 0; k + 1 < SHFL_KH; ++k)
 #pragma unroll

@@ -46,17 +46,6 @@ __device__ __forceinline__ void strip_row(float (&v)[STRIP_NV], const float* __r
     }
 }
 
-// Store 4 outputs (columns cx..cx+3) plus bias; float4 when they all fit and the row is aligned.
-__device__ __forceinline__ void strip_store(float* op, const float (&a)[4], float bias, int cx, int Wo, bool vst) {
-    if (vst) {
-        *reinterpret_cast<float4*>(op) = make_float4(a[0] + bias, a[1] + bias, a[2] + bias, a[3] + bias);
-    } else {
-#pragma unroll
-        for (int b = 0; b < 4; ++b)
-            if (cx + b < Wo) op[b] = a[b] + bias;
-    }
-}
-
 // Thread: output columns cx..cx+3 (cx = 4*(global x index)), rows [r0, r0 + STRIP_ROWS) of plane z.
 // Input row s (relative to r0 - py) contributes tap row i to output row o = s - i. Accumulators form a ring
 // of STRIP_KH rows: output row o lives in slot o % KH. The loop over s is unrolled by KH so that every slot
@@ -104,7 +93,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
                 // Output row o = s - (KH-1) is complete (slot (u+1) mod KH).
                 const int done = (u + 1) % STRIP_KH;
                 const int o = s - (STRIP_KH - 1);
-                if (o >= 0) strip_store(yp + (i64)(r0 + o) * Wo + cx, acc[done], bias, cx, Wo, vst);
+                if (o >= 0) c2d_store4(yp + (i64)(r0 + o) * Wo + cx, acc[done], bias, cx, Wo, vst);
 #pragma unroll
                 for (int b = 0; b < 4; ++b) acc[done][b] = 0.f;
             }
@@ -125,7 +114,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
                         acc[STRIP_KH - 1 - i][b] = fmaf(t, v[STRIP_SH + b + j], acc[STRIP_KH - 1 - i][b]);
                 }
             const int o = s - (STRIP_KH - 1);
-            if (o >= 0) strip_store(yp + (i64)(r0 + o) * Wo + cx, acc[0], bias, cx, Wo, vst);
+            if (o >= 0) c2d_store4(yp + (i64)(r0 + o) * Wo + cx, acc[0], bias, cx, Wo, vst);
 #pragma unroll
             for (int k = 0; k + 1 < STRIP_KH; ++k)
 #pragma unroll
