@@ -48,7 +48,7 @@ class SigconvApp(App):
                  chunk_frames: int = 1 << 16, chunk_delay: float = 0.0,
                  measure: Optional[Callable] = None) -> None:
         super().__init__()
-        from sigconv import _devices
+        from sigconv._core import devices as _devices
 
         self.gpu_reason = _devices.cuda_reason()
         if backend == "auto":
@@ -130,7 +130,7 @@ class SigconvApp(App):
 
     @work(thread=True, exclusive=True, group="load")
     def _load_worker(self, path: str) -> None:
-        from sigconv._engine import InputError
+        from sigconv._core.errors import InputError
 
         try:
             self.post_message(FileLoaded(model.load_signal(path)))
@@ -337,7 +337,7 @@ class SigconvApp(App):
 
     @work(thread=True, exclusive=True, group="save")
     def _save_worker(self, sig, s, out, overwrite, result, cancel) -> None:
-        from sigconv._engine import InputError, OutputError
+        from sigconv._core.errors import InputError, OutputError
 
         try:
             msg = model.save_output(sig, s, out, overwrite=overwrite, result=result,
@@ -370,7 +370,7 @@ class SigconvApp(App):
         out = Path(path).expanduser()
 
         def write(overwrite: bool) -> None:
-            from sigconv._engine import OutputError
+            from sigconv._core.errors import OutputError
 
             try:
                 self.set_status(model.export_latency(self.latency, out, overwrite=overwrite))

@@ -1,7 +1,7 @@
 """What the TUI does, without the UI: load a signal, design the filter, run it, time it, save it.
 
 Everything here calls sigconv's public API or the CLI's own helpers (``sigconv.cli.build_taps``, the
-file filters of ``sigconv denoise``, ``sigconv._engine.filter_file``) and the benchmark harness
+file filters of ``sigconv denoise``, ``sigconv.engine.file.filter_file``) and the benchmark harness
 (``sigconv.bench``), so the TUI filters and times exactly what the command line does. No Textual
 import here: the screens call these functions from worker threads.
 """
@@ -60,7 +60,7 @@ class Signal:
     fs: float
     fmt: str  # "WAV PCM_16", "CSV (pyarrow)"
     names: list = field(default_factory=list)  # channel names
-    info: object = None  # sigconv._engine.AudioInfo for audio
+    info: object = None  # sigconv.engine.audio.AudioInfo for audio
     timestamps: Optional[np.ndarray] = None  # CSV timestamp column (seconds)
     time_name: str = "timestamp"
     note: str = ""
@@ -87,13 +87,13 @@ class Signal:
 
 def load_signal(path) -> Signal:
     """Audio through sigconv's probe (the CLI's checks), CSV sensor logs through pyarrow.csv.
-    Raises ``sigconv._engine.InputError`` with one line on anything it cannot read."""
-    from sigconv._engine import InputError
+    Raises ``sigconv.InputError`` with one line on anything it cannot read."""
+    from sigconv._core.errors import InputError
 
     p = Path(path)
     if p.suffix.lower() in CSV_SUFFIXES:
         return load_csv(p)
-    from sigconv._engine import probe
+    from sigconv.engine.audio import probe
 
     import soundfile as sf
 
@@ -112,7 +112,7 @@ def load_signal(path) -> Signal:
 
 def load_csv(p: Path) -> Signal:
     """A sensor log: a timestamp column and numeric channels; the rate is 1 / median timestamp spacing."""
-    from sigconv._engine import InputError
+    from sigconv._core.errors import InputError
 
     if not p.exists():
         raise InputError(f"{p}: no such file")
@@ -194,7 +194,7 @@ def spectral_reason() -> Optional[str]:
         import sigconv
 
         if not hasattr(sigconv, "spectral_denoise"):
-            from sigconv import _spectral  # noqa: F401
+            from sigconv.engine import spectral as _spectral  # noqa: F401
         return None
     except ImportError:
         return "not available: this installation has no sigconv.spectral_denoise"
@@ -249,7 +249,7 @@ def design(s: Settings, fs: float):
 
 def check_choice(s: Settings) -> Optional[str]:
     """Why these variant/block choices cannot run (None when they can)."""
-    from sigconv import _registry
+    from sigconv.registry import table as _registry
 
     if s.variant == "auto":
         return None
@@ -448,7 +448,8 @@ def measure_latency(sig: Signal, s: Settings, *, budget: float = 0.2, reps: int 
     benchmark harness (``sigconv.bench``: correctness check against float64 first, warm-up, median
     of many runs, GB/s = input read + output written). Variants of the chosen backend run; peers of
     both backends run where they can; what cannot run here is a "not available: <reason>" row."""
-    from sigconv import _devices, bench
+    from sigconv import bench
+    from sigconv._core import devices as _devices
 
     op = s.op
     if op == "conv1d":
@@ -598,8 +599,8 @@ def check_output(sig: Signal, out: Path) -> Optional[str]:
 
 def _atomic_write(out: Path, write: Callable[[Path], None], overwrite: bool) -> None:
     """Write through a temporary file beside ``out`` and rename (no partial output on failure)."""
-    from sigconv._atomic import atomic_output
-    from sigconv._engine import OutputError
+    from sigconv._core.atomic import atomic_output
+    from sigconv._core.errors import OutputError
 
     if out.exists() and not overwrite:
         raise OutputError(f"{out}: already exists (confirm to overwrite)")
@@ -612,12 +613,13 @@ def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, resul
                 cancel: Optional[threading.Event] = None) -> str:
     """Write the filtered output; returns a one-line summary.
 
-    Audio: ``sigconv._engine.filter_file`` with the CLI's own block filter (the whole file, streamed,
+    Audio: ``sigconv.engine.file.filter_file`` with the CLI's own block filter (the whole file, streamed,
     atomic). CSV logs: the in-memory result with the timestamp column, atomic. 2-D smoothing: the
     smoothed spectrogram as .npy, atomic.
     """
-    from sigconv import _devices
-    from sigconv._engine import OutputError, filter_file
+    from sigconv._core import devices as _devices
+    from sigconv._core.errors import OutputError
+    from sigconv.engine.file import filter_file
 
     out = Path(out)
     why = check_output(sig, out)
@@ -650,7 +652,7 @@ def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, resul
         why = spectral_reason()
         if why:
             raise ValueError(f"spectral gate {why}")
-        from sigconv._spectral import file_filter_factory
+        from sigconv.engine.spectral import file_filter_factory
 
         make, desc = file_filter_factory(args, info, backend)
     else:
@@ -671,7 +673,7 @@ def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, resul
 
 def export_latency(lat: Latency, out, *, overwrite: bool = False) -> str:
     """CSV or markdown by the suffix (.csv / .md), atomic, no overwrite unless asked."""
-    from sigconv._engine import OutputError
+    from sigconv._core.errors import OutputError
 
     out = Path(out)
     if out.suffix.lower() not in (".csv", ".md", ".markdown"):

@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     a = p.parse_args(argv)
-    from sigconv._batch.runners import visible_gpu_count
+    from sigconv.engine.batch.runners import visible_gpu_count
 
     gpus = visible_gpu_count()
     modes = a.modes or (["single", "pool", "dask"] + (["pool-gpus", "dask-gpus"] if gpus else []))

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     p.add_argument("--L", type=int, default=26, help="log2 of the signal length")
     p.add_argument("--K", type=int, nargs="+", default=[255, 1023, 4095])
     a = p.parse_args(argv)
-    from sigconv import _devices
+    from sigconv._core import devices as _devices
 
     if _devices.cuda_reason():
         print("fft_stages: no GPU:", _devices.cuda_reason())

@@ -101,7 +101,8 @@ try:
     print("torch cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.is_available())
 except Exception:
     pass
-from sigconv import _devices, variants
+from sigconv import variants
+from sigconv._core import devices as _devices
 print("cuda_reason:", _devices.cuda_reason(), "| gpu:", _devices.gpu_name())
 for op in ("conv1d", "conv2d"):
     print(op, [(v["backend"], v["name"], v["available"]) for v in variants(op)])

@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="+", choices=CASES, default=list(CASES))
     a = p.parse_args(argv)
-    from sigconv import _devices
+    from sigconv._core import devices as _devices
 
     if _devices.cuda_reason():
         print("profile_kernels: no GPU:", _devices.cuda_reason())

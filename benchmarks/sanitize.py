@@ -22,8 +22,9 @@ import scipy.signal
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's sigconv
     import sigconv
-    from sigconv import _devices, _registry
-    from sigconv._api import window_1d
+    from sigconv._core import devices as _devices
+    from sigconv.registry import table as _registry
+    from sigconv.engine.ops import window_1d
     from sigconv.backends.cpu import _window_from_full
 
     reason = _devices.cuda_reason()

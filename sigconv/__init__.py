@@ -3,13 +3,13 @@
 ``import sigconv`` never needs a GPU, CuPy or torch; they are imported where used.
 """
 
-from ._version import __version__
-from ._api import apply_fir, convolve, convolve2d, correlate, correlate2d
-from ._conv2d import conv2d
-from ._design import design_fir, design_notch
-from ._registry import variants
-from ._spectral import spectral_denoise
-from ._stream import FIRStream
+from sigconv._version import __version__
+from sigconv._api import apply_fir, convolve, convolve2d, correlate, correlate2d
+from sigconv._conv2d import conv2d
+from sigconv.engine.design import design_fir, design_notch
+from sigconv.registry.table import variants
+from sigconv.engine.spectral import spectral_denoise
+from sigconv.engine.stream import FIRStream
 
 __all__ = [
     "__version__",

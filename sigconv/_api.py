@@ -11,176 +11,21 @@ import numbers
 
 import numpy as np
 
-from . import _devices
-from ._validate import (
-    LAST_AXIS,
-    check_axis,
-    check_block,
-    check_finite_array,
-    check_mode,
-    check_orientation,
-    float_dtype,
-)
+from sigconv._core.blocks import check_block, check_block2d
+from sigconv._core.checks import LAST_AXIS, check_axis, check_finite_array, check_mode, check_orientation, float_dtype
+from sigconv._core.xp import array_namespace, is_cupy, like, to_backend
+from sigconv.engine.ops import backend_for, check_taps, corr1d, corr2d, window_1d, window_2d
 
-__all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "apply_fir", "window_1d", "window_2d",
-           "corr1d", "corr2d", "check_block2d"]
-
-
-# ------------------------------------------------------------------------------------ plumbing
-
-
-def _is_cupy(a) -> bool:
-    return type(a).__module__.split(".")[0] == "cupy"
-
-
-def _xp(a):
-    if _is_cupy(a):
-        import cupy
-
-        return cupy
-    return np
-
-
-def _backend_for(backend: str, *arrays) -> str:
-    if backend == "auto" and any(_is_cupy(a) for a in arrays):
-        return "cuda"
-    return _devices.resolve_backend(backend)
-
-
-def _to_backend(a, backend: str):
-    """Move an array to the backend's memory (numpy for cpu, cupy for cuda)."""
-    if backend == "cuda":
-        import cupy
-
-        return cupy.asarray(a)
-    if _is_cupy(a):
-        return a.get()
-    return np.asarray(a)
-
-
-def _like(y, template):
-    """Return y as the array type of the caller's input (cupy in, cupy out)."""
-    if _is_cupy(template):
-        import cupy
-
-        return cupy.asarray(y)
-    if _is_cupy(y):
-        return y.get()
-    return y
-
-
-def corr1d(x2, w, pad: int, out_len: int, *, backend: str, variant: str = "auto", block=None, host_taps=None):
-    """Run the 1-D backend contract on (C, L) data already in the backend's memory.
-
-    ``host_taps``: the caller's numpy copy of ``w`` (same values and dtype), if it has one; with it the
-    cuda fft variant caches the filter spectrum without reading the taps back from the device."""
-    if backend == "cpu":
-        from .backends import cpu
-
-        return cpu.corr1d(x2, w, pad, out_len, variant=variant, block=block)
-    from .backends import cuda1d
-
-    key = cuda1d.host_taps_key(host_taps) if host_taps is not None else None
-    return cuda1d.corr1d(x2, w, pad, out_len, variant=variant, block=block, taps_key=key)
-
-
-def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "auto", block=None,
-           host_weights=None):
-    """Run the 2-D backend contract on NCHW data already in the backend's memory.
-
-    ``host_weights``: the caller's numpy copy of the weights, if it had one; with it the cuda ``auto``
-    checks separability, and the separable variant factors the weights, on the host (no device sync).
-    """
-    if backend == "cpu":
-        from .backends import cpu
-
-        return cpu.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block)
-    from .backends import cuda2d
-
-    sep = factors = None
-    if host_weights is not None and (variant == "separable" or (variant == "auto"
-                                                                and cuda2d.separable_worth_checking(w4.shape))):
-        u, v, why = cuda2d.separable_factors(np.asarray(host_weights, dtype=np.float64).reshape(w4.shape))
-        sep = why is None
-        factors = (u, v) if sep else None  # the separable launcher would otherwise read the weights back
-    return cuda2d.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block, separable=sep,
-                         factors=factors)
-
-
-def window_1d(mode: str, L: int, K: int) -> tuple[int, int]:
-    """(pad, out_len) of SciPy's ``mode`` for a length-L signal and K taps (correlation form)."""
-    if mode == "full":
-        return K - 1, L + K - 1
-    if mode == "same":
-        return K // 2, L
-    # valid: convolution commutes, so when the kernel is longer the roles swap (as in SciPy)
-    if L >= K:
-        return 0, L - K + 1
-    return K - L, K - L + 1
-
-
-def window_2d(mode: str, shape: tuple, kshape: tuple, correlate: bool = False) -> tuple[tuple, tuple]:
-    """((py, px), (Ho, Wo)) of scipy.signal.convolve2d's (or, with ``correlate``, correlate2d's)
-    ``mode``, in the correlation form of the contract.
-
-    Note SciPy centres "same" differently for the two with even kernel sides: convolve2d's output
-    starts at k//2 into the padded input, correlate2d's at (k-1)//2 (unlike 1-D correlate, which
-    is convolve with the reversed kernel).
-    """
-    (H, W), (kH, kW) = shape, kshape
-    if mode == "full":
-        return (kH - 1, kW - 1), (H + kH - 1, W + kW - 1)
-    if mode == "same":
-        if correlate:
-            return ((kH - 1) // 2, (kW - 1) // 2), (H, W)
-        return (kH // 2, kW // 2), (H, W)
-    if H >= kH and W >= kW:
-        return (0, 0), (H - kH + 1, W - kW + 1)
-    if H <= kH and W <= kW:
-        return (kH - H, kW - W), (kH - H + 1, kW - W + 1)
-    raise ValueError(
-        f"mode 'valid' needs one input at least as large as the other in every dimension; got input "
-        f"{tuple(shape)} and kernel {tuple(kshape)}"
-    )
-
-
-def check_block2d(block):
-    """``None``, or a (bx, by) launch block of 32 to 1024 threads in a multiple of 32."""
-    if block is None:
-        return None
-    if isinstance(block, numbers.Integral) and not isinstance(block, bool):
-        return (check_block(block), 1)
-    try:
-        bx, by = block
-    except (TypeError, ValueError):
-        raise ValueError(f"block must be a pair (bx, by) or an integer, got {block!r}") from None
-    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v > 0 for v in (bx, by)):
-        raise ValueError(f"block must be a pair of positive integers (bx, by), got {block!r}")
-    n = int(bx) * int(by)
-    if n % 32 or n > 1024:
-        raise ValueError(f"block (bx, by) must hold a multiple of 32 threads, at most 1024; got {bx}x{by} = {n}")
-    return (int(bx), int(by))
-
-
-def _taps(h, name: str):
-    xp = _xp(h)
-    h = xp.asarray(h)
-    if h.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (for 2-D kernels use convolve2d/correlate2d), got shape {h.shape}")
-    if h.size == 0:
-        raise ValueError(f"{name} must hold at least one tap, got an empty array")
-    if xp is np:  # device taps are not checked: reading them back would wait for the GPU on every call
-        check_finite_array(h, name)
-    return h
+__all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "apply_fir"]
 
 
 # ------------------------------------------------------------------------------------ 1-D API
 
 
 def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, causal: bool = False):
-    xp = _xp(x)
+    xp = array_namespace(x)
     x = xp.asarray(x)
-    h = _taps(h, "h")
+    h = check_taps(h, "h")
     check_block(block)
     if x.ndim == 0:
         raise ValueError("x must be at least 1-D, got a scalar")
@@ -191,7 +36,7 @@ def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, causal: 
     if L == 0:
         raise ValueError(f"x must hold at least one sample along axis {ax}, got shape {x.shape}")
     dtype = float_dtype(x, h)
-    be = _backend_for(backend, x, h)
+    be = backend_for(backend, x, h)
     K = int(h.size)
     if causal:
         pad, out_len = K - 1, L
@@ -199,17 +44,17 @@ def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, causal: 
         pad, out_len = window_1d(check_mode(mode), L, K)
     xm = xp.moveaxis(x, ax, -1)
     lead = xm.shape[:-1]
-    x2 = _to_backend(xm.reshape(-1, L), be).astype(dtype, copy=False)
-    x2 = (np if be == "cpu" else _xp(x2)).ascontiguousarray(x2)
-    w = _to_backend(h, be).astype(dtype, copy=False)
+    x2 = to_backend(xm.reshape(-1, L), be).astype(dtype, copy=False)
+    x2 = (np if be == "cpu" else array_namespace(x2)).ascontiguousarray(x2)
+    w = to_backend(h, be).astype(dtype, copy=False)
     w = w[::-1].copy() if reverse else w.copy()
     host = None
-    if be == "cuda" and _xp(h) is np:  # the taps as uploaded, for the fft variant's spectrum cache
+    if be == "cuda" and array_namespace(h) is np:  # the taps as uploaded, for the fft variant's spectrum cache
         host = np.asarray(h, dtype=dtype)
         host = host[::-1] if reverse else host
     y2 = corr1d(x2, w, pad, out_len, backend=be, variant=variant, block=block, host_taps=host)
-    y = _like(y2, x).reshape(lead + (out_len,))
-    return _xp(y).moveaxis(y, -1, ax)
+    y = like(y2, x).reshape(lead + (out_len,))
+    return array_namespace(y).moveaxis(y, -1, ax)
 
 
 def convolve(x, h, mode: str = "full", *, axis=LAST_AXIS, backend: str = "auto", variant: str = "auto",
@@ -317,7 +162,7 @@ def apply_fir(x, taps, fs=None, *, phase: str = "zero", axis=LAST_AXIS, backend:
     """
     if fs is not None and not (isinstance(fs, numbers.Real) and np.isfinite(fs) and fs > 0):
         raise ValueError(f"fs must be a positive sample rate in Hz, got {fs!r}")
-    taps = _taps(taps, "taps")
+    taps = check_taps(taps, "taps")
     if phase == "zero":
         if taps.size % 2 == 0:
             raise ValueError(
@@ -334,30 +179,30 @@ def apply_fir(x, taps, fs=None, *, phase: str = "zero", axis=LAST_AXIS, backend:
 
 
 def _filter2d(x, k, mode, backend, variant, block, reverse: bool):
-    xp = _xp(x)
+    xp = array_namespace(x)
     x = xp.asarray(x)
-    k = _xp(k).asarray(k)
+    k = array_namespace(k).asarray(k)
     check_mode(mode)
     check_block2d(block)
     if x.ndim != 2 or k.ndim != 2:
         raise ValueError(f"x and k must both be 2-D, got shapes {x.shape} and {k.shape}")
     if 0 in x.shape or 0 in k.shape:
         raise ValueError(f"x and k must be non-empty, got shapes {x.shape} and {k.shape}")
-    if _xp(k) is np:  # device kernels are not checked (see _taps)
+    if array_namespace(k) is np:  # device kernels are not checked (see _taps)
         check_finite_array(k, "k")
     dtype = float_dtype(x, k)
-    be = _backend_for(backend, x, k)
+    be = backend_for(backend, x, k)
     pad, out_hw = window_2d(mode, x.shape, k.shape, correlate=not reverse)
-    bxp = np if be == "cpu" else _xp(_to_backend(np.zeros(1), be))
-    x4 = bxp.ascontiguousarray(_to_backend(x, be).astype(dtype, copy=False)[None, None])
-    w4 = _to_backend(k, be).astype(dtype, copy=False)
+    bxp = np if be == "cpu" else array_namespace(to_backend(np.zeros(1), be))
+    x4 = bxp.ascontiguousarray(to_backend(x, be).astype(dtype, copy=False)[None, None])
+    w4 = to_backend(k, be).astype(dtype, copy=False)
     w4 = bxp.ascontiguousarray(w4[::-1, ::-1] if reverse else w4)[None, None]
     host_k = None  # the weights exactly as uploaded (dtype, orientation): separability is judged on them
-    if not _is_cupy(k):
+    if not is_cupy(k):
         host_k = np.asarray(k).astype(dtype)
         host_k = host_k[::-1, ::-1] if reverse else host_k
     y = corr2d(x4, w4, None, (1, 1), pad, out_hw, backend=be, variant=variant, block=block, host_weights=host_k)
-    return _like(y[0, 0], x)
+    return like(y[0, 0], x)
 
 
 def convolve2d(x, k, mode: str = "full", *, backend: str = "auto", variant: str = "auto", block=None):

@@ -6,8 +6,10 @@ import numbers
 
 import numpy as np
 
-from ._api import _backend_for, _is_cupy, _like, _to_backend, _xp, check_block2d, corr2d
-from ._validate import check_finite_array, float_dtype
+from sigconv._core.blocks import check_block2d
+from sigconv._core.xp import array_namespace, is_cupy, like, to_backend
+from sigconv.engine.ops import backend_for, corr2d
+from sigconv._core.checks import check_finite_array, float_dtype
 
 __all__ = ["conv2d", "conv2d_geometry"]
 
@@ -113,8 +115,8 @@ def conv2d(x, w, bias=None, stride=1, padding=0, *, backend: str = "auto", varia
     >>> sigconv.conv2d(x, w, padding="same", backend="cpu").shape
     (1, 1, 4, 4)
     """
-    x = _xp(x).asarray(x)
-    w = _xp(w).asarray(w)
+    x = array_namespace(x).asarray(x)
+    w = array_namespace(w).asarray(w)
     if x.ndim not in (3, 4):
         raise ValueError(f"x must be 4-D (N, Cin, H, W) or 3-D (Cin, H, W), got shape {tuple(x.shape)}")
     if w.ndim != 4:
@@ -132,26 +134,26 @@ def conv2d(x, w, bias=None, stride=1, padding=0, *, backend: str = "auto", varia
         raise ValueError(f"kernel must be at most {MAX_TAPS}x{MAX_TAPS}, got {kH}x{kW}")
     arrays = [x4, w]
     if bias is not None:
-        bias = _xp(bias).asarray(bias)
+        bias = array_namespace(bias).asarray(bias)
         if bias.ndim != 1 or int(bias.shape[0]) != Cout:
             raise ValueError(f"bias must have shape ({Cout},) (one value per output channel), got "
                              f"{tuple(bias.shape)}")
         arrays.append(bias)
     check_block2d(block)
     pad, out_hw, stride = conv2d_geometry((H, W), (kH, kW), stride, padding)
-    if not _is_cupy(w):  # device weights are not checked: reading them back would stall the GPU queue
+    if not is_cupy(w):  # device weights are not checked: reading them back would stall the GPU queue
         check_finite_array(w, "w")
     dtype = float_dtype(*arrays)
-    be = _backend_for(backend, *arrays)
+    be = backend_for(backend, *arrays)
     bxp = np
     if be == "cuda":
         import cupy
 
         bxp = cupy
-    x4b = bxp.ascontiguousarray(_to_backend(x4, be).astype(dtype, copy=False))
-    wb = bxp.ascontiguousarray(_to_backend(w, be).astype(dtype, copy=False))
-    bb = None if bias is None else bxp.ascontiguousarray(_to_backend(bias, be).astype(dtype, copy=False))
+    x4b = bxp.ascontiguousarray(to_backend(x4, be).astype(dtype, copy=False))
+    wb = bxp.ascontiguousarray(to_backend(w, be).astype(dtype, copy=False))
+    bb = None if bias is None else bxp.ascontiguousarray(to_backend(bias, be).astype(dtype, copy=False))
     y = corr2d(x4b, wb, bb, stride, pad, out_hw, backend=be, variant=variant, block=block,
-               host_weights=None if _is_cupy(w) else np.asarray(w).astype(dtype))
-    y = _like(y, x)
+               host_weights=None if is_cupy(w) else np.asarray(w).astype(dtype))
+    y = like(y, x)
     return y[0] if unbatched else y

@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(config, items):
     run_slow = config.getoption("--runslow") or "slow" in (config.getoption("-m") or "")
     gpu_reason = None
     if any("gpu" in item.keywords for item in items):
-        from sigconv import _devices
+        from sigconv._core import devices as _devices
 
         gpu_reason = _devices.cuda_reason()
     for item in items:

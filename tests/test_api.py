@@ -163,7 +163,7 @@ def test_transposed_input_refused_unless_axis_given(rng):
 
 
 def test_cuda_backend_without_gpu_gives_one_line_reason(monkeypatch):
-    from sigconv import _devices
+    from sigconv._core import devices as _devices
 
     monkeypatch.setenv("SIGCONV_DISABLE_CUDA", "1")
     _devices._cupy_reason.cache_clear()

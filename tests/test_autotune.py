@@ -10,11 +10,11 @@ import types
 
 import pytest
 
-from sigconv import _autotune
+from sigconv.registry import tune as _autotune
 
 
 class _FakeCupy:
-    """Just what sigconv._autotune touches: events on a stream, elapsed time, device properties."""
+    """Just what sigconv.registry.tune touches: events on a stream, elapsed time, device properties."""
 
     def __init__(self):
         self.clock = 0.0  # ms of GPU work queued so far

@@ -21,8 +21,8 @@ import pyarrow.csv as pcsv  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import sigconv  # noqa: E402
-from sigconv._batch import process, runners  # noqa: E402
-from sigconv._batch.manifest import NAME as MANIFEST  # noqa: E402
+from sigconv.engine.batch import process, runners  # noqa: E402
+from sigconv.engine.batch.manifest import NAME as MANIFEST  # noqa: E402
 from sigconv.cli import main  # noqa: E402
 
 CPU = ("--backend", "cpu")
@@ -317,7 +317,8 @@ def test_offset_log_has_no_edge_transient(tmp_path, capsys):
 
 
 def _flt(h, C, phase):
-    from sigconv._engine import CPUFileFilter, pcm_spec
+    from sigconv.engine.audio import pcm_spec
+    from sigconv.engine.file import CPUFileFilter
 
     return CPUFileFilter(h, C, pcm_spec("DOUBLE"), phase=phase)
 
@@ -558,13 +559,13 @@ def test_usage_errors_exit_2_one_line(tmp_path, capsys, argv, needle):
 
 
 def test_spectral_guarded_and_per_rate_failures(tmp_path, capsys):
-    """--method spectral needs sigconv._spectral (else exit 2, one line); a cutoff above a file's Nyquist
+    """--method spectral needs sigconv.engine.spectral (else exit 2, one line); a cutoff above a file's Nyquist
     fails that file only, with the rate in the reason."""
     import importlib.util
 
     src = _tree(tmp_path, n=1, rows=800)
     write_audio(src / "r.wav", np.zeros((4000, 1), np.float32) + 0.01, fs=8000, subtype="FLOAT")
-    if importlib.util.find_spec("sigconv._spectral") is None:
+    if importlib.util.find_spec("sigconv.engine.spectral") is None:
         assert main(["batch", str(src), "-o", str(tmp_path / "o"), "--method", "spectral"]) == 2
         assert "--method spectral is not available" in capsys.readouterr().err
     else:  # spectral on audio files; logs are refused per file
@@ -637,7 +638,7 @@ def test_gpu_plans():
 
 def _gpu_tasks(tmp_path, n):
     src = _tree(tmp_path, n=n, rows=300)
-    from sigconv._batch.manifest import settings_hash
+    from sigconv.engine.batch.manifest import settings_hash
 
     s = {k: None for k in ("band", "lowpass", "highpass", "notch", "fs", "time_column", "columns", "block")}
     s.update(method="fir", notch_width=5.0, taps=31, transition=None, phase="zero", gaps="split", edges="odd",
@@ -681,7 +682,7 @@ def test_progress_bar_files_bytes_throughput(tmp_path):
 
     from rich.console import Console
 
-    from sigconv.batch import _Progress
+    from sigconv.cli.batch import _Progress
 
     buf = io.StringIO()
     con = Console(file=buf, force_terminal=True, width=150)
@@ -716,7 +717,7 @@ def test_gpu_batch_matches_cpu(tmp_path):
 
 def test_cuda_backend_without_gpu_fails_early(tmp_path, capsys):
     """--backend cuda where CUDA cannot run: exit 1 with one line, before any file is touched."""
-    from sigconv import _devices
+    from sigconv._core import devices as _devices
 
     if _devices.cuda_reason() is None:
         pytest.skip("a GPU is usable here")
@@ -733,7 +734,7 @@ def test_cuda_backend_without_gpu_fails_early(tmp_path, capsys):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Filter blocks of 777 rows (instead of ~2^18) in both paths, so that small files cross block edges."""
-    from sigconv._batch import stream
+    from sigconv.engine.batch import stream
 
     orig = process.make_block_filter
 
@@ -769,7 +770,7 @@ def _stream_tree(tmp_path, rng, n=3000):
 
 
 def _run_both(tmp_path, monkeypatch, src, extra=(), block=1 << 20, rows=1 << 16, capsys=None, backend=CPU):
-    from sigconv._batch import stream
+    from sigconv.engine.batch import stream
 
     outs = {}
     for name, thr in (("mem", 1 << 60), ("st", 0)):
@@ -885,7 +886,7 @@ def test_streamed_csv_peak_memory_bounded(tmp_path):
     the 2-core machine; the in-memory path peaks at about 680 MB on this file). What grows with the file is
     the time pass (about 40 bytes per row: the time column and its spacings); the filtering pass holds a few
     filter blocks. The output equals the odd-extended reference."""
-    from sigconv._batch import stream
+    from sigconv.engine.batch import stream
 
     src = tmp_path / "big.csv"
     rows, step = 1_500_000, 250_000
@@ -936,7 +937,7 @@ def test_timestamp_column_with_a_missing_value():
     """Epoch-nanosecond timestamps with a null: seconds relative to the first row, NaN where missing, exact."""
     import pyarrow as pa
 
-    from sigconv._batch.formats import time_seconds
+    from sigconv.engine.batch.formats import time_seconds
 
     col = pa.array([1_700_000_000_000_000_000, None, 1_700_000_000_010_000_001], type=pa.timestamp("ns"))
     t = time_seconds(col, "t", "x.parquet")

@@ -12,8 +12,12 @@ import pytest
 import scipy.ndimage
 import scipy.signal
 
-from sigconv import _devices, _registry, bench
-from sigconv._api import window_1d, window_2d
+from sigconv import bench
+
+from sigconv._core import devices as _devices
+
+from sigconv.registry import table as _registry
+from sigconv.engine.ops import window_1d, window_2d
 from sigconv.backends import peers
 
 REQUIRED = {"op", "C", "L", "K", "impl", "block", "ms_median", "gbs", "pct_copy", "device", "date"}
@@ -267,7 +271,7 @@ def test_check_scales_rounding_by_the_terms_not_the_result():
     import numpy as np
 
     from sigconv import bench
-    from sigconv._design import design_fir
+    from sigconv.engine.design import design_fir
 
     rng = np.random.default_rng()
     x = (9.8 + 1e-4 * rng.standard_normal((1, 1 << 20))).astype(np.float32)
@@ -312,7 +316,7 @@ def test_measure_on_a_log_with_an_offset():
 
     from apps.model import _case_1d
     from sigconv import bench
-    from sigconv._design import design_fir
+    from sigconv.engine.design import design_fir
 
     rng = np.random.default_rng()
     x = (9.8 + 1e-3 * rng.standard_normal((2, 1 << 16))).astype(np.float32)

@@ -252,7 +252,7 @@ def _emulate_strip(x, w, py, px, Ho, Wo, rows=4):
                                             (3, 2, 5, "full")])
 def test_strip_index_maths_emulated(H, W, k, mode):
     """The strip kernel's ring/slot/alignment maths, emulated in NumPy, reproduce scipy's correlate2d."""
-    from sigconv._api import window_2d
+    from sigconv.engine.ops import window_2d
 
     rng = np.random.default_rng(7)
     x = rng.standard_normal((H, W))

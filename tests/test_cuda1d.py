@@ -16,8 +16,9 @@ import pytest
 import scipy.signal
 
 import sigconv
-from sigconv import _devices, _registry
-from sigconv._api import window_1d
+from sigconv._core import devices as _devices
+from sigconv.registry import table as _registry
+from sigconv.engine.ops import window_1d
 from sigconv.backends.cpu import _window_from_full
 
 pytestmark = pytest.mark.gpu
@@ -27,7 +28,9 @@ if _REASON:
 
 import cupy  # noqa: E402
 
-from sigconv import _autotune, _kernels  # noqa: E402
+from sigconv import _kernels
+
+from sigconv.registry import tune as _autotune  # noqa: E402
 from sigconv.backends import cuda1d  # noqa: E402
 
 KS = (1, 2, 3, 7, 24, 25, 63, 64, 255, 1024, 4095)

@@ -5,8 +5,9 @@ import pytest
 import scipy.signal
 
 import sigconv
-from sigconv import _devices, _registry
-from sigconv._api import window_2d
+from sigconv._core import devices as _devices
+from sigconv.registry import table as _registry
+from sigconv.engine.ops import window_2d
 from sigconv._conv2d import conv2d_geometry
 
 pytestmark = pytest.mark.gpu
@@ -148,7 +149,7 @@ def test_single_channel_modes_vs_scipy(variant, xs, ks, fn, mode):
     except ValueError:
         pytest.skip("scipy refuses this mode/shape pair")
     if variant == "shfl":
-        from sigconv._api import window_2d
+        from sigconv.engine.ops import window_2d
 
         (py, px), _ = window_2d(mode, xs, ks, correlate=fn == "correlate2d")
         if not (0 <= px <= 4 and 0 <= ks[1] - 1 - px <= 4):

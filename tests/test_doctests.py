@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 
-@pytest.mark.parametrize("module", ["sigconv._api", "sigconv._design", "sigconv._stream", "sigconv._registry",
+@pytest.mark.parametrize("module", ["sigconv._api", "sigconv.engine.design", "sigconv.engine.stream", "sigconv.registry.table",
                                     "sigconv._conv2d"])
 def test_docstring_examples(module):
     mod = importlib.import_module(module)

@@ -10,7 +10,8 @@ import scipy.signal as ss
 import soundfile as sf
 
 import sigconv
-from sigconv._engine import CPUFileFilter, filter_file, pcm_spec, probe
+from sigconv.engine.audio import pcm_spec, probe
+from sigconv.engine.file import CPUFileFilter, filter_file
 from conftest import rel_err, write_audio
 
 
@@ -83,7 +84,7 @@ def test_clipping_is_applied_and_counted(tmp_path):
 
 def test_quantisation_rounds_like_libsndfile():
     spec = pcm_spec("PCM_16")
-    from sigconv._engine import quantise
+    from sigconv.engine.audio import quantise
 
     q, c = quantise(np.array([[0.5], [1.0], [-1.0], [0.99999], [-1.5]], np.float32), spec)
     assert q.ravel().tolist() == [16384, 32767, -32768, 32767, -32768]

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import scipy.signal
 
-from sigconv import _registry
-from sigconv._api import window_1d
+from sigconv.registry import table as _registry
+from sigconv.engine.ops import window_1d
 from sigconv.backends import cpu as cpu_backend
 
 KDIR = Path(__file__).resolve().parent.parent / "kernels"
@@ -82,7 +82,7 @@ def test_cuda_conv1d_variants_registered_without_gpu():
         import importlib
 
         assert callable(getattr(importlib.import_module(mod), fn))
-    from sigconv import _devices
+    from sigconv._core import devices as _devices
 
     listed = {d["name"]: d for d in __import__("sigconv").variants("conv1d") if d["backend"] == "cuda"}
     reason = _devices.cuda_reason()
@@ -93,7 +93,7 @@ def test_cuda_conv1d_variants_registered_without_gpu():
 
 
 def test_import_sigconv_does_not_import_cupy():
-    code = "import sys, sigconv, sigconv.backends.cuda1d, sigconv._autotune; print('cupy' in sys.modules)"
+    code = "import sys, sigconv, sigconv.backends.cuda1d, sigconv.registry.tune; print('cupy' in sys.modules)"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=str(KDIR.parent))
     assert res.returncode == 0, res.stderr

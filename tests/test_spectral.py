@@ -8,9 +8,10 @@ import pytest
 import soundfile as sf
 
 import sigconv
-from sigconv import _spectral
-from sigconv._engine import filter_file, pcm_spec, probe
-from sigconv._spectral import SpectralFileFilter, _make_gate, spectral_denoise
+from sigconv.engine import spectral as _spectral
+from sigconv.engine.audio import pcm_spec, probe
+from sigconv.engine.file import filter_file
+from sigconv.engine.spectral import SpectralFileFilter, _make_gate, spectral_denoise
 
 from conftest import rel_err, run_cli, write_audio
 
@@ -312,7 +313,7 @@ def test_sliding_min_equals_minimum_filter1d(shape, axis, size):
     windows longer than the axis included."""
     import scipy.ndimage
 
-    from sigconv._spectral import sliding_min
+    from sigconv.engine.spectral import sliding_min
 
     a = np.random.default_rng().standard_normal(shape).astype(np.float32)
     want = scipy.ndimage.minimum_filter1d(a, size, axis=axis, mode="nearest")
@@ -323,7 +324,7 @@ def test_sliding_min_equals_minimum_filter1d(shape, axis, size):
 def test_small_hop_keeps_chunks_bounded(monkeypatch):
     """A small hop multiplies the STFT frames of a chunk of samples: chunks shrink so that frames x n_fft x
     channels stays within the budget, and the result does not depend on the chunking (seams exact)."""
-    from sigconv import _spectral
+    from sigconv.engine import spectral as _spectral
 
     rng = np.random.default_rng()
     fs = 8000

@@ -30,8 +30,8 @@ import pytest
 import scipy.ndimage
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from sigconv import _spectral
-from sigconv._spectral import spectral_denoise
+from sigconv.engine import spectral as _spectral
+from sigconv.engine.spectral import spectral_denoise
 
 from conftest import rel_err, write_audio
 
@@ -44,7 +44,7 @@ FS = 16000
 class DevArray(NDArrayOperatorsMixin):
     """A 'device' array: NumPy storage, CuPy's rules at the host/device boundary."""
 
-    __module__ = "cupy"  # sigconv._api._is_cupy() looks at the type's module
+    __module__ = "cupy"  # sigconv._core.xp.is_cupy() looks at the type's module
     __array_priority__ = 100
 
     def __init__(self, a):
@@ -340,7 +340,7 @@ def fake_cuda(monkeypatch):
     _FAKE.update(mods)
     for name, mod in mods.items():
         monkeypatch.setitem(sys.modules, name, mod)
-    from sigconv import _devices
+    from sigconv._core import devices as _devices
     from sigconv.backends import cuda2d
 
     monkeypatch.setattr(_devices, "cuda_reason", lambda: None)
@@ -495,8 +495,10 @@ def _file_run(tmp_path, x, block_frames, backend, **kw):
     """SpectralFileFilter through the file engine, made the way `sigconv denoise --method spectral` makes it."""
     import argparse
 
-    from sigconv._engine import filter_file, probe
-    from sigconv._spectral import file_filter_factory
+    from sigconv.engine.audio import probe
+
+    from sigconv.engine.file import filter_file
+    from sigconv.engine.spectral import file_filter_factory
 
     import soundfile as sf
 
@@ -553,7 +555,7 @@ def test_estimated_threshold_is_continuous(request, rng, backend):
     a jump made cuda != cpu (2.6e-5 relative on one of twelve 3-s inputs)."""
     if backend == "cuda":
         request.getfixturevalue("fake_cuda")
-    import sigconv._spectral as sp
+    import sigconv.engine.spectral as sp
 
     g = sp._make_gate(2, 40 * 64, FS, True, 1.5, 1.0, 500, 50, 256, 64, False, backend, "auto", None, np.float64)
     T, F = g.T, g.F
@@ -609,14 +611,16 @@ def test_cuda_path_hop_not_dividing_n_fft_and_errors(fake_cuda, rng):
 
 def test_cuda_file_filter_variant_and_short_clip(fake_cuda, tmp_path, rng):
     """`--variant naive` on cuda (checked in the registry first), and a noise clip in blocks shorter than a frame."""
-    from sigconv._engine import InputError
+    from sigconv._core.errors import InputError
 
     x = signal(rng, 1, 7001)
     ref = spectral_denoise(x, FS, n_fft=256, backend="cpu", variant="direct")
     import argparse
 
-    from sigconv._engine import filter_file, probe
-    from sigconv._spectral import file_filter_factory
+    from sigconv.engine.audio import probe
+
+    from sigconv.engine.file import filter_file
+    from sigconv.engine.spectral import file_filter_factory
 
     import soundfile as sf
 

@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from sigconv import _devices  # noqa: E402
-from sigconv.tui import apps_package  # noqa: E402
+from sigconv._core import devices as _devices  # noqa: E402
+from sigconv.cli.tui import apps_package  # noqa: E402
 
 apps_package()
 from apps import model  # noqa: E402

@@ -39,7 +39,7 @@ def test_wheel_installs_and_runs_outside_checkout(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (work / "speech.denoised.wav").stat().st_size > 900_000
     r = subprocess.run([str(py), "-c", "import sigconv, sigconv._kernels as k; print(sigconv.__file__); "
-                        "print(k.kernel_dir()); from sigconv.tui import apps_package; p = apps_package(); "
+                        "print(k.kernel_dir()); from sigconv.cli.tui import apps_package; p = apps_package(); "
                         "print(p.__file__); import importlib; app = importlib.import_module(p.__name__ + '.app')"
                         ".make_app('speech.wav'); print(type(app).__name__)"],
                        cwd=work, capture_output=True, text=True, timeout=120)

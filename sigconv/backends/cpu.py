@@ -14,7 +14,7 @@ import os
 import numpy as np
 import scipy.fft
 
-from .._registry import Variant, register
+from sigconv.registry.table import Variant, register
 
 __all__ = ["corr1d", "corr2d", "OverlapSave", "choose_fft_size", "WORKERS"]
 

@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .._registry import BLOCKS_1D, Variant, get as _get_variant, register
+from sigconv.registry.table import BLOCKS_1D, Variant, get as _get_variant, register
 
 __all__ = ["corr1d", "resolve_auto", "StreamFilter", "FileFilter", "fft_size", "tiled_geometry",
            "CONST_TAPS", "TILED_STATIC_MAX_K", "SOURCE"]
@@ -62,7 +62,7 @@ def _cupy():
 
 
 def _module(**kw):
-    from .. import _kernels
+    from sigconv import _kernels
 
     return _kernels.module(SOURCE, **kw)
 
@@ -420,7 +420,7 @@ def resolve_auto(x, w, pad, out_len) -> tuple:
     cands = candidates(C, L, K, x.dtype)
     if C * out_len < AUTOTUNE_MIN_OUTPUTS:
         return cands[0]
-    from .. import _autotune
+    from sigconv.registry import tune as _autotune
 
     scratch = {}
 
@@ -441,7 +441,7 @@ def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key
     spectrum under it). Returns cupy (C, out_len) (``out`` when given).
     """
     cupy = _cupy()
-    from .._validate import check_block
+    from sigconv._core.blocks import check_block
 
     check_block(block)
     if not isinstance(x, cupy.ndarray):

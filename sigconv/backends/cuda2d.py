@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._registry import Variant, register
+from sigconv.registry.table import Variant, register
 
 __all__ = ["corr2d", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch", "launch_strip",
            "launch_shfl", "launch_separable", "separable_factors", "strip_applies", "shfl_applies", "tune_shapes",
@@ -150,7 +150,7 @@ _GENERIC_NAMES = tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_shared", "c
 
 
 def _generic(kernel: str, dtype):
-    from .. import _kernels
+    from sigconv import _kernels
 
     t = "float" if np.dtype(dtype) == np.float32 else "double"
     mod = _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES)
@@ -272,7 +272,7 @@ def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, a
     plan = tiled_plan(blk, kH, kW, stride, pad[1], Cout, prefetch, min(200 * 1024, _smem_limit()))
     if plan["smem"] > _smem_limit():  # pragma: no cover (only with tiny shared memory)
         raise ValueError(f"conv2d variant {name!r}: block {blk} needs {plan['smem']} bytes of shared memory")
-    from .. import _kernels
+    from sigconv import _kernels
 
     f = _kernels.module(_SRC, plan["defines"]).get_function("conv2d_tiled")
     _set_smem(f, plan["smem"])
@@ -322,7 +322,7 @@ def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None):
     if why:
         raise ValueError(f"conv2d variant 'strip' does not apply: {why}")
     bx, by = _block("strip", block, _BLOCKS_STRIP, (64, 1))
-    from .. import _kernels
+    from sigconv import _kernels
 
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     mod = _kernels.module(_SRC, dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=STRIP_ROWS))
@@ -368,7 +368,7 @@ def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None):
     if why:
         raise ValueError(f"conv2d variant 'shfl' does not apply: {why}")
     bx, by = _block("shfl", block, _BLOCKS_SHFL, (128, 1))
-    from .. import _kernels
+    from sigconv import _kernels
 
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     mod = _kernels.module(_SRC, dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS))
@@ -500,7 +500,7 @@ def _auto(x, w, bias, stride, pad, out_hw, separable=None):
     sep = bool(separable) and separable_worth_checking(w.shape)
     cands = _candidates(x, w, stride, sep)
     try:
-        from .. import _autotune
+        from sigconv.registry import tune as _autotune
     except ImportError:
         return cands[0]
     scratch = []

@@ -1,6 +1,6 @@
 """Peers: the library implementations sigconv's kernels are measured against (``sigconv bench``).
 
-Each peer is a :class:`sigconv._registry.Variant` with ``kind="peer"``, so the bench, the tests and
+Each peer is a :class:`sigconv.registry.table.Variant` with ``kind="peer"``, so the bench, the tests and
 the TUI find them in the same registry as sigconv's own variants. This module is imported when the
 registry loads: it only declares records; torch, CuPy and SciPy are imported inside the launchers.
 
@@ -28,7 +28,7 @@ is correct but not what the peer would be timed on.
 
 from __future__ import annotations
 
-from .._registry import Variant, register
+from sigconv.registry.table import Variant, register
 
 __all__ = ["NotSupported", "clear_caches"]
 
@@ -204,7 +204,7 @@ def ndimage_corr2d(ndi, x, w, bias, stride, pad, out_hw):
 
 def signal_corr2d(fn, x, w, bias, stride, pad, out_hw):
     """Single-channel correlation through ``fn(in1, in2, mode)`` (scipy/cupyx signal.convolve2d):
-    SciPy's modes natively (see ``sigconv._api.window_2d``), other windows via a canvas."""
+    SciPy's modes natively (see ``sigconv.engine.ops.window_2d``), other windows via a canvas."""
     _single_channel(x, w, bias, stride)
     xp = _xp_of(x)
     kH, kW = w.shape[2:]

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import LAST_AXIS, check_axis, check_orientation
+from sigconv._core.checks import LAST_AXIS, check_axis, check_orientation
 
 __all__ = ["spectral_denoise", "SpectralFileFilter", "file_filter_factory"]
 
@@ -383,7 +383,7 @@ class _Gate:
     def smooth(self, m, lo_pad, hi_pad):
         """m: (Cm, n, F) raw masks; lo_pad/hi_pad frames of edge replication in time are added before the
         ``passes`` valid box passes; returns (Cm, n + lo_pad + hi_pad - 2*r_s, F)."""
-        from ._conv2d import conv2d
+        from sigconv._conv2d import conv2d
 
         xp = self.xp
         rf = self.passes * (self.box_f // 2)
@@ -557,8 +557,9 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
     >>> float(np.max(np.abs(sigconv.spectral_denoise(noisy, fs, prop_decrease=0, backend="cpu") - noisy))) < 1e-9
     True
     """
-    from ._api import _backend_for, _is_cupy, _like, _to_backend, _xp
-    from ._validate import float_dtype
+    from sigconv._core.xp import array_namespace as _xp, is_cupy as _is_cupy, like as _like, to_backend as _to_backend
+    from sigconv.engine.ops import backend_for as _backend_for
+    from sigconv._core.checks import float_dtype
 
     xp_in = _xp(x)
     x = xp_in.asarray(x)
@@ -615,7 +616,7 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
 
 
 def _make_file_filter_class():
-    from ._engine import BlockFilter
+    from sigconv.engine.file import BlockFilter
 
     class SpectralFileFilter(BlockFilter):
         """Spectral gate for the file engine: a fixed delay of ``n_fft + R*hop`` samples (R: the frames of context
@@ -749,9 +750,10 @@ def file_filter_factory(args, info, backend):
 
     ``make(info, spec)`` returns a :class:`SpectralFileFilter`. Bad values raise ``ValueError`` (exit 2); data
     problems (the noise clip's rate or channels, an unreadable clip, an empty range or one beyond the file, a
-    noise source shorter than one STFT frame) raise ``sigconv._engine.InputError`` with one line.
+    noise source shorter than one STFT frame) raise ``sigconv.InputError`` with one line.
     """
-    from ._engine import InputError, pcm_spec, probe
+    from sigconv._core.errors import InputError
+    from sigconv.engine.audio import pcm_spec, probe
 
     fs = info.samplerate
     clip, rng = getattr(args, "noise_clip", None), getattr(args, "noise_from", None)
@@ -763,7 +765,7 @@ def file_filter_factory(args, info, backend):
               freq_smooth_hz=args.freq_smooth, time_smooth_ms=args.time_smooth, n_fft=args.n_fft, hop=args.hop,
               share_mask=args.share_mask, backend=backend, variant=args.variant, block=args.block)
     if args.variant != "auto":  # one line listing the valid names, before any work
-        from ._registry import get
+        from sigconv.registry.table import get
 
         get("conv2d", backend, args.variant)
 

@@ -76,7 +76,7 @@ class Variant:
 
     def availability(self) -> Optional[str]:
         """``None`` when usable on this machine, else the one-line reason why not."""
-        from . import _devices
+        from sigconv._core import devices as _devices
 
         for req in self.requires:
             reason = _devices.unavailable(req)
@@ -168,4 +168,4 @@ def _ensure_loaded() -> None:
     if _LOADED:
         return
     _LOADED = True
-    from .backends import _entries  # noqa: F401  (registers on import)
+    from sigconv.backends import _entries  # noqa: F401  (registers on import)

@@ -39,7 +39,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._engine import InputError
+from sigconv._core.errors import InputError
 
 #: Tables at least this large (bytes) are streamed.
 STREAM_MIN_BYTES = 64 << 20
@@ -77,7 +77,7 @@ class _Source:
     def __init__(self, path: Path, kind: str, time_column: Optional[str]):
         import pyarrow as pa
 
-        from . import formats
+        from sigconv.engine.batch import formats
 
         self.path, self.kind = path, kind
         try:
@@ -214,7 +214,7 @@ def _pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
     values are not all out yet (the filter lags by its delay, and by the left extension's wait)."""
     import pyarrow as pa
 
-    from .process import ExtendedFeed
+    from sigconv.engine.batch.process import ExtendedFeed
 
     pending: collections.deque = collections.deque()  # record batches waiting for their filtered values
     written = 0
@@ -266,8 +266,8 @@ def do_table(task, s, inp: Path, out: Path, outdir: Path, res) -> bool:
     the in-memory path does."""
     import pyarrow as pa
 
-    from . import formats
-    from .process import _check_length, atomic_output, edge_rule, make_block_filter, run_extension, taps_for
+    from sigconv.engine.batch import formats
+    from sigconv.engine.batch.process import _check_length, atomic_output, edge_rule, make_block_filter, run_extension, taps_for
 
     kind = task["kind"]
     src = _Source(inp, kind, s.time_column)

@@ -28,7 +28,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._engine import InputError, OutputError
+from sigconv._core.errors import InputError, OutputError
 
 #: Rates at or above this are recordings (audio default band); below, sensor logs.
 AUDIO_MIN_RATE = 8000.0
@@ -60,7 +60,7 @@ def backend_here(asked: str) -> str:
     """The backend of this process, resolved once (a GPU context is made only by the first GPU file)."""
     global _BACKEND
     if _BACKEND is None:
-        from .. import _devices
+        from sigconv._core import devices as _devices
 
         try:
             _BACKEND = _devices.resolve_backend(asked)
@@ -71,12 +71,12 @@ def backend_here(asked: str) -> str:
 
 def default_filter(s: SimpleNamespace, fs: float):
     """(taps, description) for a file of rate ``fs`` when no filter option was given."""
-    from ..cli import build_taps
+    from sigconv.cli import build_taps
 
     if fs >= AUDIO_MIN_RATE:
         taps, desc, _ = build_taps(s, fs)
         return taps, f"{desc} [default for recordings]"
-    from .._design import design_fir
+    from sigconv.engine.design import design_fir
 
     lo, hi = LOG_HIGHPASS * fs, LOG_LOWPASS * fs
     taps = design_fir("bandpass", (lo, hi), fs, numtaps=s.taps, transition=None if s.taps else LOG_TRANSITION * fs)
@@ -99,7 +99,7 @@ def taps_for(s: SimpleNamespace, fs: float, edges: Optional[str] = None):
            repr(sorted((k, v) for k, v in vars(s).items() if k not in ("columns", "time_column"))))
     hit = _TAPS_CACHE.get(key)
     if hit is None:
-        from ..cli import UsageError, build_taps
+        from sigconv.cli import UsageError, build_taps
 
         try:
             if s.band is None and s.lowpass is None and s.highpass is None and not s.notch:
@@ -121,10 +121,11 @@ def make_block_filter(taps, channels: int, s: SimpleNamespace):
     GPU through the cuda FileFilter in float32."""
     backend = backend_here(s.backend)
     if backend == "cpu":
-        from .._engine import CPUFileFilter, pcm_spec
+        from sigconv.engine.audio import pcm_spec
+        from sigconv.engine.file import CPUFileFilter
 
         return CPUFileFilter(taps, channels, pcm_spec("DOUBLE"), phase=s.phase, variant=s.variant)
-    from ..backends.cuda1d import FileFilter
+    from sigconv.backends.cuda1d import FileFilter
 
     return FileFilter(taps, channels, read_dtype="float32", phase=s.phase, out_dtype="float32", clip=False,
                       variant=s.variant, block=s.block)
@@ -353,8 +354,8 @@ def filter_columns(x: np.ndarray, taps, s: SimpleNamespace, warnings: list, name
 def atomic_output(out: Path, outdir: Path, inp: Path):
     """Yield a temporary path beside ``out``; rename it onto ``out`` on success, remove it on any error
     (KeyboardInterrupt included). The output path is checked before and again just before the rename."""
-    from .._atomic import atomic_output as _atomic_output
-    from .discovery import output_problem
+    from sigconv._core.atomic import atomic_output as _atomic_output
+    from sigconv.engine.batch.discovery import output_problem
 
     why = output_problem(inp, out, outdir)
     if why:
@@ -378,7 +379,7 @@ def _check_length(taps, frames, fs, path):
 
 
 def _do_table(task, s, inp, out, outdir, res):
-    from . import formats, stream
+    from sigconv.engine.batch import formats, stream
 
     if stream.wanted(inp, task["kind"]) and stream.do_table(task, s, inp, out, outdir, res):
         return  # streamed (large files); else redone here, in memory
@@ -401,7 +402,7 @@ def _do_table(task, s, inp, out, outdir, res):
 
 
 def _do_npy(task, s, inp, out, outdir, res):
-    from . import formats
+    from sigconv.engine.batch import formats
 
     a, fs, was_1d = formats.read_npy(inp, s.fs)
     n, C = a.shape
@@ -428,21 +429,22 @@ def _do_npy(task, s, inp, out, outdir, res):
 
 
 def _do_audio(task, s, inp, out, outdir, res):
-    from .._engine import filter_file, probe
-    from ..cli import make_file_filter
+    from sigconv.engine.audio import probe
+    from sigconv.engine.file import filter_file
+    from sigconv.cli import make_file_filter
 
     info = probe(inp)
     fs = float(info.samplerate)
     backend = backend_here(s.backend)
     if s.method == "spectral":
-        from .._spectral import file_filter_factory
+        from sigconv.engine.spectral import file_filter_factory
 
         make, desc = file_filter_factory(s, info, backend)
     else:
         taps, desc = taps_for(s, fs, "zero")  # audio: zero padding, as `sigconv denoise`
         _check_length(taps, info.frames, fs, inp)
         make = make_file_filter(backend, taps, s)
-    from .discovery import output_problem
+    from sigconv.engine.batch.discovery import output_problem
 
     why = output_problem(inp, out, outdir)
     if why:

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from ._errors import OutputError
+from sigconv._core.errors import OutputError
 
 __all__ = ["atomic_output", "PART_SUFFIX"]
 

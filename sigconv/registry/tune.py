@@ -57,7 +57,7 @@ def _section(sources) -> str:
     """GPU name | driver version | kernel source hash: entries are valid only for this triple."""
     import cupy
 
-    from . import _kernels
+    from sigconv import _kernels
 
     dev = cupy.cuda.Device()
     props = cupy.cuda.runtime.getDeviceProperties(dev.id)
@@ -228,7 +228,7 @@ def add_tune_arguments(parser) -> None:
 
 def run_tune(args) -> int:
     """Fill the autotune cache for common shape classes; print each choice. 1 when no GPU."""
-    from . import _devices
+    from sigconv._core import devices as _devices
 
     reason = _devices.cuda_reason()
     if reason:
@@ -236,7 +236,7 @@ def run_tune(args) -> int:
         return 1
     import cupy
 
-    from .backends import cuda1d
+    from sigconv.backends import cuda1d
 
     if not _enabled():
         print("sigconv tune: SIGCONV_AUTOTUNE=0 disables timing; nothing to do")
@@ -256,7 +256,7 @@ def run_tune(args) -> int:
             cupy.get_default_memory_pool().free_all_blocks()
     if not getattr(args, "no_2d", False):
         try:
-            from .backends import cuda2d
+            from sigconv.backends import cuda2d
         except Exception:  # pragma: no cover
             cuda2d = None
         shapes = getattr(cuda2d, "tune_shapes", None)

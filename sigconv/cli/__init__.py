@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from ._version import __version__
+from sigconv._version import __version__
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -58,7 +58,7 @@ def build_taps(args, fs: float):
     """
     import numpy as np
 
-    from ._design import design_fir, design_notch
+    from sigconv.engine.design import design_fir, design_notch
 
     nyq = fs / 2
     note = None
@@ -130,7 +130,7 @@ def _positive_int(name):
 
 
 def _block(s):
-    from ._validate import check_block
+    from sigconv._core.blocks import check_block
 
     try:
         return check_block(int(s), "--block")
@@ -235,10 +235,10 @@ def _default_output(inp: Path) -> Path:
 def make_file_filter(backend: str, taps, args):
     """``make(info, spec) -> block filter`` for the FIR ``taps`` on ``backend`` ("cpu" or "cuda"), with
     ``args.phase``, ``args.variant`` and ``args.block``; shared by denoise, batch and the TUI."""
-    from ._engine import CPUFileFilter
+    from sigconv.engine.file import CPUFileFilter
 
     if backend == "cpu":
-        from ._registry import get
+        from sigconv.registry.table import get
 
         if args.variant != "auto":
             get("conv1d", "cpu", args.variant)  # ValueError listing the valid names
@@ -248,7 +248,7 @@ def make_file_filter(backend: str, taps, args):
 
         return make
 
-    from .backends.cuda1d import FileFilter
+    from sigconv.backends.cuda1d import FileFilter
 
     def make(info, spec):
         # raw integer samples travel to the GPU (half the bytes of float32 for PCM_16) and are
@@ -272,7 +272,7 @@ def _check_writable(folder: Path) -> None:
     """Fail before any work when the output folder does not take files (os.access is no help for root)."""
     import tempfile
 
-    from ._engine import OutputError
+    from sigconv._core.errors import OutputError
 
     try:
         fd, name = tempfile.mkstemp(prefix=".sigconv-probe-", dir=folder)
@@ -283,8 +283,10 @@ def _check_writable(folder: Path) -> None:
 
 
 def cmd_denoise(args) -> int:
-    from . import _devices
-    from ._engine import InputError, OutputError, filter_file, probe
+    from sigconv._core import devices as _devices
+    from sigconv._core.errors import InputError, OutputError
+    from sigconv.engine.audio import probe
+    from sigconv.engine.file import filter_file
 
     inp = Path(args.input)
     info = probe(inp, allow_truncated=args.allow_truncated)
@@ -305,7 +307,7 @@ def cmd_denoise(args) -> int:
         raise InputError(str(exc)) from None
     note = None
     if args.method == "spectral":
-        from ._spectral import file_filter_factory  # one-line InputError / ValueError on bad options
+        from sigconv.engine.spectral import file_filter_factory  # one-line InputError / ValueError on bad options
 
         make, desc = file_filter_factory(args, info, backend)
     else:
@@ -363,7 +365,7 @@ def _add_variants(sub):
 
 
 def cmd_variants(args) -> int:
-    from ._registry import OPS, variants
+    from sigconv.registry.table import OPS, variants
 
     for op in [args.op] if args.op else OPS:
         print(f"{op}:")
@@ -397,17 +399,17 @@ def make_parser() -> argparse.ArgumentParser:
     _add_variants(sub)
     _add_optional(sub, "bench", "sigconv.bench", "add_bench_arguments", "run_bench",
                   "time sigconv's kernels against cuDNN, CuPy and SciPy")
-    _add_optional(sub, "tune", "sigconv._autotune", "add_tune_arguments", "run_tune",
+    _add_optional(sub, "tune", "sigconv.registry.tune", "add_tune_arguments", "run_tune",
                   "fill the autotuner cache ahead of time")
-    _add_optional(sub, "batch", "sigconv.batch", "add_batch_arguments", "run_batch",
+    _add_optional(sub, "batch", "sigconv.cli.batch", "add_batch_arguments", "run_batch",
                   "filter folders of sensor logs and recordings (CSV, Parquet, NPY, audio)")
-    _add_optional(sub, "tui", "sigconv.tui", "add_tui_arguments", "run_tui",
+    _add_optional(sub, "tui", "sigconv.cli.tui", "add_tui_arguments", "run_tui",
                   "interactive terminal UI: load, choose kernel and block, run, compare latency")
     return p
 
 
 def main(argv=None) -> int:
-    from ._engine import InputError, OutputError
+    from sigconv._core.errors import InputError, OutputError
 
     parser = make_parser()
     try:

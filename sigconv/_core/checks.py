@@ -30,18 +30,6 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def check_block(block, name: str = "block"):
-    """``None`` or a multiple of 32 in [32, 1024] (1-D launch block)."""
-    if block is None:
-        return None
-    if isinstance(block, bool) or not isinstance(block, numbers.Integral):
-        raise ValueError(f"{name} must be an integer multiple of 32 between 32 and 1024, got {block!r}")
-    b = int(block)
-    if b < 32 or b > 1024 or b % 32:
-        raise ValueError(f"{name} must be a multiple of 32 between 32 and 1024, got {b}")
-    return b
-
-
 def check_positive_int(value, name: str, minimum: int = 1):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

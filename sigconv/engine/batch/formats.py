@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._engine import InputError
+from sigconv._core.errors import InputError
 
 #: Column names taken as the time column (case-insensitive), in order of preference.
 TIME_NAMES = ("timestamp", "time", "datetime", "date_time", "t", "ts", "time_s", "seconds", "epoch", "date")

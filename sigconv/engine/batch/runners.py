@@ -23,7 +23,7 @@ from collections import deque
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .process import process_task
+from sigconv.engine.batch.process import process_task
 
 PROC_GPUS = "/proc/driver/nvidia/gpus"
 
@@ -129,7 +129,7 @@ def _pool_context():
     # forkserver: workers are forked from a clean server process (no coordinator threads, no CUDA),
     # with numpy/pyarrow/sigconv preloaded once
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["sigconv._batch.process", "sigconv._batch.formats", "pyarrow.csv",
+    ctx.set_forkserver_preload(["sigconv.engine.batch.process", "sigconv.engine.batch.formats", "pyarrow.csv",
                                 "pyarrow.parquet"])
     return ctx
 
@@ -207,7 +207,7 @@ def run_dask(tasks: Iterable[dict], scheduler: str, jobs: Optional[int], n_gpus:
     """Files as Dask tasks (one whole file per task). ``info`` receives the cluster's description."""
     from distributed import Client, as_completed
 
-    from .._engine import InputError
+    from sigconv._core.errors import InputError
 
     cluster = None
     client = None

@@ -1,4 +1,4 @@
-"""Internals of ``sigconv batch`` (see :mod:`sigconv.batch`), one module per concern.
+"""Internals of ``sigconv batch`` (see :mod:`sigconv.cli.batch`), one module per concern.
 
 - :mod:`.discovery`: inputs (files, folders, globs) -> tasks with a safe output path under OUTDIR.
 - :mod:`.formats`: CSV / Parquet (pyarrow), NPY and audio: read, time column, rate, gaps, write.

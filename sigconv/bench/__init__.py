@@ -2,7 +2,7 @@
 
 Method (issue 3):
 
-- every registered variant and peer (``sigconv._registry``) runs on the same inputs in one process;
+- every registered variant and peer (``sigconv.registry.table``) runs on the same inputs in one process;
 - each one is first checked against a float64 reference; a sigconv variant that disagrees is reported
   as FAIL and not timed, a peer that disagrees is timed but flagged;
 - timing by CUDA events after a warm-up (wall clock for CPU rows), median and 20th/80th percentiles
@@ -41,7 +41,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from . import _devices, _registry
+from sigconv._core import devices as _devices
+
+from sigconv.registry import table as _registry
 
 __all__ = ["add_bench_arguments", "run_bench", "Case1D", "Case2D"]
 
@@ -124,7 +126,7 @@ class Case1D:
         return [(xp.ascontiguousarray(_randn(xp, rng, (self.C, self.L), dtype)), w) for _ in range(nbuf)]
 
     def run_variant(self, backend, variant, block, inp):
-        from ._api import corr1d
+        from sigconv.engine.ops import corr1d
 
         x, w = inp
         pad, n = self.window()
@@ -242,7 +244,7 @@ class Case2D:
         return [(xp.ascontiguousarray(_randn(xp, rng, shape, dtype)), w) for _ in range(nbuf)]
 
     def run_variant(self, backend, variant, block, inp):
-        from ._api import corr2d
+        from sigconv.engine.ops import corr2d
 
         x, w = inp
         return corr2d(x, w, None, tuple(self.stride), tuple(self.pad), self.out_hw(), backend=backend,
@@ -254,7 +256,7 @@ class Case2D:
 
     def reference(self, xp, inp):
         """float64 shift-and-add over taps (one GEMM over input channels per tap)."""
-        from .backends.peers import canvas_2d
+        from sigconv.backends.peers import canvas_2d
 
         x, w = inp
         x64, w64 = x.astype(np.float64), w.astype(np.float64)
@@ -567,7 +569,7 @@ def _rows_for(ctx: _Ctx, backend: str) -> tuple[list, list]:
 
 
 def _free(xp) -> None:
-    from .backends import peers
+    from sigconv.backends import peers
 
     peers.clear_caches()
     if xp is not np:
@@ -588,7 +590,7 @@ def _auto_choice(ctx: _Ctx, case, inp) -> Optional[str]:
     """What ``auto`` picked (variant/block), when the backend says."""
     try:
         if ctx.op == "conv1d":
-            from .backends import cuda1d
+            from sigconv.backends import cuda1d
 
             fn = getattr(cuda1d, "resolve_auto", None)
             if fn is None:
@@ -596,7 +598,7 @@ def _auto_choice(ctx: _Ctx, case, inp) -> Optional[str]:
             pad, n = case.window()
             v, b = fn(inp[0], inp[1], pad, n)
         else:
-            from .backends import cuda2d
+            from sigconv.backends import cuda2d
 
             fn = getattr(cuda2d, "resolve_auto", None) or getattr(cuda2d, "_auto", None)
             if fn is None:
@@ -777,7 +779,7 @@ def _run_group(ctx: _Ctx, case, backend: str) -> None:
             _record(ctx, case, backend, p.name, "peer", status="skipped",
                     note=f"direct summation of {case.macs():.2g} MACs would take seconds (--max-direct-macs)")
             continue
-        from .backends.peers import NotSupported
+        from sigconv.backends.peers import NotSupported
 
         try:
             fn = p.load()
@@ -1004,7 +1006,7 @@ def summary(ctx: _Ctx) -> str:
 
 def _version() -> str:
     try:
-        from ._version import __version__
+        from sigconv._version import __version__
 
         return __version__
     except Exception:

@@ -6,9 +6,11 @@ import numbers
 
 import numpy as np
 
-from . import _devices
-from ._api import _is_cupy, _taps
-from ._validate import check_block, check_positive_int, float_dtype
+from sigconv._core import devices as _devices
+from sigconv._core.blocks import check_block
+from sigconv._core.checks import check_positive_int, float_dtype
+from sigconv._core.xp import is_cupy
+from sigconv.engine.ops import check_taps
 
 __all__ = ["FIRStream"]
 
@@ -50,7 +52,7 @@ class FIRStream:
 
     def __init__(self, taps, channels: int = 1, fs=None, *, axis: int = -1, dtype=None, backend: str = "auto",
                  variant: str = "auto", block=None):
-        taps = _taps(taps, "taps")
+        taps = check_taps(taps, "taps")
         self.channels = check_positive_int(channels, "channels")
         if fs is not None and not (isinstance(fs, numbers.Real) and np.isfinite(fs) and fs > 0):
             raise ValueError(f"fs must be a positive sample rate in Hz, got {fs!r}")
@@ -64,20 +66,20 @@ class FIRStream:
         check_block(block)
         self.backend = _devices.resolve_backend(backend)
         self.variant, self.block = variant, block
-        host_taps = taps.get() if _is_cupy(taps) else np.asarray(taps)
+        host_taps = taps.get() if is_cupy(taps) else np.asarray(taps)
         if self.backend == "cpu":
-            from .backends.cpu import OverlapSave
+            from sigconv.backends.cpu import OverlapSave
 
             self._f = OverlapSave(host_taps, self.channels, self.dtype, method=variant)
         else:
-            from .backends.cuda1d import StreamFilter
+            from sigconv.backends.cuda1d import StreamFilter
 
             self._f = StreamFilter(host_taps, self.channels, self.dtype, variant=variant, block=block)
         self.numtaps = int(host_taps.size)
 
     def _as_cn(self, packet):
         xp = np
-        if _is_cupy(packet):
+        if is_cupy(packet):
             import cupy as xp
         a = xp.asarray(packet)
         if a.ndim == 1 and self.channels == 1:
@@ -101,7 +103,7 @@ class FIRStream:
     def process(self, packet):
         """Filter the next packet; returns as many output samples as it holds."""
         x, form = self._as_cn(packet)
-        if self.backend == "cpu" and _is_cupy(x):
+        if self.backend == "cpu" and is_cupy(x):
             x = x.get()
         return self._out(self._f.process(x), form)
 

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from .cli import (EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, UsageError, _positive_float, _positive_int,
+from sigconv.cli import (EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, UsageError, _positive_float, _positive_int,
                   add_backend_arguments, add_filter_arguments, add_spectral_arguments)
 
 __all__ = ["add_batch_arguments", "run_batch"]
@@ -56,7 +56,7 @@ def add_batch_arguments(p) -> None:
     p.add_argument("-o", "--output-dir", required=True, metavar="OUTDIR", help="where the filtered files go")
     p.add_argument("-r", "--recursive", action="store_true", help="look into subfolders (and ** in patterns)")
     p.add_argument("--method", choices=("fir", "spectral"), default="fir",
-                   help="fir (default) or spectral (audio files; needs sigconv._spectral)")
+                   help="fir (default) or spectral (audio files; needs sigconv.engine.spectral)")
     add_filter_arguments(p)
     add_spectral_arguments(p)
     g = p.add_argument_group("sensor logs (CSV, Parquet, NPY)")
@@ -159,20 +159,20 @@ def _mb(n: float) -> str:
 
 
 def run_batch(args) -> int:
-    from ._batch import runners
-    from ._batch.discovery import DiscoveryError, discover, output_problem
-    from ._batch.manifest import Manifest, settings_hash
-    from ._engine import InputError, OutputError
+    from sigconv.engine.batch import runners
+    from sigconv.engine.batch.discovery import DiscoveryError, discover, output_problem
+    from sigconv.engine.batch.manifest import Manifest, settings_hash
+    from sigconv._core.errors import InputError, OutputError
 
     if args.method == "spectral":
         try:
-            from ._spectral import file_filter_factory  # noqa: F401
+            from sigconv.engine.spectral import file_filter_factory  # noqa: F401
         except ImportError:
-            raise UsageError("--method spectral is not available in this build (sigconv._spectral is missing); "
+            raise UsageError("--method spectral is not available in this build (sigconv.engine.spectral is missing); "
                              "use --method fir") from None
     if args.scheduler is None and args.backend == "cuda":
         # fail before any work; safe for the workers: pool workers come from a fresh forkserver process
-        from . import _devices
+        from sigconv._core import devices as _devices
 
         try:
             _devices.resolve_backend("cuda")
@@ -186,7 +186,7 @@ def run_batch(args) -> int:
     except OSError as exc:
         raise OutputError(f"{outdir}: cannot create OUTDIR ({exc.strerror})") from None
     outdir = Path(os.path.abspath(outdir))
-    from .cli import _check_writable
+    from sigconv.cli import _check_writable
 
     _check_writable(outdir)
     try:

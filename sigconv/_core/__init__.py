@@ -1,0 +1,1 @@
+"""Foundations every layer may use: errors, argument checks, atomic output, devices."""

@@ -1,0 +1,1 @@
+"""The engine: array operations, file, stream, spectral and batch pipelines."""

@@ -1,0 +1,1 @@
+"""The registry of convolution implementations: variants, the auto choice, tuning."""
