@@ -13,9 +13,8 @@ import scipy.ndimage
 import scipy.signal
 
 from sigconv import bench
-
 from sigconv._core import devices as _devices
-
+from sigconv.cli.bench import add_bench_arguments, run_bench
 from sigconv.registry import table as _registry
 from sigconv.engine.ops import window_1d, window_2d
 from sigconv.backends import peers
@@ -30,8 +29,8 @@ GPU = _devices.cuda_reason() is None
 
 def _run(argv, capsys=None):
     p = argparse.ArgumentParser()
-    bench.add_bench_arguments(p)
-    return bench.run_bench(p.parse_args(argv))
+    add_bench_arguments(p)
+    return run_bench(p.parse_args(argv))
 
 
 def _load(out_dir):
@@ -44,7 +43,7 @@ def _load(out_dir):
 
 
 def test_peers_are_registered_with_kind_peer():
-    """Every peer named in issues 3 and 4 is in the registry as kind 'peer' and its launcher imports."""
+    """Every peer the bench compares with is in the registry as kind 'peer' and its launcher imports."""
     for op, want in (("conv1d", PEERS_1D), ("conv2d", PEERS_2D)):
         got = {p.name: p for p in _registry.entries(op, kind="peer")}
         assert want <= set(got), want - set(got)
@@ -89,9 +88,8 @@ PEER_FNS_1D = {
 
 @pytest.mark.parametrize("name", sorted(PEER_FNS_1D))
 @pytest.mark.parametrize("C,L,K", [(1, 41, 7), (3, 40, 6), (2, 5, 9), (1, 1, 1), (2, 33, 2)])
-def test_peer_1d_computes_the_contract(name, C, L, K):
+def test_peer_1d_computes_the_contract(name, C, L, K, rng):
     """Each 1-D peer helper computes y[c,n] = sum_j w[j] x[c, n+j-pad] for every mode and odd windows."""
-    rng = np.random.default_rng()
     x, w = rng.standard_normal((C, L)), rng.standard_normal(K)
     windows = [window_1d(m, L, K) for m in ("full", "same", "valid")] + [(K - 1, L), (2, 3)]
     for pad, n in windows:
@@ -111,11 +109,10 @@ PEER_FNS_2D = {
 
 @pytest.mark.parametrize("name", sorted(PEER_FNS_2D))
 @pytest.mark.parametrize("H,W,kH,kW", [(7, 9, 3, 3), (6, 5, 2, 4), (3, 3, 5, 4), (1, 8, 1, 3)])
-def test_peer_2d_computes_the_contract(name, H, W, kH, kW):
+def test_peer_2d_computes_the_contract(name, H, W, kH, kW, rng):
     """Single-channel 2-D peer helpers match the float64 reference for SciPy's modes and an odd window."""
     from sigconv.backends.cpu import corr2d_direct
 
-    rng = np.random.default_rng()
     x, w, b = rng.standard_normal((1, 1, H, W)), rng.standard_normal((1, 1, kH, kW)), rng.standard_normal(1)
     windows = []
     for m in ("full", "same", "valid"):
@@ -131,11 +128,10 @@ def test_peer_2d_computes_the_contract(name, H, W, kH, kW):
             assert y.shape == ref.shape and np.abs(y - ref).max() <= 1e-9 * (1 + np.abs(ref).max()), (pad, ohw)
 
 
-def test_scipy_2d_peer_multichannel_stride():
+def test_scipy_2d_peer_multichannel_stride(rng):
     """The SciPy conv2d peer handles channels, bias, padding and stride like torch's conv2d."""
     from sigconv.backends.cpu import corr2d_direct
 
-    rng = np.random.default_rng()
     x, w, b = rng.standard_normal((2, 3, 11, 13)), rng.standard_normal((4, 3, 3, 2)), rng.standard_normal(4)
     for stride, pad in (((1, 1), (1, 1)), ((2, 3), (2, 0))):
         ohw = ((11 + 2 * pad[0] - 3) // stride[0] + 1, (13 + 2 * pad[1] - 2) // stride[1] + 1)
@@ -254,8 +250,8 @@ def test_cpu_rows_shrink_large_cases():
     assert spec.W < 65536 and spec.H == 1025
 
 
-def test_default_sets_match_the_issues():
-    """Default conv1d/conv2d sets are the issue 3 and 4 target shapes."""
+def test_default_sets_are_the_target_shapes():
+    """Default conv1d/conv2d sets are the target shapes of the verdicts."""
     c1 = bench.default_cases_1d(False)
     assert [(c.C, c.L, c.K) for c in c1[:6]] == [(1, 1 << 26, k) for k in (7, 25, 63, 255, 1023, 4095)]
     assert (8, 1 << 23, 4095) in [(c.C, c.L, c.K) for c in c1] and (c1[-1].C, c1[-1].L, c1[-1].K) == (1, 1 << 22, 25)
@@ -264,16 +260,12 @@ def test_default_sets_match_the_issues():
     assert ("B", 1, 6, 768, 512, 6, 6, (0, 0)) in c2 and ("A", 16, 256, 128, 128, 256, 3, (1, 1)) in c2
 
 
-def test_check_scales_rounding_by_the_terms_not_the_result():
+def test_check_scales_rounding_by_the_terms_not_the_result(rng):
     """A log with a large offset (accel_z ~ 9.8) through a high-pass: the result is tiny beside its terms,
     so a correct float32 result differs from float64 by more than 1e-5 of ||ref||; the check must pass it
     (it is within the rounding of its terms) and still fail a wrong tap or an unwritten element."""
-    import numpy as np
-
-    from sigconv import bench
     from sigconv.engine.design import design_fir
 
-    rng = np.random.default_rng()
     x = (9.8 + 1e-4 * rng.standard_normal((1, 1 << 20))).astype(np.float32)
     w = design_fir("highpass", 1.0, 100.0).astype(np.float32)
     case = bench.Case1D(1, x.shape[1], w.size)
@@ -288,37 +280,33 @@ def test_check_scales_rounding_by_the_terms_not_the_result():
         return acc[None]
 
     ref = case.reference(np, (x, w))
-    rounding = bench._rounding(np, case, (x, w), ref, "float32")
+    rounding = bench.rounding_scale(np, case, (x, w), ref, "float32")
     assert rounding()[2] == w.size and rounding() is rounding()
     y = f32_kernel(w)
-    ok, err, note = bench._check(np, y, ref, 1e-5)
+    ok, err, note = bench.check_result(np, y, ref, 1e-5)
     assert not ok and err > 1e-5, f"the data no longer shows the problem (err {err:.1e})"
-    ok, err2, note = bench._check(np, y, ref, 1e-5, rounding)
+    ok, err2, note = bench.check_result(np, y, ref, 1e-5, rounding)
     assert ok and err2 == err and "within rounding" in note, note
     bad = y.copy()
     bad[0, 5000] += 0.01 * float(np.abs(ref).max())  # one output off by 1% of the largest output
-    assert not bench._check(np, bad, ref, 1e-5, rounding)[0]
+    assert not bench.check_result(np, bad, ref, 1e-5, rounding)[0]
     w2 = w.copy()
     w2[w.size // 2 + 1] *= 1.01  # one tap next to the centre off by 1%
-    assert not bench._check(np, f32_kernel(w2), ref, 1e-5, rounding)[0]
+    assert not bench.check_result(np, f32_kernel(w2), ref, 1e-5, rounding)[0]
     shifted = np.roll(y, 1, axis=1)  # window off by one sample
-    assert not bench._check(np, shifted, ref, 1e-5, rounding)[0]
+    assert not bench.check_result(np, shifted, ref, 1e-5, rounding)[0]
     hole = y.copy()
     hole[0, 123] = np.nan
-    ok, _, note = bench._check(np, hole, ref, 1e-5, rounding)
+    ok, _, note = bench.check_result(np, hole, ref, 1e-5, rounding)
     assert not ok and "(0, 123)" in note
 
 
-def test_measure_on_a_log_with_an_offset():
+def test_measure_on_a_log_with_an_offset(rng):
     """The TUI's latency path (bench.measure on the loaded data, not random data) on a log with a large
     offset: every row is checked and timed, none flagged."""
-    import numpy as np
-
     from apps.model import _case_1d
-    from sigconv import bench
     from sigconv.engine.design import design_fir
 
-    rng = np.random.default_rng()
     x = (9.8 + 1e-3 * rng.standard_normal((2, 1 << 16))).astype(np.float32)
     taps = design_fir("highpass", 1.0, 100.0)
     records, _ = bench.measure("conv1d", _case_1d(x, taps), ("cpu",), budget=0.05, reps=3)
