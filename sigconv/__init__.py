@@ -1,15 +1,40 @@
 """sigconv: audio and time-series filtering on hand-written CUDA convolution kernels, with a CPU path.
 
-``import sigconv`` never needs a GPU, CuPy or torch; they are imported where used.
+The public names: the SciPy-compatible array API, filter design, streaming, the spectral gate, the typed
+settings (:class:`KernelChoice`, :class:`FirSpec`, :class:`GateSpec`) and the file, log and batch pipelines
+that the command line and the terminal UI are built on. ``import sigconv`` never needs a GPU, CuPy or torch;
+the pipelines are imported on first use.
 """
+
+from importlib import import_module
 
 from sigconv._version import __version__
 from sigconv._api import apply_fir, convolve, convolve2d, correlate, correlate2d
 from sigconv._conv2d import conv2d
+from sigconv._core.blocks import format_block, parse_block
+from sigconv._core.devices import cuda_reason, resolve_backend
+from sigconv._core.errors import InputError, OutputError
 from sigconv.engine.design import design_fir, design_notch
-from sigconv.registry.table import variants
+from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, signal_kind
 from sigconv.engine.spectral import spectral_denoise
 from sigconv.engine.stream import FIRStream
+from sigconv.registry.table import variants
+
+#: Public names whose modules load on first use (file I/O, logs, batch): name -> module.
+_LAZY = {
+    "atomic_output": "sigconv._core.atomic",
+    "AudioInfo": "sigconv.engine.audio",
+    "probe": "sigconv.engine.audio",
+    "FilterResult": "sigconv.engine.file",
+    "DenoiseJob": "sigconv.engine.denoise",
+    "prepare_denoise": "sigconv.engine.denoise",
+    "check_output_path": "sigconv.engine.denoise",
+    "LogData": "sigconv.engine.batch.logs",
+    "read_log": "sigconv.engine.batch.logs",
+    "BatchSettings": "sigconv.engine.batch.settings",
+    "BatchRequest": "sigconv.engine.batch.coordinator",
+    "run_batch": "sigconv.engine.batch.coordinator",
+}
 
 __all__ = [
     "__version__",
@@ -24,4 +49,29 @@ __all__ = [
     "FIRStream",
     "spectral_denoise",
     "variants",
+    "KernelChoice",
+    "FirSpec",
+    "FirDesign",
+    "GateSpec",
+    "signal_kind",
+    "InputError",
+    "OutputError",
+    "cuda_reason",
+    "resolve_backend",
+    "format_block",
+    "parse_block",
+    *_LAZY,
 ]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sigconv' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -268,7 +268,8 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
     except BaseException:
         stop.set()
         for t in threads:
-            t.join(timeout=5)
+            if t.ident is not None:  # an interrupt may land before every thread has started
+                t.join(timeout=5)
         raise
     threads[0].join()
     return FilterResult(info.frames, time.perf_counter() - t0, int(flt.clipped), out_path, info,

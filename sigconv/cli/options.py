@@ -1,0 +1,146 @@
+"""The command-line options shared by `denoise`, `batch` and `tune`, and the typed settings they become.
+
+argparse lives here and in the command modules only: :func:`fir_spec_from_args`, :func:`gate_spec_from_args` and
+:func:`kernel_from_args` turn parsed options into the engine's frozen settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from sigconv import FirSpec, GateSpec, KernelChoice, parse_block
+from sigconv.cli.errors import UsageError
+
+__all__ = ["positive_float", "positive_int", "add_filter_arguments", "add_spectral_arguments",
+           "add_backend_arguments", "fir_spec_from_args", "gate_spec_from_args", "kernel_from_args"]
+
+
+def positive_float(name):
+    def conv(s):
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number in Hz, got {s!r}") from None
+        if not math.isfinite(v) or v <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive frequency in Hz, got {s}")
+        return v
+
+    return conv
+
+
+def positive_int(name):
+    def conv(s):
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}") from None
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {v}")
+        return v
+
+    return conv
+
+
+def _block(s):
+    try:
+        return parse_block(s)  # checked against the variant's rules where the KernelChoice is made
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_filter_arguments(p) -> None:
+    """The FIR filter options shared by `denoise` and `batch`."""
+    g = p.add_argument_group("FIR filter (method fir)")
+    g.add_argument("--lowpass", type=positive_float("--lowpass"), metavar="HZ", help="low-pass cutoff")
+    g.add_argument("--highpass", type=positive_float("--highpass"), metavar="HZ", help="high-pass cutoff")
+    g.add_argument("--band", type=positive_float("--band"), nargs=2, metavar=("LO", "HI"), help="band-pass edges")
+    g.add_argument("--notch", type=positive_float("--notch"), nargs="+", metavar="HZ",
+                   help="remove these frequencies (e.g. 50 100 150)")
+    g.add_argument("--notch-width", type=positive_float("--notch-width"), default=5.0, metavar="HZ",
+                   help="width of each notch (default 5 Hz)")
+    g.add_argument("--taps", type=positive_int("--taps"), metavar="N",
+                   help="filter length (default: from the transition width)")
+    g.add_argument("--transition", type=positive_float("--transition"), metavar="HZ",
+                   help="transition width (default: 25%% of the lowest edge)")
+    g.add_argument("--phase", choices=("zero", "linear"), default="zero",
+                   help="zero: centred, no delay (default); linear: causal, delayed by (taps-1)/2")
+
+
+def _fraction(name):
+    def conv(s):
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number between 0 and 1, got {s!r}") from None
+        if not 0 <= v <= 1:
+            raise argparse.ArgumentTypeError(f"{name} must be between 0 and 1, got {v:g}")
+        return v
+
+    return conv
+
+
+def _seconds(name):
+    def conv(s):
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} takes times in seconds, got {s!r}") from None
+        if not math.isfinite(v) or v < 0:
+            raise argparse.ArgumentTypeError(f"{name} takes non-negative times in seconds, got {s}")
+        return v
+
+    return conv
+
+
+def add_spectral_arguments(p) -> None:
+    """The spectral-gate options shared by `denoise` and `batch` (method spectral)."""
+    g = p.add_argument_group("spectral gate (method spectral)")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--noise-clip", metavar="FILE", help="a recording of the noise alone (same rate and channels)")
+    src.add_argument("--noise-from", type=_seconds("--noise-from"), nargs=2, metavar=("START", "END"),
+                     help="a time range of the input (seconds) that holds only noise")
+    g.add_argument("--strength", type=_fraction("--strength"), default=1.0, metavar="0..1",
+                   help="how much of the gated energy is removed (prop_decrease; default 1)")
+    g.add_argument("--stationary", dest="stationary", action="store_true", default=True,
+                   help="one noise floor per frequency (default)")
+    g.add_argument("--non-stationary", dest="stationary", action="store_false",
+                   help="follow a slowly varying noise floor")
+    g.add_argument("--n-std", type=positive_float("--n-std"), default=1.5, metavar="X",
+                   help="gate threshold in standard deviations above the noise mean (default 1.5)")
+    g.add_argument("--freq-smooth", type=positive_float("--freq-smooth"), default=500.0, metavar="HZ",
+                   help="mask smoothing across frequency (default 500 Hz)")
+    g.add_argument("--time-smooth", type=positive_float("--time-smooth"), default=50.0, metavar="MS",
+                   help="mask smoothing across time (default 50 ms)")
+    g.add_argument("--n-fft", type=positive_int("--n-fft"), default=2048, metavar="N", help="STFT size (default 2048)")
+    g.add_argument("--hop", type=positive_int("--hop"), default=None, metavar="N", help="STFT hop (default n_fft/4)")
+    g.add_argument("--share-mask", action="store_true", help="one mask for all channels (keeps the stereo image)")
+
+
+def add_backend_arguments(p) -> None:
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--variant", default="auto", help="kernel variant (see 'sigconv variants')")
+    p.add_argument("--block", type=_block, metavar="N", help="CUDA threads per block (multiple of 32, <= 1024)")
+
+
+def fir_spec_from_args(args) -> FirSpec:
+    """The FIR options as a FirSpec (a value that cannot fit: UsageError, exit 2)."""
+    try:
+        return FirSpec(band=tuple(args.band) if args.band else None, lowpass=args.lowpass, highpass=args.highpass,
+                       notch=tuple(args.notch or ()), notch_width=args.notch_width, taps=args.taps,
+                       transition=args.transition, phase=args.phase)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def gate_spec_from_args(args) -> GateSpec:
+    """The spectral-gate options as a GateSpec (ValueError, exit 2, on options that do not combine)."""
+    return GateSpec(noise_clip=args.noise_clip, noise_from=tuple(args.noise_from) if args.noise_from else None,
+                    strength=args.strength, stationary=args.stationary, n_std=args.n_std,
+                    freq_smooth_hz=args.freq_smooth, time_smooth_ms=args.time_smooth, n_fft=args.n_fft, hop=args.hop,
+                    share_mask=args.share_mask)
+
+
+def kernel_from_args(args, op: str = "conv1d") -> KernelChoice:
+    """--backend, --variant and --block as a KernelChoice for ``op`` (ValueError naming the valid variants)."""
+    return KernelChoice(op=op, backend=args.backend, variant=args.variant, block=args.block)
