@@ -1,4 +1,5 @@
-"""sigconv's terminal UI (Textual). Installed as ``sigconv.apps``; run from a checkout as ``apps``.
+"""sigconv's terminal UI (Textual), ``sigconv tui``. Installed as ``sigconv.apps``; run from a checkout as ``apps``.
 
-The UI itself (``sigconv tui``) is issue 6; this package is where its screens and widgets live.
+``loading``, ``running`` and ``latency`` hold what the UI does (no Textual import there); the other modules are
+its screens and widgets, and ``app.make_app`` builds the application for the command line and the tests.
 """

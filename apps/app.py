@@ -13,15 +13,20 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 
-from . import model
+import sigconv
+
 from .controls import ControlPanel
 from .dialogs import ConfirmScreen, PathScreen
 from .error_panel import ErrorPanel
 from .file_browser import FileBrowserScreen
 from .kernel_picker import KernelPicker
+from .latency import Latency, export_latency, measure_latency
 from .latency_view import LatencyView
+from .loading import Signal, load_signal
 from .messages import (FileLoaded, JobCancelled, JobFailed, LatencyReady, LoadFailed, Progress, RunFinished, Saved,
                        SettingsChanged)
+from .running import (CancelledError, RunResult, Settings, check_choice, check_output, default_output, fit_band,
+                      run_filter, save_output)
 from .signal_view import SignalView
 
 TABS = ("kernel", "signal", "latency")
@@ -48,20 +53,18 @@ class SigconvApp(App):
                  chunk_frames: int = 1 << 16, chunk_delay: float = 0.0,
                  measure: Optional[Callable] = None) -> None:
         super().__init__()
-        from sigconv._core import devices as _devices
-
-        self.gpu_reason = _devices.cuda_reason()
+        self.gpu_reason = sigconv.cuda_reason()
         if backend == "auto":
             backend = "cpu" if self.gpu_reason else "cuda"
-        self.settings = model.Settings(backend=backend)
+        self.settings = Settings(backend=backend)
         self.initial_path = path
         self.root = Path(root) if root else (Path(path).resolve().parent if path else Path.cwd())
         self.latency_opts = dict(budget=latency_budget, reps=latency_reps, max_frames=latency_frames)
         self.chunk_frames, self.chunk_delay = chunk_frames, chunk_delay
-        self.measure = measure or model.measure_latency
-        self.signal: Optional[model.Signal] = None
-        self.result: Optional[model.RunResult] = None
-        self.latency: Optional[model.Latency] = None
+        self.measure = measure or measure_latency
+        self.signal: Optional[Signal] = None
+        self.result: Optional[RunResult] = None
+        self.latency: Optional[Latency] = None
         self.cancel_event = threading.Event()
         self.busy: Optional[str] = None  # task running now
         self.status_text = ""
@@ -130,11 +133,9 @@ class SigconvApp(App):
 
     @work(thread=True, exclusive=True, group="load")
     def _load_worker(self, path: str) -> None:
-        from sigconv._core.errors import InputError
-
         try:
-            self.post_message(FileLoaded(model.load_signal(path)))
-        except InputError as exc:
+            self.post_message(FileLoaded(load_signal(path)))
+        except sigconv.InputError as exc:
             self.post_message(LoadFailed(path, str(exc)))
         except Exception as exc:  # noqa: BLE001 (anything else: one line, app stays up)
             self.post_message(LoadFailed(path, f"{type(exc).__name__}: {exc}".splitlines()[0]))
@@ -145,7 +146,7 @@ class SigconvApp(App):
         self.signal, self.result, self.latency = sig, None, None
         self.query_one(ErrorPanel).clear()
         self.query_one("#file-info", Static).update(sig.summary())
-        s = model.fit_band(self.settings, sig.fs)
+        s = fit_band(self.settings, sig.fs)
         if s != self.settings:
             self.settings = s
             panel = self.query_one(ControlPanel)
@@ -181,8 +182,6 @@ class SigconvApp(App):
                     raise ValueError("2D k must be an odd integer from 1 to 31")
                 new = replace(s, smooth=k)
             elif name == "method":
-                if value == "spectral" and model.spectral_reason():
-                    raise ValueError(f"spectral gate: {model.spectral_reason()}")
                 new = replace(s, method=value)
                 if value == "spectral" and s.dimension != "2d":  # its mask is smoothed by conv2d
                     new = replace(new, dimension="2d", variant="auto", block=None)
@@ -201,7 +200,7 @@ class SigconvApp(App):
                 new = replace(s, block=value)
             else:
                 return
-            why = model.check_choice(new)
+            why = check_choice(new)
             if why:
                 raise ValueError(why)
         except ValueError as exc:
@@ -213,13 +212,13 @@ class SigconvApp(App):
         if new != s:
             self._apply(new)
 
-    def _apply(self, new: model.Settings) -> None:
+    def _apply(self, new: Settings) -> None:
         old, self.settings = self.settings, new
         panel = self.query_one(ControlPanel)
         if new.dimension != old.dimension:
             panel.set_value("dimension", new.dimension)
         self.query_one(KernelPicker).refresh_lists(new)
-        self.set_status(f"{new.op}: variant {new.variant} ({new.backend}), block {model.fmt_block(new.block)}")
+        self.set_status(f"{new.op}: variant {new.variant} ({new.backend}), block {sigconv.format_block(new.block)}")
 
     def choose_variant(self, name: str) -> bool:
         """Choose a variant of the current backend (the picker does this on Enter); False if refused."""
@@ -246,13 +245,13 @@ class SigconvApp(App):
     @work(thread=True, exclusive=True, group="run")
     def _run_worker(self, sig, s, cancel) -> None:
         try:
-            res = model.run_filter(sig, s, progress=self._progress("filtering"), cancel=cancel,
+            res = run_filter(sig, s, progress=self._progress("filtering"), cancel=cancel,
                                    chunk_frames=self.chunk_frames, chunk_delay=self.chunk_delay)
             self.post_message(RunFinished(res))
             self.post_message(Progress("timing", 0.0))
             lat = self.measure(sig, s, cancel=cancel, **self.latency_opts)
             self.post_message(LatencyReady(lat))
-        except model.CancelledError:
+        except CancelledError:
             self.post_message(JobCancelled("run"))
         except Exception as exc:  # noqa: BLE001
             self.post_message(JobFailed("run", f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -307,7 +306,7 @@ class SigconvApp(App):
         if self.busy:
             self.refuse(f"{self.busy} is running; cancel it (x) first")
             return
-        default = model.default_output(self.signal, self.settings)
+        default = default_output(self.signal, self.settings)
         self.push_screen(PathScreen("Save the filtered output to:", str(default)), self._save_to)
 
     def _save_to(self, path: Optional[str]) -> None:
@@ -315,9 +314,10 @@ class SigconvApp(App):
             self.set_status("save cancelled")
             return
         out = Path(path).expanduser()
-        why = model.check_output(self.signal, out)
-        if why:
-            self.show_error("cannot save", why)
+        try:
+            check_output(self.signal, out)
+        except (ValueError, sigconv.OutputError) as exc:
+            self.show_error("cannot save", str(exc))
             return
         if out.exists():
             def answer(yes: Optional[bool]) -> None:
@@ -337,15 +337,13 @@ class SigconvApp(App):
 
     @work(thread=True, exclusive=True, group="save")
     def _save_worker(self, sig, s, out, overwrite, result, cancel) -> None:
-        from sigconv._core.errors import InputError, OutputError
-
         try:
-            msg = model.save_output(sig, s, out, overwrite=overwrite, result=result,
+            msg = save_output(sig, s, out, overwrite=overwrite, result=result,
                                     progress=self._progress("saving"), cancel=cancel)
             self.post_message(Saved(msg))
-        except model.CancelledError:
+        except CancelledError:
             self.post_message(JobCancelled("save"))
-        except (InputError, OutputError, ValueError) as exc:
+        except (sigconv.InputError, sigconv.OutputError, ValueError) as exc:
             self.post_message(JobFailed("save", str(exc).splitlines()[0]))
         except Exception as exc:  # noqa: BLE001
             self.post_message(JobFailed("save", f"{type(exc).__name__}: {exc}".splitlines()[0]))
@@ -370,11 +368,9 @@ class SigconvApp(App):
         out = Path(path).expanduser()
 
         def write(overwrite: bool) -> None:
-            from sigconv._core.errors import OutputError
-
             try:
-                self.set_status(model.export_latency(self.latency, out, overwrite=overwrite))
-            except OutputError as exc:
+                self.set_status(export_latency(self.latency, out, source=self.signal.path, overwrite=overwrite))
+            except (ValueError, sigconv.OutputError) as exc:
                 self.show_error("cannot export", str(exc))
 
         if out.exists() and not out.is_dir():

@@ -7,7 +7,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select
 
 from .messages import SettingsChanged
-from .model import DIMENSIONS, METHODS, Settings, spectral_reason
+from .running import DIMENSIONS, METHODS, Settings
 
 FIELDS = (  # (setting, label, kind)
     ("low", "Low Hz", "number"),
@@ -32,9 +32,7 @@ class ControlPanel(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         s = self.settings
-        why = spectral_reason()
-        methods = [(label if key != "spectral" or not why else f"{label} (not available)", key)
-                   for key, label in METHODS]
+        methods = [(label, key) for key, label in METHODS]
         yield _row("Method", Select(methods, value=s.method, allow_blank=False, compact=True, id="method"))
         for name, label, kind in FIELDS:
             yield _row(label, Input(f"{getattr(s, name):g}", type=kind, compact=True, id=name))

@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DirectoryTree, Label
 
-from .model import is_viewable
+from .loading import is_viewable
 
 
 class SignalTree(DirectoryTree):

@@ -8,14 +8,15 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+import sigconv
+from sigconv import format_block
+
 from .messages import SettingsChanged
-from .model import Settings, fmt_block
+from .running import Settings
 
 
 def variant_options(s: Settings, gpu_reason: str | None) -> list[tuple[str, str, bool, str]]:
     """(id, prompt, enabled, description) for every variant of the op, plus auto."""
-    import sigconv
-
     out = [(f"{s.backend}:auto", f"auto ({s.backend})", True, "sigconv picks the variant and block (autotuner)")]
     for v in sigconv.variants(s.op):
         vid = f"{v['backend']}:{v['name']}"
@@ -33,27 +34,22 @@ def variant_options(s: Settings, gpu_reason: str | None) -> list[tuple[str, str,
 def block_options(s: Settings) -> list[tuple[object, str, bool]]:
     """(block, prompt, enabled): 'default' plus every block any variant of the op takes, enabled only
     where the chosen variant accepts it."""
-    import sigconv
-
     vs = sigconv.variants(s.op)
     allb: list = []
     for v in vs:
-        for b in v["blocks"]:
-            b = tuple(b) if isinstance(b, list) else b
-            if b not in allb:
-                allb.append(b)
+        allb += [b for b in v["blocks"] if b not in allb]
     allb.sort(key=lambda b: (b[0] * b[1], b) if isinstance(b, tuple) else (b, ()))
     cur = next((v for v in vs if v["name"] == s.variant and v["backend"] == s.backend), None)
-    ok = {tuple(b) if isinstance(b, list) else b for b in (cur["blocks"] if cur else [])}
+    ok = set(cur["blocks"]) if cur else set()
     if cur is None:
         dflt = "default"
     elif not cur["blocks"]:
         dflt = "default (none)"
     else:
-        dflt = f"default ({fmt_block(tuple(cur['default_block']) if isinstance(cur['default_block'], list) else cur['default_block'])})"
+        dflt = f"default ({format_block(cur['default_block'])})"
     out = [(None, dflt, True)]
     for b in allb:
-        out.append((b, fmt_block(b) if b in ok else f"{fmt_block(b)} ✗", b in ok))
+        out.append((b, format_block(b) if b in ok else f"{format_block(b)} ✗", b in ok))
     return out
 
 
@@ -96,7 +92,7 @@ class KernelPicker(Vertical):
         bl.highlighted = next((i for i, v in enumerate(self._blocks) if v[0] == s.block), 0)
         desc = next((d for vid, _, _, d in self._variants if vid == chosen), "")
         self.query_one("#kernel-desc", Static).update(
-            f"[b]{s.op}[/b] {s.variant} ({s.backend}), block {fmt_block(s.block)}: {desc}")
+            f"[b]{s.op}[/b] {s.variant} ({s.backend}), block {format_block(s.block)}: {desc}")
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
@@ -107,7 +103,7 @@ class KernelPicker(Vertical):
             b, prompt, en = self._blocks[event.option_index]
             s = self.settings
             why = "" if en else f": not accepted by {s.variant} ({s.backend}); the ✗ blocks cannot be chosen"
-            self.query_one("#kernel-desc", Static).update(f"block {fmt_block(b)}{why}")
+            self.query_one("#kernel-desc", Static).update(f"block {format_block(b)}{why}")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
-from .model import LATENCY_COLUMNS, Latency, latency_table
+from .latency import LATENCY_COLUMNS, Latency, latency_table
 
 
 class LatencyView(Vertical):

@@ -10,7 +10,7 @@ from textual.message import Message
 
 @dataclass
 class FileLoaded(Message):
-    """A file was read; ``signal`` is an ``apps.model.Signal``."""
+    """A file was read; ``signal`` is an ``apps.loading.Signal``."""
 
     signal: Any
 
@@ -33,14 +33,14 @@ class Progress(Message):
 
 @dataclass
 class RunFinished(Message):
-    """The filter ran; ``result`` is an ``apps.model.RunResult``."""
+    """The filter ran; ``result`` is an ``apps.running.RunResult``."""
 
     result: Any
 
 
 @dataclass
 class LatencyReady(Message):
-    """The latency measurement finished; ``latency`` is an ``apps.model.Latency``."""
+    """The latency measurement finished; ``latency`` is an ``apps.latency.Latency``."""
 
     latency: Any
 

@@ -14,7 +14,28 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from .model import downsample_2d, downsample_minmax, freq_response
+from .running import freq_response, spectrogram
+
+
+def downsample_minmax(y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t index, min, max) envelopes of ``y`` in ``n`` bins, for drawing a long waveform in a terminal."""
+    y = np.asarray(y)
+    n = max(1, min(n, y.size))
+    edges = np.linspace(0, y.size, n + 1).astype(int)
+    lo = np.minimum.reduceat(y, edges[:-1])
+    hi = np.maximum.reduceat(y, edges[:-1])
+    return edges[:-1], lo, hi
+
+
+def downsample_2d(S: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """Mean-pool (F, T) down to at most (rows, cols); low frequencies last (row 0 = top = Nyquist)."""
+    F, T = S.shape
+    r_edges = np.linspace(0, F, min(rows, F) + 1).astype(int)
+    c_edges = np.linspace(0, T, min(cols, T) + 1).astype(int)
+    A = np.add.reduceat(S, r_edges[:-1], axis=0) / np.diff(r_edges)[:, None]
+    A = np.add.reduceat(A, c_edges[:-1], axis=1) / np.diff(c_edges)[None, :]
+    return A[::-1]
+
 
 # a viridis-like ramp, dark (quiet) to bright (loud)
 _RAMP = np.array([(68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37)], dtype=float)
@@ -91,8 +112,6 @@ class SignalView(VerticalScroll):
     def show_signal(self, sig) -> None:
         self.query_one("#signal-note", Static).update(sig.summary())
         self._wave(sig.data[0], None, sig.fs)
-        from .model import spectrogram
-
         S = spectrogram(sig.data[0])
         self.query_one("#spec-before", Spectrogram).set_data(S)
         self.query_one("#spec-after", Spectrogram).set_data(None)

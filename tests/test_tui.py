@@ -1,4 +1,4 @@
-"""The terminal UI (issue 6), driven by Textual's pilot on the cpu backend at a fixed size; GPU
+"""The terminal UI, driven by Textual's pilot on the cpu backend at a fixed size; GPU
 variants appear disabled. Snapshot tests compare SVG screenshots (pytest-textual-snapshot)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sigconv._core import devices as _devices  # noqa: E402
 from sigconv.cli.tui import apps_package  # noqa: E402
 
 apps_package()
-from apps import model  # noqa: E402
+from apps.latency import Latency, latency_rows, latency_table  # noqa: E402
 from apps.app import make_app  # noqa: E402
 from apps.dialogs import ConfirmScreen, PathScreen  # noqa: E402
 from apps.error_panel import ErrorPanel  # noqa: E402
@@ -109,7 +109,7 @@ async def test_load_choose_run_latency(short_wav):
         assert table.row_count == len(app.latency.rows)
         # GPU rows are listed as not available, with the reason, not crashed on
         assert any(r.status == "not available" and r.backend == "cuda" for r in app.latency.rows)
-        assert any("not available: " in " ".join(c) for c in model.latency_table(app.latency))
+        assert any("not available: " in " ".join(c) for c in latency_table(app.latency))
 
 
 @run_async
@@ -265,7 +265,7 @@ def _fixed_latency(sig, s, **kw):
         {"impl": "cudnn", "backend": "cuda", "kind": "peer", "block": None, "ms_median": None, "gbs": None,
          "status": "skipped", "note": "torch is not installed"},
     ]
-    return model.Latency("conv1d", "signal C=1 L=4096 K=33", model.latency_rows(recs, s), date="2026-01-01")
+    return Latency("conv1d", "signal C=1 L=4096 K=33", latency_rows(recs, s), date="2026-01-01")
 
 
 def _no_blink(pilot):
