@@ -66,10 +66,9 @@ CASES = [
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("variant", ["direct", "fft"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_conv2d_cpu_matches_reference(case, variant, dtype):
+def test_conv2d_cpu_matches_reference(case, variant, dtype, rng):
     """conv2d on the cpu backend equals the loop reference for awkward shapes, strides and pads."""
     N, Cin, H, W, Cout, kH, kW, stride, padding = case
-    rng = np.random.default_rng(hash(case) % 2**32)
     x = rng.standard_normal((N, Cin, H, W)).astype(dtype)
     w = rng.standard_normal((Cout, Cin, kH, kW)).astype(dtype)
     b = rng.standard_normal(Cout).astype(dtype)
@@ -83,9 +82,8 @@ def test_conv2d_cpu_matches_reference(case, variant, dtype):
     assert_close(y, ref, dtype)
 
 
-def test_conv2d_unbatched_and_dtype_rules():
+def test_conv2d_unbatched_and_dtype_rules(rng):
     """A 3-D input gives a 3-D output; mixed dtypes give float64, all-float32 stays float32."""
-    rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 9, 8)).astype(np.float32)
     w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
     y = sigconv.conv2d(x, w, padding=1, backend="cpu")
@@ -97,9 +95,8 @@ def test_conv2d_unbatched_and_dtype_rules():
     assert yi.dtype == np.float64 and yi[0, 0, 0, 0] == 0 + 1 + 4 + 5
 
 
-def test_same_padding_matches_torch_split():
+def test_same_padding_matches_torch_split(rng):
     """padding='same' pads (k-1)//2 on the top/left and the rest on the bottom/right (torch's rule)."""
-    rng = np.random.default_rng(1)
     x = rng.standard_normal((1, 1, 6, 7))
     for k in (1, 2, 3, 4, 5, 6):
         w = rng.standard_normal((1, 1, k, k))
@@ -140,9 +137,8 @@ SCIPY_SHAPES = [((7, 11), (3, 3)), ((13, 1), (4, 1)), ((5, 6), (7, 9)), ((1, 1),
 @pytest.mark.parametrize("xs, ks", SCIPY_SHAPES)
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
 @pytest.mark.parametrize("fn", ["convolve2d", "correlate2d"])
-def test_2d_modes_match_scipy(xs, ks, mode, fn):
+def test_2d_modes_match_scipy(xs, ks, mode, fn, rng):
     """convolve2d / correlate2d on the cpu backend equal scipy.signal's, including kernels larger than x."""
-    rng = np.random.default_rng(abs(hash((xs, ks, mode, fn))) % 2**32)
     x = rng.standard_normal(xs)
     k = rng.standard_normal(ks)
     ref_fn = getattr(scipy.signal, fn)
@@ -186,11 +182,10 @@ def test_cuda2d_registry_and_block_lists():
         cuda2d._block("prefetch", (32, 8), cuda2d._BLOCKS_PREFETCH, (8, 4))
 
 
-def test_separable_detection():
+def test_separable_detection(rng):
     """Rank-1 kernels factor exactly; a random kernel is refused with the offending pair named."""
     from sigconv.backends.cuda2d import separable_factors
 
-    rng = np.random.default_rng(3)
     u, v = rng.standard_normal((2, 3, 5)), rng.standard_normal((2, 3, 7))
     w = np.einsum("oci,ocj->ocij", u, v)
     fu, fv, why = separable_factors(w)
@@ -250,11 +245,10 @@ def _emulate_strip(x, w, py, px, Ho, Wo, rows=4):
 
 @pytest.mark.parametrize("H, W, k, mode", [(9, 13, 3, "same"), (7, 5, 4, "full"), (10, 6, 5, "valid"),
                                             (3, 2, 5, "full")])
-def test_strip_index_maths_emulated(H, W, k, mode):
+def test_strip_index_maths_emulated(H, W, k, mode, rng):
     """The strip kernel's ring/slot/alignment maths, emulated in NumPy, reproduce scipy's correlate2d."""
     from sigconv.engine.ops import window_2d
 
-    rng = np.random.default_rng(7)
     x = rng.standard_normal((H, W))
     w = rng.standard_normal((k, k))
     (py, px), (Ho, Wo) = window_2d(mode, (H, W), (k, k))
