@@ -1,4 +1,4 @@
-"""NCHW multichannel 2-D convolution with torch.nn.functional.conv2d semantics (issue 4)."""
+"""NCHW multichannel 2-D convolution with torch.nn.functional.conv2d semantics."""
 
 from __future__ import annotations
 

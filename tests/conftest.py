@@ -39,7 +39,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"no GPU: {gpu_reason}"))
 
 
-#: Seed of every test's random inputs: $SIGCONV_TEST_SEED to replay a failure, else a fresh one per session.
+#: Seed of every test's random inputs: $SIGCONV_TEST_SEED to replay a failure, else a fresh one for each run.
 SEED = int(os.environ.get("SIGCONV_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)
 
 

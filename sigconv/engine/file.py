@@ -124,9 +124,8 @@ _MALLOC_TUNED = False
 def _keep_freed_memory() -> None:
     """Ask glibc to serve large blocks from the heap and keep freed memory (M_MMAP_THRESHOLD,
     M_TRIM_THRESHOLD). Block-sized arrays are freed and reallocated for every block; by default each
-    one is a fresh mmap whose pages fault in again, which on a 2-core VM cost more than the FFTs
-    (measured: writing 10 min of stereo 0.40 s -> 0.12 s). Peak memory is unchanged: the same
-    blocks are reused. A no-op where glibc is absent."""
+    one is a fresh mmap whose pages fault in again, which on a small VM costs more than the FFTs.
+    Peak memory is unchanged: the same blocks are reused. A no-op where glibc is absent."""
     global _MALLOC_TUNED
     if _MALLOC_TUNED:
         return
