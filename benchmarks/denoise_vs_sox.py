@@ -1,4 +1,4 @@
-"""File-to-file band-pass, sigconv against SoX: the job command-line users feel (issues 2 and 3).
+"""File-to-file band-pass, sigconv against SoX: the job command-line users feel.
 
     python benchmarks/denoise_vs_sox.py                 # 10 min of 48 kHz stereo PCM_16, CPU path
     python benchmarks/denoise_vs_sox.py --gpu           # 60 min, CPU and CUDA paths
@@ -16,8 +16,8 @@ autotuner's choices are cached (as after a user's first run); that warm-up is no
 sigconv outputs of the cpu and cuda backends are compared sample by sample. A table and a JSON
 file (named with the device and date) go to ``--out``.
 
-Targets: CPU path no slower than SoX (issue 2); with ``--gpu`` and 60 minutes, the CUDA path within
-3 s (issue 3, on the 16-core H200 machine).
+Targets: CPU path no slower than SoX; with ``--gpu`` and 60 minutes, the CUDA path within 3 s (on the
+16-core H200 machine).
 """
 
 from __future__ import annotations
