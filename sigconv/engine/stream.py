@@ -9,7 +9,7 @@ import numpy as np
 from sigconv._core import devices as _devices
 from sigconv._core.blocks import check_block
 from sigconv._core.checks import check_positive_int, float_dtype
-from sigconv._core.xp import is_cupy
+from sigconv._core.xp import array_namespace, is_cupy
 from sigconv.engine.ops import check_taps
 
 __all__ = ["FIRStream"]
@@ -78,10 +78,7 @@ class FIRStream:
         self.numtaps = int(host_taps.size)
 
     def _as_cn(self, packet):
-        xp = np
-        if is_cupy(packet):
-            import cupy as xp
-        a = xp.asarray(packet)
+        a = array_namespace(packet).asarray(packet)
         if a.ndim == 1 and self.channels == 1:
             return a[None, :], "1d"
         if a.ndim != 2:
