@@ -1,4 +1,5 @@
-"""Load what the TUI shows: a recording through ``sigconv.probe`` or a CSV sensor log, as (C, L) float32.
+"""Load what the TUI shows: a recording (``sigconv.probe``) or a CSV sensor log (``sigconv.read_log``) as (C, L)
+float32.
 
 No Textual import here: the screens call these functions from worker threads.
 """
@@ -83,55 +84,15 @@ def load_signal(path) -> Signal:
 
 
 def load_csv(p: Path) -> Signal:
-    """A sensor log: a timestamp column and numeric channels; the rate is 1 / median timestamp spacing."""
-    InputError = sigconv.InputError
-
-    if not p.exists():
-        raise InputError(f"{p}: no such file")
-    if p.is_dir():
-        raise InputError(f"{p}: is a directory, not a sensor log")
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pcsv
-        import pyarrow.types as pt
-    except ImportError:
-        raise InputError(f"{p}: reading CSV logs needs pyarrow (pip install pyarrow)") from None
-    try:
-        table = pcsv.read_csv(str(p))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{p}: not a CSV sensor log sigconv can read ({str(exc).splitlines()[0]})") from None
-    if table.num_rows < 2:
-        raise InputError(f"{p}: holds {table.num_rows} row(s); a sensor log needs at least 2")
-    cols = table.column_names
-    tname = next((c for c in cols if c.strip().lower() in ("timestamp", "time", "t", "time_s", "seconds")), cols[0])
-    tcol = table.column(tname)
-    if pt.is_timestamp(tcol.type):
-        ts = tcol.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64)
-        unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[tcol.type.unit]
-        ts = (ts - ts[0]) * unit
-    elif pt.is_integer(tcol.type) or pt.is_floating(tcol.type):
-        ts = tcol.to_numpy(zero_copy_only=False).astype(np.float64)
-    else:
-        raise InputError(f"{p}: timestamp column {tname!r} is {tcol.type}, not numbers or times")
-    names, chans = [], []
-    for c in cols:
-        if c == tname:
-            continue
-        col = table.column(c)
-        if pt.is_integer(col.type) or pt.is_floating(col.type):
-            if col.null_count:
-                raise InputError(f"{p}: column {c!r} has {col.null_count} empty value(s)")
-            names.append(c)
-            chans.append(col.to_numpy(zero_copy_only=False).astype(np.float32))
-    if not chans:
-        raise InputError(f"{p}: no numeric channel columns besides {tname!r}")
-    if not np.isfinite(ts).all():
-        raise InputError(f"{p}: timestamp column {tname!r} holds empty or non-finite values")
-    dt = float(np.median(np.diff(ts)))
-    if not dt > 0:
-        raise InputError(f"{p}: timestamps in {tname!r} do not increase (median spacing {dt:g})")
-    data = np.stack(chans)
-    if not np.isfinite(data).all():
-        bad = np.argwhere(~np.isfinite(data))[0]
-        raise InputError(f"{p}: non-finite value in column {names[bad[0]]!r}, row {int(bad[1])}")
-    return Signal(p, "csv", data, 1.0 / dt, "CSV sensor log", names=names, timestamps=ts, time_name=tname)
+    """A sensor log through ``sigconv.read_log`` (time column, rate from the median timestamp spacing, numeric
+    channels), refused when a channel has an empty or non-finite value: the views and filters need every
+    sample. Timestamps are seconds from the first row."""
+    log = sigconv.read_log(p)
+    bad = ~np.isfinite(log.values)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        raise sigconv.InputError(f"{p}: column {log.names[col]!r} has {int(bad[:, col].sum())} empty or "
+                                 f"non-finite value(s), the first in row {row}")
+    data = np.ascontiguousarray(log.values.T, dtype=np.float32)
+    return Signal(p, "csv", data, log.fs, "CSV sensor log", names=list(log.names), timestamps=log.timestamps,
+                  time_name=log.time_name, note="; ".join(log.warnings))
