@@ -1,4 +1,4 @@
-"""Spectral-gating denoiser (issue 5): reconstruction identity, exact seams of the file engine, SNR gain, clean
+"""Spectral-gating denoiser: reconstruction identity, exact seams of the file engine, SNR gain, clean
 input untouched, CLI behaviour and errors, shared masks; cuda == cpu on a GPU."""
 
 from __future__ import annotations
@@ -7,15 +7,18 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-import sigconv
-from sigconv.engine import spectral as _spectral
 from sigconv.engine.audio import pcm_spec, probe
 from sigconv.engine.file import filter_file
-from sigconv.engine.spectral import SpectralFileFilter, _make_gate, spectral_denoise
+from sigconv.engine.settings import GateSpec, KernelChoice
+from sigconv.engine.spectral import gate as _gate
+from sigconv.engine.spectral import spectral_denoise
+from sigconv.engine.spectral.factory import gate_for
+from sigconv.engine.spectral.files import SpectralFileFilter
 
 from conftest import rel_err, run_cli, write_audio
 
 FS = 16000
+CPU2D = KernelChoice(op="conv2d", backend="cpu")
 
 
 def harmonic(n, fs=FS, f0=440.0, rng=None, gaps=True):
@@ -113,8 +116,8 @@ def test_share_mask_same_gain_across_channels(rng):
     n = 2 * FS
     s = harmonic(n, rng=rng)
     x = np.stack([s + 0.1 * rng.standard_normal(n), 0.5 * s + 0.1 * rng.standard_normal(n)])
-    g = _make_gate(2, n, FS, True, 1.5, 1.0, 500, 50, 512, None, True, "cpu", "auto", None, np.float64)
-    g.estimate_stats(_spectral._getter(x, n, np))
+    g = gate_for(GateSpec(n_fft=512, share_mask=True), CPU2D, 2, n, FS, np.float64)
+    g.estimate_stats(_gate.array_getter(x, n, np))
     assert g.thr.shape[0] == 1
     # the gain applied to both channels is one array: check by gating a scaled copy of one channel
     y = spectral_denoise(x, FS, share_mask=True, n_fft=512, backend="cpu")
@@ -137,9 +140,7 @@ def _whole_and_file(tmp_path, x, fs, subtype, block_frames, noise=None, noise_ra
     ref = spectral_denoise(xr, fs, noise=noise, backend="cpu", **kw)
 
     def make(info, spec):
-        g = _make_gate(info.channels, info.frames, fs, kw.get("stationary", True), 1.5, 1.0,
-                       kw.get("freq_smooth_hz", 500), kw.get("time_smooth_ms", 50), kw.get("n_fft", 2048),
-                       kw.get("hop"), kw.get("share_mask", False), "cpu", "auto", None, spec.work_dtype)
+        g = gate_for(GateSpec(**kw), CPU2D, info.channels, info.frames, fs, spec.work_dtype)
         if noise is not None:
             assert g.stats_from_noise_chunks([np.asarray(noise)])
         return SpectralFileFilter(g, spec, path=info.path, estimate=kw.get("stationary", True) and noise is None,
@@ -176,7 +177,7 @@ def test_file_seams_exact(tmp_path, rng, case):
 
 def test_file_seams_stats_pass_streams(tmp_path, rng, monkeypatch):
     """The estimated statistics come from a streaming pass when the file is longer than one block."""
-    monkeypatch.setattr(_spectral, "ARRAY_CHUNK", {"cpu": 3000, "cuda": 3000})
+    monkeypatch.setitem(_gate.ARRAY_CHUNK, "cpu", 3000)
     n = 2 * FS + 77
     x = (harmonic(n, rng=rng) + 0.05 * rng.standard_normal(n)).astype(np.float32)[None]
     y, ref = _whole_and_file(tmp_path, x, FS, "FLOAT", 2048, n_fft=256)
@@ -286,7 +287,7 @@ def test_cuda_file_seams(tmp_path, rng):
     assert rel_err(y, ref) <= 1e-5
 
 
-def test_long_file_streams_with_bounded_memory(tmp_path):
+def test_long_file_streams_with_bounded_memory(tmp_path, rng):
     """Ten minutes at 48 kHz through `denoise --method spectral`: peak RSS stays under 300 MB (the whole-array
     STFT alone would take about 470 MB of complex64), and the output has every frame."""
     import soundfile as sf
@@ -294,7 +295,6 @@ def test_long_file_streams_with_bounded_memory(tmp_path):
     from conftest import cli_peak_rss
 
     src = tmp_path / "ten_min.wav"
-    rng = np.random.default_rng(3)
     block = (rng.standard_normal(48000 * 60) * 2000).astype(np.int16)
     with sf.SoundFile(str(src), "w", 48000, 1, subtype="PCM_16") as f:
         for m in range(10):
@@ -308,45 +308,41 @@ def test_long_file_streams_with_bounded_memory(tmp_path):
 
 @pytest.mark.parametrize("shape,axis", [((3, 400, 5), 1), ((50,), 0), ((7, 9), 0), ((2, 3, 1), 1), ((4, 2), 1)])
 @pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 8, 17, 64, 189, 257])
-def test_sliding_min_equals_minimum_filter1d(shape, axis, size):
+def test_sliding_min_equals_minimum_filter1d(rng, shape, axis, size):
     """The cuda path's log-step sliding minimum is scipy.ndimage.minimum_filter1d(mode="nearest") exactly,
     windows longer than the axis included."""
     import scipy.ndimage
 
-    from sigconv.engine.spectral import sliding_min
+    from sigconv.engine.spectral.noise import sliding_min
 
-    a = np.random.default_rng().standard_normal(shape).astype(np.float32)
+    a = rng.standard_normal(shape).astype(np.float32)
     want = scipy.ndimage.minimum_filter1d(a, size, axis=axis, mode="nearest")
     got = sliding_min(np, a, size, axis)
     assert got.dtype == a.dtype and got.shape == a.shape and np.array_equal(got, want)
 
 
-def test_small_hop_keeps_chunks_bounded(monkeypatch):
+def test_small_hop_keeps_chunks_bounded(monkeypatch, rng):
     """A small hop multiplies the STFT frames of a chunk of samples: chunks shrink so that frames x n_fft x
     channels stays within the budget, and the result does not depend on the chunking (seams exact)."""
-    from sigconv.engine import spectral as _spectral
-
-    rng = np.random.default_rng()
     fs = 8000
     x = (np.sin(2 * np.pi * 440 * np.arange(3 * fs) / fs) + 0.1 * rng.standard_normal(3 * fs)).astype(np.float32)
     noise = (0.1 * rng.standard_normal(fs)).astype(np.float32)
     kw = dict(n_fft=256, hop=4, backend="cpu", time_smooth_ms=20, freq_smooth_hz=200)
-    whole = _spectral.spectral_denoise(x, fs, noise=noise, **kw)  # budget: 2^23 frame samples, no split here
+    whole = spectral_denoise(x, fs, noise=noise, **kw)  # budget: 2^23 frame samples, no split here
     seen = []
-    real = _spectral._Gate.frame_power
+    real = _gate.Gate.frame_power
 
     def spy(self, xs, nfr):
         seen.append(nfr * self.N * self.C)
         return real(self, xs, nfr)
 
-    monkeypatch.setattr(_spectral._Gate, "frame_power", spy)
-    monkeypatch.setitem(_spectral.FRAME_BUDGET, "cpu", 1 << 16)  # 256 frames of 256 samples per chunk
-    small = _spectral.spectral_denoise(x, fs, noise=noise, **kw)
+    monkeypatch.setattr(_gate.Gate, "frame_power", spy)
+    monkeypatch.setitem(_gate.FRAME_BUDGET, "cpu", 1 << 16)  # 256 frames of 256 samples per chunk
+    small = spectral_denoise(x, fs, noise=noise, **kw)
     # a chunk's own frames (budget / n_fft) plus the frames overlapping its edges (n_fft / hop) and the
     # smoothing / floor context on each side (gate.R): bounded, where one 24000-sample chunk was 6000 frames
-    g = _spectral._Gate(1, x.size, fs, stationary=True, n_std=1.5, prop_decrease=1.0, freq_smooth_hz=200,
-                        time_smooth_ms=20, n_fft=256, hop=4, share_mask=False, backend="cpu", variant="auto",
-                        block=None, dtype=np.float32)
+    g = gate_for(GateSpec(freq_smooth_hz=200, time_smooth_ms=20, n_fft=256, hop=4), CPU2D, 1, x.size, fs,
+                 np.float32)
     bound = (1 << 16) + (256 // 4 + 2 * g.R + 1) * 256
     assert seen and max(seen) <= bound < 6000 * 256, (max(seen), bound)
     assert np.linalg.norm(small - whole) <= 1e-5 * np.linalg.norm(whole)

@@ -1,4 +1,4 @@
-"""The cuda path of the spectral gate (sigconv/_spectral.py) run on the CPU: every Python line of it, with a
+"""The cuda path of the spectral gate (sigconv/engine/spectral/) run on the CPU: every Python line of it, with a
 NumPy-backed stand-in for CuPy that refuses what CuPy refuses, and the cuda conv2d replaced by a NumPy emulation
 of the separable kernel (row pass then column pass, as kernels/conv2d.cu). Results must equal the cpu backend's.
 
@@ -30,8 +30,12 @@ import pytest
 import scipy.ndimage
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from sigconv.engine import spectral as _spectral
-from sigconv.engine.spectral import spectral_denoise
+from sigconv._core.xp import to_host
+from sigconv.engine.settings import GateSpec, KernelChoice
+from sigconv.engine.spectral import gate as _gate
+from sigconv.engine.spectral import noise as _noise
+from sigconv.engine.spectral import spectral_denoise, spectral_file_filter
+from sigconv.engine.spectral.factory import gate_for
 
 from conftest import rel_err, write_audio
 
@@ -481,7 +485,7 @@ def test_cuda_path_chunks_and_stats_stream(fake_cuda, rng, monkeypatch):
     """Several array chunks on cuda (ARRAY_CHUNK['cuda'] small): seams and the streamed histogram."""
     x = signal(rng, 1, 20000)
     ref = spectral_denoise(x, FS, n_fft=256, backend="cpu")
-    monkeypatch.setattr(_spectral, "ARRAY_CHUNK", {"cpu": 1 << 20, "cuda": 3001})
+    monkeypatch.setitem(_gate.ARRAY_CHUNK, "cuda", 3001)
     for stationary in (True, False):
         ref = spectral_denoise(x, FS, n_fft=256, stationary=stationary, backend="cpu")
         y = spectral_denoise(x, FS, n_fft=256, stationary=stationary, backend="cuda")
@@ -493,12 +497,8 @@ def test_cuda_path_chunks_and_stats_stream(fake_cuda, rng, monkeypatch):
 
 def _file_run(tmp_path, x, block_frames, backend, **kw):
     """SpectralFileFilter through the file engine, made the way `sigconv denoise --method spectral` makes it."""
-    import argparse
-
     from sigconv.engine.audio import probe
-
     from sigconv.engine.file import filter_file
-    from sigconv.engine.spectral import file_filter_factory
 
     import soundfile as sf
 
@@ -506,11 +506,9 @@ def _file_run(tmp_path, x, block_frames, backend, **kw):
     if not path.exists():
         write_audio(path, x.T, fs=FS, subtype="FLOAT")
     info = probe(path)
-    args = argparse.Namespace(stationary=kw.get("stationary", True), n_std=1.5, strength=1.0, freq_smooth=500.0,
-                              time_smooth=50.0, n_fft=256, hop=None, share_mask=kw.get("share", False),
-                              variant="auto", block=None, noise_clip=kw.get("noise_clip"),
-                              noise_from=kw.get("noise_from"))
-    make, desc = file_filter_factory(args, info, backend)
+    gate = GateSpec(stationary=kw.get("stationary", True), n_fft=256, share_mask=kw.get("share", False),
+                    noise_clip=kw.get("noise_clip"), noise_from=kw.get("noise_from"))
+    make, desc = spectral_file_filter(gate, KernelChoice(op="conv2d", backend=backend), info)
 
     def make_small(info, spec):  # blocks of block_frames; the statistics pass streams when the file is longer
         flt = make(info, spec)
@@ -555,16 +553,14 @@ def test_estimated_threshold_is_continuous(request, rng, backend):
     a jump made cuda != cpu (2.6e-5 relative on one of twelve 3-s inputs)."""
     if backend == "cuda":
         request.getfixturevalue("fake_cuda")
-    import sigconv.engine.spectral as sp
-
-    g = sp._make_gate(2, 40 * 64, FS, True, 1.5, 1.0, 500, 50, 256, 64, False, backend, "auto", None, np.float64)
+    g = gate_for(GateSpec(n_fft=256, hop=64), KernelChoice(op="conv2d", backend=backend), 2, 40 * 64, FS, np.float64)
     T, F = g.T, g.F
     grid = rng.integers(900, 1100, size=(2, T, F))  # dB = LO + grid * STEP, about -70 to -50 dB
     delta = 1e-6
     thr = []
     for sign in (-0.5, 0.5):
-        db = sp.HIST_LO_DB + grid * sp.HIST_STEP_DB + sign * delta
-        pw = g.xp.asarray(10.0 ** (db / 10.0) - sp.POWER_FLOOR)
+        db = _noise.HIST_LO_DB + grid * _noise.HIST_STEP_DB + sign * delta
+        pw = g.xp.asarray(10.0 ** (db / 10.0) - _gate.POWER_FLOOR)
         g.frame_power = lambda xs, nfr, pw=pw: (None, pw[:, g_f0[0]:g_f0[0] + nfr])
         g_f0 = [0]
         g.hist_init()
@@ -572,14 +568,14 @@ def test_estimated_threshold_is_continuous(request, rng, backend):
             g_f0[0] = f0
             g.hist_add(lambda a, b: None, f0, min(T, f0 + 7))
         g.hist_finish()
-        thr.append(sp._host(g.thr).reshape(2, F))
+        thr.append(to_host(g.thr).reshape(2, F))
     assert np.abs(thr[1] - thr[0]).max() <= 1e-4, np.abs(thr[1] - thr[0]).max()
     # and it is the quantile: between the order statistics floor(q*T) and floor(q*T) + 1 (1-based), +-1 step
-    offset = -10.0 * np.log10(-np.log1p(-sp.EST_QUANTILE)) + sp.RAYLEIGH_MEAN_DB + 1.5 * sp.RAYLEIGH_STD_DB
+    offset = -10.0 * np.log10(-np.log1p(-_noise.EST_QUANTILE)) + _noise.RAYLEIGH_MEAN_DB + 1.5 * _noise.RAYLEIGH_STD_DB
     q_db = thr[0] - offset
-    srt = np.sort(sp.HIST_LO_DB + grid * sp.HIST_STEP_DB, axis=1)
-    r = int(np.floor(sp.EST_QUANTILE * T))
-    assert np.all(q_db >= srt[:, r - 1] - sp.HIST_STEP_DB) and np.all(q_db <= srt[:, r] + sp.HIST_STEP_DB)
+    srt = np.sort(_noise.HIST_LO_DB + grid * _noise.HIST_STEP_DB, axis=1)
+    r = int(np.floor(_noise.EST_QUANTILE * T))
+    assert np.all(q_db >= srt[:, r - 1] - _noise.HIST_STEP_DB) and np.all(q_db <= srt[:, r] + _noise.HIST_STEP_DB)
 
 
 # ------------------------------------------------------------------------------------ the rest of the cuda lines
@@ -615,35 +611,26 @@ def test_cuda_file_filter_variant_and_short_clip(fake_cuda, tmp_path, rng):
 
     x = signal(rng, 1, 7001)
     ref = spectral_denoise(x, FS, n_fft=256, backend="cpu", variant="direct")
-    import argparse
-
     from sigconv.engine.audio import probe
-
     from sigconv.engine.file import filter_file
-    from sigconv.engine.spectral import file_filter_factory
 
     import soundfile as sf
 
     path = write_audio(tmp_path / "in.wav", x.T, fs=FS, subtype="FLOAT")
     info = probe(path)
-    args = argparse.Namespace(stationary=True, n_std=1.5, strength=1.0, freq_smooth=500.0, time_smooth=50.0,
-                              n_fft=256, hop=None, share_mask=False, variant="naive", block=None, noise_clip=None,
-                              noise_from=None)
-    make, _ = file_filter_factory(args, info, "cuda")
+    make, _ = spectral_file_filter(GateSpec(n_fft=256), KernelChoice(op="conv2d", backend="cuda", variant="naive"),
+                                   info)
     filter_file(info, tmp_path / "o.wav", make)
     y = sf.read(str(tmp_path / "o.wav"), dtype="float64", always_2d=True)[0].T
     assert rel_err(y, ref) <= 1e-5
     assert {v for v, _, _, _ in fake_cuda} == {"naive"}
     short = write_audio(tmp_path / "short.wav", 0.05 * rng.standard_normal((200, 1)), fs=FS, subtype="FLOAT")
-    args.noise_clip, args.variant = str(short), "auto"
+    cuda = KernelChoice(op="conv2d", backend="cuda")
     with pytest.raises(InputError, match="fewer than one STFT frame"):
-        file_filter_factory(args, info, "cuda")
+        spectral_file_filter(GateSpec(n_fft=256, noise_clip=str(short)), cuda, info)
     # a clip read in blocks shorter than one frame: the carried samples make the same statistics
     clip = 0.05 * rng.standard_normal((1, 3000))
-    g1 = _spectral._make_gate(1, 7001, FS, True, 1.5, 1.0, 500, 50, 256, None, False, "cuda", "auto", None,
-                              np.float32)
-    g2 = _spectral._make_gate(1, 7001, FS, True, 1.5, 1.0, 500, 50, 256, None, False, "cuda", "auto", None,
-                              np.float32)
+    g1, g2 = (gate_for(GateSpec(n_fft=256), cuda, 1, 7001, FS, np.float32) for _ in range(2))
     assert g1.stats_from_noise_chunks([clip]) and g2.stats_from_noise_chunks(clip[:, i:i + 50]
                                                                              for i in range(0, 3000, 50))
     assert np.abs(g1.thr.get() - g2.thr.get()).max() <= 1e-4
