@@ -246,7 +246,7 @@ class SigconvApp(App):
     def _run_worker(self, sig, s, cancel) -> None:
         try:
             res = run_filter(sig, s, progress=self._progress("filtering"), cancel=cancel,
-                                   chunk_frames=self.chunk_frames, chunk_delay=self.chunk_delay)
+                             chunk_frames=self.chunk_frames, chunk_delay=self.chunk_delay)
             self.post_message(RunFinished(res))
             self.post_message(Progress("timing", 0.0))
             lat = self.measure(sig, s, cancel=cancel, **self.latency_opts)
@@ -339,7 +339,7 @@ class SigconvApp(App):
     def _save_worker(self, sig, s, out, overwrite, result, cancel) -> None:
         try:
             msg = save_output(sig, s, out, overwrite=overwrite, result=result,
-                                    progress=self._progress("saving"), cancel=cancel)
+                              progress=self._progress("saving"), cancel=cancel)
             self.post_message(Saved(msg))
         except CancelledError:
             self.post_message(JobCancelled("save"))
