@@ -1,4 +1,5 @@
-"""Spectral gate vs noisereduce: quality (SNR improvement, clean-input distortion) and speed (issue 5).
+"""Spectral gate vs noisereduce: quality (SNR improvement, clean-input distortion) and speed
+(target: an hour of 48 kHz mono).
 
     python benchmarks/spectral_bench.py                       # quality + speed (1 h of 48 kHz mono)
     python benchmarks/spectral_bench.py --duration 60         # shorter speed run (label says so)
@@ -253,7 +254,7 @@ def markdown(meta, rows, clean, ver, spd):
         L.append(f"- {'PASS' if v['pass'] else 'FAIL'}: {v['case']} ({val})")
     if spd:
         L += ["", f"## Speed: {spd['duration_s']:g} s of {spd['fs']} Hz mono"
-              + ("" if spd["duration_s"] >= 3600 else " (shorter than the issue's hour: --duration)"), "",
+              + ("" if spd["duration_s"] >= 3600 else " (shorter than the one-hour target: --duration)"), "",
               "| method | kind | seconds | x real time |", "|---|---|---|---|"]
         for r in spd["rows"]:
             L.append(f"| {r['method']} | {r['kind']} | {r['seconds']:.3f} | {r['x_real_time']:.0f} |")

@@ -67,24 +67,17 @@ ARRAY_CHUNK = {"cpu": 1 << 20, "cuda": 1 << 23}
 FRAME_BUDGET = {"cpu": 1 << 23, "cuda": 1 << 26}
 
 
-def _fft(backend):
+def _fft_and_ndimage(backend):
+    """The FFT and ndimage modules a backend computes with: cupy's on cuda, SciPy's on the cpu."""
     if backend == "cuda":
         import cupy.fft
-
-        return cupy.fft
-    import scipy.fft
-
-    return scipy.fft
-
-
-def _ndimage(backend):
-    if backend == "cuda":
         import cupyx.scipy.ndimage
 
-        return cupyx.scipy.ndimage
+        return cupy.fft, cupyx.scipy.ndimage
+    import scipy.fft
     import scipy.ndimage
 
-    return scipy.ndimage
+    return scipy.fft, scipy.ndimage
 
 
 def _check_real(value, name, lo=None, hi=None, lo_open=False):
@@ -183,7 +176,7 @@ class Gate:
         self.variant = "separable" if self.backend == "cuda" and kernel.variant == "auto" else kernel.variant
         self.dtype = np.dtype(dtype)
         self.xp = namespace_of_backend(self.backend)
-        self.fft = _fft(self.backend)
+        self.fft, self.ndi = _fft_and_ndimage(self.backend)
         w = _window(self.N)
         self.w = self.xp.asarray(w, dtype=self.dtype)
         # sum_t w[n - s_t]^2 depends on (n + P) mod H only (see the module docstring)
@@ -304,12 +297,11 @@ class Gate:
         if self.stationary:
             thr = self.thr
         else:
-            ndi = _ndimage(self.backend)
-            sm = ndi.uniform_filter1d(pw, self.avg, axis=1, mode="nearest")
+            sm = self.ndi.uniform_filter1d(pw, self.avg, axis=1, mode="nearest")
             if self.backend == "cuda":
                 fl = noise.sliding_min(xp, sm, 2 * self.win + 1, axis=1)  # = minimum_filter1d, in log2(size) passes
             else:
-                fl = ndi.minimum_filter1d(sm, 2 * self.win + 1, axis=1, mode="nearest")
+                fl = self.ndi.minimum_filter1d(sm, 2 * self.win + 1, axis=1, mode="nearest")
             thr = self.db(fl) + (self.ns_offset + RAYLEIGH_MEAN_DB + self.n_std * RAYLEIGH_STD_DB)
         e = d - thr  # dB above the threshold
         raw = 1.0 / (1.0 + xp.exp(xp.clip(e * (-1.0 / SLOPE_DB), -60.0, 60.0)))
