@@ -184,6 +184,42 @@ def test_file_seams_stats_pass_streams(tmp_path, rng, monkeypatch):
     assert rel_err(y, ref) <= 1e-5
 
 
+def test_spectral_file_filter_descriptions_and_errors(tmp_path, rng):
+    """spectral_file_filter: the description names the mode, the noise source, strength, n_fft and hop; the
+    filters it makes estimate the statistics only without a noise reference; bad values raise ValueError and
+    data problems InputError, before any filter is made."""
+    from sigconv import InputError
+    from sigconv.engine.spectral import spectral_file_filter
+
+    x = 0.05 * rng.standard_normal((FS, 2))
+    info = probe(write_audio(tmp_path / "in.wav", x, fs=FS, subtype="FLOAT"))
+    clip = write_audio(tmp_path / "clip.wav", 0.05 * rng.standard_normal((FS // 2, 2)), fs=FS, subtype="FLOAT")
+    cases = [
+        (GateSpec(), "stationary, noise estimated from the input, strength 1, n_fft 2048, hop 512"),
+        (GateSpec(stationary=False, strength=0.5, n_fft=512, hop=100, share_mask=True),
+         "non-stationary, moving noise floor, strength 0.5, n_fft 512, hop 100, shared mask"),
+        (GateSpec(noise_clip=str(clip)), "stationary, noise from clip.wav, strength 1, n_fft 2048, hop 512"),
+        (GateSpec(noise_from=(0.1, 0.5), n_fft=256), "stationary, noise from 0.1-0.5 s, strength 1, n_fft 256, hop 64"),
+    ]
+    for gate, want in cases:
+        make, desc = spectral_file_filter(gate, CPU2D, info)
+        assert desc == f"spectral gate ({want})"
+        flt = make(info, pcm_spec(info.subtype))
+        assert isinstance(flt, SpectralFileFilter) and flt.variant == "auto"
+        assert flt.estimate == (gate.stationary and not (gate.noise_clip or gate.noise_from))
+    for gate, kernel, err, what in [
+        (GateSpec(n_fft=8), CPU2D, ValueError, "n_fft"),
+        (GateSpec(hop=4000), CPU2D, ValueError, "hop"),
+        (GateSpec(time_smooth_ms=1e6), CPU2D, ValueError, "time_smooth_ms"),
+        (GateSpec(), KernelChoice(op="conv2d"), ValueError, "resolved conv2d"),
+        (GateSpec(noise_from=(0.5, 9)), CPU2D, InputError, "beyond the file"),
+        (GateSpec(noise_from=(0.5, 0.5)), CPU2D, InputError, "empty"),
+        (GateSpec(noise_clip=str(tmp_path / "missing.wav")), CPU2D, InputError, "no such file"),
+    ]:
+        with pytest.raises(err, match=what):
+            spectral_file_filter(gate, kernel, info)
+
+
 # ------------------------------------------------------------------------------------ CLI
 
 

@@ -7,6 +7,7 @@ Importing this module stays light (no soundfile, no file engine): they load when
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -14,10 +15,14 @@ from sigconv._core.errors import InputError
 from sigconv._core.xp import to_host
 from sigconv.engine.spectral.gate import Gate
 
+if TYPE_CHECKING:
+    from sigconv.engine.audio import AudioInfo
+    from sigconv.engine.settings import GateSpec, KernelChoice
+
 __all__ = ["spectral_file_filter", "gate_for"]
 
 
-def gate_for(gate, kernel, channels: int, frames: int, fs: float, dtype) -> Gate:
+def gate_for(gate: GateSpec, kernel: KernelChoice, channels: int, frames: int, fs: float, dtype) -> Gate:
     """The :class:`Gate` of ``gate`` (a :class:`~sigconv.engine.settings.GateSpec`) on ``kernel``'s backend for a
     signal of ``channels`` x ``frames`` at ``fs`` Hz; ``ValueError`` naming a bad value and its range."""
     return Gate(channels, frames, fs, stationary=gate.stationary, n_std=gate.n_std, prop_decrease=gate.strength,
@@ -40,7 +45,7 @@ def _read_range(path, lo, hi, dtype, step=1 << 20):
             yield np.ascontiguousarray(blk.T)
 
 
-def _clip_threshold(g: Gate, clip, info, read_dtype) -> None:
+def _clip_threshold(g: Gate, clip: str, info: AudioInfo, read_dtype: str) -> None:
     """Set ``g``'s threshold from the noise clip file ``clip`` (same rate and channels as the input)."""
     from sigconv.engine.audio import probe
 
@@ -59,7 +64,7 @@ def _clip_threshold(g: Gate, clip, info, read_dtype) -> None:
                          f"(n_fft = {g.N})")
 
 
-def _range_threshold(g: Gate, noise_from, info, read_dtype) -> None:
+def _range_threshold(g: Gate, noise_from: tuple, info: AudioInfo, read_dtype: str) -> None:
     """Set ``g``'s threshold from the seconds ``noise_from`` = (start, end) of the input."""
     start, end = noise_from
     fs = info.samplerate
@@ -75,7 +80,7 @@ def _range_threshold(g: Gate, noise_from, info, read_dtype) -> None:
     g.stats_from_noise_chunks(_read_range(info.path, lo, hi, read_dtype))
 
 
-def spectral_file_filter(gate, kernel, info):
+def spectral_file_filter(gate: GateSpec, kernel: KernelChoice, info: AudioInfo) -> tuple[Callable, str]:
     """``(make, description)`` for gating the sound file ``info`` (an :class:`~sigconv.engine.audio.AudioInfo`).
 
     ``gate`` is a :class:`~sigconv.engine.settings.GateSpec`, ``kernel`` a resolved conv2d
