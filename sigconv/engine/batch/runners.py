@@ -134,6 +134,22 @@ def _pool_context():
     return ctx
 
 
+_DIED = object()
+_DIED_TEXT = "a worker process died (killed or crashed) while this file was in flight; rerun to retry"
+
+
+def _outcome(fut, task: dict):
+    """The result of a finished pool future; ``_DIED`` when its worker died."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        return _DIED
+    except Exception as exc:  # noqa: BLE001 (e.g. a result that cannot be pickled)
+        return failed(task, f"worker error: {type(exc).__name__}: {exc}")
+
+
 def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
     """A process pool of ``jobs`` workers; a worker that dies fails the files in flight (rerun to retry)
     and the batch goes on with a fresh pool."""
@@ -153,26 +169,24 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
         try:
             broken = False
             while (pending or inflight) and not broken:
-                while pending and len(inflight) < 2 * jobs:
-                    t = pending.popleft()
-                    inflight[pool.submit(process_task, t)] = t
+                while pending and len(inflight) < 2 * jobs and not broken:
+                    try:
+                        inflight[pool.submit(process_task, pending[0])] = pending[0]
+                        pending.popleft()
+                    except BrokenProcessPool:  # a worker died since the last wait: its futures tell which
+                        broken = True
                 done, _ = wait(list(inflight), timeout=0.5, return_when=FIRST_COMPLETED)
                 for f in done:
                     t = inflight.pop(f)
-                    try:
-                        r = f.result()
-                    except BrokenProcessPool:
-                        broken = True
-                        r = failed(t, "a worker process died (killed or crashed) while this file was in flight; "
-                                      "rerun to retry")
-                    except Exception as exc:  # noqa: BLE001 (e.g. a result that cannot be pickled)
-                        r = failed(t, f"worker error: {type(exc).__name__}: {exc}")
-                    yield t, r
-            if broken:
+                    r = _outcome(f, t)
+                    broken = broken or r is _DIED
+                    yield t, failed(t, _DIED_TEXT) if r is _DIED else r
+            if broken:  # the executor fails every future left; those that finished keep their result
+                wait(list(inflight), timeout=10)
                 for f, t in list(inflight.items()):
                     inflight.pop(f)
-                    yield t, failed(t, "a worker process died (killed or crashed) while this file was in flight; "
-                                       "rerun to retry")
+                    r = _outcome(f, t) if f.done() else _DIED
+                    yield t, failed(t, _DIED_TEXT) if r is _DIED else r
             clean = not broken
         finally:
             if not clean:
