@@ -1,0 +1,298 @@
+"""Sensor logs (CSV, Parquet): the time column, the sample rate and the channels, read through pyarrow.
+
+:func:`read_log` reads a whole log into a :class:`LogData` (the terminal UI loads logs with it); the batch
+reads tables with :func:`read_table` and the same helpers, so that both find the same time column, rate and
+channels. The time column is the one asked for, else one named like a time axis (:data:`TIME_NAMES`, or
+"time (s)", "timestamp_ms", ...), else the first column of a timestamp or date type
+(:func:`detect_time_column`). A CSV time column is read as text (the batch writes it back byte for byte)
+and parsed to seconds only to infer the rate: the median spacing, with warnings about irregular steps.
+Channels are the numeric columns but time; nulls and NaN are gaps. Problems raise ``InputError`` (one line).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from sigconv._core.errors import InputError
+
+__all__ = ["LogData", "read_log", "TIME_NAMES", "detect_time_column", "read_table", "time_seconds", "infer_rate",
+           "file_rate", "choose_channels", "column_values", "table_kind"]
+
+#: Column names taken as the time column (case-insensitive), in order of preference.
+TIME_NAMES = ("timestamp", "time", "datetime", "date_time", "t", "ts", "time_s", "seconds", "epoch", "date")
+#: Spacing deviating from the median by more than this fraction counts as irregular.
+IRREGULAR_TOL = 0.01
+_TIME_WITH_UNIT = re.compile(r"^(time|timestamp)[ _]?\(?(s|ms|us|ns|sec|seconds)?\)?$")
+#: Suffix -> table kind.
+_KINDS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+@dataclass(frozen=True, eq=False)
+class LogData:
+    """A sensor log read whole (:func:`read_log`).
+
+    ``values`` is (frames, channels) float64 with NaN where a value is missing; ``names`` names its columns.
+    ``timestamps`` holds the time column in seconds from the first row (NaN where missing), None without a
+    time column. ``fs`` is the rate (asked for, or from the median spacing); ``warnings`` what is odd about
+    the timestamps (irregular steps, a rate that differs from the one asked for).
+    """
+
+    path: Path
+    names: list
+    values: np.ndarray = field(repr=False)
+    time_name: Optional[str]
+    timestamps: Optional[np.ndarray] = field(repr=False)
+    fs: float
+    warnings: list = field(default_factory=list)
+
+    @property
+    def frames(self) -> int:
+        return int(self.values.shape[0])
+
+
+def table_kind(path) -> Optional[str]:
+    """"csv" or "parquet" by the file's suffix, else None."""
+    return _KINDS.get(Path(path).suffix.lower())
+
+
+def detect_time_column(names, types=None, asked: Optional[str] = None, path="") -> Optional[str]:
+    """The time column: ``asked`` when given (it must exist), else a column named like a time axis, else the
+    first column of a timestamp or date type (``types``: the pyarrow types of ``names``), else None."""
+    if asked is not None:
+        if asked not in names:
+            raise InputError(f"{path}: no column named {asked!r} for --time-column "
+                             f"(columns: {', '.join(names[:12])}{' ...' if len(names) > 12 else ''})")
+        return asked
+    lower = {n.lower().strip(): n for n in names}
+    for want in TIME_NAMES:
+        if want in lower:
+            return lower[want]
+    for n in names:
+        if _TIME_WITH_UNIT.match(n.lower().strip()):
+            return n
+    if types is not None:
+        import pyarrow as pa
+
+        for n, t in zip(names, types):
+            if pa.types.is_timestamp(t) or pa.types.is_date(t):
+                return n
+    return None
+
+
+def csv_header(path: Path) -> list[str]:
+    """The column names on a CSV file's first line."""
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        line = f.readline()
+    if not line.strip():
+        raise InputError(f"{path}: file is empty" if not line else f"{path}: the first line (header) is empty")
+    return next(csv.reader([line]))
+
+
+def unreadable(path, kind: str, exc: BaseException) -> InputError:
+    """The one-line error for a table pyarrow cannot read."""
+    what = "CSV" if kind == "csv" else "Parquet"
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InputError(f"{path}: not a readable {what} file ({msg})")
+
+
+def read_table(path: Path, kind: str, time_column: Optional[str]):
+    """(pyarrow table, time column name or None) of a CSV or Parquet file; a CSV time column is read as text."""
+    import pyarrow as pa
+
+    try:
+        if path.stat().st_size == 0:
+            raise InputError(f"{path}: file is empty")
+        if kind == "csv":
+            import pyarrow.csv as pcsv
+
+            tc = detect_time_column(csv_header(path), None, time_column, path)
+            types = {tc: pa.string()} if tc is not None else {}
+            table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types,
+                                                                           strings_can_be_null=False))
+        else:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            tc = detect_time_column(table.column_names, table.schema.types, time_column, path)
+    except InputError:
+        raise
+    except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
+        raise unreadable(path, kind, exc) from None
+    if table.num_rows == 0:
+        raise InputError(f"{path}: holds no data rows")
+    return table, tc
+
+
+def time_seconds(col, name: str, path) -> np.ndarray:
+    """The time column as float64 seconds (numbers are taken as seconds; timestamps relative to
+    the first row). NaN where a value is missing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    try:
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            try:
+                col = pc.cast(col, pa.float64())
+            except pa.ArrowInvalid:
+                col = pc.cast(col, pa.timestamp("ns"))
+            t = col.type
+        if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            # int64 nanoseconds, relative to the first valid row before going to float64 (epoch
+            # nanoseconds do not fit a float64 exactly); missing values become NaN
+            ns = pc.cast(pc.cast(col, pa.timestamp("ns")), pa.int64())
+            valid = np.asarray(pc.is_valid(ns).to_numpy(zero_copy_only=False), dtype=bool)
+            ints = pc.fill_null(ns, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+            first = ints[valid][0] if valid.any() else 0
+            v = (ints - first).astype(np.float64) / 1e9
+            v[~valid] = np.nan
+            return v
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            return pc.fill_null(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    raise InputError(f"{path}: time column {name!r} holds neither numbers (seconds) nor timestamps; "
+                     "pass --time-column or --fs")
+
+
+def nice_rate(fs: float) -> float:
+    """Round a rate inferred from float timestamps (100.00000000000001 -> 100)."""
+    r = round(fs)
+    if r > 0 and abs(fs - r) <= 1e-6 * fs:
+        return float(r)
+    return float(f"{fs:.9g}")
+
+
+def infer_rate(t: np.ndarray, path, fs: Optional[float] = None) -> tuple[float, list]:
+    """Rate from the median spacing of ``t`` (seconds), and the warnings about the timestamps.
+    Non-monotonic or missing timestamps are an error unless ``fs`` is given."""
+    warnings = []
+    problems = []
+    n = t.size
+    bad = ~np.isfinite(t)
+    if bad.any():
+        problems.append(f"{int(bad.sum())} missing timestamp(s), first at row {int(np.argmax(bad))}")
+    d = np.diff(t)
+    ok = np.isfinite(d)
+    back = np.flatnonzero(ok & (d <= 0))
+    if back.size:
+        problems.append(f"non-monotonic timestamps: {back.size} step(s) <= 0, first between rows {back[0]} "
+                        f"and {back[0] + 1} ({t[back[0]]:g} -> {t[back[0] + 1]:g})")
+    pos = d[ok & (d > 0)]
+    med = float(np.median(pos)) if pos.size else float("nan")
+    if pos.size:
+        off = np.abs(pos - med) > IRREGULAR_TOL * med
+        if off.any():
+            warnings.append(f"irregular timestamps: {int(off.sum())} of {pos.size} steps differ from the median "
+                            f"spacing {med:.6g} s by more than {IRREGULAR_TOL:.0%} (from {pos.min():.6g} to "
+                            f"{pos.max():.6g} s); filtered as if uniformly sampled")
+    if fs is None:
+        if problems:
+            raise InputError(f"{path}: {'; '.join(problems)}; cannot infer the rate (pass --fs to filter anyway)")
+        if n < 2 or not pos.size:
+            raise InputError(f"{path}: needs at least 2 rows with increasing timestamps to infer the rate; pass --fs")
+        return nice_rate(1.0 / med), warnings
+    warnings = problems + warnings
+    if pos.size and abs(1.0 / med - fs) > IRREGULAR_TOL * fs:
+        warnings.append(f"--fs {fs:g} Hz differs from the rate of the timestamps ({nice_rate(1.0 / med):g} Hz)")
+    return float(fs), warnings
+
+
+def file_rate(tc: Optional[str], time_column, fs_asked: Optional[float], path) -> tuple[float, list]:
+    """(sample rate, warnings) of a table: from the time column (``time_column()`` returns it; read only when
+    there is one) by its median spacing, else ``fs_asked``; InputError when neither exists."""
+    if tc is None:
+        if fs_asked is None:
+            raise InputError(f"{path}: no time column found (looked for {', '.join(TIME_NAMES[:4])}, ...); "
+                             "pass --time-column or --fs")
+        return float(fs_asked), []
+    return infer_rate(time_seconds(time_column(), tc, path), path, fs_asked)
+
+
+def numeric_type(t) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_integer(t) or pa.types.is_floating(t)) and not pa.types.is_boolean(t)
+
+
+def choose_channels(table, time_column, columns, path) -> list[str]:
+    """``columns`` when given (each must exist and be numeric), else every numeric column but time."""
+    names = table.column_names
+    if columns:
+        for c in columns:
+            if c not in names:
+                raise InputError(f"{path}: no column named {c!r} for --columns")
+            if c == time_column:
+                raise InputError(f"{path}: --columns names the time column {c!r}")
+            t = table.schema.field(c).type
+            if not numeric_type(t):
+                raise InputError(f"{path}: column {c!r} is not numeric ({t}); it cannot be filtered")
+        return list(columns)
+    chans = [n for n in names if n != time_column and numeric_type(table.schema.field(n).type)]
+    if not chans:
+        raise InputError(f"{path}: no numeric columns to filter")
+    return chans
+
+
+def column_values(table, name) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 values with NaN for nulls, null mask)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = table.column(name)
+    nulls = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.zeros(len(col), bool)
+    vals = pc.fill_null(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+    return np.array(vals, dtype=np.float64), np.asarray(nulls, dtype=bool)
+
+
+def read_log(path, *, time_column: Optional[str] = None, columns=None, fs: Optional[float] = None) -> LogData:
+    """Read a CSV or Parquet sensor log whole.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.csv``, ``.parquet`` or ``.pq`` file.
+    time_column : str, optional
+        The time column (default: detected by name, else by a timestamp type).
+    columns : sequence of str, optional
+        The channels (default: every numeric column but time).
+    fs : float, optional
+        The sample rate; needed when there is no time column, else inferred from the median spacing (and
+        non-monotonic or missing timestamps are then an error).
+
+    Returns
+    -------
+    LogData
+
+    Raises
+    ------
+    InputError
+        One line: no such file, not a readable table, no data rows, no numeric columns, no time column and
+        no ``fs``, timestamps that give no rate.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not a sensor log")
+    kind = table_kind(path)
+    if kind is None:
+        raise InputError(f"{path}: not a sensor log (CSV or Parquet: .csv, .parquet, .pq)")
+    table, tc = read_table(path, kind, time_column)
+    if tc is None:
+        timestamps = None
+        fs, warnings = file_rate(None, None, fs, path)
+    else:
+        t = time_seconds(table.column(tc), tc, path)
+        fs, warnings = infer_rate(t, path, fs)
+        finite = np.flatnonzero(np.isfinite(t))
+        timestamps = t - t[finite[0]] if finite.size else t
+    chans = choose_channels(table, tc, columns, path)
+    values = np.stack([column_values(table, c)[0] for c in chans], axis=1)
+    return LogData(path, chans, values, tc, timestamps, float(fs), warnings)
