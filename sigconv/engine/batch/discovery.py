@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import glob
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Optional
+from typing import Iterator, Optional
+
+from sigconv._core.atomic import atomic_output
+from sigconv._core.errors import OutputError
 
 #: Suffix -> format name. Anything else found in a folder is ignored (not an input).
 SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy", ".wav": "audio",
@@ -77,6 +81,29 @@ def output_problem(inp: Path, out: Path, outdir: Path) -> Optional[str]:
     if real_out == Path(os.path.realpath(inp)):
         return f"output {out} would overwrite the input; refusing"
     return None
+
+
+def prepare_output(inp: Path, out: Path, outdir: Path) -> None:
+    """Check ``out`` (``output_problem``: OutputError) and create its folder."""
+    why = output_problem(inp, out, outdir)
+    if why:
+        raise OutputError(why)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+
+@contextmanager
+def safe_output(inp: Path, out: Path, outdir: Path) -> Iterator[Path]:
+    """``sigconv._core.atomic.atomic_output`` for ``out``, checked before and again just before the rename
+    (a link may have appeared meanwhile)."""
+    prepare_output(inp, out, outdir)
+
+    def recheck():
+        why = output_problem(inp, out, outdir)
+        if why:
+            raise OutputError(why)
+
+    with atomic_output(out, before_replace=recheck) as tmp:
+        yield tmp
 
 
 def discover(inputs, outdir, recursive: bool = False) -> list[Found]:

@@ -1,7 +1,7 @@
 """Large CSV / Parquet logs filtered in a stream: memory bounded by a few blocks, not by the file.
 
 Used for tables of at least ``STREAM_MIN_BYTES`` (smaller ones take the simple in-memory path of
-``process._do_table``). The result is the one the in-memory path gives: byte for byte for CSV, value
+``process.do_table``). The result is the one the in-memory path gives: byte for byte for CSV, value
 for value for Parquet (its row groups may be cut differently).
 
 Two passes:
@@ -12,7 +12,7 @@ Two passes:
 2. Record batches (``pyarrow.csv.open_csv`` blocks of ``CSV_BLOCK_BYTES``;
    ``ParquetFile.iter_batches`` of ``PARQUET_BATCH_ROWS``) go through one block filter over all
    chosen channels, its state carried across batches. The filter is fed exactly the blocks
-   ``process.filter_into`` feeds it, through the same ``process.ExtendedFeed`` (the edge extension
+   ``edges.filter_into`` feeds it, through the same ``edges.ExtendedFeed`` (the edge extension
    of ``--edges``, then ``preferred_frames`` rows from the extended stream's row 0, the remainder,
    ``finish()``), because overlap-save output depends on the block cut in its last bits, and the
    CSV text of a float64 shows every bit. The zero-phase delay (and the left extension, which waits
@@ -33,13 +33,18 @@ A CSV value that needs quoting restarts the stream with ``quoting_style="needed"
 from __future__ import annotations
 
 import collections
-import io
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
 from sigconv._core.errors import InputError
+from sigconv.engine.batch import filters
+from sigconv.engine.batch.discovery import safe_output
+from sigconv.engine.batch.edges import ExtendedFeed
+from sigconv.engine.batch.formats import channel_type, csv_header_line
+from sigconv.engine.batch.logs import choose_channels, csv_header, detect_time_column, file_rate, unreadable
+from sigconv.engine.batch.settings import BatchSettings
 
 #: Tables at least this large (bytes) are streamed.
 STREAM_MIN_BYTES = 64 << 20
@@ -65,37 +70,28 @@ def wanted(path: Path, kind: str) -> bool:
         return False
 
 
-def _unreadable(path, kind, exc) -> InputError:
-    what = "CSV" if kind == "csv" else "Parquet"
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(f"{path}: not a readable {what} file ({msg})")
-
-
 class _Source:
     """One table file: its time column name, the time column alone, and its record batches."""
 
     def __init__(self, path: Path, kind: str, time_column: Optional[str]):
         import pyarrow as pa
 
-        from sigconv.engine.batch import formats
-
         self.path, self.kind = path, kind
         try:
             if kind == "csv":
-                names = formats._csv_header(path)
-                self.tc = formats.detect_time_column(names, None, time_column, path)
+                self.tc = detect_time_column(csv_header(path), None, time_column, path)
                 self.rows = None
             else:
                 import pyarrow.parquet as pq
 
                 self.pf = pq.ParquetFile(path)
                 schema = self.pf.schema_arrow
-                self.tc = formats.detect_time_column(schema.names, schema.types, time_column, path)
+                self.tc = detect_time_column(schema.names, schema.types, time_column, path)
                 self.rows = self.pf.metadata.num_rows
         except InputError:
             raise
         except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
-            raise _unreadable(path, kind, exc) from None
+            raise unreadable(path, kind, exc) from None
         if self.rows == 0:
             raise InputError(f"{path}: holds no data rows")
 
@@ -121,7 +117,7 @@ class _Source:
             else:
                 col = self.pf.read(columns=[self.tc]).column(0)
         except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
-            raise _unreadable(self.path, self.kind, exc) from None
+            raise unreadable(self.path, self.kind, exc) from None
         if len(col) == 0:
             raise InputError(f"{self.path}: holds no data rows")
         self.rows = len(col)
@@ -140,7 +136,7 @@ class _Source:
                 return reader.schema, iter(reader)
             return self.pf.schema_arrow, self.pf.iter_batches(batch_size=PARQUET_BATCH_ROWS)
         except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
-            raise _unreadable(self.path, self.kind, exc) from None
+            raise unreadable(self.path, self.kind, exc) from None
 
 
 def out_schema(schema, chans):
@@ -149,13 +145,12 @@ def out_schema(schema, chans):
 
     for c in chans:
         old = schema.field(c)
-        typ = pa.float32() if old.type == pa.float32() else pa.float64()
-        schema = schema.set(schema.get_field_index(c), pa.field(c, typ, metadata=old.metadata))
+        schema = schema.set(schema.get_field_index(c), pa.field(c, channel_type(old.type), metadata=old.metadata))
     return schema
 
 
 def channel_block(rb, chans) -> np.ndarray:
-    """(rows, C) float64 of the channels of record batch ``rb`` (nulls as NaN), as formats.column_values."""
+    """(rows, C) float64 of the channels of record batch ``rb`` (nulls as NaN), as logs.column_values."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -174,14 +169,10 @@ class _Writer:
         self.kind, self.schema = kind, schema
         self._ArrowInvalid = pa.ArrowInvalid
         if kind == "csv":
-            import csv
-
             import pyarrow.csv as pcsv
 
-            head = io.StringIO()
-            csv.writer(head, lineterminator="\n").writerow(schema.names)
             self.f = open(tmp, "wb")
-            self.f.write(head.getvalue().encode())
+            self.f.write(csv_header_line(schema.names))
             self.w = pcsv.CSVWriter(self.f, schema, write_options=pcsv.WriteOptions(include_header=False,
                                                                                    quoting_style=quoting))
         else:
@@ -206,15 +197,13 @@ class _Writer:
                 self.f.close()
 
 
-def _pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
+def pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
     """Filter the record batches through ``flt`` and write them; returns the rows written.
 
-    The rows go through ``process.ExtendedFeed`` (edge extension ``ext``), as ``filter_into`` feeds
+    The rows go through ``edges.ExtendedFeed`` (edge extension ``ext``), as ``filter_into`` feeds
     them in memory: the same blocks, so the same bytes. pending: the input batches whose filtered
     values are not all out yet (the filter lags by its delay, and by the left extension's wait)."""
     import pyarrow as pa
-
-    from sigconv.engine.batch.process import ExtendedFeed
 
     pending: collections.deque = collections.deque()  # record batches waiting for their filtered values
     written = 0
@@ -260,48 +249,46 @@ def _pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
     return written
 
 
-def do_table(task, s, inp: Path, out: Path, outdir: Path, res) -> bool:
+def do_table(task: dict, settings: BatchSettings, inp: Path, out: Path, outdir: Path, res: dict) -> bool:
     """Filter table ``inp`` in a stream. True when done; False when it must be redone in memory
     (nothing written, nothing added to ``res``). Raises InputError / OutputError / ValueError as
     the in-memory path does."""
     import pyarrow as pa
 
-    from sigconv.engine.batch import formats
-    from sigconv.engine.batch.process import _check_length, atomic_output, edge_rule, make_block_filter, run_extension, taps_for
-
     kind = task["kind"]
-    src = _Source(inp, kind, s.time_column)
+    src = _Source(inp, kind, settings.time_column)
     tc = src.tc
     warnings: list = []
-    fs, w = formats.file_rate(tc, src.time_column, s.fs, inp)  # first pass: the time column only
+    fs, w = file_rate(tc, src.time_column, settings.fs, inp)  # first pass: the time column only
     warnings.extend(w)
     schema, batches = src.open()
     try:
-        chans = formats.choose_channels(schema.empty_table(), tc, s.columns, inp)
+        chans = choose_channels(schema.empty_table(), tc, settings.columns, inp)
     except InputError:
         if kind == "csv":  # judged on the first block's types: let read_csv's types judge
             return False
         raise
-    taps, desc = taps_for(s, fs, edge_rule(s))
+    taps, desc = filters.taps_for(settings.fir, fs, settings.edges)
     if src.rows is not None:
-        _check_length(taps, src.rows, fs, inp)
+        filters.check_length(taps, src.rows, fs, inp)
     schema_out = out_schema(schema, chans)
     quoting = "none"
     while True:
         try:
-            with atomic_output(out, outdir, inp) as tmp:
+            with safe_output(inp, out, outdir) as tmp:
                 writer = _Writer(tmp, kind, schema_out, quoting)
                 try:
-                    flt = make_block_filter(taps, len(chans), s)
+                    flt = filters.block_filter(taps, len(chans), settings)
                     try:
-                        n = _pump(batches, chans, flt, run_extension(flt, taps, s), writer, schema_out, inp)
+                        n = pump(batches, chans, flt, filters.run_extension(flt, taps, settings), writer, schema_out,
+                                 inp)
                     except pa.ArrowInvalid as exc:  # reading: a bad row, or a value the first block's
                         if kind == "csv":  # types do not take: read_csv has the final word
                             raise Fallback(str(exc)) from None
-                        raise _unreadable(inp, kind, exc) from None
+                        raise unreadable(inp, kind, exc) from None
                 finally:
                     writer.close()
-                _check_length(taps, n, fs, inp)
+                filters.check_length(taps, n, fs, inp)
             break
         except _NeedsQuoting:
             if quoting == "needed":

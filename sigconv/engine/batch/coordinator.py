@@ -1,0 +1,253 @@
+"""The batch coordinator: inputs -> tasks -> workers -> manifest, and a report of what happened.
+
+:func:`run_batch` finds the files (:mod:`.discovery`), takes OUTDIR's lock (one batch writes into a folder at
+a time), removes temporary outputs a killed run left, skips what the manifest has as done and unchanged,
+runs the rest in this process, a local process pool or on Dask (:mod:`.runners`), records every result as it
+arrives (:mod:`.manifest`) and returns a :class:`BatchReport`. The coordinator never touches CUDA: workers
+get their GPU (and create their CUDA context) themselves.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from sigconv._core.atomic import PART_SUFFIX
+from sigconv._core.errors import InputError, OutputError
+from sigconv.engine.batch import runners
+from sigconv.engine.batch.discovery import DiscoveryError, discover, output_problem
+from sigconv.engine.batch.manifest import Manifest, settings_hash
+from sigconv.engine.batch.settings import BatchSettings
+
+__all__ = ["BatchRequest", "BatchReport", "BatchProgress", "run_batch"]
+
+#: Temporary outputs (ours: mkstemp's 8 random characters) left by a killed run; removed at start.
+_STALE_PART = re.compile(r"^\..+\.[A-Za-z0-9_]{8}" + re.escape(PART_SUFFIX) + "$")
+LOCK_NAME = ".sigconv-batch.lock"
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """What to filter and where: ``inputs`` (files, folders, glob patterns) into ``outdir``, mirroring the
+    input tree. ``recursive`` looks into subfolders (and ``**`` in patterns); ``jobs`` is the number of worker
+    processes (default: the CPU count, at most one per file; on a local Dask cluster one per GPU, else per
+    CPU); ``scheduler`` runs on Dask ("local" starts a LocalCluster, else a scheduler address); ``force``
+    redoes files the manifest has as done."""
+
+    inputs: Sequence
+    outdir: object
+    settings: BatchSettings = field(default_factory=BatchSettings)
+    recursive: bool = False
+    jobs: Optional[int] = None
+    scheduler: Optional[str] = None
+    force: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.inputs, (str, os.PathLike)):
+            object.__setattr__(self, "inputs", (self.inputs,))
+        object.__setattr__(self, "inputs", tuple(str(i) for i in self.inputs))
+        if not self.inputs:
+            raise ValueError("inputs must name at least one file, folder or pattern")
+        if not isinstance(self.settings, BatchSettings):
+            raise ValueError(f"settings must be a BatchSettings, got {type(self.settings).__name__}")
+        if self.jobs is not None and (isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1):
+            raise ValueError(f"jobs must be a positive integer, got {self.jobs!r}")
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """One finished file, passed to ``run_batch``'s ``on_result``: its output name ``rel``, its ``size`` in
+    bytes and ``status`` ("done" or "failed"), with the totals of the files being run (skipped and refused
+    files are not counted)."""
+
+    rel: str
+    size: int
+    status: str
+    files_total: int
+    bytes_total: int
+
+
+@dataclass
+class BatchReport:
+    """What a batch did. ``failed`` and ``warnings`` are (rel, text) pairs; ``filters`` maps each sample rate to
+    the filter used there; ``bytes`` is the input size of the files done; ``where`` says where they ran."""
+
+    done: list = field(default_factory=list)
+    skipped: int = 0
+    failed: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    filters: dict = field(default_factory=dict)
+    bytes: int = 0
+    seconds: float = 0.0
+    where: str = ""
+    manifest: Optional[Path] = None
+    interrupted: bool = False
+    stale: int = 0
+
+
+def _clean_stale_parts(outdir: Path) -> int:
+    n = 0
+    for root, _dirs, files in os.walk(outdir):
+        for f in files:
+            if _STALE_PART.match(f):
+                try:
+                    os.unlink(os.path.join(root, f))
+                    n += 1
+                except OSError:
+                    pass
+    return n
+
+
+def _lock(outdir: Path):
+    f = open(outdir / LOCK_NAME, "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise ValueError(f"{outdir}: another 'sigconv batch' is writing into this folder") from None
+    return f
+
+
+def _check_request(request: BatchRequest) -> Path:
+    """Fail before any work: the method and backend can run, OUTDIR is (or becomes) a writable folder."""
+    s = request.settings
+    if s.method == "spectral":
+        try:
+            from sigconv.engine.spectral import spectral_file_filter  # noqa: F401
+        except ImportError:
+            raise ValueError("--method spectral is not available in this build (sigconv.engine.spectral is "
+                             "missing); use --method fir") from None
+    if request.scheduler is None and s.kernel.backend == "cuda":
+        # safe for the workers: pool workers come from a fresh forkserver process
+        try:
+            s.kernel.resolve()
+        except RuntimeError as exc:
+            raise InputError(str(exc)) from None
+    outdir = Path(request.outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise ValueError(f"{outdir}: OUTDIR exists and is not a folder")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{outdir}: cannot create OUTDIR ({exc.strerror})") from None
+    outdir = Path(os.path.abspath(outdir))
+    from sigconv.engine.denoise import check_writable
+
+    check_writable(outdir)
+    return outdir
+
+
+def _tasks(found, outdir: Path, settings: BatchSettings):
+    """(tasks to run or skip, refused tasks with their reason) for the files found."""
+    options = settings.manifest_dict()
+    hashes: dict = {}  # per kind: the edge rule counts for tables and NPY only
+    tasks, refused = [], []
+    by_rel: dict[str, str] = {}
+    for f in found:
+        out = outdir / f.rel
+        try:
+            st = f.path.stat()
+            size, mtime = st.st_size, st.st_mtime_ns
+        except OSError as exc:
+            size, mtime = 0, 0
+            f.refused = f.refused or f"cannot read ({exc.strerror})"
+        if f.kind not in hashes:
+            hashes[f.kind] = settings_hash(options, f.kind)
+        t = {"input": str(f.path), "rel": f.rel, "output": str(out), "outdir": str(outdir), "kind": f.kind,
+             "size": size, "mtime_ns": mtime, "hash": hashes[f.kind], "settings": settings}
+        why = f.refused
+        if not why and f.rel in by_rel:
+            why = f"output {f.rel} collides with the output of {by_rel[f.rel]}; refusing"
+        if not why:
+            why = output_problem(f.path, out, outdir)
+        by_rel.setdefault(f.rel, str(f.path))
+        if why:
+            refused.append(t | {"why": why})
+        else:
+            tasks.append(t)
+    return tasks, refused
+
+
+def _runner(request: BatchRequest, todo: list, info: dict):
+    """(generator of (task, result), where the files run; None for Dask: known once its cluster is up)."""
+    n_gpus = 0 if request.settings.kernel.backend == "cpu" else runners.visible_gpu_count()
+    jobs = request.jobs or min(os.cpu_count() or 1, max(1, len(todo)))
+    if request.scheduler:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise InputError("--scheduler needs Dask: pip install 'sigconv[dask]'") from None
+        return runners.run_dask(todo, request.scheduler, request.jobs, n_gpus, info), None
+    if jobs <= 1 or len(todo) <= 1:
+        return runners.run_serial(todo), "in this process"
+    return runners.run_pool(todo, jobs, n_gpus), f"{jobs} worker processes" + (
+        f" sharing {n_gpus} GPU(s)" if n_gpus else "")
+
+
+def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgress], None]] = None) -> BatchReport:
+    """Filter every file of ``request``; see the module docstring.
+
+    ``on_result(BatchProgress)`` is called in this process after each file run (a progress bar). Ctrl-C stops
+    the workers: the files in flight leave no output, the report says ``interrupted`` and a rerun finishes.
+
+    Raises ValueError (a request that cannot work: no input found, OUTDIR is a file or busy, spectral missing),
+    InputError (the backend asked for cannot run, Dask missing) or OutputError (OUTDIR cannot be created or
+    written), each with one line, before any file is touched.
+    """
+    outdir = _check_request(request)
+    try:
+        found = discover(request.inputs, outdir, recursive=request.recursive)
+    except DiscoveryError as exc:
+        raise ValueError(str(exc)) from None
+    if not found:
+        raise ValueError("no supported input files found (CSV, Parquet, NPY, WAV, FLAC)")
+
+    lock = _lock(outdir)
+    t_start = time.perf_counter()
+    manifest = Manifest(outdir)
+    report = BatchReport(manifest=manifest.path)
+    try:
+        report.stale = _clean_stale_parts(outdir)
+        tasks, refused = _tasks(found, outdir, request.settings)
+        todo = [t for t in tasks if request.force or not manifest.up_to_date(t)]
+        report.skipped = len(tasks) - len(todo)
+        info: dict = {}
+        gen, where = _runner(request, todo, info)
+    except BaseException:
+        manifest.close()
+        lock.close()
+        raise
+    total_bytes = sum(t["size"] for t in todo)
+    try:
+        for t in refused:
+            manifest.append(t, runners.failed(t, t["why"]))
+            report.failed.append((t["rel"], t["why"]))
+        try:
+            for t, r in gen:
+                manifest.append(t, r)
+                if r["status"] == "done":
+                    report.done.append(t["rel"])
+                    report.bytes += t["size"]
+                    if r.get("fs") is not None and r.get("filter"):
+                        report.filters.setdefault(r["fs"], r["filter"])
+                else:
+                    report.failed.append((t["rel"], r["reason"]))
+                for w in r.get("warnings") or []:
+                    report.warnings.append((t["rel"], w))
+                if on_result is not None:
+                    on_result(BatchProgress(t["rel"], t["size"], r["status"], len(todo), total_bytes))
+        finally:
+            gen.close()
+    except KeyboardInterrupt:
+        report.interrupted = True
+    finally:
+        manifest.close()
+        lock.close()
+    report.seconds = time.perf_counter() - t_start
+    report.where = where or info.get("cluster", "Dask")
+    return report

@@ -1,0 +1,125 @@
+"""The filter a file gets, and how a log's channels run through it.
+
+Taps per rate come from ``FirSpec.design`` (with no filter option: the default for the signal's kind, by
+its rate), memoised per process. Logs run through the engine's block filter
+(:func:`sigconv.engine.file.fir_block_filter`) as float64 samples: float64 on the CPU, float32 on the GPU.
+Each filtered run of a table or NPY log is extended at its ends per ``BatchSettings.edges``
+(:mod:`.edges`); gaps per ``BatchSettings.gaps``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sigconv._core.errors import InputError
+from sigconv.engine.batch.edges import extension, filter_into, runs
+from sigconv.engine.batch.settings import BatchSettings
+from sigconv.engine.settings import FirSpec, KernelChoice, signal_kind
+
+__all__ = ["kernel_here", "taps_for", "block_filter", "filter_run", "filter_columns", "check_length"]
+
+_EDGE_TEXT = {"odd": "odd-reflected edges", "zero": "zero-padded edges"}
+_TAPS: dict = {}
+_KERNELS: dict = {}
+
+
+def kernel_here(kernel: KernelChoice) -> KernelChoice:
+    """``kernel`` resolved in this process, once (a GPU context is made only by the first GPU file).
+    InputError (one line) when its backend cannot run here."""
+    hit = _KERNELS.get(kernel)
+    if hit is None:
+        try:
+            hit = _KERNELS[kernel] = kernel.resolve()
+        except RuntimeError as exc:
+            raise InputError(str(exc)) from None
+    return hit
+
+
+def taps_for(fir: FirSpec, fs: float, edges=None):
+    """(taps, description) for rate ``fs``, memoised per process. ValueError (one line) when the options do
+    not fit this rate (e.g. a cutoff above its Nyquist). ``edges`` (an edge rule) is named in the description."""
+    key = (fir, float(fs), edges)
+    hit = _TAPS.get(key)
+    if hit is None:
+        try:
+            d = fir.design(fs, signal_kind(fs))
+        except ValueError as exc:
+            raise ValueError(f"at {fs:g} Hz: {exc}") from None
+        taps = d.taps
+        if fir.phase == "zero" and taps.size % 2 == 0:
+            raise ValueError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
+        more = f", {_EDGE_TEXT[edges]}" if edges else ""
+        hit = _TAPS[key] = (taps, f"{d.labelled} ({taps.size} taps, {fir.phase} phase{more})")
+    return hit
+
+
+def block_filter(taps, channels: int, settings: BatchSettings):
+    """A block filter for float64 (frames, channels) samples on the settings' kernel."""
+    from sigconv.engine.audio import pcm_spec
+    from sigconv.engine.file import fir_block_filter
+
+    return fir_block_filter(taps, channels, pcm_spec("DOUBLE"), kernel=kernel_here(settings.kernel),
+                            phase=settings.fir.phase)
+
+
+def run_extension(flt, taps, settings: BatchSettings) -> tuple[int, int]:
+    """``filter_into``'s ``ext`` for block filter ``flt`` under the settings' edge rule."""
+    return extension(len(taps), int(flt.delay), settings.edges)
+
+
+def filter_run(taps, x, out, settings: BatchSettings) -> None:
+    """Filter (n, C) run ``x`` into ``out`` with a fresh block filter, extended per ``settings.edges``."""
+    flt = block_filter(taps, x.shape[1], settings)
+    filter_into(flt, x, out, ext=run_extension(flt, taps, settings))
+
+
+def filter_columns(x: np.ndarray, taps, settings: BatchSettings, warnings: list, names) -> np.ndarray:
+    """Filter (n, C) float64 ``x`` whose gaps (NaN / inf) are handled per ``settings.gaps``:
+    interpolate: linear across each gap (edges held), then filter; the output has no gaps.
+    split: each run of finite samples is filtered on its own; gaps stay NaN in the output.
+    Each filtered run (the filled column with interpolate) is extended at its ends per ``settings.edges``."""
+    n, C = x.shape
+    bad = ~np.isfinite(x)
+    out = np.empty_like(x)
+    if not bad.any():
+        filter_run(taps, x, out, settings)
+        return out
+    K = len(taps)
+    short = 0
+    for c in range(C):
+        b = bad[:, c]
+        col = x[:, c]
+        if b.all():
+            warnings.append(f"column {names[c]!r} holds no finite values; left as it is")
+            out[:, c] = col
+            continue
+        if not b.any():
+            filter_run(taps, col[:, None], out[:, c:c + 1], settings)
+            continue
+        if settings.gaps == "interpolate":
+            idx = np.arange(n)
+            filled = col.copy()
+            filled[b] = np.interp(idx[b], idx[~b], col[~b])
+            filter_run(taps, filled[:, None], out[:, c:c + 1], settings)
+            warnings.append(f"column {names[c]!r}: {int(b.sum())} missing sample(s) interpolated")
+        else:
+            out[:, c] = np.nan
+            rr = runs(~b)
+            for a, e in rr:
+                short += (e - a) < K
+                filter_run(taps, col[a:e, None], out[a:e, c:c + 1], settings)
+            warnings.append(f"column {names[c]!r}: {int(b.sum())} missing sample(s) left as gaps; "
+                            f"{len(rr)} run(s) filtered separately")
+    if short:
+        how = ("their ends are extended by odd reflection (and, beyond what a run can reflect, its outermost "
+               "reflected value held), so their outputs rest largely on that extension"
+               if settings.edges == "odd" else "filtered with zero padding at their edges")
+        warnings.append(f"{short} run(s) between gaps are shorter than the filter ({K} taps): {how}")
+    return out
+
+
+def check_length(taps, frames: int, fs: float, path) -> None:
+    """InputError when the filter is longer than the file."""
+    if len(taps) > frames:
+        raise InputError(f"{path}: the filter ({len(taps)} taps, {len(taps) / fs:.3g} s) is longer than the file "
+                         f"({frames} samples, {frames / fs:.3g} s); use fewer --taps or a wider --transition")
