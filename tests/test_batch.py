@@ -14,18 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, SAMPLES, cli_peak_rss, run_cli, write_audio
+from conftest import ROOT, SAMPLES, cli_peak_rss, rel_err, run_cli, write_audio
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.csv as pcsv  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import sigconv  # noqa: E402
-from sigconv.engine.batch import process, runners  # noqa: E402
-from sigconv.engine.batch.manifest import NAME as MANIFEST  # noqa: E402
 from sigconv.cli import main  # noqa: E402
+from sigconv.engine.batch import edges, filters, runners  # noqa: E402
+from sigconv.engine.batch.manifest import NAME as MANIFEST  # noqa: E402
 
 CPU = ("--backend", "cpu")
+#: On PYTHONPATH for CLI subprocesses: a sitecustomize that faults the atomic rename ($SIGCONV_TEST_AT_REPLACE).
+SHIMS = Path(__file__).with_name("shims")
 
 
 def log_frame(rng, n=1500, fs=100.0, channels=3):
@@ -85,10 +87,6 @@ def odd_ref(x, h, phase="zero"):
         return scipy.signal.convolve(odd_padded(x, p), hh, "full")[2 * p:2 * p + n]
     xe = odd_padded(x, K - 1)[: n + K - 1]  # causal: K-1 on the left only
     return scipy.signal.lfilter(h, 1.0, xe, axis=0)[K - 1:]
-
-
-def rel_err(y, ref):
-    return float(np.linalg.norm(np.asarray(y, float) - ref) / np.linalg.norm(ref))
 
 
 def first_bad(y, ref, tol):
@@ -183,10 +181,9 @@ def test_default_filter_on_sample_log(tmp_path, capsys):
     assert 0.9 < band(Y, 16.5, 16.9) / band(X, 16.5, 16.9) < 1.1  # vibration kept
 
 
-def test_bad_files_recorded_batch_goes_on(tmp_path, capsys):
+def test_bad_files_recorded_batch_goes_on(tmp_path, rng, capsys):
     """A corrupt CSV, an empty file, a header-only CSV, a non-numeric --columns, a non-numeric column passed
     through: each failure is one line with its reason, the others are done, exit code 1."""
-    rng = np.random.default_rng()
     src = tmp_path / "in"
     t, x = log_frame(rng, n=800)
     write_csv(src / "good.csv", t, x, extra={"label": ["x"] * 800})
@@ -214,9 +211,8 @@ def test_bad_files_recorded_batch_goes_on(tmp_path, capsys):
     assert rc == 1 and "column 'label' is not numeric" in err
 
 
-def test_irregular_and_nonmonotonic_timestamps(tmp_path, capsys):
+def test_irregular_and_nonmonotonic_timestamps(tmp_path, rng, capsys):
     """Irregular spacing: filtered at the median rate with a warning; non-monotonic: failed unless --fs."""
-    rng = np.random.default_rng()
     src = tmp_path / "in"
     t, x = log_frame(rng, n=900)
     t_irr = t.copy()
@@ -239,10 +235,9 @@ def test_irregular_and_nonmonotonic_timestamps(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("gaps", ["split", "interpolate"])
-def test_nan_gaps(tmp_path, gaps, capsys):
+def test_nan_gaps(tmp_path, rng, gaps, capsys):
     """split: gaps stay (empty stays empty, NaN stays NaN), each run equals the odd-extended filter of the
     run; interpolate: equals that of the linearly filled signal, no gaps left. NaN never spreads."""
-    rng = np.random.default_rng()
     t, x = log_frame(rng, n=2400, channels=2)
     x[700:760, 0] = np.nan  # written as empty fields (nulls)
     x[1500, 0] = np.nan
@@ -266,7 +261,7 @@ def test_nan_gaps(tmp_path, gaps, capsys):
         assert np.array_equal(np.isnan(y0), bad)  # not one NaN more
         assert tab.column("ch0").null_count == 62  # gaps stay gaps (pyarrow reads "nan" as null too)
         assert "gappy.csv: column 'ch0': 62 missing sample(s) left as gaps; 4 run(s)" in err
-        for a, e in process.runs(~bad):
+        for a, e in edges.runs(~bad):
             ref = odd_ref(x[a:e, 0], h)
             assert rel_err(y0[a:e], ref) < 1e-10, (a, e, first_bad(y0[a:e], ref, 1e-10))
     else:
@@ -281,7 +276,7 @@ def test_nan_gaps(tmp_path, gaps, capsys):
 # ------------------------------------------------------------------------------------ edges (--edges odd|zero)
 
 
-def test_offset_log_has_no_edge_transient(tmp_path, capsys):
+def test_offset_log_has_no_edge_transient(tmp_path, rng, capsys):
     """A 60 s, 100 Hz log at an offset of 20 (a temperature) with a 0.5-amplitude 3 Hz sine and noise, default
     filter (band-pass 0.5-40 Hz, 661 taps = 6.6 s). --edges zero: the zero padding is a step of 20 that the
     band-pass turns into a transient of 0.58 x 20 = 11.5 (its step response peaks at 0.58), 16-19x the
@@ -290,7 +285,6 @@ def test_offset_log_has_no_edge_transient(tmp_path, capsys):
     reflected part's mean sits 2A = 1 above the signal's: a step of 2A, transient <= 0.58 x 2A on top of the
     sine's A, so the first and last 5 s peak at most about 2.2x the interior; asserted <= 2.5x (measured
     0.95-1.48x over 25 phases)."""
-    rng = np.random.default_rng()
     fs, n = 100.0, 6000
     t = np.arange(n) / fs
     x = 20.0 + 0.5 * np.sin(2 * np.pi * 3.0 * t + rng.uniform(0, 2 * np.pi)) + 0.05 * rng.standard_normal(n)
@@ -299,15 +293,15 @@ def test_offset_log_has_no_edge_transient(tmp_path, capsys):
     (tmp_path / "in" / "temp2.npy.json").write_text('{"fs": 100}')
     e = int(5 * fs)
     ratio, desc = {}, {}
-    for edges in ("odd", "zero"):
-        out = tmp_path / edges
+    for rule in ("odd", "zero"):
+        out = tmp_path / rule
         argv = ["batch", str(src.parent), "-o", str(out), *CPU, "-j", "1"]
-        assert main(argv + (["--edges", edges] if edges == "zero" else [])) == 0  # odd: the default
+        assert main(argv + (["--edges", rule] if rule == "zero" else [])) == 0  # odd: the default
         err = capsys.readouterr().err
-        desc[edges] = [ln for ln in err.splitlines() if ln.strip().startswith("100 Hz:")]
+        desc[rule] = [ln for ln in err.splitlines() if ln.strip().startswith("100 Hz:")]
         y = read_csv(out / "temp.csv").column("temp").to_numpy()
         np.testing.assert_array_equal(np.load(out / "temp2.npy"), y)  # NPY: the same rule, the same values
-        ratio[edges] = np.abs(np.r_[y[:e], y[-e:]]).max() / np.abs(y[e:-e]).max()
+        ratio[rule] = np.abs(np.r_[y[:e], y[-e:]]).max() / np.abs(y[e:-e]).max()
     with capsys.disabled():
         print(f"\nedge peak / interior peak: --edges odd {ratio['odd']:.2f}, --edges zero {ratio['zero']:.2f}")
     assert ratio["odd"] <= 2.5, ratio
@@ -329,7 +323,7 @@ def _check(y, ref, what):
 
 
 @pytest.mark.parametrize("phase", ["zero", "linear"])
-def test_filter_into_odd_edges_equals_scipy(phase):
+def test_filter_into_odd_edges_equals_scipy(rng, phase):
     """filter_into with the odd extension equals odd_ref (explicit reflection, scipy.signal convolve "full" /
     lfilter, sliced) to 1e-10 relative: random odd K (and even K for linear phase), random lengths, 1-2
     channels, blocks shorter than K (down to 1 row), runs shorter than the extension (n = 1, 2, 5 with K = 31,
@@ -337,7 +331,6 @@ def test_filter_into_odd_edges_equals_scipy(phase):
     (as the streamed tables do) gives the same bits as one push."""
     import scipy.signal
 
-    rng = np.random.default_rng()
     cases = [(31, n, C, f) for n in (1, 2, 5, 15, 16, 17, 31, 32) for C in (1, 2) for f in (1, 7, 30, 31, 1 << 18)]
     for _ in range(40):
         K = 2 * int(rng.integers(0, 60)) + 1 + (phase == "linear" and rng.random() < 0.3)
@@ -347,42 +340,39 @@ def test_filter_into_odd_edges_equals_scipy(phase):
         h = rng.standard_normal(K)
         x = 20.0 + rng.standard_normal((n, C))
         flt = _flt(h, C, phase)
-        ext = process.extension(K, flt.delay, "odd")
+        ext = edges.extension(K, flt.delay, "odd")
         assert ext == ((K // 2, K // 2) if phase == "zero" else (K - 1, 0))
         y = np.full((n, C), np.nan)
-        process.filter_into(flt, x, y, frames=frames, ext=ext)
+        edges.filter_into(flt, x, y, frames=frames, ext=ext)
         _check(y, odd_ref(x, h, phase), (K, n, C, frames))
         pieces, cut = [], np.sort(rng.integers(0, n + 1, size=int(rng.integers(0, 6))))
-        feed = process.ExtendedFeed(_flt(h, C, phase), ext, pieces.append, frames)
+        feed = edges.ExtendedFeed(_flt(h, C, phase), ext, pieces.append, frames)
         for a, b in zip(np.r_[0, cut], np.r_[cut, n]):
             feed.push(x[a:b])
         feed.close()
         assert np.array_equal(np.concatenate(pieces), y), (K, n, C, frames, cut)
         z = np.full((n, C), np.nan)  # --edges zero: no extension, the filter's own zero padding (SciPy semantics)
-        assert process.extension(K, flt.delay, "zero") == (0, 0)
-        process.filter_into(_flt(h, C, phase), x, z, frames=frames, ext=(0, 0))
+        assert edges.extension(K, flt.delay, "zero") == (0, 0)
+        edges.filter_into(_flt(h, C, phase), x, z, frames=frames, ext=(0, 0))
         _check(z, scipy.signal.convolve(x, h[:, None], "same") if phase == "zero" else
                scipy.signal.lfilter(h, 1.0, x, axis=0), ("zero", K, n, C, frames))
 
 
 @pytest.mark.parametrize("gaps", ["split", "interpolate"])
-def test_short_runs_between_gaps_odd_edges(gaps):
+def test_short_runs_between_gaps_odd_edges(rng, gaps):
     """--gaps split: runs of 1, 2, 5 and 40 samples between NaN gaps (K = 31) each get their own extension
     (odd_ref of the run), never a crash, and the warning says what happens; interpolate: the filled column is
     extended as a whole."""
-    from types import SimpleNamespace
-
-    rng = np.random.default_rng()
     h = rng.standard_normal(31)
     x = 20.0 + rng.standard_normal(80)
     x[[1, 4, 5, 11, 12, 13, 19]] = np.nan  # runs [0,1) [2,4) [6,11) [14,19) [20,80)
-    s = SimpleNamespace(gaps=gaps, edges="odd", phase="zero", backend="cpu", variant="auto", block=None)
+    s = sigconv.BatchSettings(gaps=gaps, edges="odd", kernel=sigconv.KernelChoice(backend="cpu"))
     warnings = []
-    y = process.filter_columns(x[:, None].copy(), h, s, warnings, ["v"])[:, 0]
+    y = filters.filter_columns(x[:, None].copy(), h, s, warnings, ["v"])[:, 0]
     bad = np.isnan(x)
     if gaps == "split":
         assert np.array_equal(np.isnan(y), bad)
-        rr = process.runs(~bad)
+        rr = edges.runs(~bad)
         assert [e - a for a, e in rr] == [1, 2, 5, 5, 60]
         for a, e in rr:
             _check(y[a:e], odd_ref(x[a:e], h), (a, e))
@@ -395,11 +385,11 @@ def test_short_runs_between_gaps_odd_edges(gaps):
         _check(y, odd_ref(filled, h), "interpolate")
 
 
-def test_rerun_with_other_edges_redoes_tables_only(tmp_path, capsys):
+def test_rerun_with_other_edges_redoes_tables_only(tmp_path, rng, capsys):
     """--edges is part of the settings hash of tables and NPY logs: a rerun with another --edges redoes them,
     the same --edges skips them; audio files (always zero padding) are not redone for --edges alone."""
-    src = _tree(tmp_path, n=2, rows=700)
-    write_audio(src / "r.wav", np.random.default_rng().uniform(-0.3, 0.3, (9000, 1)).astype(np.float32), fs=8000,
+    src = _tree(tmp_path, rng, n=2, rows=700)
+    write_audio(src / "r.wav", rng.uniform(-0.3, 0.3, (9000, 1)).astype(np.float32), fs=8000,
                 subtype="FLOAT")
     out = tmp_path / "out"
     base = ["batch", str(src), "-o", str(out), *CPU, "-j", "1", "--taps", "101"]
@@ -417,13 +407,18 @@ def test_rerun_with_other_edges_redoes_tables_only(tmp_path, capsys):
 # ------------------------------------------------------------------------------------ resume, crash, Ctrl-C
 
 
-def _tree(tmp_path, n=6, rows=700):
-    rng = np.random.default_rng()
+def _tree(tmp_path, rng, n=6, rows=700):
     src = tmp_path / "in"
     for i in range(n):
         t, x = log_frame(rng, n=rows, channels=2)
         write_csv(src / f"c{i}.csv", t, x)
     return src
+
+
+def _fault_env(spec: str) -> dict:
+    """The environment of a CLI subprocess whose atomic renames are faulted (tests/shims/sitecustomize.py)."""
+    return {"PYTHONPATH": os.pathsep.join([str(SHIMS), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "SIGCONV_TEST_AT_REPLACE": spec}
 
 
 def _outputs(out):
@@ -432,13 +427,14 @@ def _outputs(out):
 
 
 @pytest.mark.parametrize("jobs", ["2", "1"], ids=["worker-killed", "coordinator-killed"])
-def test_rerun_after_crash(tmp_path, jobs):
-    """SIGKILL mid-file (a pool worker with --jobs 2, the whole batch with --jobs 1): finished files are
-    intact, nothing partial is visible, the rerun does only the rest, no duplicates anywhere."""
-    src = _tree(tmp_path)
+def test_rerun_after_crash(tmp_path, rng, jobs):
+    """SIGKILL mid-file (a pool worker with --jobs 2, the whole batch with --jobs 1), right before c3.csv's
+    finished output is moved into place: finished files are intact, nothing partial is visible, the rerun does
+    only the rest, no duplicates anywhere."""
+    src = _tree(tmp_path, rng)
     out = tmp_path / "out"
     args = ["batch", src, "-o", out, *CPU, "-j", jobs, "--taps", "51"]
-    r = run_cli(*args, env={process.TEST_HOOK_ENV: "kill:c3.csv"})
+    r = run_cli(*args, env=_fault_env("kill:c3.csv"))
     assert r.returncode == (1 if jobs == "2" else -signal.SIGKILL), r.stderr
     assert not (out / "c3.csv").exists()
     visible = [p for p in _outputs(out) if not p.startswith(".")]
@@ -459,12 +455,12 @@ def test_rerun_after_crash(tmp_path, jobs):
     assert len(recs) == 6 and len({rec["input"] for rec in recs}) == 6 and {rec["status"] for rec in recs} == {"done"}
 
 
-def test_ctrl_c_leaves_no_partial_files(tmp_path):
-    """SIGINT while a file is in flight: exit 130, finished files complete and recorded, no partial file;
-    the rerun finishes the batch."""
-    src = _tree(tmp_path, n=5)
+def test_ctrl_c_leaves_no_partial_files(tmp_path, rng):
+    """SIGINT while a file is in flight (c2.csv waits 30 s before its output is moved into place): exit 130,
+    finished files complete and recorded, no partial file; the rerun finishes the batch."""
+    src = _tree(tmp_path, rng, n=5)
     out = tmp_path / "out"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **{process.TEST_HOOK_ENV: "sleep:c2.csv:30"})
+    env = dict(os.environ, **_fault_env("sleep:c2.csv:30"))
     p = subprocess.Popen([sys.executable, "-m", "sigconv", "batch", str(src), "-o", str(out), *CPU, "-j", "2",
                           "--taps", "51"], env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
@@ -484,10 +480,10 @@ def test_ctrl_c_leaves_no_partial_files(tmp_path):
     assert r.returncode == 0 and _outputs(out) == [f"c{i}.csv" for i in range(5)]
 
 
-def test_rerun_skips_and_redoes_changed(tmp_path, capsys):
+def test_rerun_skips_and_redoes_changed(tmp_path, rng, capsys):
     """A rerun skips unchanged files, redoes a file whose mtime/size changed, and redoes all when the filter
     settings change; --force redoes all; the manifest keeps one record per input."""
-    src = _tree(tmp_path, n=3)
+    src = _tree(tmp_path, rng, n=3)
     out = tmp_path / "out"
     base = ["batch", str(src), "-o", str(out), *CPU, "-j", "1", "-q"]
     assert main(base) == 0
@@ -502,11 +498,11 @@ def test_rerun_skips_and_redoes_changed(tmp_path, capsys):
 # ------------------------------------------------------------------------------------ output safety, usage
 
 
-def test_output_path_escapes_refused(tmp_path, capsys):
+def test_output_path_escapes_refused(tmp_path, rng, capsys):
     """Names with '..', a symlinked folder in OUTDIR pointing outside, OUTDIR equal to the input folder,
     two inputs with one output name: refused; inputs inside OUTDIR are never picked up; nothing is written
     outside OUTDIR."""
-    src = _tree(tmp_path, n=2)
+    src = _tree(tmp_path, rng, n=2)
     (src / "sub").mkdir()
     (src / "sub" / "s.csv").write_text((src / "c0.csv").read_text())
     other = tmp_path / "other"
@@ -548,9 +544,9 @@ def test_output_path_escapes_refused(tmp_path, capsys):
     (["batch", "IN", "-o", "OUT", "--fs", "-3"], "--fs must be a positive frequency"),
     (["batch", "IN", "-o", "OUT", "--edges", "even"], "argument --edges: invalid choice: 'even'"),
 ])
-def test_usage_errors_exit_2_one_line(tmp_path, capsys, argv, needle):
+def test_usage_errors_exit_2_one_line(tmp_path, rng, capsys, argv, needle):
     """Usage mistakes: exit 2 and one line on stderr, nothing written."""
-    src = _tree(tmp_path, n=1, rows=10)
+    src = _tree(tmp_path, rng, n=1, rows=10)
     argv = [a.replace("IN", str(src)).replace("OUT", str(tmp_path / "out")) for a in argv]
     rc = main(argv)
     err = capsys.readouterr().err
@@ -558,12 +554,12 @@ def test_usage_errors_exit_2_one_line(tmp_path, capsys, argv, needle):
     assert len(err.strip().splitlines()) == 1 and err.startswith("sigconv: error: ") and needle in err, err
 
 
-def test_spectral_guarded_and_per_rate_failures(tmp_path, capsys):
+def test_spectral_guarded_and_per_rate_failures(tmp_path, rng, capsys):
     """--method spectral needs sigconv.engine.spectral (else exit 2, one line); a cutoff above a file's Nyquist
     fails that file only, with the rate in the reason."""
     import importlib.util
 
-    src = _tree(tmp_path, n=1, rows=800)
+    src = _tree(tmp_path, rng, n=1, rows=800)
     write_audio(src / "r.wav", np.zeros((4000, 1), np.float32) + 0.01, fs=8000, subtype="FLOAT")
     if importlib.util.find_spec("sigconv.engine.spectral") is None:
         assert main(["batch", str(src), "-o", str(tmp_path / "o"), "--method", "spectral"]) == 2
@@ -582,11 +578,11 @@ def test_spectral_guarded_and_per_rate_failures(tmp_path, capsys):
 # ------------------------------------------------------------------------------------ parallel runs
 
 
-def test_pool_and_local_cluster_equal_single_process(tmp_path):
+def test_pool_and_local_cluster_equal_single_process(tmp_path, rng):
     """--jobs 2 (process pool) and --scheduler local with 2 Dask workers give byte-identical outputs to
     one process, and the same manifest statuses."""
-    src = _tree(tmp_path, n=6, rows=900)
-    np.save(src / "n.npy", np.random.default_rng().standard_normal((900, 2)))
+    src = _tree(tmp_path, rng, n=6, rows=900)
+    np.save(src / "n.npy", rng.standard_normal((900, 2)))
     (src / "n.npy.json").write_text('{"fs": 100}')
     (src / "broken.csv").write_text("timestamp,a\n0,1\n0.01\n")
     runs = {}
@@ -636,21 +632,20 @@ def test_gpu_plans():
     assert len(runners.local_cluster_plan(0, 16, 2)) == 2
 
 
-def _gpu_tasks(tmp_path, n):
-    src = _tree(tmp_path, n=n, rows=300)
+def _gpu_tasks(tmp_path, rng, n):
+    src = _tree(tmp_path, rng, n=n, rows=300)
     from sigconv.engine.batch.manifest import settings_hash
 
-    s = {k: None for k in ("band", "lowpass", "highpass", "notch", "fs", "time_column", "columns", "block")}
-    s.update(method="fir", notch_width=5.0, taps=31, transition=None, phase="zero", gaps="split", edges="odd",
-             backend="cpu", variant="auto")
+    s = sigconv.BatchSettings(fir=sigconv.FirSpec(taps=31), kernel=sigconv.KernelChoice(backend="cpu"))
     out = tmp_path / "out"
     return [{"input": str(p), "rel": p.name, "output": str(out / p.name), "outdir": str(out), "kind": "csv",
-             "size": 0, "mtime_ns": 0, "hash": settings_hash(s), "settings": s} for p in sorted(src.iterdir())]
+             "size": 0, "mtime_ns": 0, "hash": settings_hash(s.manifest_dict()), "settings": s}
+            for p in sorted(src.iterdir())]
 
 
-def test_pool_pins_one_gpu_per_worker_faked(tmp_path):
+def test_pool_pins_one_gpu_per_worker_faked(tmp_path, rng):
     """With a faked count of 2 GPUs each pool worker gets CUDA_VISIBLE_DEVICES 0 or 1 before any task."""
-    res = [r for _, r in runners.run_pool(_gpu_tasks(tmp_path, 6), jobs=2, n_gpus=2)]
+    res = [r for _, r in runners.run_pool(_gpu_tasks(tmp_path, rng, 6), jobs=2, n_gpus=2)]
     assert all(r["status"] == "done" for r in res), res
     by_pid = {}
     for r in res:
@@ -658,12 +653,12 @@ def test_pool_pins_one_gpu_per_worker_faked(tmp_path):
     assert all(len(v) == 1 for v in by_pid.values()) and set().union(*by_pid.values()) <= {"0", "1"}
 
 
-def test_local_cluster_one_worker_per_gpu_faked(tmp_path):
+def test_local_cluster_one_worker_per_gpu_faked(tmp_path, rng):
     """--scheduler local with a faked count of 2 GPUs: 2 Dask workers, one pinned to each GPU (the tasks
     run on the cpu backend and report the CUDA_VISIBLE_DEVICES they saw)."""
     pytest.importorskip("distributed")
     info = {}
-    res = [r for _, r in runners.run_dask(_gpu_tasks(tmp_path, 8), "local", None, 2, info)]
+    res = [r for _, r in runners.run_dask(_gpu_tasks(tmp_path, rng, 8), "local", None, 2, info)]
     assert info["workers"] == 2 and "GPUs 0, 1" in info["cluster"]
     assert all(r["status"] == "done" for r in res), res
     by_pid = {}
@@ -676,33 +671,34 @@ def test_local_cluster_one_worker_per_gpu_faked(tmp_path):
 # ------------------------------------------------------------------------------------ progress
 
 
-def test_progress_bar_files_bytes_throughput(tmp_path):
+def test_progress_bar_files_bytes_throughput(tmp_path, rng):
     """The bar shows files M/N, bytes and a transfer rate; with stderr not a TTY (run_cli) nothing is drawn."""
     import io
 
     from rich.console import Console
 
     from sigconv.cli.batch import _Progress
+    from sigconv.engine.batch.coordinator import BatchProgress
 
     buf = io.StringIO()
     con = Console(file=buf, force_terminal=True, width=150)
-    with _Progress(True, 3, 3_000_000, console=con) as bar:
-        bar.advance(1_000_000, "a.csv")
+    with _Progress(True, console=con) as bar:
+        bar.advance(BatchProgress("a.csv", 1_000_000, "done", 3, 3_000_000))
         time.sleep(0.2)
-        bar.advance(1_000_000, "b.csv")
+        bar.advance(BatchProgress("b.csv", 1_000_000, "failed", 3, 3_000_000))
         bar.bar.refresh()
     text = buf.getvalue()
     assert "2/3" in text and "MB/s" in text and "2.0/3.0 MB" in text
-    src = _tree(tmp_path, n=2, rows=100)
+    src = _tree(tmp_path, rng, n=2, rows=100)
     r = run_cli("batch", src, "-o", tmp_path / "o", *CPU, "--taps", "11")
     assert r.returncode == 0 and "\x1b[" not in r.stderr and "━" not in r.stderr
 
 
 @pytest.mark.gpu
-def test_gpu_batch_matches_cpu(tmp_path):
+def test_gpu_batch_matches_cpu(tmp_path, rng):
     """On a GPU: --backend cuda (float32 on the device) matches the cpu run within float32 tolerance; with
     --jobs 2 each worker holds one GPU context."""
-    src = _tree(tmp_path, n=4, rows=5000)
+    src = _tree(tmp_path, rng, n=4, rows=5000)
     rc = run_cli("batch", src, "-o", tmp_path / "cpu", *CPU, "-j", "1")
     rg = run_cli("batch", src, "-o", tmp_path / "gpu", "--backend", "cuda", "-j", "2")
     assert rc.returncode == 0 and rg.returncode == 0, rg.stderr
@@ -715,13 +711,13 @@ def test_gpu_batch_matches_cpu(tmp_path):
     assert all(r["backend"] == "cuda" and r.get("gpu") is not None for r in recs), recs
 
 
-def test_cuda_backend_without_gpu_fails_early(tmp_path, capsys):
+def test_cuda_backend_without_gpu_fails_early(tmp_path, rng, capsys):
     """--backend cuda where CUDA cannot run: exit 1 with one line, before any file is touched."""
     from sigconv._core import devices as _devices
 
     if _devices.cuda_reason() is None:
         pytest.skip("a GPU is usable here")
-    src = _tree(tmp_path, n=1, rows=10)
+    src = _tree(tmp_path, rng, n=1, rows=10)
     assert main(["batch", str(src), "-o", str(tmp_path / "o"), "--backend", "cuda"]) == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "backend 'cuda' is not usable here" in err
@@ -736,14 +732,14 @@ def small_blocks(monkeypatch):
     """Filter blocks of 777 rows (instead of ~2^18) in both paths, so that small files cross block edges."""
     from sigconv.engine.batch import stream
 
-    orig = process.make_block_filter
+    orig = filters.block_filter
 
     def make(*a, **k):
         f = orig(*a, **k)
         f.preferred_frames = 777
         return f
 
-    monkeypatch.setattr(process, "make_block_filter", make)
+    monkeypatch.setattr(filters, "block_filter", make)
     calls = []
     orig_do = stream.do_table
 
@@ -787,11 +783,10 @@ def _run_both(tmp_path, monkeypatch, src, extra=(), block=1 << 20, rows=1 << 16,
 
 @pytest.mark.parametrize("block,rows", [(200, 3), (2000, 40), (50_000, 1000), (1 << 20, 1 << 16)],
                          ids=["batches-shorter-than-delay", "small", "medium", "default"])
-def test_streamed_table_equals_in_memory(tmp_path, monkeypatch, small_blocks, capsys, block, rows):
+def test_streamed_table_equals_in_memory(tmp_path, rng, monkeypatch, small_blocks, capsys, block, rows):
     """Streamed CSV is byte-identical and streamed Parquet value-identical (schema included) to the in-memory
     path, for batches shorter than the filter delay (50 rows) up to the defaults; time, pass-through and
     quoted columns unchanged; int channels become float64, float32 stays float32."""
-    rng = np.random.default_rng()
     src = _stream_tree(tmp_path, rng)
     outs = _run_both(tmp_path, monkeypatch, src, block=block, rows=rows, capsys=capsys)
     assert small_blocks == [True, True, True]  # every table streamed (none fell back)
@@ -816,10 +811,10 @@ def test_streamed_table_equals_in_memory(tmp_path, monkeypatch, small_blocks, ca
 
 
 @pytest.mark.parametrize("extra", [("--phase", "linear"), ("--edges", "zero")], ids=["linear-phase", "edges-zero"])
-def test_streamed_equals_in_memory_other_edges(tmp_path, monkeypatch, small_blocks, capsys, extra):
+def test_streamed_equals_in_memory_other_edges(tmp_path, rng, monkeypatch, small_blocks, capsys, extra):
     """Linear phase (left extension K-1 = 100 rows, none on the right) and --edges zero (no extension) stream
     byte-identically too, with record batches of 3 rows (the stream waits for the 101 rows it reflects)."""
-    src = _stream_tree(tmp_path, np.random.default_rng(), n=1500)
+    src = _stream_tree(tmp_path, rng, n=1500)
     outs = _run_both(tmp_path, monkeypatch, src, extra=extra, block=200, rows=3, capsys=capsys)
     assert small_blocks == [True, True, True]
     mem, st = outs["mem"][0], outs["st"][0]
@@ -833,10 +828,9 @@ def test_streamed_equals_in_memory_other_edges(tmp_path, monkeypatch, small_bloc
     assert rel_err(y, ref) < 1e-10, first_bad(y, ref, 1e-10)
 
 
-def test_streamed_warnings_and_fs(tmp_path, monkeypatch, small_blocks, capsys):
+def test_streamed_warnings_and_fs(tmp_path, rng, monkeypatch, small_blocks, capsys):
     """The time pass reports irregular timestamps as the in-memory path does; --fs without a time column
     streams too (no time pass), and --columns leaves the other numeric columns as they were."""
-    rng = np.random.default_rng()
     src = tmp_path / "in"
     t, x = log_frame(rng, n=2500, channels=3)
     t[1200:] += 0.5
@@ -853,11 +847,10 @@ def test_streamed_warnings_and_fs(tmp_path, monkeypatch, small_blocks, capsys):
 
 
 @pytest.mark.parametrize("gaps", ["split", "interpolate"])
-def test_streamed_gap_falls_back_to_memory(tmp_path, monkeypatch, small_blocks, capsys, gaps):
+def test_streamed_gap_falls_back_to_memory(tmp_path, rng, monkeypatch, small_blocks, capsys, gaps):
     """A gap late in a filtered channel abandons the stream (no temporary file left) and the file is redone
     in memory: the same bytes and the same warnings as the in-memory path. An integer column turning
     decimal after the first block (read_csv unifies the blocks' types) falls back likewise."""
-    rng = np.random.default_rng()
     src = tmp_path / "in"
     t, x = log_frame(rng, n=3000, channels=2)
     x[2500:2510, 1] = np.nan
@@ -881,7 +874,7 @@ def test_streamed_gap_falls_back_to_memory(tmp_path, monkeypatch, small_blocks, 
     assert not [p for p in outs["st"][0].iterdir() if p.name.endswith(".part")]
 
 
-def test_streamed_csv_peak_memory_bounded(tmp_path):
+def test_streamed_csv_peak_memory_bounded(tmp_path, rng):
     """A 159 MB CSV (1.5 M rows, 5 channels) is filtered with a peak RSS under 400 MB (measured about 275 MB on
     the 2-core machine; the in-memory path peaks at about 680 MB on this file). What grows with the file is
     the time pass (about 40 bytes per row: the time column and its spacings); the filtering pass holds a few
@@ -890,7 +883,6 @@ def test_streamed_csv_peak_memory_bounded(tmp_path):
 
     src = tmp_path / "big.csv"
     rows, step = 1_500_000, 250_000
-    rng = np.random.default_rng(3)
     with open(src, "wb") as f:
         w = None
         for s0 in range(0, rows, step):
@@ -916,10 +908,10 @@ def test_streamed_csv_peak_memory_bounded(tmp_path):
 
 
 @pytest.mark.gpu
-def test_gpu_streamed_equals_in_memory(tmp_path, monkeypatch, small_blocks, capsys):
+def test_gpu_streamed_equals_in_memory(tmp_path, rng, monkeypatch, small_blocks, capsys):
     """On a GPU: the cuda block filter streams too (same blocks as in memory): equal within float32 rounding
     (equal bits unless the kernels reduce in a varying order)."""
-    src = _stream_tree(tmp_path, np.random.default_rng(), n=5000)
+    src = _stream_tree(tmp_path, rng, n=5000)
     outs = _run_both(tmp_path, monkeypatch, src, block=3000, rows=300, capsys=capsys, backend=("--backend", "cuda"))
     assert small_blocks == [True, True, True]
     mem, st = outs["mem"][0], outs["st"][0]
@@ -937,8 +929,103 @@ def test_timestamp_column_with_a_missing_value():
     """Epoch-nanosecond timestamps with a null: seconds relative to the first row, NaN where missing, exact."""
     import pyarrow as pa
 
-    from sigconv.engine.batch.formats import time_seconds
+    from sigconv.engine.batch.logs import time_seconds
 
     col = pa.array([1_700_000_000_000_000_000, None, 1_700_000_000_010_000_001], type=pa.timestamp("ns"))
     t = time_seconds(col, "t", "x.parquet")
     assert t[0] == 0.0 and np.isnan(t[1]) and t[2] == 0.010000001
+
+
+# ------------------------------------------------------------------------------------ engine API: settings, logs, run_batch
+
+
+@pytest.mark.parametrize("settings,kind,digest", [
+    ({}, "csv", "a39e5ba5c1fdb2a0"),
+    ({}, "audio", "4bb49997f363f6b3"),
+    ({"edges": "zero"}, "csv", "80f594fc56b10203"),
+    ({"edges": "zero"}, "audio", "4bb49997f363f6b3"),
+    ({"fir": {"band": (1, 30), "notch": (50, 100), "notch_width": 3}}, "csv", "c78a548f044eb13c"),
+    ({"fs": 100, "time_column": "t", "columns": ("a", "b")}, "csv", "57a927d7ebafbade"),
+    ({"fs": 100}, "audio", "d20922f4a0dcdf48"),
+    ({"kernel": {"backend": "cpu", "block": 128}}, "csv", "a39e5ba5c1fdb2a0"),
+    ({"method": "spectral"}, "audio", "7f34b01b19266a70"),
+    ({"method": "spectral", "gate": {"noise_from": (0, 0.5), "share_mask": True, "n_std": 2, "freq_smooth_hz": 300,
+                                     "time_smooth_ms": 20}}, "csv", "b0a5cae278e95505"),
+])
+def test_settings_hash_matches_existing_manifests(settings, kind, digest):
+    """BatchSettings.manifest_dict hashes to the digests manifests already hold for the same options (recorded
+    from `sigconv batch` before the settings were typed), so a rerun still skips the files they have as done;
+    backend, variant and block never count, the edge rule not for audio."""
+    from sigconv.engine.batch.manifest import settings_hash
+
+    types = {"fir": sigconv.FirSpec, "gate": sigconv.GateSpec, "kernel": sigconv.KernelChoice}
+    s = sigconv.BatchSettings(**{k: types[k](**v) if k in types else v for k, v in settings.items()})
+    assert settings_hash(s.manifest_dict(), kind) == digest
+
+
+@pytest.mark.parametrize("bad,needle", [
+    ({"gaps": "zero"}, "gaps must be one of split, interpolate"),
+    ({"edges": "even"}, "edges must be one of odd, zero"),
+    ({"method": "iir"}, "method must be one of fir, spectral"),
+    ({"fs": 0}, "fs must be a positive frequency"),
+    ({"columns": ()}, "columns must be column names"),
+    ({"fir": "bandpass"}, "fir must be a FirSpec"),
+])
+def test_batch_settings_validated_once(bad, needle):
+    """BatchSettings refuses bad values with one line; good ones travel to workers as they are (pickled)."""
+    import pickle
+
+    with pytest.raises(ValueError, match=needle):
+        sigconv.BatchSettings(**bad)
+    s = sigconv.BatchSettings(method="spectral", gate=sigconv.GateSpec(noise_clip="noise.wav"), columns="a")
+    assert s.kernel.op == "conv2d" and os.path.isabs(s.gate.noise_clip) and s.columns == ("a",)
+    assert pickle.loads(pickle.dumps(s)) == s
+
+
+def test_read_log_csv_parquet_and_errors(tmp_path, rng):
+    """read_log (what the TUI loads logs with): the time column found by the batch's rule, timestamps in
+    seconds from the first row, NaN where a value is missing, the rate from the median spacing (or fs); one-line
+    InputError for a missing file, a table without numeric channels or without a time column and fs."""
+    t, x = log_frame(rng, n=400, channels=2)
+    x[10, 1] = np.nan
+    write_csv(tmp_path / "a.csv", t + 5.0, x)
+    d = sigconv.read_log(tmp_path / "a.csv")
+    assert d.names == ["ch0", "ch1"] and d.time_name == "timestamp" and d.fs == 100.0 and d.warnings == []
+    assert d.values.dtype == np.float64 and d.values.shape == (400, 2) and np.isnan(d.values[10, 1])
+    np.testing.assert_allclose(d.timestamps, t, atol=1e-9)
+    np.testing.assert_array_equal(d.values[:, 0], x[:, 0])
+    ts = pa.array((1_700_000_000_000_000_000 + np.arange(400) * 5_000_000).astype("int64")).cast(pa.timestamp("ns"))
+    pq.write_table(pa.table({"when": ts, "p": x[:, 0], "label": ["a"] * 400}), tmp_path / "b.parquet")
+    d = sigconv.read_log(tmp_path / "b.parquet")
+    assert d.time_name == "when" and d.names == ["p"] and d.fs == 200.0 and d.timestamps[1] == 0.005
+    (tmp_path / "c.csv").write_text("Time (s),v\n0,1\n0.5,2\n1.0,3\n")
+    assert sigconv.read_log(tmp_path / "c.csv").time_name == "Time (s)"
+    (tmp_path / "n.csv").write_text("a,b\n1,2\n3,4\n")
+    d = sigconv.read_log(tmp_path / "n.csv", fs=10)
+    assert d.time_name is None and d.timestamps is None and d.fs == 10.0 and d.names == ["a", "b"]
+    for path, kw, needle in [("none.csv", {}, "no such file"), ("b.parquet", {"columns": ["label"]}, "not numeric"),
+                             ("n.csv", {}, "no time column found")]:
+        with pytest.raises(sigconv.InputError, match=needle) as e:
+            sigconv.read_log(tmp_path / path, **kw)
+        assert "\n" not in str(e.value)
+
+
+def test_run_batch_api_reports_and_calls_back(tmp_path, rng):
+    """sigconv.run_batch with a typed request: the report counts what the CLI prints, on_result sees every file
+    run with the totals, and a rerun skips; a request that cannot work raises ValueError with one line."""
+    src = _tree(tmp_path, rng, n=3, rows=300)
+    (src / "bad.csv").write_text("timestamp,a\n")
+    seen = []
+    settings = sigconv.BatchSettings(fir=sigconv.FirSpec(taps=31), kernel=sigconv.KernelChoice(backend="cpu"))
+    req = sigconv.BatchRequest([src], tmp_path / "out", settings, jobs=1)
+    rep = sigconv.run_batch(req, on_result=seen.append)
+    assert sorted(rep.done) == ["c0.csv", "c1.csv", "c2.csv"] and rep.skipped == 0 and not rep.interrupted
+    assert rep.failed == [("bad.csv", "holds no data rows")] and rep.where == "in this process"
+    assert set(rep.filters) == {100.0} and "(31 taps, zero phase, odd-reflected edges)" in rep.filters[100.0]
+    assert rep.bytes == sum((src / n).stat().st_size for n in rep.done) and rep.manifest == tmp_path / "out" / MANIFEST
+    assert [p.files_total for p in seen] == [4] * 4 and {p.rel for p in seen} == {"c0.csv", "c1.csv", "c2.csv",
+                                                                                  "bad.csv"}
+    rep = sigconv.run_batch(req)
+    assert rep.done == [] and rep.skipped == 3 and len(rep.failed) == 1
+    with pytest.raises(ValueError, match="no such file or folder"):
+        sigconv.run_batch(sigconv.BatchRequest([tmp_path / "nope"], tmp_path / "out", settings))

@@ -8,10 +8,9 @@ import soundfile as sf
 from conftest import cli_peak_rss
 
 
-def test_one_hour_file_peak_rss_under_300_mb(tmp_path):
+def test_one_hour_file_peak_rss_under_300_mb(tmp_path, rng):
     fs, seconds = 48000, 3600
     src = tmp_path / "hour.wav"
-    rng = np.random.default_rng(7)
     block = (rng.standard_normal(fs * 60) * 3000).astype(np.int16)  # one minute of noise, varied per minute
     with sf.SoundFile(str(src), "w", fs, 1, subtype="PCM_16") as f:
         for m in range(seconds // 60):

@@ -24,22 +24,15 @@ pads with zeros (SciPy "same", the behaviour before). Audio files always use zer
 from __future__ import annotations
 
 import argparse
-import fcntl
-import os
-import re
 import sys
-import time
-from pathlib import Path
 
-from sigconv.cli import (EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, UsageError, _positive_float, _positive_int,
-                  add_backend_arguments, add_filter_arguments, add_spectral_arguments)
+import sigconv
+from sigconv.cli.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK
+from sigconv.cli.options import (add_backend_arguments, add_filter_arguments, add_spectral_arguments,
+                                 fir_spec_from_args, gate_spec_from_args, kernel_from_args, positive_float,
+                                 positive_int)
 
 __all__ = ["add_batch_arguments", "run_batch"]
-
-#: Temporary outputs (ours: mkstemp's 8 random characters) left by a killed run; removed at start.
-_STALE_PART = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.part$")
-_SPECTRAL_KEYS = ("noise_clip", "noise_from", "strength", "stationary", "n_std", "freq_smooth", "time_smooth",
-                  "n_fft", "hop", "share_mask")
 
 
 def _columns(s):
@@ -60,7 +53,7 @@ def add_batch_arguments(p) -> None:
     add_filter_arguments(p)
     add_spectral_arguments(p)
     g = p.add_argument_group("sensor logs (CSV, Parquet, NPY)")
-    g.add_argument("--fs", type=_positive_float("--fs"), metavar="HZ",
+    g.add_argument("--fs", type=positive_float("--fs"), metavar="HZ",
                    help="sample rate (default: from the time column's median spacing; NPY: from NAME.npy.json)")
     g.add_argument("--time-column", metavar="NAME", help="the time column (default: detected by name or type)")
     g.add_argument("--columns", type=_columns, metavar="A,B,...",
@@ -75,7 +68,7 @@ def add_batch_arguments(p) -> None:
                         "SciPy 'same' semantics). Audio files always use zero padding, as denoise")
     add_backend_arguments(p)
     g = p.add_argument_group("execution")
-    g.add_argument("-j", "--jobs", type=_positive_int("--jobs"), metavar="N",
+    g.add_argument("-j", "--jobs", type=positive_int("--jobs"), metavar="N",
                    help="worker processes (default: CPU count, at most one per file; --scheduler local: "
                         "one worker per GPU, else per CPU)")
     g.add_argument("--scheduler", metavar="ADDRESS",
@@ -84,48 +77,22 @@ def add_batch_arguments(p) -> None:
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary (failures still listed)")
 
 
-def _settings(args) -> dict:
-    keys = ["method", "band", "lowpass", "highpass", "notch", "notch_width", "taps", "transition", "phase", "fs",
-            "time_column", "columns", "gaps", "edges", "backend", "variant", "block"]
-    s = {k: getattr(args, k, None) for k in keys}
-    s["band"] = list(s["band"]) if s["band"] else None
-    for k in _SPECTRAL_KEYS:
-        s[k] = getattr(args, k, None)
-    if s.get("noise_clip"):
-        s["noise_clip"] = os.path.abspath(s["noise_clip"])
-    if args.method != "spectral":  # spectral options do not change a FIR output
-        for k in _SPECTRAL_KEYS:
-            s[k] = None
-    return s
-
-
-def _clean_stale_parts(outdir: Path) -> int:
-    n = 0
-    for root, _dirs, files in os.walk(outdir):
-        for f in files:
-            if _STALE_PART.match(f):
-                try:
-                    os.unlink(os.path.join(root, f))
-                    n += 1
-                except OSError:
-                    pass
-    return n
-
-
-def _lock(outdir: Path):
-    f = open(outdir / ".sigconv-batch.lock", "w")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.close()
-        raise UsageError(f"{outdir}: another 'sigconv batch' is writing into this folder") from None
-    return f
+def _request(args) -> "sigconv.BatchRequest":
+    """The parsed options as the engine's typed request (the gate's options count for --method spectral only)."""
+    spectral = args.method == "spectral"
+    settings = sigconv.BatchSettings(
+        method=args.method, fir=fir_spec_from_args(args), gate=gate_spec_from_args(args) if spectral else
+        sigconv.GateSpec(), kernel=kernel_from_args(args, "conv2d" if spectral else "conv1d"), fs=args.fs,
+        time_column=args.time_column, columns=args.columns, gaps=args.gaps, edges=args.edges)
+    return sigconv.BatchRequest(args.inputs, args.output_dir, settings, recursive=args.recursive, jobs=args.jobs,
+                                scheduler=args.scheduler, force=args.force)
 
 
 class _Progress:
-    """A rich progress bar over files and bytes with throughput; a no-op when not shown."""
+    """A rich progress bar over files and bytes with throughput, advanced by ``run_batch``'s ``on_result``; a
+    no-op when not shown. The totals (the files to run, once skipped ones are known) come with each result."""
 
-    def __init__(self, show: bool, n_files: int, n_bytes: int, console=None):
+    def __init__(self, show: bool, console=None):
         self.bar = None
         if not show:
             return
@@ -136,18 +103,19 @@ class _Progress:
         self.bar = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                             MofNCompleteColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
                             console=console or Console(stderr=True), transient=True)
-        self.files = self.bar.add_task("files", total=n_files)
-        self.bytes = self.bar.add_task("bytes", total=n_bytes)
+        self.files = self.bar.add_task("files", total=None)
+        self.bytes = self.bar.add_task("bytes", total=None)
 
     def __enter__(self):
         if self.bar:
             self.bar.start()
         return self
 
-    def advance(self, nbytes: int, rel: str) -> None:
+    def advance(self, p) -> None:
+        """One file finished (a ``sigconv`` batch progress event: rel, size, files_total, bytes_total)."""
         if self.bar:
-            self.bar.update(self.files, advance=1, description=f"files ({rel[-30:]})")
-            self.bar.update(self.bytes, advance=nbytes)
+            self.bar.update(self.files, total=p.files_total, advance=1, description=f"files ({p.rel[-30:]})")
+            self.bar.update(self.bytes, total=p.bytes_total, advance=p.size)
 
     def __exit__(self, *exc):
         if self.bar:
@@ -158,146 +126,34 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
-def run_batch(args) -> int:
-    from sigconv.engine.batch import runners
-    from sigconv.engine.batch.discovery import DiscoveryError, discover, output_problem
-    from sigconv.engine.batch.manifest import Manifest, settings_hash
-    from sigconv._core.errors import InputError, OutputError
-
-    if args.method == "spectral":
-        try:
-            from sigconv.engine.spectral import file_filter_factory  # noqa: F401
-        except ImportError:
-            raise UsageError("--method spectral is not available in this build (sigconv.engine.spectral is missing); "
-                             "use --method fir") from None
-    if args.scheduler is None and args.backend == "cuda":
-        # fail before any work; safe for the workers: pool workers come from a fresh forkserver process
-        from sigconv._core import devices as _devices
-
-        try:
-            _devices.resolve_backend("cuda")
-        except RuntimeError as exc:
-            raise InputError(str(exc)) from None
-    outdir = Path(args.output_dir)
-    if outdir.exists() and not outdir.is_dir():
-        raise UsageError(f"{outdir}: OUTDIR exists and is not a folder")
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{outdir}: cannot create OUTDIR ({exc.strerror})") from None
-    outdir = Path(os.path.abspath(outdir))
-    from sigconv.cli import _check_writable
-
-    _check_writable(outdir)
-    try:
-        found = discover(args.inputs, outdir, recursive=args.recursive)
-    except DiscoveryError as exc:
-        raise UsageError(str(exc)) from None
-    if not found:
-        raise UsageError("no supported input files found (CSV, Parquet, NPY, WAV, FLAC)")
-
-    lock = _lock(outdir)
-    t_start = time.perf_counter()
-    settings = _settings(args)
-    hashes: dict = {}  # per kind: --edges counts for tables and NPY only
-    manifest = Manifest(outdir)
-    stale = _clean_stale_parts(outdir)
-    tasks, refused = [], []
-    by_rel: dict[str, str] = {}
-    for f in found:
-        out = outdir / f.rel
-        try:
-            st = f.path.stat()
-            size, mtime = st.st_size, st.st_mtime_ns
-        except OSError as exc:
-            size, mtime = 0, 0
-            f.refused = f.refused or f"cannot read ({exc.strerror})"
-        if f.kind not in hashes:
-            hashes[f.kind] = settings_hash(settings, f.kind)
-        t = {"input": str(f.path), "rel": f.rel, "output": str(out), "outdir": str(outdir), "kind": f.kind,
-             "size": size, "mtime_ns": mtime, "hash": hashes[f.kind], "settings": settings}
-        why = f.refused
-        if not why and f.rel in by_rel:
-            why = f"output {f.rel} collides with the output of {by_rel[f.rel]}; refusing"
-        if not why:
-            why = output_problem(f.path, out, outdir)
-        by_rel.setdefault(f.rel, str(f.path))
-        if why:
-            refused.append(t | {"why": why})
-        else:
-            tasks.append(t)
-    todo = [t for t in tasks if args.force or not manifest.up_to_date(t)]
-    skipped = len(tasks) - len(todo)
-
-    n_gpus = 0 if args.backend == "cpu" else runners.visible_gpu_count()
-    jobs = args.jobs or min(os.cpu_count() or 1, max(1, len(todo)))
-    info: dict = {}
-    if args.scheduler:
-        try:
-            import distributed  # noqa: F401
-        except ImportError:
-            raise InputError("--scheduler needs Dask: pip install 'sigconv[dask]'") from None
-        gen = runners.run_dask(todo, args.scheduler, args.jobs, n_gpus, info)
-        where = None
-    elif jobs <= 1 or len(todo) <= 1:
-        gen = runners.run_serial(todo)
-        where = "in this process"
-    else:
-        gen = runners.run_pool(todo, jobs, n_gpus)
-        where = f"{jobs} worker processes" + (f" sharing {n_gpus} GPU(s)" if n_gpus else "")
-
-    done, failed_, warned = [], [], []
-    filters: dict[float, str] = {}
-    nbytes = 0
-    interrupted = False
-    show = not args.quiet and sys.stderr.isatty()
-    try:
-        for t in refused:
-            manifest.append(t, runners.failed(t, t["why"]))
-            failed_.append((t["rel"], t["why"]))
-        with _Progress(show, len(todo), sum(t["size"] for t in todo)) as bar:
-            try:
-                for t, r in gen:
-                    manifest.append(t, r)
-                    if r["status"] == "done":
-                        done.append(t["rel"])
-                        nbytes += t["size"]
-                        if r.get("fs") is not None and r.get("filter"):
-                            filters.setdefault(r["fs"], r["filter"])
-                    else:
-                        failed_.append((t["rel"], r["reason"]))
-                    for w in r.get("warnings") or []:
-                        warned.append((t["rel"], w))
-                    bar.advance(t["size"], t["rel"])
-            finally:
-                gen.close()
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        manifest.close()
-        lock.close()
-    secs = time.perf_counter() - t_start
-
+def _print_summary(report, quiet: bool) -> None:
     out = sys.stderr
-    if not args.quiet:
-        if stale:
-            print(f"removed {stale} temporary file(s) left by an interrupted run", file=out)
-        if filters:
+    if not quiet:
+        if report.stale:
+            print(f"removed {report.stale} temporary file(s) left by an interrupted run", file=out)
+        if report.filters:
             print("filters used (by sample rate):", file=out)
-            for fs in sorted(filters):
-                print(f"  {fs:g} Hz: {filters[fs]}", file=out)
-        for rel, w in warned:
+            for fs in sorted(report.filters):
+                print(f"  {fs:g} Hz: {report.filters[fs]}", file=out)
+        for rel, w in report.warnings:
             print(f"warning: {rel}: {w}", file=out)
-    for rel, why in failed_:
+    for rel, why in report.failed:
         print(f"failed: {rel}: {why}", file=out)
-    if not args.quiet or interrupted:
-        where = where or info.get("cluster", "Dask")
-        rate = f"{len(done) / secs:.1f} files/s, {nbytes / 1e6 / secs:.2f} MB/s" if secs > 0 else ""
-        state = "interrupted; " if interrupted else ""
-        print(f"batch: {state}{len(done)} done, {skipped} skipped, {len(failed_)} failed "
-              f"({_mb(nbytes)} in {secs:.2f} s, {rate}; {where}); manifest {manifest.path}", file=out)
-        if interrupted:
+    if not quiet or report.interrupted:
+        secs, n = report.seconds, len(report.done)
+        rate = f"{n / secs:.1f} files/s, {report.bytes / 1e6 / secs:.2f} MB/s" if secs > 0 else ""
+        state = "interrupted; " if report.interrupted else ""
+        print(f"batch: {state}{n} done, {report.skipped} skipped, {len(report.failed)} failed "
+              f"({_mb(report.bytes)} in {secs:.2f} s, {rate}; {report.where}); manifest {report.manifest}", file=out)
+        if report.interrupted:
             print("batch: finished files are complete and recorded; run the same command again to finish", file=out)
-    if interrupted:
+
+
+def run_batch(args) -> int:
+    request = _request(args)
+    with _Progress(not args.quiet and sys.stderr.isatty()) as bar:
+        report = sigconv.run_batch(request, on_result=bar.advance)
+    _print_summary(report, args.quiet)
+    if report.interrupted:
         return EXIT_INTERRUPTED
-    return EXIT_DATA if failed_ else EXIT_OK
+    return EXIT_DATA if report.failed else EXIT_OK
