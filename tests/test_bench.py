@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -211,7 +212,9 @@ def test_wrong_variant_is_fail_and_not_timed_and_wrong_peer_flagged(tmp_path, mo
 
     monkeypatch.setattr(cpu, "corr1d_direct", lambda x, w, pad, out_len, block=None: np.zeros((x.shape[0], out_len),
                                                                                             x.dtype))
-    monkeypatch.setattr(peers, "run_scipy_1d", lambda x, w, pad, out_len: np.ones((x.shape[0], out_len), x.dtype))
+    scipy_peer = _registry.get("conv1d", "cpu", "scipy")  # the registry holds the peer's callable itself
+    monkeypatch.setitem(_registry._REGISTRY, ("conv1d", "cpu", "scipy"), dataclasses.replace(
+        scipy_peer, run=lambda x, w, pad, out_len: np.ones((x.shape[0], out_len), x.dtype)))
     rc = _run(["conv1d", "--quick", "--C", "1", "--L", "2000", "--K", "5", "--reps", "3", "--budget", "0.01",
                "--variants", "direct,fft", "--backend", "cpu", "--peers", "scipy", "--out", str(tmp_path)])
     assert rc == 1
@@ -304,7 +307,7 @@ def test_check_scales_rounding_by_the_terms_not_the_result(rng):
 def test_measure_on_a_log_with_an_offset(rng):
     """The TUI's latency path (bench.measure on the loaded data, not random data) on a log with a large
     offset: every row is checked and timed, none flagged."""
-    from apps.model import _case_1d
+    from apps.latency import signal_case_1d as _case_1d
     from sigconv.engine.design import design_fir
 
     x = (9.8 + 1e-3 * rng.standard_normal((2, 1 << 16))).astype(np.float32)

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from sigconv import backends as _backends  # noqa: F401  (importing the backends fills the registry)
 from sigconv._core import devices as _devices
 from sigconv._core.blocks import as_block, format_block
 from sigconv._core.xp import namespace_of_backend
