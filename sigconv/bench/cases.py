@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-from sigconv.registry.table import Variant
+from sigconv.registry.table import Conv1dJob, Conv2dJob
 
 __all__ = ["Case1D", "Case2D", "CASES_2D", "CPU_MAX_ELEMS", "CPU_MAX_MACS", "default_cases_1d", "default_cases_2d",
            "parse_shape2d"]
@@ -129,10 +129,9 @@ class Case1D:
         out[:, lo:hi] = full[:, lo + s:hi + s]
         return out
 
-    def taps_ok(self, v: Variant) -> Optional[str]:
-        if v.max_taps is not None and self.K > v.max_taps:
-            return f"K={self.K} > max_taps {v.max_taps}"
-        return None
+    def job(self, dtype: str) -> Conv1dJob:
+        """The shape the registry's entries are asked about (:meth:`Variant.applies`)."""
+        return Conv1dJob(self.C, self.L, self.K, dtype)
 
 
 def _gauss(k: int) -> np.ndarray:
@@ -263,14 +262,11 @@ class Case2D:
                     y += xp.tensordot(w64[:, :, i, j], patch, axes=([1], [1])).transpose(1, 0, 2, 3)
         return y
 
-    def taps_ok(self, v: Variant) -> Optional[str]:
-        if v.max_taps is not None and max(self.kH, self.kW) > v.max_taps:
-            return f"kernel {self.kH}x{self.kW} > max side {v.max_taps}"
-        if v.extra.get("single_channel") and not (self.N == self.Cin == self.Cout == 1):
-            return "single-channel only"
-        if v.extra.get("single_channel") and tuple(self.stride) != (1, 1):
-            return "stride 1 only"
-        return None
+    def job(self, dtype: str) -> Conv2dJob:
+        """The shape the registry's entries are asked about (:meth:`Variant.applies`); whether the weights are
+        rank-1 is left to the launcher, which checks the weights themselves."""
+        return Conv2dJob((self.N, self.Cin, self.H, self.W), (self.Cout, self.Cin, self.kH, self.kW), dtype,
+                         tuple(self.stride), tuple(self.pad), self.out_hw())
 
 
 #: Tap counts of the default conv1d set.

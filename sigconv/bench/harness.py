@@ -237,10 +237,8 @@ def _out_of_time(g: _Group, entry) -> bool:
 
 
 def _skip_reason(g: _Group, entry) -> Optional[str]:
-    """Why this variant or peer does not take this case (dtype, taps, or shape), or None."""
-    if g.run.dtype not in entry.dtypes:
-        return f"{g.run.dtype} not supported"
-    return g.case.taps_ok(entry)
+    """Why this variant or peer does not take this case (dtype, taps, shape: its registry entry says), or None."""
+    return entry.applies(g.case.job(g.run.dtype))
 
 
 def _free(xp) -> None:
