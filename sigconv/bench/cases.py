@@ -241,8 +241,7 @@ class Case2D:
         """(variant, block) that the cuda backend's ``auto`` runs on ``inp``."""
         from sigconv.backends import cuda2d
 
-        fn = getattr(cuda2d, "resolve_auto", None) or cuda2d._auto
-        return fn(inp[0], inp[1], *self._geometry())
+        return cuda2d.resolve_auto(inp[0], inp[1], *self._geometry())
 
     def reference(self, xp, inp):
         """float64 shift-and-add over taps (one GEMM over input channels per tap)."""
