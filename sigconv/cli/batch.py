@@ -78,12 +78,13 @@ def add_batch_arguments(p) -> None:
 
 
 def _request(args) -> "sigconv.BatchRequest":
-    """The parsed options as the engine's typed request (the gate's options count for --method spectral only)."""
+    """The parsed options as the engine's typed request."""
     spectral = args.method == "spectral"
-    settings = sigconv.BatchSettings(
-        method=args.method, fir=fir_spec_from_args(args), gate=gate_spec_from_args(args) if spectral else
-        sigconv.GateSpec(), kernel=kernel_from_args(args, "conv2d" if spectral else "conv1d"), fs=args.fs,
-        time_column=args.time_column, columns=args.columns, gaps=args.gaps, edges=args.edges)
+    gate = gate_spec_from_args(args) if spectral else sigconv.GateSpec()  # the gate's options: spectral only
+    settings = sigconv.BatchSettings(method=args.method, fir=fir_spec_from_args(args), gate=gate,
+                                     kernel=kernel_from_args(args, "conv2d" if spectral else "conv1d"), fs=args.fs,
+                                     time_column=args.time_column, columns=args.columns, gaps=args.gaps,
+                                     edges=args.edges)
     return sigconv.BatchRequest(args.inputs, args.output_dir, settings, recursive=args.recursive, jobs=args.jobs,
                                 scheduler=args.scheduler, force=args.force)
 
