@@ -171,7 +171,7 @@ async def test_broken_file_shows_error_and_app_stays_usable(tmp_path, short_wav)
 
 @run_async
 async def test_csv_sensor_log_loads_and_filters():
-    """The CSV sensor log loads through pyarrow (rate from the timestamps) and filters with cutoffs capped below Nyquist."""
+    """The CSV sensor log loads through sigconv.read_log (rate from the timestamps) and filters with cutoffs capped below Nyquist."""
     app = make_app(str(SAMPLES / "sensor_log.csv"), **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot)
