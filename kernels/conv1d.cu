@@ -19,7 +19,7 @@
 //             conv1d_tiled<K, R>: K fixed at compile time, every loop unrolled (instantiated per K
 //             through NVRTC name expressions). conv1d_tiled_rt<R>: any K up to 8192 (runtime tap loop
 //             of 4 taps a step, a register sliding window of R+4 inputs).
-//   fft       (Python, sigconv/backends/cuda1d.py) overlap-save with cuFFT; its three helper kernels
+//   fft       (Python, sigconv/backends/overlap_save.py) overlap-save with cuFFT; its three helper kernels
 //             are wrapped here: conv1d_os_gather_* (build the segments), conv1d_os_cmul_* (spectrum
 //             product), conv1d_os_scatter_* (keep the valid part of each segment); their bodies and
 //             launch geometry are in overlap_save.cuh.
@@ -29,16 +29,7 @@
 // (SIGCONV_NVCC_CHECK instantiates the tiled templates for a spread of K; at run time CuPy's NVRTC
 // compiles exactly the instantiations asked for.)
 #include "common.cuh"
-
-#ifndef SIGCONV_CONST_TAP_DOUBLES
-#define SIGCONV_CONST_TAP_DOUBLES 4096   // 32 KB of __constant__ taps: 8192 float32 or 4096 float64
-#endif
-#ifndef SIGCONV_SHARED_KCH_F32
-#define SIGCONV_SHARED_KCH_F32 2048      // taps per shared-memory chunk (float32): (B + 2*KCH - 1) * 4 bytes
-#endif
-#ifndef SIGCONV_SHARED_KCH_F64
-#define SIGCONV_SHARED_KCH_F64 1024      // same for float64: at B = 1024, 24 KB
-#endif
+#include "limits.cuh"  // SIGCONV_CONST_TAP_DOUBLES, SIGCONV_SHARED_KCH_*: shared with the Python launchers
 
 // One raw buffer serves both dtypes (float kernels view it as 8192 floats). The launcher uploads
 // the taps (zero-padded to a multiple of 4) on the launch stream just before the launch.

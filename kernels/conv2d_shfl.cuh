@@ -21,6 +21,7 @@
 #ifndef SIGCONV_CONV2D_SHFL_CUH
 #define SIGCONV_CONV2D_SHFL_CUH
 #include "conv2d_common.cuh"
+#include "limits.cuh"
 
 #ifndef SHFL_KH
 #define SHFL_KH 3       // kernel height
@@ -32,7 +33,7 @@
 #define SHFL_PX 1       // left padding in columns (0..4)
 #endif
 #ifndef SHFL_ROWS
-#define SHFL_ROWS 32    // output rows per thread
+#define SHFL_ROWS SIGCONV_SHFL_ROWS  // output rows per thread
 #endif
 // Small kernels (up to 12 taps) are compiled for blocks of up to 1024 threads, which caps the registers at 64
 // (3x3: 60 instead of 100 uncapped, no spills): at least 1024 resident threads per multiprocessor, so that
@@ -44,9 +45,9 @@
 #define SHFL_BOUNDS
 #endif
 
-#define SHFL_RH (SHFL_KW - 1 - SHFL_PX)  // right halo in columns (0..4)
-#if SHFL_PX < 0 || SHFL_PX > 4 || SHFL_RH < 0 || SHFL_RH > 4
-#error "conv2d_shfl: the halos must be 0..4 columns on each side"
+#define SHFL_RH (SHFL_KW - 1 - SHFL_PX)  // right halo in columns (0..SIGCONV_SHFL_MAX_HALO)
+#if SHFL_PX < 0 || SHFL_PX > SIGCONV_SHFL_MAX_HALO || SHFL_RH < 0 || SHFL_RH > SIGCONV_SHFL_MAX_HALO
+#error "conv2d_shfl: the halos must be 0..SIGCONV_SHFL_MAX_HALO columns on each side"
 #endif
 
 // Taps of the current call (copied in stream order by the launcher before each launch).

@@ -7,6 +7,7 @@
 #ifndef SIGCONV_CONV2D_STRIP_CUH
 #define SIGCONV_CONV2D_STRIP_CUH
 #include "conv2d_common.cuh"
+#include "limits.cuh"
 
 #ifndef STRIP_KH
 #define STRIP_KH 3      // strip kernel: kernel height
@@ -18,7 +19,7 @@
 #define STRIP_SH 3      // strip kernel: (-px) mod 4
 #endif
 #ifndef STRIP_ROWS
-#define STRIP_ROWS 32   // strip kernel: output rows per thread
+#define STRIP_ROWS SIGCONV_STRIP_ROWS  // strip kernel: output rows per thread
 #endif
 
 // Taps of the current call (copied in stream order by the launcher before each launch).

@@ -1,12 +1,12 @@
 // overlap_save.cuh: bodies of the fft variant's three helper kernels (kernels/conv1d.cu wraps them as
-// conv1d_os_gather_*, conv1d_os_cmul_*, conv1d_os_scatter_*; sigconv/backends/cuda1d.py launches them).
+// conv1d_os_gather_*, conv1d_os_cmul_*, conv1d_os_scatter_*; sigconv/backends/overlap_save.py launches them).
 //
 // Overlap-save with segment length N (a power of two >= 1024) and step M = N - K + 1: output block b
 // (outputs [b*M, b*M + M)) is the circular convolution of segment b, seg[i] = x[b*M - pad + i] (i < N),
 // with the convolution taps h = w reversed, read at i = K-1 + r (r < M).
 //
 // Launch geometry: a 2-D/3-D grid, so no thread divides a flat index (a 64-bit division per element held
-// the first, flat versions to ~1 TB/s on an H200, 2026-11-30). sigconv.backends.cuda1d.os_grid computes it:
+// the first, flat versions far below the copy bandwidth). sigconv.backends.overlap_save.os_grid computes it:
 //   gather : grid (ceil(N/4 / B), gy <= nseg, gz <= C); thread x*B + t writes samples 4t'..4t'+3 of a row
 //            with one 16-byte store; rows by grid-stride over segments (y) and channels (z).
 //   cmul   : grid (ceil(NF / B), gy <= rows): bin k = x*B + t of every row, rows by grid-stride over y.

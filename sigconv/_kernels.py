@@ -17,12 +17,16 @@ import threading
 from pathlib import Path
 from typing import Iterable, Mapping
 
-__all__ = ["kernel_dir", "source", "source_hash", "module", "NVRTC_OPTIONS"]
+__all__ = ["kernel_dir", "source", "source_hash", "module", "constants", "NVRTC_OPTIONS", "LIMITS"]
 
 #: Options for every NVRTC compile. No fast-math: results are checked against float64 references.
 NVRTC_OPTIONS = ("-std=c++17",)
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+#: The header holding the numbers that kernels and launchers share (read by :func:`constants`).
+LIMITS = "limits.cuh"
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*(//.*)?$', re.M)
+_DEFINE = re.compile(r"^\s*#\s*define\s+(SIGCONV_[A-Z0-9_]+)\s+(-?\d+)\s*(//.*)?$", re.M)
 
 
 def kernel_dir() -> Path:
@@ -56,6 +60,13 @@ def source(name: str) -> str:
         return _INCLUDE.sub(repl, text)
 
     return expand(name)
+
+
+@functools.lru_cache(maxsize=None)
+def constants(name: str = LIMITS) -> dict:
+    """``{NAME: int}`` of the ``#define SIGCONV_NAME <integer>`` lines of ``kernels/<name>``: the one home of
+    every number a launcher needs to agree with its kernel (tap buffer sizes, chunk lengths, halo widths)."""
+    return {m.group(1): int(m.group(2)) for m in _DEFINE.finditer((kernel_dir() / name).read_text())}
 
 
 def source_hash(*names: str) -> str:

@@ -1,0 +1,19 @@
+// limits.cuh: the numbers the kernels and their Python launchers share, each stated once.
+// The kernels include this file; sigconv._kernels.constants() reads its defines for the launchers
+// (sigconv/backends/cuda1d.py, cuda2d.py), so neither side restates a value. One plain integer
+// `#define SIGCONV_NAME value` per line; no expressions.
+#ifndef SIGCONV_LIMITS_CUH
+#define SIGCONV_LIMITS_CUH
+
+// conv1d.cu: the __constant__ tap buffer, 32 KB: 4096 float64 or 8192 float32 taps.
+#define SIGCONV_CONST_TAP_DOUBLES 4096
+// conv1d.cu `shared`: taps per shared-memory chunk; a block stages (B + 2*KCH - 1) values of its dtype.
+#define SIGCONV_SHARED_KCH_F32 2048
+#define SIGCONV_SHARED_KCH_F64 1024
+// conv2d_strip.cuh / conv2d_shfl.cuh: output rows per thread when the launcher passes none.
+#define SIGCONV_STRIP_ROWS 32
+#define SIGCONV_SHFL_ROWS 32
+// conv2d_shfl.cuh: widest halo (columns on each side) taken from a neighbouring lane: one float4.
+#define SIGCONV_SHFL_MAX_HALO 4
+
+#endif  // SIGCONV_LIMITS_CUH
