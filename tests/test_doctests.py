@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 
-@pytest.mark.parametrize("module", ["sigconv._api", "sigconv.engine.design", "sigconv.engine.stream", "sigconv.registry.table",
-                                    "sigconv._conv2d"])
+@pytest.mark.parametrize("module", ["sigconv._api", "sigconv._conv2d", "sigconv.engine.design", "sigconv.engine.stream",
+                                    "sigconv.engine.spectral.arrays", "sigconv.registry.table"])
 def test_docstring_examples(module):
     mod = importlib.import_module(module)
     with np.printoptions(legacy=False):
