@@ -16,4 +16,10 @@ and every 2-D one::
 
 Every mode of convolve/correlate (full, same, valid, causal) is a choice of ``pad`` and
 ``out_len`` (see ``sigconv._api``).
+
+Importing this package registers every variant and peer in :mod:`sigconv.registry` (each module does at
+its bottom); the engine imports it, the registry never does. None of them imports CuPy, torch or SciPy
+at module level.
 """
+
+from sigconv.backends import cpu, cuda1d, overlap_save, cuda2d, peers  # noqa: F401  (they register on import)

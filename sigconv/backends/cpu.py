@@ -1,9 +1,9 @@
 """CPU backend: NumPy/SciPy implementations of the backend contract (see ``sigconv.backends``).
 
-Variants: ``direct`` (np.convolve / shift-and-add, exact summation order, best for short
-kernels) and ``fft`` (overlap-add/overlap-save with scipy.fft, multithreaded). ``auto`` picks
-between them from the kernel length. :class:`OverlapSave` is the stateful causal filter that the
-streaming API and the file engine share.
+Variants (registered at the bottom): ``direct`` (np.convolve / shift-and-add, exact summation order, best
+for short kernels) and ``fft`` (overlap-add/overlap-save with scipy.fft, multithreaded). ``auto`` is the
+chooser's answer (:mod:`sigconv.registry.auto`). :class:`OverlapSave` is the stateful causal filter that the
+streaming API and the file engine share. SciPy is imported where used, not by ``import sigconv``.
 """
 
 from __future__ import annotations
@@ -12,26 +12,14 @@ import math
 import os
 
 import numpy as np
-import scipy.fft
 
-from sigconv.registry.table import Variant, register
+from sigconv.registry import auto as _auto
+from sigconv.registry.table import Conv2dJob, Variant, register
 
 __all__ = ["corr1d", "corr2d", "OverlapSave", "choose_fft_size", "WORKERS"]
 
 #: Threads used by scipy.fft (pocketfft releases the GIL while it runs).
 WORKERS = max(1, os.cpu_count() or 1)
-
-register(Variant("direct", "conv1d", "cpu", "direct summation (np.convolve per channel); exact, O(L*K)",
-                 "sigconv.backends.cpu:corr1d_direct"))
-register(Variant("fft", "conv1d", "cpu", "overlap-add with multithreaded scipy.fft; O(L log K)",
-                 "sigconv.backends.cpu:corr1d_fft"))
-register(Variant("direct", "conv2d", "cpu", "shift-and-add over kernel taps with tensordot over channels",
-                 "sigconv.backends.cpu:corr2d_direct"))
-register(Variant("fft", "conv2d", "cpu", "scipy.signal.oaconvolve per (output, input) channel pair; stride 1",
-                 "sigconv.backends.cpu:corr2d_fft"))
-
-# Below this many taps direct summation beats the FFT on the CPU (measured on a 2-core x86 machine).
-_DIRECT_MAX_TAPS = 48
 
 
 # --------------------------------------------------------------------------------------------- 1-D
@@ -58,6 +46,7 @@ def corr1d_direct(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, block=No
 
 def corr1d_fft(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, block=None) -> np.ndarray:
     """Overlap-add through scipy.signal.oaconvolve along the last axis."""
+    import scipy.fft
     import scipy.signal
 
     h = w[::-1][None, :]
@@ -69,7 +58,7 @@ def corr1d_fft(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, block=None)
 def corr1d(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, *, variant: str = "auto", block=None) -> np.ndarray:
     """The 1-D contract on the CPU; ``variant`` is ``auto``, ``direct`` or ``fft``."""
     if variant == "auto":
-        variant = "direct" if w.size <= _DIRECT_MAX_TAPS or x.shape[-1] <= _DIRECT_MAX_TAPS else "fft"
+        variant, _ = _auto.choose_conv1d("cpu", x.shape[0], x.shape[-1], w.size, x.dtype)
     if variant == "direct":
         return corr1d_direct(x, w, pad, out_len)
     if variant == "fft":
@@ -78,9 +67,9 @@ def corr1d(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, *, variant: str
 
 
 def choose_fft_size(K: int) -> int:
-    """Overlap-save FFT length for K taps: the power of two at or above 16 K (measured on a 2-core
-    x86 machine, K=7921: 2^17 beats 2^16 by 20% and 2^15 by 45%), at least 4096 so per-call
-    overhead is amortised, at most 2^20 unless K itself needs more."""
+    """Overlap-save FFT length for K taps: the power of two at or above 16 K (on a small x86 machine
+    shorter transforms were clearly slower for long filters), at least 4096 so per-call overhead is
+    amortised, at most 2^20 unless K itself needs more."""
     n = 1 << max(12, math.ceil(math.log2(16 * max(K, 1))))
     return min(n, max(1 << 20, 1 << math.ceil(math.log2(2 * K))))
 
@@ -94,10 +83,11 @@ class OverlapSave:
     channels : int
     dtype : float32 or float64 (the arithmetic and output precision)
     method : "auto", "direct" or "fft"
+        "auto" asks the chooser for every block (direct summation for short filters or short blocks).
 
     Blocks of any length are accepted, shorter or longer than the filter. Long blocks are split
-    into overlap-save segments that go through one batched real FFT; short ones use direct
-    summation when that is cheaper.
+    into overlap-save segments that go through one batched real FFT. ``ran`` counts the samples
+    each method filtered: what ran, for reporting.
     """
 
     def __init__(self, taps, channels: int = 1, dtype=np.float64, method: str = "auto"):
@@ -110,6 +100,7 @@ class OverlapSave:
         self.C = int(channels)
         self.nfft = choose_fft_size(self.K)
         self._spectra: dict[int, np.ndarray] = {}
+        self.ran = {"direct": 0, "fft": 0}
         self.reset()
 
     def reset(self) -> None:
@@ -117,6 +108,8 @@ class OverlapSave:
         self.hist = np.zeros((self.C, self.K - 1), dtype=self.dtype)
 
     def _spectrum(self, n: int) -> np.ndarray:
+        import scipy.fft
+
         H = self._spectra.get(n)
         if H is None:
             H = scipy.fft.rfft(self.taps, n)
@@ -133,10 +126,15 @@ class OverlapSave:
         ext = np.concatenate([self.hist, x], axis=1) if K > 1 else x
         if K > 1:
             self.hist = ext[:, -(K - 1):].copy()
-        direct = K <= _DIRECT_MAX_TAPS or n * K <= 1 << 15
-        if self.method == "direct" or (self.method == "auto" and direct):
+        method = self.method
+        if method == "auto":
+            method, _ = _auto.choose_conv1d("cpu", C, n, K, self.dtype)
+        self.ran[method] += C * n
+        if method == "direct":
             y = np.stack([np.convolve(ext[c], self.taps, mode="valid") for c in range(C)])
             return y.astype(self.dtype, copy=False)
+        import scipy.fft
+
         N = self.nfft
         if n + K - 1 < N:  # short block: a smaller transform that still covers it
             N = scipy.fft.next_fast_len(n + K - 1, real=True)
@@ -217,6 +215,7 @@ def corr2d_fft(x, w, bias, stride, pad, out_hw, block=None):
     Cout, _, kH, kW = w.shape
     sy, sx = stride
     Ho, Wo = out_hw
+    import scipy.fft
     import scipy.signal
 
     xp = _padded(x, pad[0], pad[1], (Ho - 1) * sy + kH, (Wo - 1) * sx + kW)
@@ -236,9 +235,20 @@ def corr2d_fft(x, w, bias, stride, pad, out_hw, block=None):
 def corr2d(x, w, bias, stride, pad, out_hw, *, variant: str = "auto", block=None):
     """The 2-D contract on the CPU; ``variant`` is ``auto``, ``direct`` or ``fft``."""
     if variant == "auto":
-        variant = "fft" if w.shape[2] * w.shape[3] > 64 and stride == (1, 1) else "direct"
+        variant, _ = _auto.choose_conv2d("cpu", Conv2dJob(x.shape, w.shape, x.dtype.name, tuple(stride), tuple(pad),
+                                                          tuple(out_hw)))
     if variant == "direct":
         return corr2d_direct(x, w, bias, stride, pad, out_hw)
     if variant == "fft":
         return corr2d_fft(x, w, bias, stride, pad, out_hw)
     raise ValueError(f"variant must be one of auto, direct, fft for the cpu backend, got {variant!r}")
+
+
+register(Variant("direct", "conv1d", "cpu", "direct summation (np.convolve per channel); exact, O(L*K)",
+                 corr1d_direct, auto=True))
+register(Variant("fft", "conv1d", "cpu", "overlap-add with multithreaded scipy.fft; O(L log K)", corr1d_fft,
+                 auto=True))
+register(Variant("direct", "conv2d", "cpu", "shift-and-add over kernel taps with tensordot over channels",
+                 corr2d_direct, auto=True))
+register(Variant("fft", "conv2d", "cpu", "scipy.signal.oaconvolve per (output, input) channel pair; stride 1",
+                 corr2d_fft, auto=True))

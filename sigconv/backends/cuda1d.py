@@ -1,8 +1,9 @@
 """CUDA 1-D backend: sigconv's own kernels (``kernels/conv1d.cu``) behind the ``corr1d`` contract.
 
-Variants (registered below; launchers ``launch_<name>``): naive, constant, shared, l2, tiled, fft,
-and ``auto`` (autotuned choice, :func:`resolve_auto`). :class:`StreamFilter` is the stateful causal
-filter behind ``FIRStream`` on cuda; :class:`FileFilter` is the GPU half of ``sigconv denoise``.
+Variants (registered at the bottom; launchers ``launch_<name>``): naive, constant, shared, l2, tiled; the
+``fft`` variant (overlap-save) is :mod:`sigconv.backends.overlap_save`, on the plumbing here.
+``variant="auto"`` asks :func:`sigconv.registry.auto.choose_conv1d` (:func:`resolve_auto`).
+:class:`StreamFilter` is the stateful causal filter behind ``FIRStream`` and the file engine on cuda.
 
 CuPy is imported inside functions only: importing this module registers the variants and nothing else.
 """
@@ -10,46 +11,28 @@ CuPy is imported inside functions only: importing this module registers the vari
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
-from sigconv.registry.table import BLOCKS_1D, Variant, get as _get_variant, register
+from sigconv import _kernels
+from sigconv.registry import auto as _auto
+from sigconv.registry.table import BLOCKS_1D, Conv1dJob, Variant, get as _get_variant, register
 
-__all__ = ["corr1d", "resolve_auto", "StreamFilter", "FileFilter", "fft_size", "tiled_geometry",
-           "CONST_TAPS", "TILED_STATIC_MAX_K", "SOURCE"]
+__all__ = ["corr1d", "resolve_auto", "StreamFilter", "tiled_geometry", "launch_config", "host_taps_key", "CONST_TAPS",
+           "SHARED_KCH", "TILED_STATIC_MAX_K", "SOURCE"]
 
 SOURCE = "conv1d.cu"
-#: __constant__ tap capacity per dtype (one 32 KB buffer, SIGCONV_CONST_TAP_DOUBLES in conv1d.cu).
-CONST_TAPS = {"float32": 8192, "float64": 4096}
-#: Taps per shared-memory chunk of the ``shared`` variant (SIGCONV_SHARED_KCH_* in conv1d.cu).
-SHARED_KCH = {"float32": 2048, "float64": 1024}
-#: ``tiled`` compiles K into the kernel (conv1d_tiled<K, R>) up to this K, else conv1d_tiled_rt<R>.
-#: Measured on an H200 (2026-11-30, C=1, L=2^26): fully unrolled K=255 took 4.38 ms while the runtime-K
-#: kernel ran K=1023 in 2.91 ms (70% of the FP32 FMA rate); the unrolled body outgrows the instruction
-#: cache well before 255 taps, so only short filters are unrolled.
+_LIMITS = _kernels.constants()
+#: __constant__ tap capacity per dtype (one 32 KB buffer of SIGCONV_CONST_TAP_DOUBLES, kernels/limits.cuh).
+CONST_TAPS = {"float32": 2 * _LIMITS["SIGCONV_CONST_TAP_DOUBLES"], "float64": _LIMITS["SIGCONV_CONST_TAP_DOUBLES"]}
+#: Taps per shared-memory chunk of the ``shared`` variant (SIGCONV_SHARED_KCH_*, kernels/limits.cuh).
+SHARED_KCH = {"float32": _LIMITS["SIGCONV_SHARED_KCH_F32"], "float64": _LIMITS["SIGCONV_SHARED_KCH_F64"]}
+#: ``tiled`` compiles K into the kernel (conv1d_tiled<K, R>) up to this K, else conv1d_tiled_rt<R>: the
+#: fully unrolled body outgrows the instruction cache well before a few hundred taps, where the runtime-K
+#: kernel is faster, so only short filters are unrolled.
 TILED_STATIC_MAX_K = 64
 #: Dynamic shared memory a block gets without opting in.
 _SMEM_DEFAULT = 48 * 1024
-
-_ALL = tuple(BLOCKS_1D)
-_VARIANTS = (
-    ("naive", "one thread per output, input and taps from global memory", _ALL, 256, ("float32", "float64"), None),
-    ("constant", "as naive with the taps in __constant__ memory (<= 8192 float32 / 4096 float64 taps)", _ALL, 256,
-     ("float32", "float64"), CONST_TAPS["float32"]),
-    ("shared", "input tile + K-1 halo staged in shared memory once (taps walked in chunks, any K)", _ALL, 256,
-     ("float32", "float64"), None),
-    ("l2", "core tile in shared memory, halo read from global memory through L2", _ALL, 256,
-     ("float32", "float64"), None),
-    ("tiled", "R outputs/thread in registers, float4 tile loads, padded smem, constant taps, K unrolled", _ALL, 256,
-     ("float32",), CONST_TAPS["float32"]),
-    ("fft", "overlap-save with cuFFT real transforms, fused spectrum product, cached filter spectrum", _ALL, 256,
-     ("float32", "float64"), None),
-)
-for _n, _d, _b, _db, _dt, _mt in _VARIANTS:
-    register(Variant(_n, "conv1d", "cuda", _d, f"sigconv.backends.cuda1d:launch_{_n}", blocks=_b, default_block=_db,
-                     dtypes=_dt, max_taps=_mt, requires=("gpu",)))
 
 
 # ------------------------------------------------------------------------------------ plumbing
@@ -62,8 +45,6 @@ def _cupy():
 
 
 def _module(**kw):
-    from sigconv import _kernels
-
     return _kernels.module(SOURCE, **kw)
 
 
@@ -79,8 +60,6 @@ def _prep(name, x, w, pad, out_len, block, out):
         raise ValueError(f"x must be a C-contiguous 2-D cupy array (channels, samples), got {type(x).__name__} "
                          f"{getattr(x, 'shape', '')}")
     dt = x.dtype.name
-    if dt not in v.dtypes:
-        raise ValueError(f"variant {name!r} supports dtypes {', '.join(v.dtypes)}, got {dt}")
     if block is None:
         block = v.default_block
     if block not in v.blocks:
@@ -91,8 +70,9 @@ def _prep(name, x, w, pad, out_len, block, out):
         raise ValueError(f"w must be a non-empty 1-D array of taps, got shape {w.shape}")
     if w.dtype != x.dtype:
         raise ValueError(f"w must have x's dtype {dt}, got {w.dtype}")
-    if v.max_taps is not None and w.size > v.max_taps:
-        raise ValueError(f"variant {name!r} accepts at most {v.max_taps} taps, got K={w.size}")
+    why = v.applies(Conv1dJob(x.shape[0], x.shape[1], w.size, dt))
+    if why:
+        raise ValueError(f"variant {name!r} does not apply: {why}")
     if isinstance(pad, bool) or not isinstance(pad, (int, np.integer)):
         raise ValueError(f"pad must be an integer, got {pad!r}")
     if isinstance(out_len, bool) or not isinstance(out_len, (int, np.integer)) or out_len < 0:
@@ -155,59 +135,40 @@ def _upload_taps(mod, w, K_padded: int) -> None:
 # ------------------------------------------------------------------------------------ launchers
 
 
-def launch_naive(x, w, pad, out_len, block, out=None):
-    """One thread per output; taps and input from global memory."""
-    w, block, out = _prep("naive", x, w, pad, out_len, block, out)
-    if _empty(x, out_len):
-        return out
-    C, L = x.shape
-    fn = _module().get_function(f"conv1d_naive_{_sfx(x.dtype)}")
-    fn(launch_config("naive", x.dtype, C, w.size, out_len, block)["grid"], (block,),
-       (x, w, out, *_ints(C, L, w.size, pad, out_len)))
-    return out
-
-
-def launch_constant(x, w, pad, out_len, block, out=None):
-    """naive with taps in __constant__ memory; more than CONST_TAPS[dtype] taps -> ValueError."""
-    lim = CONST_TAPS.get(getattr(getattr(x, "dtype", None), "name", ""))
-    K = int(getattr(w, "size", 0) or len(w))
-    if lim is not None and K > lim:
-        raise ValueError(f"variant 'constant' holds at most {lim} {x.dtype.name} taps in __constant__ memory "
-                         f"(32 KB), got K={K}; use 'shared', 'tiled' or 'fft'")
-    w, block, out = _prep("constant", x, w, pad, out_len, block, out)
+def _launch_direct(name, x, w, pad, out_len, block, out):
+    """naive, constant, shared and l2: one output per thread, launched as :func:`launch_config` says;
+    ``constant`` reads its taps from __constant__ memory (uploaded here) instead of an argument."""
+    w, block, out = _prep(name, x, w, pad, out_len, block, out)
     if _empty(x, out_len):
         return out
     C, L = x.shape
     mod = _module()
-    cfg = launch_config("constant", x.dtype, C, w.size, out_len, block)
-    _upload_taps(mod, w, cfg["taps"])
-    fn = mod.get_function(f"conv1d_constant_{_sfx(x.dtype)}")
-    fn(cfg["grid"], (block,), (x, out, *_ints(C, L, w.size, pad, out_len)))
+    cfg = launch_config(name, x.dtype, C, w.size, out_len, block)
+    if cfg["taps"]:
+        _upload_taps(mod, w, cfg["taps"])
+    args = ((x, out) if cfg["taps"] else (x, w, out)) + _ints(C, L, w.size, pad, out_len)
+    mod.get_function(f"conv1d_{name}_{_sfx(x.dtype)}")(cfg["grid"], (block,), args, shared_mem=cfg["smem"])
     return out
+
+
+def launch_naive(x, w, pad, out_len, block, out=None):
+    """One thread per output; taps and input from global memory."""
+    return _launch_direct("naive", x, w, pad, out_len, block, out)
+
+
+def launch_constant(x, w, pad, out_len, block, out=None):
+    """naive with taps in __constant__ memory; more than CONST_TAPS[dtype] taps -> ValueError."""
+    return _launch_direct("constant", x, w, pad, out_len, block, out)
 
 
 def launch_shared(x, w, pad, out_len, block, out=None):
     """Tile + halo in shared memory, taps in chunks of SHARED_KCH (any K)."""
-    w, block, out = _prep("shared", x, w, pad, out_len, block, out)
-    if _empty(x, out_len):
-        return out
-    C, L = x.shape
-    cfg = launch_config("shared", x.dtype, C, w.size, out_len, block)
-    fn = _module().get_function(f"conv1d_shared_{_sfx(x.dtype)}")
-    fn(cfg["grid"], (block,), (x, w, out, *_ints(C, L, w.size, pad, out_len)), shared_mem=cfg["smem"])
-    return out
+    return _launch_direct("shared", x, w, pad, out_len, block, out)
 
 
 def launch_l2(x, w, pad, out_len, block, out=None):
     """Core tile in shared memory, halo through L2."""
-    w, block, out = _prep("l2", x, w, pad, out_len, block, out)
-    if _empty(x, out_len):
-        return out
-    C, L = x.shape
-    cfg = launch_config("l2", x.dtype, C, w.size, out_len, block)
-    fn = _module().get_function(f"conv1d_l2_{_sfx(x.dtype)}")
-    fn(cfg["grid"], (block,), (x, w, out, *_ints(C, L, w.size, pad, out_len)), shared_mem=cfg["smem"])
-    return out
+    return _launch_direct("l2", x, w, pad, out_len, block, out)
 
 
 def _pad32_words(S: int) -> int:
@@ -257,180 +218,28 @@ def launch_tiled(x, w, pad, out_len, block, out=None):
     return out
 
 
-# ---- fft
-
-
-def fft_size(K: int) -> int:
-    """Overlap-save length: a power of two about 8x K (4x K above 2048 taps), at least 1024."""
-    n = 8 * K if K <= 2048 else 4 * K
-    return max(1024, 1 << (n - 1).bit_length())
-
-
-_SPECTRA: "OrderedDict[tuple, object]" = OrderedDict()
-_SPECTRA_LOCK = threading.Lock()
-_SPECTRA_MAX = 32
-
-
 def host_taps_key(w_host) -> str:
-    """Cache key of host taps (correlation form, working dtype) for the fft variant's spectrum cache."""
+    """Cache key of host taps (correlation form, working dtype): the fft variant caches its filter spectrum
+    under it (:mod:`sigconv.backends.overlap_save`)."""
     a = np.ascontiguousarray(w_host)
     return f"{hashlib.sha1(a.tobytes()).hexdigest()}:{a.size}:{a.dtype.name}"
-
-
-def _filter_spectrum(w, N: int, key=None):
-    """rfft of the convolution taps (w reversed), zero-padded to N, times 1/N, computed on the device in
-    float64 and cast to the working precision; the inverse transform then runs unscaled (norm="forward").
-
-    With ``key`` (:func:`host_taps_key` of the host copy the caller already has: the array API and the stream
-    filters pass it) the spectrum is computed once and cached per (key, N, device). Without one (taps that
-    only exist on the device) it is recomputed, a few small launches: identifying the taps would mean reading
-    them back, which waits for the GPU on every call."""
-    cupy = _cupy()
-    ck = None
-    if key is not None:
-        ck = (key, int(N), w.dtype.name, cupy.cuda.Device().id)
-        with _SPECTRA_LOCK:
-            H = _SPECTRA.get(ck)
-            if H is not None:
-                _SPECTRA.move_to_end(ck)
-                return H
-    cdt = cupy.complex64 if w.dtype == cupy.float32 else cupy.complex128
-    Hd = cupy.fft.rfft(cupy.ascontiguousarray(w[::-1], dtype=cupy.float64), n=N)
-    Hd *= 1.0 / N
-    H = Hd.astype(cdt, copy=False)
-    if ck is not None:
-        with _SPECTRA_LOCK:
-            _SPECTRA[ck] = H
-            while len(_SPECTRA) > _SPECTRA_MAX:
-                _SPECTRA.popitem(last=False)
-    return H
-
-
-#: grid.y / grid.z limit of the hardware
-_GRID_YZ_MAX = 65535
-#: about this many blocks per overlap-save helper launch at most (many waves; the rest by grid-stride)
-_OS_BLOCKS = 1 << 16
-
-
-def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int = 1, rows: int = 1,
-            cap_y: int = _GRID_YZ_MAX, cap_z: int = _GRID_YZ_MAX) -> tuple:
-    """Launch grid of an overlap-save helper (kernels/overlap_save.cuh documents the layout).
-
-    gather: x covers N/4 threads of 4 samples, y segments, z channels; scatter: x covers the M valid
-    outputs of a segment, y segments, z channels; cmul: x covers the N/2+1 bins, y the C*nseg rows.
-    y and z are capped (the kernels loop over the rest), ``cap_y``/``cap_z`` only lower the caps (tests)."""
-    if kind == "gather":
-        gx = -(-(N // 4) // block)
-        ny, nz = nseg, C
-    elif kind == "scatter":
-        gx = -(-M // block)
-        ny, nz = nseg, C
-    elif kind == "cmul":
-        gx = -(-(N // 2 + 1) // block)
-        ny, nz = rows, 1
-    else:
-        raise ValueError(f"unknown overlap-save kernel {kind!r}")
-    gz = max(1, min(nz, _GRID_YZ_MAX, cap_z))
-    gy = max(1, min(ny, _GRID_YZ_MAX, cap_y, max(1, _OS_BLOCKS // (gx * gz))))
-    return (gx, gy, gz)
-
-
-#: float32 fft problems with fewer than this many samples (C * (out_len + K)) are transformed in float64.
-_FFT_F64_BELOW = 1 << 16
-
-
-def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
-    """Overlap-save: gather segments (one kernel), batched rfft, fused spectrum product, irfft, scatter.
-    ``taps_key``: :func:`host_taps_key` of the host taps, when the caller has them (spectrum cached)."""
-    w, block, out = _prep("fft", x, w, pad, out_len, block, out)
-    if _empty(x, out_len):
-        return out
-    cupy = _cupy()
-    C, L = x.shape
-    K = w.size
-    if x.dtype == np.float32 and C * (out_len + K) <= _FFT_F64_BELOW:
-        # Tiny problems transform in float64 (free at this size): an FFT's rounding error scales with the
-        # input's magnitude, so an output much smaller than its inputs (cancellation, or a single product
-        # when L=1) would miss float32 relative accuracy. Large problems keep float32 transforms.
-        out[...] = launch_fft(x.astype(cupy.float64), cupy.asarray(w, dtype=cupy.float64), pad, out_len, block,
-                              taps_key=taps_key)
-        return out
-    N = fft_size(K)
-    M = N - K + 1  # valid outputs per segment
-    nseg = -(-out_len // M)
-    sfx = _sfx(x.dtype)
-    mod = _module()
-    H = _filter_spectrum(w, N, taps_key)
-    segs = cupy.empty((C * nseg, N), dtype=x.dtype)
-    mod.get_function(f"conv1d_os_gather_{sfx}")(
-        os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
-        (x, segs, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))
-    X = cupy.fft.rfft(segs, axis=-1)
-    del segs
-    NF = N // 2 + 1
-    mod.get_function(f"conv1d_os_cmul_{sfx}")(os_grid("cmul", block, N=N, rows=C * nseg), (block,),
-                                              (X, H, np.int64(C * nseg), np.int32(NF)))
-    import cupyx.scipy.fft
-
-    # overwrite_x: cuFFT's C2R destroys its input; without it CuPy copies the whole spectrum first
-    Ys = cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward", overwrite_x=True)
-    del X
-    if Ys.dtype != x.dtype:  # irfft keeps the precision, but be explicit
-        Ys = Ys.astype(x.dtype)
-    mod.get_function(f"conv1d_os_scatter_{sfx}")(
-        os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M), (block,),
-        (Ys, out, np.int32(C), np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg), np.int32(K)))
-    return out
 
 
 # ------------------------------------------------------------------------------------ auto
 
 
-def shape_key(C: int, L: int, K: int, dtype) -> tuple:
-    """Autotuner shape class: (C bucket, log2 L bucket, K exact up to 64 else next power of two, dtype)."""
-    cb = 1 << max(0, (int(C) - 1).bit_length())
-    lb = max(0, int(L).bit_length() - 1)
-    kb = int(K) if K <= 64 else 1 << (int(K) - 1).bit_length()
-    return (cb, lb, kb, np.dtype(dtype).name)
-
-
-def candidates(C: int, L: int, K: int, dtype) -> list:
-    """(variant, block) candidates for auto, heuristic favourite first (tiled small K, fft large K)."""
-    if np.dtype(dtype) == np.float32:
-        if K <= TILED_STATIC_MAX_K:
-            # block 64 was the fastest tiled block at K=25 and K=63 on the H200 (bench, 2026-11-30)
-            c = [("tiled", 256), ("tiled", 128), ("tiled", 64), ("tiled", 512)]
-            return c + ([("fft", 256)] if K >= 48 else [])
-        if K <= 2048:
-            return [("fft", 256), ("tiled", 256), ("tiled", 128)]
-        return [("fft", 256), ("fft", 512)]
-    if K <= 32:
-        return [("shared", 256), ("l2", 256), ("naive", 256), ("fft", 256)]
-    return [("fft", 256), ("shared", 256)]
-
-
-#: Below this many outputs (C * out_len) auto does not time anything: the heuristic choice is used.
-AUTOTUNE_MIN_OUTPUTS = 1 << 16
-
-
-def resolve_auto(x, w, pad, out_len) -> tuple:
-    """(variant, block) that ``variant="auto"`` runs for these arguments (autotuned, cached)."""
+def resolve_auto(x, w, pad, out_len, block=None) -> tuple:
+    """(variant, block) that ``variant="auto"`` runs for these arrays: the chooser's answer, timed on them
+    (once per shape class) when the job is large enough."""
     C, L = x.shape
-    K = int(w.size)
-    cands = candidates(C, L, K, x.dtype)
-    if C * out_len < AUTOTUNE_MIN_OUTPUTS:
-        return cands[0]
-    from sigconv.registry import tune as _autotune
+    scratch = []
 
-    scratch = {}
+    def runner(variant, b):
+        if not scratch:
+            scratch.append(_cupy().empty((C, out_len), dtype=x.dtype))
+        _get_variant("conv1d", "cuda", variant).run(x, w, pad, out_len, b, out=scratch[0])
 
-    def runner(variant, block):
-        cupy = _cupy()
-        if "out" not in scratch:
-            scratch["out"] = cupy.empty((C, out_len), dtype=x.dtype)
-        _get_variant("conv1d", "cuda", variant).load()(x, w, pad, out_len, block, out=scratch["out"])
-
-    return _autotune.pick("conv1d", shape_key(C, L, K, x.dtype), cands, runner, sources=(SOURCE,))
+    return _auto.choose_conv1d("cuda", C, L, int(w.size), x.dtype, out_len=out_len, block=block, runner=runner)
 
 
 def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key=None):
@@ -452,12 +261,9 @@ def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key
     if w.ndim != 1 or w.size == 0:
         raise ValueError(f"w must be a non-empty 1-D array of taps, got shape {w.shape}")
     if variant == "auto":
-        variant, tuned_block = resolve_auto(x, w, pad, out_len)
-        v = _get_variant("conv1d", "cuda", variant)
-        if block is None or block not in v.blocks:
-            block = tuned_block
+        variant, block = resolve_auto(x, w, pad, out_len, block)
     kw = {"taps_key": taps_key} if variant == "fft" else {}
-    return _get_variant("conv1d", "cuda", variant).load()(x, w, pad, out_len, block, out=out, **kw)
+    return _get_variant("conv1d", "cuda", variant).run(x, w, pad, out_len, block, out=out, **kw)
 
 
 # ------------------------------------------------------------------------------------ streaming
@@ -532,169 +338,29 @@ class StreamFilter:
         return cupy.asnumpy(tail) if self._numpy_io else tail
 
 
-# ------------------------------------------------------------------------------------ file engine
-
-_READ_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0, "float32": 1.0, "float64": 1.0}
-#: float -> integer: v = rint(y * scale), saturated to [lo, hi].
-_INT_OUT = {"int16": (32768.0, -32768.0, 32767.0), "int32": (2147483648.0, -2147483648.0, 2147483647.0)}
-_OUT_DTYPES = ("int16", "int32", "float32", "float64")
-
-_EK: dict = {}
+# ------------------------------------------------------------------------------------ registry
 
 
-def _ek(name):
-    """Lazily built elementwise kernels for the file engine's conversions."""
-    k = _EK.get(name)
-    if k is None:
-        cupy = _cupy()
-        if name == "to_float":
-            k = cupy.ElementwiseKernel("T x, float32 s", "float32 y", "y = (float)x * s", "sigconv_fe_to_float")
-        elif name == "to_int":
-            k = cupy.ElementwiseKernel(
-                "float32 y, float64 scale, float64 lo, float64 hi", "O out, uint8 flag",
-                "double v = rint((double)y * scale); flag = (v < lo || v > hi); out = (O)fmin(fmax(v, lo), hi);",
-                "sigconv_fe_to_int")
-        elif name == "clip_float":
-            k = cupy.ElementwiseKernel(
-                "float32 y", "O out, uint8 flag",
-                "flag = (y < -1.0f || y > 1.0f); out = (O)fminf(fmaxf(y, -1.0f), 1.0f);", "sigconv_fe_clip")
-        _EK[name] = k
-    return k
+def _constant_fits(job) -> str | None:
+    lim = CONST_TAPS[job.dtype]
+    if job.K > lim:
+        return (f"it holds at most {lim} {job.dtype} taps in __constant__ memory (32 KB), got K={job.K}; "
+                "use 'shared', 'tiled' or 'fft'")
+    return None
 
 
-def _is_oom(exc) -> bool:
-    cupy = _cupy()
-    if isinstance(exc, cupy.cuda.memory.OutOfMemoryError):
-        return True
-    return "ALLOC_FAILED" in str(exc) or "out of memory" in str(exc).lower()
-
-
-class FileFilter:
-    """GPU half of ``sigconv denoise --backend cuda``: interleaved sample blocks in, ready-to-write blocks out.
-
-    Parameters
-    ----------
-    taps : (K,) array
-    channels : int
-    read_dtype : {"int16", "int32", "float32"}
-        What the engine reads (int16 for PCM_16, int32 for PCM_24/32, float32 for float subtypes);
-        integers are scaled to [-1, 1) on the GPU (int16 / 32768, int32 / 2^31).
-    phase : {"zero", "linear"}
-        "zero": centred (scipy.signal.convolve(x, taps, "same") per channel, K odd), the total
-        output length equals the input's; "linear": causal lfilter output.
-    out_dtype : {"int16", "int32", "float32", "float64"}
-        Integers: rint(y * 32768) (int16) or rint(y * 2^31) (int32), saturated to the type's range;
-        every saturated sample counts in ``clipped``.
-    clip : bool
-        For float outputs: clip to [-1, 1] (and count). Integer outputs always saturate.
-    variant, block
-        Kernel choice; "auto" uses fft for K > 1024, else the autotuned choice.
-    chunk_frames : int, optional
-        Overrides ``preferred_frames``.
-    """
-
-    #: Smallest block (frames) the out-of-memory retry splits down to.
-    OOM_FLOOR_FRAMES = 1 << 14
-
-    def __init__(self, taps, channels, *, read_dtype, phase="zero", out_dtype, clip, variant="auto", block=None,
-                 chunk_frames=None):
-        h = np.asarray(taps, dtype=np.float64).ravel()
-        K = int(h.size)
-        if K == 0:
-            raise ValueError("taps must hold at least one tap")
-        if str(read_dtype) not in _READ_SCALE:
-            raise ValueError(f"read_dtype must be one of int16, int32, float32, got {read_dtype!r}")
-        if str(out_dtype) not in _OUT_DTYPES:
-            raise ValueError(f"out_dtype must be one of {', '.join(_OUT_DTYPES)}, got {out_dtype!r}")
-        if phase not in ("zero", "linear"):
-            raise ValueError(f"phase must be 'zero' or 'linear', got {phase!r}")
-        if phase == "zero" and K % 2 == 0:
-            raise ValueError(f"phase='zero' needs an odd number of taps (got {K}); use phase='linear'")
-        self.C = int(channels)
-        self.K = K
-        self.read_dtype, self.out_dtype = str(read_dtype), str(out_dtype)
-        self.phase, self.clip = phase, bool(clip)
-        if variant == "auto" and K > 1024:
-            variant = "fft"
-        self._core = StreamFilter(h, self.C, np.float32, variant=variant, block=block)
-        self.delay = (K - 1) // 2 if phase == "zero" else 0
-        if chunk_frames is not None:
-            self.preferred_frames = int(chunk_frames)
-        else:
-            self.preferred_frames = max(1 << 22, 1 << (8 * K - 1).bit_length())
-        self.clipped = 0
-        self._to_drop = self.delay
-
-    # -- state snapshot for the out-of-memory retry (a failed attempt leaves no trace)
-    def _state(self):
-        return (self._core.hist, self._to_drop, self.clipped)
-
-    def _restore(self, st):
-        self._core.hist, self._to_drop, self.clipped = st
-
-    def _process_device(self, block: np.ndarray) -> np.ndarray:
-        cupy = _cupy()
-        n, C = block.shape
-        xg = cupy.asarray(block)  # (n, C) interleaved, read dtype
-        xf = cupy.empty((C, n), dtype=np.float32)
-        _ek("to_float")(xg.T, np.float32(_READ_SCALE.get(xg.dtype.name, 1.0)), xf)  # deinterleave + scale
-        del xg
-        y = self._core._filter(xf)
-        del xf
-        d = min(self._to_drop, y.shape[1])
-        if d:
-            y = y[:, d:]
-            self._to_drop -= d
-        m = y.shape[1]
-        out = cupy.empty((m, C), dtype=self.out_dtype)
-        if self.out_dtype in _INT_OUT:
-            flag = cupy.empty((m, C), dtype=np.uint8)
-            s, lo, hi = _INT_OUT[self.out_dtype]
-            _ek("to_int")(y.T, s, lo, hi, out, flag)  # scale, round, saturate, interleave
-            self.clipped += int(cupy.count_nonzero(flag))
-        elif self.clip:
-            flag = cupy.empty((m, C), dtype=np.uint8)
-            _ek("clip_float")(y.T, out, flag)
-            self.clipped += int(cupy.count_nonzero(flag))
-        else:
-            out[...] = y.T
-        return cupy.asnumpy(out)
-
-    def _run(self, block: np.ndarray) -> np.ndarray:
-        cupy = _cupy()
-        st = self._state()
-        try:
-            return self._process_device(block)
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory is retried
-            if not _is_oom(exc):
-                raise
-            self._restore(st)
-            cupy.get_default_memory_pool().free_all_blocks()
-            n = block.shape[0]
-            if n // 2 < self.OOM_FLOOR_FRAMES:
-                raise RuntimeError(f"GPU out of memory filtering a block of {n} frames: {exc}") from None
-        half = block.shape[0] // 2
-        a = self._run(block[:half])
-        b = self._run(block[half:])
-        return np.concatenate([a, b], axis=0)
-
-    def process(self, block) -> np.ndarray:
-        """Filter the next (n, C) block; returns (m, C) samples of out_dtype ready to write."""
-        block = np.asarray(block)
-        if block.ndim == 1 and self.C == 1:
-            block = block[:, None]
-        if block.ndim != 2 or block.shape[1] != self.C:
-            raise ValueError(f"block must have shape (frames, {self.C}), got {block.shape}")
-        if block.shape[0] == 0:
-            return np.empty((0, self.C), dtype=self.out_dtype)
-        return self._run(np.ascontiguousarray(block))
-
-    def finish(self) -> np.ndarray:
-        """Rest of the output: zero phase feeds D = (K-1)/2 zeros; linear phase returns nothing. Resets."""
-        if self.delay:
-            tail = self.process(np.zeros((self.delay, self.C), dtype=np.float32))
-        else:
-            tail = np.empty((0, self.C), dtype=self.out_dtype)
-        self._core.reset()
-        self._to_drop = self.delay
-        return tail
+_BOTH = ("float32", "float64")
+for _name, _run, _desc, _dtypes, _auto_ok, _extra in (
+    ("naive", launch_naive, "one thread per output, input and taps from global memory", _BOTH, True, {}),
+    ("constant", launch_constant,
+     f"as naive with the taps in __constant__ memory (<= {CONST_TAPS['float32']} float32 / "
+     f"{CONST_TAPS['float64']} float64 taps)", _BOTH, False, dict(max_taps=CONST_TAPS["float32"],
+                                                                  constraint=_constant_fits)),
+    ("shared", launch_shared, "input tile + K-1 halo staged in shared memory once (taps walked in chunks, any K)",
+     _BOTH, True, {}),
+    ("l2", launch_l2, "core tile in shared memory, halo read from global memory through L2", _BOTH, True, {}),
+    ("tiled", launch_tiled, "R outputs/thread in registers, float4 tile loads, padded smem, constant taps, K unrolled",
+     ("float32",), True, dict(max_taps=CONST_TAPS["float32"])),
+):
+    register(Variant(_name, "conv1d", "cuda", _desc, _run, blocks=BLOCKS_1D, default_block=256, dtypes=_dtypes,
+                     requires=("gpu",), auto=_auto_ok, source=SOURCE, **_extra))

@@ -1,8 +1,8 @@
 """Peers: the library implementations sigconv's kernels are measured against (``sigconv bench``).
 
 Each peer is a :class:`sigconv.registry.table.Variant` with ``kind="peer"``, so the bench, the tests and
-the TUI find them in the same registry as sigconv's own variants. This module is imported when the
-registry loads: it only declares records; torch, CuPy and SciPy are imported inside the launchers.
+the TUI find them in the same registry as sigconv's own variants. Importing ``sigconv.backends`` registers
+them (at the bottom of this module); torch, CuPy and SciPy are imported inside the launchers.
 
 Every launcher computes exactly what the backend contract computes (see ``sigconv.backends``), so
 the bench checks peers against the same float64 reference as sigconv's variants::
@@ -28,6 +28,7 @@ is correct but not what the peer would be timed on.
 
 from __future__ import annotations
 
+from sigconv._core.xp import array_namespace
 from sigconv.registry.table import Variant, register
 
 __all__ = ["NotSupported", "clear_caches"]
@@ -40,54 +41,7 @@ class NotSupported(ValueError):
 _GPU = ("cupy", "gpu")
 _TORCH = ("torch",)
 
-# ---------------------------------------------------------------------------------- registry
-
-for _v in (
-    Variant("cudnn", "conv1d", "cuda",
-            "torch.nn.functional.conv1d (cuDNN), TF32 off, cudnn.benchmark, depthwise (groups=C) for C > 1",
-            "sigconv.backends.peers:run_cudnn_1d", kind="peer", requires=_TORCH),
-    Variant("cupyx.convolve-direct", "conv1d", "cuda", "cupyx.scipy.signal.convolve(method='direct')",
-            "sigconv.backends.peers:run_cupyx_direct_1d", kind="peer", requires=_GPU),
-    Variant("cupyx.convolve-fft", "conv1d", "cuda",
-            "cupyx.scipy.signal.convolve(method='fft') (fftconvolve along the last axis for C > 1)",
-            "sigconv.backends.peers:run_cupyx_fft_1d", kind="peer", requires=_GPU),
-    Variant("cupyx.oaconvolve", "conv1d", "cuda", "cupyx.scipy.signal.oaconvolve along the last axis",
-            "sigconv.backends.peers:run_cupyx_oa_1d", kind="peer", requires=_GPU),
-    Variant("cupyx.ndimage.convolve1d", "conv1d", "cuda", "cupyx.scipy.ndimage.convolve1d, mode='constant'",
-            "sigconv.backends.peers:run_cupyx_ndimage_1d", kind="peer", requires=_GPU),
-    Variant("scipy", "conv1d", "cpu", "scipy.signal.oaconvolve on the CPU (reference only)",
-            "sigconv.backends.peers:run_scipy_1d", kind="peer"),
-    Variant("cudnn", "conv2d", "cuda", "torch.nn.functional.conv2d (cuDNN), float32 with TF32 off, cudnn.benchmark",
-            "sigconv.backends.peers:run_cudnn_2d", kind="peer", requires=_TORCH),
-    Variant("cudnn-tf32", "conv2d", "cuda",
-            "torch.nn.functional.conv2d (cuDNN) with TF32 tensor cores on (10-bit mantissa: not fp32-exact)",
-            "sigconv.backends.peers:run_cudnn_tf32_2d", kind="peer", requires=_TORCH, dtypes=("float32",),
-            extra={"tol": 1e-2}),
-    Variant("cupyx.ndimage.convolve", "conv2d", "cuda", "cupyx.scipy.ndimage.convolve, mode='constant' (1 channel)",
-            "sigconv.backends.peers:run_cupyx_ndimage_2d", kind="peer", requires=_GPU,
-            extra={"single_channel": True}),
-    Variant("cupyx.convolve2d", "conv2d", "cuda", "cupyx.scipy.signal.convolve2d (1 channel)",
-            "sigconv.backends.peers:run_cupyx_convolve2d", kind="peer", requires=_GPU,
-            extra={"single_channel": True}),
-    Variant("scipy", "conv2d", "cpu",
-            "scipy.ndimage.convolve (1 channel) or scipy.signal.correlate per output channel, on the CPU",
-            "sigconv.backends.peers:run_scipy_2d", kind="peer"),
-):
-    register(_v)
-del _v
-
-
 # ---------------------------------------------------------------------------------- helpers
-
-
-def _xp_of(a):
-    if type(a).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return cupy
-    import numpy
-
-    return numpy
 
 
 def mode_1d(K: int, L: int, pad: int, out_len: int):
@@ -132,7 +86,7 @@ def signal_corr1d(fn, x, w, pad: int, out_len: int, *, axes: bool):
     alone (size 1 along the channel axis keeps C rows in every mode). Windows other than SciPy's
     modes: full convolution, then y[n] = full[n + K-1-pad] (zero outside).
     """
-    xp = _xp_of(x)
+    xp = array_namespace(x)
     C, L = x.shape
     K = w.shape[0]
     h = w[::-1]
@@ -160,7 +114,7 @@ def ndimage_corr1d(ndi, x, w, pad: int, out_len: int):
     correlate1d(x, h[::-1], origin=-o - e) with e = 1 for even K, so h = w[::-1], o = -e.
     Any other window: y[n] = sum_j w[j] canvas[n + j] = z'[n + K//2] over the canvas.
     """
-    xp = _xp_of(x)
+    xp = array_namespace(x)
     C, L = x.shape
     K = w.shape[0]
     origin = -1 if K % 2 == 0 else 0
@@ -188,7 +142,7 @@ def ndimage_corr2d(ndi, x, w, bias, stride, pad, out_hw):
     """Single-channel correlation through ``ndi.convolve`` (mode='constant'), as :func:`ndimage_corr1d`
     per axis: h = w[::-1, ::-1], origin -1 on each even-sized axis; other windows via a canvas."""
     _single_channel(x, w, bias, stride)
-    xp = _xp_of(x)
+    xp = array_namespace(x)
     kH, kW = w.shape[2:]
     H, W = x.shape[2:]
     Ho, Wo = out_hw
@@ -206,7 +160,7 @@ def signal_corr2d(fn, x, w, bias, stride, pad, out_hw):
     """Single-channel correlation through ``fn(in1, in2, mode)`` (scipy/cupyx signal.convolve2d):
     SciPy's modes natively (see ``sigconv.engine.ops.window_2d``), other windows via a canvas."""
     _single_channel(x, w, bias, stride)
-    xp = _xp_of(x)
+    xp = array_namespace(x)
     kH, kW = w.shape[2:]
     H, W = x.shape[2:]
     Ho, Wo = out_hw
@@ -383,3 +337,49 @@ def run_scipy_2d(x, w, bias, stride, pad, out_hw):
             full = scipy.signal.correlate(cv[n], w[co], mode="valid")[0]  # (H'-kH+1, W'-kW+1)
             y[n, co] = full[::sy, ::sx][:Ho, :Wo]
     return _add_bias(y, bias)
+
+
+# ---------------------------------------------------------------------------------- registry
+
+
+def _single_channel_stride1(job):
+    if job.x_shape[0] != 1 or not job.single_channel:
+        return "single-channel only (N=Cin=Cout=1)"
+    if tuple(job.stride) != (1, 1):
+        return "stride 1 only"
+    return None
+
+
+for _v in (
+    Variant("cudnn", "conv1d", "cuda",
+            "torch.nn.functional.conv1d (cuDNN), TF32 off, cudnn.benchmark, depthwise (groups=C) for C > 1",
+            run_cudnn_1d, kind="peer", requires=_TORCH),
+    Variant("cupyx.convolve-direct", "conv1d", "cuda", "cupyx.scipy.signal.convolve(method='direct')",
+            run_cupyx_direct_1d, kind="peer", requires=_GPU),
+    Variant("cupyx.convolve-fft", "conv1d", "cuda",
+            "cupyx.scipy.signal.convolve(method='fft') (fftconvolve along the last axis for C > 1)",
+            run_cupyx_fft_1d, kind="peer", requires=_GPU),
+    Variant("cupyx.oaconvolve", "conv1d", "cuda", "cupyx.scipy.signal.oaconvolve along the last axis",
+            run_cupyx_oa_1d, kind="peer", requires=_GPU),
+    Variant("cupyx.ndimage.convolve1d", "conv1d", "cuda", "cupyx.scipy.ndimage.convolve1d, mode='constant'",
+            run_cupyx_ndimage_1d, kind="peer", requires=_GPU),
+    Variant("scipy", "conv1d", "cpu", "scipy.signal.oaconvolve on the CPU (reference only)",
+            run_scipy_1d, kind="peer"),
+    Variant("cudnn", "conv2d", "cuda", "torch.nn.functional.conv2d (cuDNN), float32 with TF32 off, cudnn.benchmark",
+            run_cudnn_2d, kind="peer", requires=_TORCH),
+    Variant("cudnn-tf32", "conv2d", "cuda",
+            "torch.nn.functional.conv2d (cuDNN) with TF32 tensor cores on (10-bit mantissa: not fp32-exact)",
+            run_cudnn_tf32_2d, kind="peer", requires=_TORCH, dtypes=("float32",),
+            extra={"tol": 1e-2}),
+    Variant("cupyx.ndimage.convolve", "conv2d", "cuda", "cupyx.scipy.ndimage.convolve, mode='constant' (1 channel)",
+            run_cupyx_ndimage_2d, kind="peer", requires=_GPU,
+            extra={"single_channel": True}, constraint=_single_channel_stride1),
+    Variant("cupyx.convolve2d", "conv2d", "cuda", "cupyx.scipy.signal.convolve2d (1 channel)",
+            run_cupyx_convolve2d, kind="peer", requires=_GPU,
+            extra={"single_channel": True}, constraint=_single_channel_stride1),
+    Variant("scipy", "conv2d", "cpu",
+            "scipy.ndimage.convolve (1 channel) or scipy.signal.correlate per output channel, on the CPU",
+            run_scipy_2d, kind="peer"),
+):
+    register(_v)
+del _v

@@ -61,7 +61,7 @@ def make_parser() -> argparse.ArgumentParser:
     _add_variants(sub)
     _add_optional(sub, "bench", "sigconv.cli.bench", "add_bench_arguments", "run_bench",
                   "time sigconv's kernels against cuDNN, CuPy and SciPy")
-    _add_optional(sub, "tune", "sigconv.registry.tune", "add_tune_arguments", "run_tune",
+    _add_optional(sub, "tune", "sigconv.cli.tune", "add_tune_arguments", "run_tune",
                   "fill the autotuner cache ahead of time")
     _add_optional(sub, "batch", "sigconv.cli.batch", "add_batch_arguments", "run_batch",
                   "filter folders of sensor logs and recordings (CSV, Parquet, NPY, audio)")

@@ -8,7 +8,7 @@ folder and renamed at the end: an error or Ctrl-C midway leaves no partial outpu
 
 A block filter is any object with ``read_dtype``, ``preferred_frames``, ``process(block)``,
 ``finish()`` and ``clipped`` (see :class:`BlockFilter`); the cpu one is here, the cuda one is
-``sigconv.backends.cuda1d.FileFilter``.
+``sigconv.engine.gpu_file.GPUFileFilter``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from sigconv._core.atomic import atomic_output
 from sigconv._core.errors import InputError, OutputError
 from sigconv.backends.cpu import OverlapSave
 from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise
+from sigconv.registry.auto import choose_conv1d
 
 __all__ = ["BlockFilter", "CPUFileFilter", "fir_block_filter", "filter_file", "FilterResult"]
 
@@ -78,10 +79,20 @@ class CPUFileFilter(BlockFilter):
         taps = np.asarray(taps, dtype=np.float64)
         super().__init__(channels, (taps.size - 1) // 2 if phase == "zero" else 0, spec)
         self.ols = OverlapSave(taps.astype(spec.work_dtype), channels, spec.work_dtype, method=variant)
-        self.variant = "direct" if variant == "direct" or (variant == "auto" and taps.size <= 48) else "fft"
         step = self.ols.nfft - taps.size + 1
         # read whole overlap-save segments: about 2^18 frames, at least 4 segments
         self.preferred_frames = step * max(4, -(-(1 << 18) // step))
+
+    @property
+    def variant(self) -> str:
+        """The method that filtered the most samples (``auto`` asks the chooser block by block); before any
+        block, the one it chooses for a full block."""
+        ran = self.ols.ran
+        if any(ran.values()):
+            return max(ran, key=ran.get)
+        if self.ols.method != "auto":
+            return self.ols.method
+        return choose_conv1d("cpu", self.C, self.preferred_frames, self.ols.K, self.spec.work_dtype)[0]
 
     def _filter_block(self, x):
         return self.ols.process(x)
@@ -91,20 +102,19 @@ def fir_block_filter(taps, channels: int, spec: PCMSpec, *, kernel, phase: str =
     """The block filter for the FIR ``taps`` on ``kernel``'s backend (a resolved
     :class:`~sigconv.engine.settings.KernelChoice`: "cpu" or "cuda"), for samples that travel as ``spec`` says.
 
-    On the GPU raw integer samples travel to the device (half the bytes of float32 for PCM_16) and are
-    converted there; 24-bit travels as int32 (libsndfile keeps the top 24 bits on write); float64 data is
-    filtered in float32.
+    On the GPU (:class:`~sigconv.engine.gpu_file.GPUFileFilter`) raw integer samples travel to the device
+    (half the bytes of float32 for PCM_16) and are converted there; 24-bit travels as int32 (libsndfile keeps
+    the top 24 bits on write); float64 data is filtered in float32. Either filter's ``variant`` names the
+    kernel that ran.
     """
     if kernel.backend == "cpu":
         return CPUFileFilter(taps, channels, spec, phase=phase, variant=kernel.variant)
-    from sigconv.backends.cuda1d import FileFilter
+    from sigconv.engine.gpu_file import GPUFileFilter
 
     read = spec.out_dtype if spec.out_dtype in ("int16", "int32") else "float32"
     out = spec.out_dtype if spec.out_dtype != "float64" else "float32"
-    f = FileFilter(taps, channels, read_dtype=read, phase=phase, out_dtype=out, clip=spec.clip,
-                   variant=kernel.variant, block=kernel.block)
-    f.variant = getattr(f, "variant", None) or ("fft" if np.asarray(taps).size > 1024 else kernel.variant)
-    return f
+    return GPUFileFilter(taps, channels, read_dtype=read, phase=phase, out_dtype=out, clip=spec.clip,
+                         variant=kernel.variant, block=kernel.block)
 
 
 @dataclass

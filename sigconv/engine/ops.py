@@ -12,6 +12,8 @@ import numpy as np
 from sigconv._core import devices
 from sigconv._core.checks import check_finite_array
 from sigconv._core.xp import array_namespace, is_cupy
+from sigconv.backends import cpu, cuda1d, cuda2d  # importing the package fills the registry
+from sigconv.registry import auto
 
 __all__ = ["backend_for", "check_taps", "corr1d", "corr2d", "window_1d", "window_2d"]
 
@@ -29,11 +31,7 @@ def corr1d(x2, w, pad: int, out_len: int, *, backend: str, variant: str = "auto"
     ``host_taps``: the caller's numpy copy of ``w`` (same values and dtype), if it has one; with it the
     cuda fft variant caches the filter spectrum without reading the taps back from the device."""
     if backend == "cpu":
-        from sigconv.backends import cpu
-
         return cpu.corr1d(x2, w, pad, out_len, variant=variant, block=block)
-    from sigconv.backends import cuda1d
-
     key = cuda1d.host_taps_key(host_taps) if host_taps is not None else None
     return cuda1d.corr1d(x2, w, pad, out_len, variant=variant, block=block, taps_key=key)
 
@@ -42,21 +40,12 @@ def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "a
            host_weights=None):
     """Run the 2-D backend contract on NCHW data already in the backend's memory.
 
-    ``host_weights``: the caller's numpy copy of the weights, if it had one; with it the cuda ``auto``
-    checks separability, and the separable variant factors the weights, on the host (no device sync).
+    ``host_weights``: the caller's numpy copy of the weights, if it had one; with it the chooser knows whether
+    they are rank-1, and the separable variant gets their factors, from the host (no device sync).
     """
     if backend == "cpu":
-        from sigconv.backends import cpu
-
         return cpu.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block)
-    from sigconv.backends import cuda2d
-
-    sep = factors = None
-    if host_weights is not None and (variant == "separable" or (variant == "auto"
-                                                                and cuda2d.separable_worth_checking(w4.shape))):
-        u, v, why = cuda2d.separable_factors(np.asarray(host_weights, dtype=np.float64).reshape(w4.shape))
-        sep = why is None
-        factors = (u, v) if sep else None  # the separable launcher would otherwise read the weights back
+    sep, factors = auto.host_rank1(variant, tuple(w4.shape), host_weights)
     return cuda2d.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block, separable=sep,
                          factors=factors)
 

@@ -2,26 +2,60 @@
 
 Each entry is a :class:`Variant`: sigconv's own kernels (``kind="variant"``, selectable with
 ``variant=NAME``) and the peers they are measured against (``kind="peer"``: SciPy, cuDNN, CuPy).
-Tests, ``sigconv bench``, the autotuner and the TUI all iterate this one list, so a new kernel is
-registered once and shows up everywhere.
+Tests, ``sigconv bench``, the autotuner, the ``auto`` chooser (:mod:`sigconv.registry.auto`) and the
+TUI all iterate this one list, so a new kernel is registered once and shows up everywhere.
 
-Launchers are given as ``"module:function"`` strings and imported on first use, so that
-``import sigconv`` never imports CuPy or torch.
+The backends fill the table when ``sigconv.backends`` is imported (the engine imports it); this module
+imports none of them. Each entry holds its callable: the backend modules import CuPy and torch inside
+those callables only, so that ``import sigconv`` never imports them.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
-__all__ = ["Variant", "register", "get", "entries", "variants", "OPS"]
+import numpy as np
+
+__all__ = ["Variant", "Conv1dJob", "Conv2dJob", "register", "get", "entries", "variants", "OPS", "BLOCKS_1D"]
 
 #: Operations that have variants.
 OPS = ("conv1d", "conv2d")
 
 #: Launch block sizes (threads per block) a 1-D CUDA variant may accept: multiples of 32 up to 1024.
 BLOCKS_1D = (32, 64, 128, 256, 512, 1024)
+
+
+@dataclass(frozen=True)
+class Conv1dJob:
+    """The shape of a 1-D job, what :meth:`Variant.applies` and the chooser look at: C channels of L
+    samples, K taps, the working dtype's name."""
+
+    C: int
+    L: int
+    K: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Conv2dJob:
+    """The shape of a 2-D job: x (N, Cin, H, W), w (Cout, Cin, kH, kW), stride, pad, output size, dtype name;
+    ``rank1`` is whether the weights are rank-1 per (co, ci) pair (None: not known, as for device weights)."""
+
+    x_shape: tuple
+    w_shape: tuple
+    dtype: str
+    stride: tuple = (1, 1)
+    pad: tuple = (0, 0)
+    out_hw: tuple = (1, 1)
+    rank1: Optional[bool] = None
+
+    @property
+    def single_channel(self) -> bool:
+        return self.x_shape[1] == 1 and self.w_shape[0] == 1
+
+
+Job = Union[Conv1dJob, Conv2dJob]
 
 
 @dataclass(frozen=True)
@@ -39,8 +73,9 @@ class Variant:
         ``"cpu"`` or ``"cuda"``.
     description : str
         One line, shown by :func:`sigconv.variants`, the CLI and the TUI.
-    launcher : str
-        ``"module:function"`` of the callable that runs it (imported lazily).
+    run : callable
+        What runs it: the backend contract's signature (see ``sigconv.backends``) plus ``block`` (and, for
+        cuda variants, ``out=``).
     blocks : tuple
         Accepted launch block sizes (ints for 1-D, ``(bx, by)`` pairs for 2-D); empty when the
         implementation takes no block size (CPU code, library peers).
@@ -54,25 +89,47 @@ class Variant:
         ``"variant"`` (sigconv's own) or ``"peer"`` (a baseline to compare with).
     requires : tuple of str
         What must be importable/usable: ``"cupy"``, ``"torch"``, ``"gpu"``.
+    auto : bool
+        Whether ``variant="auto"`` may choose it (the chooser still orders and filters the candidates).
+    constraint : callable or None
+        ``constraint(job) -> None or reason``: what else it needs beyond dtype and size (one channel,
+        stride 1, rank-1 weights...); :meth:`applies` calls it.
+    source : str or None
+        The kernel file it compiles (``kernels/<source>``), whose hash keys the autotuner's cache.
     """
 
     name: str
     op: str
     backend: str
     description: str
-    launcher: str
+    run: Callable = field(compare=False, hash=False, repr=False)
     blocks: tuple = ()
     default_block: Any = None
     dtypes: tuple = ("float32", "float64")
     max_taps: Optional[int] = None
     kind: str = "variant"
     requires: tuple = ()
+    auto: bool = False
+    constraint: Optional[Callable[[Job], Optional[str]]] = field(default=None, compare=False, hash=False, repr=False)
+    source: Optional[str] = None
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def load(self) -> Callable:
-        """Import and return the launcher callable."""
-        mod, _, fn = self.launcher.partition(":")
-        return getattr(importlib.import_module(mod), fn)
+        """The callable that runs it."""
+        return self.run
+
+    def applies(self, job: Job) -> Optional[str]:
+        """``None`` when it can run ``job`` (:class:`Conv1dJob` or :class:`Conv2dJob`), else why not (one line)."""
+        dt = np.dtype(job.dtype).name
+        if dt not in self.dtypes:
+            return f"it supports dtypes {', '.join(self.dtypes)} (got {dt})"
+        if self.max_taps is not None:
+            if isinstance(job, Conv1dJob) and job.K > self.max_taps:
+                return f"it accepts at most {self.max_taps} taps (got K={job.K})"
+            if isinstance(job, Conv2dJob) and max(job.w_shape[2], job.w_shape[3]) > self.max_taps:
+                return (f"it supports kernels up to {self.max_taps}x{self.max_taps} "
+                        f"(got {job.w_shape[2]}x{job.w_shape[3]})")
+        return self.constraint(job) if self.constraint is not None else None
 
     def availability(self) -> Optional[str]:
         """``None`` when usable on this machine, else the one-line reason why not."""
@@ -96,13 +153,14 @@ def register(v: Variant) -> Variant:
     """Add (or replace) an entry, keyed by (op, backend, name)."""
     if v.op not in OPS:
         raise ValueError(f"op must be one of {OPS}, got {v.op!r}")
+    if v.blocks and v.default_block not in v.blocks:
+        raise ValueError(f"{v.op} variant {v.name!r}: default block {v.default_block!r} is not among its blocks")
     _REGISTRY[(v.op, v.backend, v.name)] = v
     return v
 
 
 def entries(op: Optional[str] = None, backend: Optional[str] = None, kind: Optional[str] = None) -> list[Variant]:
     """All entries matching the filters, in registration order."""
-    _ensure_loaded()
     return [
         v
         for v in _REGISTRY.values()
@@ -112,7 +170,6 @@ def entries(op: Optional[str] = None, backend: Optional[str] = None, kind: Optio
 
 def get(op: str, backend: str, name: str) -> Variant:
     """The entry for ``name``; ``ValueError`` listing the valid names when it does not exist."""
-    _ensure_loaded()
     try:
         return _REGISTRY[(op, backend, name)]
     except KeyError:
@@ -129,8 +186,9 @@ def variants(op: str = "conv1d") -> list[dict]:
     -------
     list of dict
         One dict per variant with ``name``, ``backend``, ``description``, ``blocks`` (the launch
-        block sizes it accepts), ``default_block``, ``dtypes``, ``max_taps``, ``available`` and
-        ``reason`` (why it is unavailable here, or ``None``).
+        block sizes it accepts), ``default_block``, ``dtypes``, ``max_taps``, ``auto`` (whether
+        ``variant="auto"`` may choose it), ``available`` and ``reason`` (why it is unavailable here,
+        or ``None``).
 
     Examples
     --------
@@ -152,20 +210,9 @@ def variants(op: str = "conv1d") -> list[dict]:
                 default_block=v.default_block,
                 dtypes=list(v.dtypes),
                 max_taps=v.max_taps,
+                auto=v.auto,
                 available=reason is None,
                 reason=reason,
             )
         )
     return out
-
-
-_LOADED = False
-
-
-def _ensure_loaded() -> None:
-    """Import the modules that register entries (they only declare records, no heavy imports)."""
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    from sigconv.backends import _entries  # noqa: F401  (registers on import)

@@ -1,6 +1,6 @@
 """Autotuner: time candidate (variant, block) pairs once per shape class, remember the winner.
 
-``pick(op, key, candidates, runner)`` is what ``variant="auto"`` calls (1-D and 2-D). The first
+``pick(op, key, candidates, runner)`` is what the ``auto`` chooser (:mod:`sigconv.registry.auto`) calls. The first
 time an (op, key) is seen it times every candidate with CUDA events (warm-up, several runs, median),
 skipping candidates that raise ``ValueError``, and stores the winner in ``autotune.json`` under the
 cache folder ($SIGCONV_CACHE_DIR, else $XDG_CACHE_HOME/sigconv, else ~/.cache/sigconv), in a section
@@ -9,7 +9,8 @@ re-times. An in-process memo sits in front. A corrupt or unreadable file is igno
 (atomically: temp file + rename); an unwritable folder only means no persistence.
 ``SIGCONV_AUTOTUNE=0`` disables timing: the first (heuristic) candidate is used.
 
-``add_tune_arguments`` / ``run_tune`` implement ``sigconv tune``, which fills the cache ahead of time.
+:func:`fill_autotune_cache` is ``sigconv tune``: it fills the cache ahead of time for common shape classes
+(the command line's options are in ``sigconv.cli.tune``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["pick", "cache_path", "clear_memo", "add_tune_arguments", "run_tune", "WARMUP", "REPS"]
+from sigconv._core.blocks import as_block
+
+__all__ = ["pick", "cache_path", "clear_memo", "fill_autotune_cache", "TUNE_2D", "WARMUP", "REPS"]
 
 WARMUP = 2
 REPS = 7       # launches per timed round at most
@@ -101,16 +104,12 @@ def _save(data: dict) -> None:
         pass
 
 
-def _as_block(b):
-    return tuple(b) if isinstance(b, list) else b
-
-
 def _time(runner, variant, block) -> float:
     """Median over ROUNDS of the mean ms per launch of back-to-back launches (CUDA events around each
     round, after WARMUP), the regime of use: the bench, the file engine and array calls queue launches
-    without waiting. (Timing single launches, each after a sync, ranked candidates differently: on an H200,
-    2026-11-30, it chose strip at 0.210 ms for the 3x3 spectrogram over regblock at 0.197 ms back to back.)
-    A round holds up to REPS launches, fewer for slow candidates (about ROUND_MS of work per round)."""
+    without waiting. Timing single launches, each after a sync, ranks candidates differently (it once
+    preferred strip for the 3x3 spectrogram, which is slower than regblock back to back). A round holds up
+    to REPS launches, fewer for slow candidates (about ROUND_MS of work per round)."""
     import cupy
 
     for _ in range(WARMUP):
@@ -162,7 +161,7 @@ def pick(op: str, key: tuple, candidates: list, runner, *, sources=("conv1d.cu",
     -------
     (variant, block)
     """
-    cands = [(v, _as_block(b)) for v, b in candidates]
+    cands = [(v, as_block(b)) for v, b in candidates]
     if not cands:
         raise ValueError("candidates must hold at least one (variant, block) pair")
     if not _enabled():
@@ -177,7 +176,7 @@ def pick(op: str, key: tuple, candidates: list, runner, *, sources=("conv1d.cu",
     data = _load()
     entry = data["sections"].get(section, {}).get(ekey) if isinstance(data["sections"].get(section), dict) else None
     if isinstance(entry, dict) and isinstance(entry.get("variant"), str):
-        got = (entry["variant"], _as_block(entry.get("block")))
+        got = (entry["variant"], as_block(entry.get("block")))
         if got in cands:
             with _LOCK:
                 _MEMO[memo_key] = got
@@ -210,59 +209,71 @@ def pick(op: str, key: tuple, candidates: list, runner, *, sources=("conv1d.cu",
 
 # ------------------------------------------------------------------------------------ sigconv tune
 
-_TUNE_C = (1, 2, 8)
-_TUNE_L = (1 << 16, 1 << 20, 1 << 23)
-_TUNE_K = (7, 15, 25, 31, 63, 127, 255, 511, 1023, 2047, 4095, 8191)
+#: 2-D shape classes ``sigconv tune`` fills: (N, Cin, H, W, Cout, k, pad), stride 1, k x k kernels: the
+#: spectral gate's mask smoothing at two spectrogram sizes, then the two articles' layers.
+TUNE_2D = tuple([(1, 1, 1025, 65536, 1, k, k // 2) for k in (3, 5, 9, 15)]
+                + [(1, 1, 257, 16384, 1, k, k // 2) for k in (3, 5, 9, 15)]
+                + [(1, 6, 768, 512, 6, 6, 0), (16, 256, 128, 128, 256, 3, 1)])
 
 
-def add_tune_arguments(parser) -> None:
-    """Options of ``sigconv tune``."""
-    parser.add_argument("--channels", type=int, nargs="+", default=list(_TUNE_C), metavar="C",
-                        help="channel counts to tune (default: %(default)s)")
-    parser.add_argument("--lengths", type=int, nargs="+", default=list(_TUNE_L), metavar="L",
-                        help="signal lengths to tune (default: 2^16 2^20 2^23)")
-    parser.add_argument("--taps", type=int, nargs="+", default=list(_TUNE_K), metavar="K",
-                        help="tap counts to tune (default: %(default)s)")
-    parser.add_argument("--no-2d", action="store_true", help="skip the 2-D shape classes")
+def _registered_runner(op: str, args: tuple, out):
+    """runner(variant, block) launching the registered cuda variant of ``op`` on ``args`` into ``out``."""
+    from sigconv.registry import table
+
+    def runner(variant, block):
+        table.get(op, "cuda", variant).run(*args, block, out=out)
+
+    return runner
 
 
-def run_tune(args) -> int:
-    """Fill the autotune cache for common shape classes; print each choice. 1 when no GPU."""
+def fill_autotune_cache(channels=(1, 2, 8), lengths=(1 << 16, 1 << 20, 1 << 23),
+                        taps=(7, 15, 25, 31, 63, 127, 255, 511, 1023, 2047, 4095, 8191), *, conv2d: bool = True,
+                        echo=print) -> list:
+    """Time ``auto``'s candidates for common shape classes now, so that later calls find the winners cached.
+
+    conv1d: every (channels, lengths, taps) combination in float32, "same" window; conv2d (unless
+    ``conv2d=False``): the shapes of :data:`TUNE_2D`. Each choice is passed to ``echo`` as one line.
+    Returns the list of ((op, shape), (variant, block)). ``RuntimeError`` when no GPU is usable.
+    """
     from sigconv._core import devices as _devices
 
     reason = _devices.cuda_reason()
     if reason:
-        print(f"sigconv tune: no usable GPU ({reason})")
-        return 1
+        raise RuntimeError(f"no usable GPU ({reason})")
     import cupy
 
-    from sigconv.backends import cuda1d
+    from sigconv.registry import auto
+    from sigconv.registry.table import Conv2dJob
 
     if not _enabled():
-        print("sigconv tune: SIGCONV_AUTOTUNE=0 disables timing; nothing to do")
-        return 0
-    print(f"sigconv tune: cache {cache_path()}")
+        echo("sigconv tune: SIGCONV_AUTOTUNE=0 disables timing; nothing to do")
+        return []
+    echo(f"sigconv tune: cache {cache_path()}")
+    done = []
     rng = cupy.random.default_rng(0)
-    for L in getattr(args, "lengths", _TUNE_L):
-        for C in getattr(args, "channels", _TUNE_C):
+    for L in lengths:
+        for C in channels:
             x = rng.standard_normal((C, L), dtype=cupy.float32)
-            for K in getattr(args, "taps", _TUNE_K):
+            out = cupy.empty((C, L), dtype=cupy.float32)
+            for K in taps:
                 w = rng.standard_normal(K, dtype=cupy.float32)
-                pad, out_len = K // 2, L
-                choice = cuda1d.resolve_auto(x, w, pad, out_len)
-                key = cuda1d.shape_key(C, L, K, "float32")
-                print(f"conv1d C={C:<3d} L={L:<9d} K={K:<5d} key={key} -> {choice[0]} block={choice[1]}")
-            del x
+                runner = _registered_runner("conv1d", (x, w, K // 2, L), out)
+                choice = auto.choose_conv1d("cuda", C, L, K, "float32", runner=runner)
+                key = auto.conv1d_shape_key(C, L, K, "float32")
+                echo(f"conv1d C={C:<3d} L={L:<9d} K={K:<5d} key={key} -> {choice[0]} block={choice[1]}")
+                done.append((("conv1d", (C, L, K)), choice))
+            del x, out
             cupy.get_default_memory_pool().free_all_blocks()
-    if not getattr(args, "no_2d", False):
-        try:
-            from sigconv.backends import cuda2d
-        except Exception:  # pragma: no cover
-            cuda2d = None
-        shapes = getattr(cuda2d, "tune_shapes", None)
-        if callable(shapes):
-            for fn in shapes():
-                res = fn()
-                if res is not None:
-                    print(f"conv2d {res}")
-    return 0
+    for N, Cin, H, W, Cout, k, pad in TUNE_2D if conv2d else ():
+        x = rng.standard_normal((N, Cin, H, W), dtype=cupy.float32)
+        w = rng.standard_normal((Cout, Cin, k, k), dtype=cupy.float32)
+        out_hw = (H + 2 * pad - k + 1, W + 2 * pad - k + 1)
+        out = cupy.empty((N, Cout) + out_hw, dtype=cupy.float32)
+        job = Conv2dJob((N, Cin, H, W), (Cout, Cin, k, k), "float32", (1, 1), (pad, pad), out_hw)
+        runner = _registered_runner("conv2d", (x, w, None, (1, 1), (pad, pad), out_hw), out)
+        choice = auto.choose_conv2d("cuda", job, runner=runner)
+        echo(f"conv2d {N}x{Cin}x{H}x{W} Cout={Cout} k={k} pad={pad} -> {choice[0]} block={choice[1]}")
+        done.append((("conv2d", (N, Cin, H, W, Cout, k, pad)), choice))
+        del x, w, out
+        cupy.get_default_memory_pool().free_all_blocks()
+    return done

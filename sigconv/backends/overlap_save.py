@@ -1,0 +1,143 @@
+"""The cuda conv1d ``fft`` variant: overlap-save with cuFFT real transforms around three helper kernels
+(``kernels/overlap_save.cuh``, wrapped in ``kernels/conv1d.cu``), on :mod:`sigconv.backends.cuda1d`'s
+plumbing (checks, module, launch conventions). Registered at the bottom, after the direct variants.
+
+Segments of N = :func:`fft_size` samples are gathered on the device (one kernel), transformed in one batch,
+multiplied by the filter's spectrum (one kernel; the spectrum is cached under the host taps' key), transformed
+back and their valid parts scattered into the output (one kernel). CuPy is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from sigconv.backends import cuda1d as _c1
+from sigconv.backends.cuda1d import host_taps_key
+from sigconv.registry.table import BLOCKS_1D, Variant, register
+
+__all__ = ["launch_fft", "fft_size", "os_grid", "host_taps_key"]
+
+
+def fft_size(K: int) -> int:
+    """Overlap-save length: a power of two about 8x K (4x K above 2048 taps), at least 1024."""
+    n = 8 * K if K <= 2048 else 4 * K
+    return max(1024, 1 << (n - 1).bit_length())
+
+
+_SPECTRA: "OrderedDict[tuple, object]" = OrderedDict()
+_SPECTRA_LOCK = threading.Lock()
+_SPECTRA_MAX = 32
+
+
+def _filter_spectrum(w, N: int, key=None):
+    """rfft of the convolution taps (w reversed), zero-padded to N, times 1/N, computed on the device in
+    float64 and cast to the working precision; the inverse transform then runs unscaled (norm="forward").
+
+    With ``key`` (:func:`host_taps_key` of the host copy the caller already has: the array API and the stream
+    filters pass it) the spectrum is computed once and cached per (key, N, device). Without one (taps that
+    only exist on the device) it is recomputed, a few small launches: identifying the taps would mean reading
+    them back, which waits for the GPU on every call."""
+    cupy = _c1._cupy()
+    ck = None
+    if key is not None:
+        ck = (key, int(N), w.dtype.name, cupy.cuda.Device().id)
+        with _SPECTRA_LOCK:
+            H = _SPECTRA.get(ck)
+            if H is not None:
+                _SPECTRA.move_to_end(ck)
+                return H
+    cdt = cupy.complex64 if w.dtype == cupy.float32 else cupy.complex128
+    Hd = cupy.fft.rfft(cupy.ascontiguousarray(w[::-1], dtype=cupy.float64), n=N)
+    Hd *= 1.0 / N
+    H = Hd.astype(cdt, copy=False)
+    if ck is not None:
+        with _SPECTRA_LOCK:
+            _SPECTRA[ck] = H
+            while len(_SPECTRA) > _SPECTRA_MAX:
+                _SPECTRA.popitem(last=False)
+    return H
+
+
+#: grid.y / grid.z limit of the hardware
+_GRID_YZ_MAX = 65535
+#: about this many blocks per overlap-save helper launch at most (many waves; the rest by grid-stride)
+_OS_BLOCKS = 1 << 16
+
+
+def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int = 1, rows: int = 1,
+            cap_y: int = _GRID_YZ_MAX, cap_z: int = _GRID_YZ_MAX) -> tuple:
+    """Launch grid of an overlap-save helper (kernels/overlap_save.cuh documents the layout).
+
+    gather: x covers N/4 threads of 4 samples, y segments, z channels; scatter: x covers the M valid
+    outputs of a segment, y segments, z channels; cmul: x covers the N/2+1 bins, y the C*nseg rows.
+    y and z are capped (the kernels loop over the rest), ``cap_y``/``cap_z`` only lower the caps (tests)."""
+    if kind == "gather":
+        gx = -(-(N // 4) // block)
+        ny, nz = nseg, C
+    elif kind == "scatter":
+        gx = -(-M // block)
+        ny, nz = nseg, C
+    elif kind == "cmul":
+        gx = -(-(N // 2 + 1) // block)
+        ny, nz = rows, 1
+    else:
+        raise ValueError(f"unknown overlap-save kernel {kind!r}")
+    gz = max(1, min(nz, _GRID_YZ_MAX, cap_z))
+    gy = max(1, min(ny, _GRID_YZ_MAX, cap_y, max(1, _OS_BLOCKS // (gx * gz))))
+    return (gx, gy, gz)
+
+
+#: float32 fft problems with fewer than this many samples (C * (out_len + K)) are transformed in float64.
+_FFT_F64_BELOW = 1 << 16
+
+
+def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
+    """Overlap-save: gather segments (one kernel), batched rfft, fused spectrum product, irfft, scatter.
+    ``taps_key``: :func:`host_taps_key` of the host taps, when the caller has them (spectrum cached)."""
+    w, block, out = _c1._prep("fft", x, w, pad, out_len, block, out)
+    if _c1._empty(x, out_len):
+        return out
+    cupy = _c1._cupy()
+    C, L = x.shape
+    K = w.size
+    if x.dtype == np.float32 and C * (out_len + K) <= _FFT_F64_BELOW:
+        # Tiny problems transform in float64 (free at this size): an FFT's rounding error scales with the
+        # input's magnitude, so an output much smaller than its inputs (cancellation, or a single product
+        # when L=1) would miss float32 relative accuracy. Large problems keep float32 transforms.
+        out[...] = launch_fft(x.astype(cupy.float64), cupy.asarray(w, dtype=cupy.float64), pad, out_len, block,
+                              taps_key=taps_key)
+        return out
+    N = fft_size(K)
+    M = N - K + 1  # valid outputs per segment
+    nseg = -(-out_len // M)
+    sfx = _c1._sfx(x.dtype)
+    mod = _c1._module()
+    H = _filter_spectrum(w, N, taps_key)
+    segs = cupy.empty((C * nseg, N), dtype=x.dtype)
+    mod.get_function(f"conv1d_os_gather_{sfx}")(
+        os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
+        (x, segs, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))
+    X = cupy.fft.rfft(segs, axis=-1)
+    del segs
+    NF = N // 2 + 1
+    mod.get_function(f"conv1d_os_cmul_{sfx}")(os_grid("cmul", block, N=N, rows=C * nseg), (block,),
+                                              (X, H, np.int64(C * nseg), np.int32(NF)))
+    import cupyx.scipy.fft
+
+    # overwrite_x: cuFFT's C2R destroys its input; without it CuPy copies the whole spectrum first
+    Ys = cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward", overwrite_x=True)
+    del X
+    if Ys.dtype != x.dtype:  # irfft keeps the precision, but be explicit
+        Ys = Ys.astype(x.dtype)
+    mod.get_function(f"conv1d_os_scatter_{sfx}")(
+        os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M), (block,),
+        (Ys, out, np.int32(C), np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg), np.int32(K)))
+    return out
+
+
+register(Variant("fft", "conv1d", "cuda",
+                 "overlap-save with cuFFT real transforms, fused spectrum product, cached filter spectrum", launch_fft,
+                 blocks=BLOCKS_1D, default_block=256, requires=("gpu",), auto=True, source=_c1.SOURCE))

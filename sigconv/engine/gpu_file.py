@@ -1,0 +1,192 @@
+"""The file engine's block filter on the GPU: interleaved sample blocks in, ready-to-write blocks out.
+
+Built on the cuda backend's causal filter (``sigconv.backends.cuda1d.StreamFilter``); what files need
+on top of it lives here: PCM samples converted on the device (integers scaled to [-1, 1) as they arrive,
+results rounded and saturated for the output subtype, clipping counted), the zero-phase delay, the kernel
+chosen once per file (so the variant reported is the one that ran), and blocks that no longer fit in GPU
+memory split in halves and retried. CuPy is imported on first use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sigconv.backends import cuda1d
+
+__all__ = ["GPUFileFilter"]
+
+_READ_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0, "float32": 1.0, "float64": 1.0}
+#: float -> integer: v = rint(y * scale), saturated to [lo, hi].
+_INT_OUT = {"int16": (32768.0, -32768.0, 32767.0), "int32": (2147483648.0, -2147483648.0, 2147483647.0)}
+_OUT_DTYPES = ("int16", "int32", "float32", "float64")
+
+_EK: dict = {}
+
+
+def _ek(name):
+    """Lazily built elementwise kernels for the conversions."""
+    k = _EK.get(name)
+    if k is None:
+        import cupy
+
+        if name == "to_float":
+            k = cupy.ElementwiseKernel("T x, float32 s", "float32 y", "y = (float)x * s", "sigconv_fe_to_float")
+        elif name == "to_int":
+            k = cupy.ElementwiseKernel(
+                "float32 y, float64 scale, float64 lo, float64 hi", "O out, uint8 flag",
+                "double v = rint((double)y * scale); flag = (v < lo || v > hi); out = (O)fmin(fmax(v, lo), hi);",
+                "sigconv_fe_to_int")
+        elif name == "clip_float":
+            k = cupy.ElementwiseKernel(
+                "float32 y", "O out, uint8 flag",
+                "flag = (y < -1.0f || y > 1.0f); out = (O)fminf(fmaxf(y, -1.0f), 1.0f);", "sigconv_fe_clip")
+        _EK[name] = k
+    return k
+
+
+def _is_oom(exc) -> bool:
+    import cupy
+
+    if isinstance(exc, cupy.cuda.memory.OutOfMemoryError):
+        return True
+    return "ALLOC_FAILED" in str(exc) or "out of memory" in str(exc).lower()
+
+
+class GPUFileFilter:
+    """GPU block filter of ``sigconv denoise --backend cuda`` and the batch runner.
+
+    Parameters
+    ----------
+    taps : (K,) array
+    channels : int
+    read_dtype : {"int16", "int32", "float32"}
+        What the engine reads (int16 for PCM_16, int32 for PCM_24/32, float32 for float subtypes);
+        integers are scaled to [-1, 1) on the GPU (int16 / 32768, int32 / 2^31).
+    phase : {"zero", "linear"}
+        "zero": centred (scipy.signal.convolve(x, taps, "same") per channel, K odd), the total
+        output length equals the input's; "linear": causal lfilter output.
+    out_dtype : {"int16", "int32", "float32", "float64"}
+        Integers: rint(y * 32768) (int16) or rint(y * 2^31) (int32), saturated to the type's range;
+        every saturated sample counts in ``clipped``.
+    clip : bool
+        For float outputs: clip to [-1, 1] (and count). Integer outputs always saturate.
+    variant, block
+        Kernel choice. "auto" is resolved on the first block by the chooser
+        (:func:`sigconv.registry.auto.choose_conv1d`, timed on that block) and kept for the whole file;
+        ``variant`` then names what runs.
+    chunk_frames : int, optional
+        Overrides ``preferred_frames``.
+    """
+
+    #: Smallest block (frames) the out-of-memory retry splits down to.
+    OOM_FLOOR_FRAMES = 1 << 14
+
+    def __init__(self, taps, channels, *, read_dtype, phase="zero", out_dtype, clip, variant="auto", block=None,
+                 chunk_frames=None):
+        h = np.asarray(taps, dtype=np.float64).ravel()
+        K = int(h.size)
+        if K == 0:
+            raise ValueError("taps must hold at least one tap")
+        if str(read_dtype) not in _READ_SCALE:
+            raise ValueError(f"read_dtype must be one of int16, int32, float32, got {read_dtype!r}")
+        if str(out_dtype) not in _OUT_DTYPES:
+            raise ValueError(f"out_dtype must be one of {', '.join(_OUT_DTYPES)}, got {out_dtype!r}")
+        if phase not in ("zero", "linear"):
+            raise ValueError(f"phase must be 'zero' or 'linear', got {phase!r}")
+        if phase == "zero" and K % 2 == 0:
+            raise ValueError(f"phase='zero' needs an odd number of taps (got {K}); use phase='linear'")
+        self.C = int(channels)
+        self.K = K
+        self.read_dtype, self.out_dtype = str(read_dtype), str(out_dtype)
+        self.phase, self.clip = phase, bool(clip)
+        self._core = cuda1d.StreamFilter(h, self.C, np.float32, variant=variant, block=block)
+        self.variant = variant
+        self.delay = (K - 1) // 2 if phase == "zero" else 0
+        if chunk_frames is not None:
+            self.preferred_frames = int(chunk_frames)
+        else:
+            self.preferred_frames = max(1 << 22, 1 << (8 * K - 1).bit_length())
+        self.clipped = 0
+        self._to_drop = self.delay
+
+    # -- state snapshot for the out-of-memory retry (a failed attempt leaves no trace)
+    def _state(self):
+        return (self._core.hist, self._to_drop, self.clipped)
+
+    def _restore(self, st):
+        self._core.hist, self._to_drop, self.clipped = st
+
+    def _fix_variant(self, xf) -> None:
+        """Resolve "auto" once, on the first block (C, n) as the stream filter will see it."""
+        core = self._core
+        if core.variant == "auto":
+            core.variant, core.block = cuda1d.resolve_auto(xf, core.w, self.K - 1, xf.shape[1], core.block)
+            self.variant = core.variant
+
+    def _process_device(self, block: np.ndarray) -> np.ndarray:
+        import cupy
+
+        n, C = block.shape
+        xg = cupy.asarray(block)  # (n, C) interleaved, read dtype
+        xf = cupy.empty((C, n), dtype=np.float32)
+        _ek("to_float")(xg.T, np.float32(_READ_SCALE.get(xg.dtype.name, 1.0)), xf)  # deinterleave + scale
+        del xg
+        self._fix_variant(xf)
+        y = self._core._filter(xf)
+        del xf
+        d = min(self._to_drop, y.shape[1])
+        if d:
+            y = y[:, d:]
+            self._to_drop -= d
+        m = y.shape[1]
+        out = cupy.empty((m, C), dtype=self.out_dtype)
+        if self.out_dtype in _INT_OUT or self.clip:
+            flag = cupy.empty((m, C), dtype=np.uint8)
+            if self.out_dtype in _INT_OUT:
+                _ek("to_int")(y.T, *_INT_OUT[self.out_dtype], out, flag)  # scale, round, saturate, interleave
+            else:
+                _ek("clip_float")(y.T, out, flag)
+            self.clipped += int(cupy.count_nonzero(flag))
+        else:
+            out[...] = y.T
+        return cupy.asnumpy(out)
+
+    def _run(self, block: np.ndarray) -> np.ndarray:
+        st = self._state()
+        try:
+            return self._process_device(block)
+        except Exception as exc:  # noqa: BLE001 - only out-of-memory is retried
+            if not _is_oom(exc):
+                raise
+            import cupy
+
+            self._restore(st)
+            cupy.get_default_memory_pool().free_all_blocks()
+            n = block.shape[0]
+            if n // 2 < self.OOM_FLOOR_FRAMES:
+                raise RuntimeError(f"GPU out of memory filtering a block of {n} frames: {exc}") from None
+        half = block.shape[0] // 2
+        a = self._run(block[:half])
+        b = self._run(block[half:])
+        return np.concatenate([a, b], axis=0)
+
+    def process(self, block) -> np.ndarray:
+        """Filter the next (n, C) block; returns (m, C) samples of out_dtype ready to write."""
+        block = np.asarray(block)
+        if block.ndim == 1 and self.C == 1:
+            block = block[:, None]
+        if block.ndim != 2 or block.shape[1] != self.C:
+            raise ValueError(f"block must have shape (frames, {self.C}), got {block.shape}")
+        if block.shape[0] == 0:
+            return np.empty((0, self.C), dtype=self.out_dtype)
+        return self._run(np.ascontiguousarray(block))
+
+    def finish(self) -> np.ndarray:
+        """Rest of the output: zero phase feeds D = (K-1)/2 zeros; linear phase returns nothing. Resets."""
+        if self.delay:
+            tail = self.process(np.zeros((self.delay, self.C), dtype=np.float32))
+        else:
+            tail = np.empty((0, self.C), dtype=self.out_dtype)
+        self._core.reset()
+        self._to_drop = self.delay
+        return tail

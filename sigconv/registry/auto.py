@@ -1,0 +1,247 @@
+"""``variant="auto"``: one chooser per operation, the only place where its rules live.
+
+:func:`choose_conv1d` and :func:`choose_conv2d` answer (variant, block) for a job's shape. The backends,
+the streaming filters and the file engine ask them and run what they answer, so the variant reported to
+the user is the one that ran. On the CPU the answer is a rule of thumb. On the GPU the chooser lists
+candidates, favourite first, keeps those the registry marks as ``auto`` candidates that apply to the job
+(:meth:`~sigconv.registry.table.Variant.applies`) and, given a ``runner`` and a job big enough to time,
+lets the autotuner (:mod:`sigconv.registry.tune`) time them once per shape class; otherwise the favourite
+runs.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Callable, Optional
+
+import numpy as np
+
+from sigconv._core.blocks import as_block
+from sigconv.registry import table, tune
+from sigconv.registry.table import Conv1dJob, Conv2dJob
+
+__all__ = ["choose_conv1d", "choose_conv2d", "conv1d_candidates", "conv2d_candidates", "conv1d_shape_key",
+           "conv2d_shape_key", "rank1_factors", "host_rank1", "separable_worth_checking", "DIRECT_MAX_TAPS",
+           "AUTOTUNE_MIN_OUTPUTS", "SEP_RTOL"]
+
+# ------------------------------------------------------------------------------------------------ cpu
+
+#: cpu conv1d: direct summation for this many taps or fewer, or for signals (blocks) this short...
+DIRECT_MAX_TAPS = 48
+#: ... or when the whole job is this many multiply-adds or fewer per channel (L * K): below both, the
+#: FFT's fixed cost outweighs its O(log K) work.
+DIRECT_MAX_WORK = 1 << 15
+#: cpu conv2d: the FFT above this many kernel taps (kH * kW), at stride 1 only.
+FFT2D_MIN_TAPS = 64
+
+# ------------------------------------------------------------------------------------------------ cuda
+
+#: Below this many outputs (C * out_len) nothing is timed: the favourite runs.
+AUTOTUNE_MIN_OUTPUTS = 1 << 16
+#: float32: up to this many taps the tiled kernel, compiled for the exact K and unrolled, is the favourite...
+TILED_FAVOURITE_MAX_K = 64
+#: ... from this many the FFT joins its candidates ...
+FFT_CANDIDATE_MIN_K = 48
+#: ... and above this many tiled is no candidate at all: the overlap-save FFT's cost barely grows with K.
+TILED_MAX_K = 1024
+#: float64: direct kernels are candidates up to this many taps; the FFT is the favourite above.
+F64_DIRECT_MAX_K = 32
+#: Tiled blocks in the order they are tried: small blocks (more blocks per multiprocessor) tend to win at
+#: short K, so 64 is timed although 256 is the favourite.
+_TILED_BLOCKS = (256, 128, 64, 512)
+
+#: Separability test: s[1] <= SEP_RTOL * s[0] for every (co, ci) pair.
+SEP_RTOL = 1e-7
+#: conv2d: from this many taps (kH * kW) on, the separable passes come before the strip kernel.
+SEP_BEFORE_STRIP_TAPS = 81
+#: conv2d: prefetch's one-warp blocks come before regblock for this many output channels or fewer.
+PREFETCH_FIRST_MAX_COUT = 8
+
+
+def _job1d(C, L, K, dtype) -> Conv1dJob:
+    return Conv1dJob(int(C), int(L), int(K), np.dtype(dtype).name)
+
+
+def _keep_user_block(op: str, backend: str, best: tuple, block) -> tuple:
+    """``best`` with the caller's ``block`` instead of the chosen one when the chosen variant accepts it."""
+    if block is None:
+        return best
+    b = (int(block), 1) if op == "conv2d" and isinstance(block, numbers.Integral) else as_block(block)
+    return (best[0], b) if b in table.get(op, backend, best[0]).blocks else best
+
+
+def _applicable(op: str, backend: str, cands: list, job) -> list:
+    """``cands`` without repeats, keeping only registered ``auto`` candidates that apply to ``job``."""
+    out, seen = [], set()
+    for name, block in cands:
+        if (name, block) in seen:
+            continue
+        seen.add((name, block))
+        v = table.get(op, backend, name)
+        if v.auto and v.applies(job) is None:
+            out.append((name, block))
+    return out
+
+
+def _sources(op: str, backend: str, cands: list) -> tuple:
+    """Kernel files whose hash keys the autotuner's cache for these candidates."""
+    return tuple(sorted({table.get(op, backend, n).source for n, _ in cands} - {None}))
+
+
+def _tuned(op: str, backend: str, key: tuple, cands: list, runner: Optional[Callable], outputs: int) -> tuple:
+    if runner is None or outputs < AUTOTUNE_MIN_OUTPUTS:
+        return cands[0]
+    return tune.pick(op, key, cands, runner, sources=_sources(op, backend, cands))
+
+
+# ---------------------------------------------------------------------------------------------- conv1d
+
+
+def conv1d_shape_key(C: int, L: int, K: int, dtype) -> tuple:
+    """Autotuner shape class: (C bucket, log2 L bucket, K exact up to 64 else next power of two, dtype)."""
+    cb = 1 << max(0, (int(C) - 1).bit_length())
+    lb = max(0, int(L).bit_length() - 1)
+    kb = int(K) if K <= 64 else 1 << (int(K) - 1).bit_length()
+    return (cb, lb, kb, np.dtype(dtype).name)
+
+
+def conv1d_candidates(backend: str, C: int, L: int, K: int, dtype) -> list:
+    """(variant, block) pairs ``auto`` may run, favourite first (tiled for short filters, fft for long)."""
+    job = _job1d(C, L, K, dtype)
+    if backend == "cpu":
+        direct = K <= DIRECT_MAX_TAPS or L <= DIRECT_MAX_TAPS or L * K <= DIRECT_MAX_WORK
+        return [("direct" if direct else "fft", None)]
+    if job.dtype == "float32":
+        if K <= TILED_FAVOURITE_MAX_K:
+            cands = [("tiled", b) for b in _TILED_BLOCKS] + ([("fft", 256)] if K >= FFT_CANDIDATE_MIN_K else [])
+        elif K <= TILED_MAX_K:
+            cands = [("fft", 256), ("tiled", 256), ("tiled", 128)]
+        else:
+            cands = [("fft", 256), ("fft", 512)]
+    elif K <= F64_DIRECT_MAX_K:
+        cands = [("shared", 256), ("l2", 256), ("naive", 256), ("fft", 256)]
+    else:
+        cands = [("fft", 256), ("shared", 256)]
+    return _applicable("conv1d", backend, cands, job)
+
+
+def choose_conv1d(backend: str, C: int, L: int, K: int, dtype, *, out_len: Optional[int] = None, block=None,
+                  runner: Optional[Callable] = None) -> tuple:
+    """(variant, block) that ``variant="auto"`` runs for C channels of L samples and K taps.
+
+    Parameters
+    ----------
+    backend : {"cpu", "cuda"}
+    out_len : int, optional
+        Outputs per channel (default L): jobs of fewer than :data:`AUTOTUNE_MIN_OUTPUTS` are not timed.
+    block : optional
+        The caller's block: kept when the chosen variant accepts it.
+    runner : callable(variant, block), optional
+        Launches the job once on representative, allocated data (cuda): with it the candidates are timed
+        (once per shape class, see :func:`sigconv.registry.tune.pick`); without it the favourite wins.
+        The cpu block is None.
+    """
+    cands = conv1d_candidates(backend, C, L, K, dtype)
+    if backend == "cpu":
+        return cands[0]
+    outputs = int(C) * int(L if out_len is None else out_len)
+    best = _tuned("conv1d", backend, conv1d_shape_key(C, L, K, dtype), cands, runner, outputs)
+    return _keep_user_block("conv1d", backend, best, block)
+
+
+# ---------------------------------------------------------------------------------------------- conv2d
+
+
+def rank1_factors(w):
+    """(u, v, None) with w[co, ci] ~= outer(u[co, ci], v[co, ci]) for every pair, or (None, None, reason).
+
+    ``w`` is (Cout, Cin, kH, kW) in host memory (an array with ``.get()`` is read back); u and v are
+    float64 arrays of shape (Cout, Cin, kH) and (Cout, Cin, kW). Rank-1 means s[1] <= SEP_RTOL * s[0].
+    """
+    wn = np.asarray(w.get() if hasattr(w, "get") else w, dtype=np.float64)
+    U, s, Vt = np.linalg.svd(wn, full_matrices=False)  # batched over (co, ci)
+    s0 = s[..., 0]
+    s1 = s[..., 1] if s.shape[-1] > 1 else np.zeros_like(s0)
+    bad = s1 > SEP_RTOL * s0
+    if np.any(bad):
+        co, ci = (int(v) for v in np.argwhere(bad)[0])
+        ratio = s1[co, ci] / s0[co, ci] if s0[co, ci] else np.inf
+        return None, None, (f"the kernel is not rank-1 (separable): pair (co={co}, ci={ci}) has singular values "
+                            f"s1/s0 = {ratio:.3g} > {SEP_RTOL:g}")
+    root = np.sqrt(s0)
+    u = U[..., :, 0] * root[..., None]
+    v = Vt[..., 0, :] * root[..., None]
+    return u, v, None
+
+
+def separable_worth_checking(w_shape) -> bool:
+    """Separability can only win with one channel in and out and a kernel of 5x5 or more."""
+    Cout, Cin, kH, kW = w_shape
+    return Cout == 1 and Cin == 1 and min(kH, kW) > 1 and kH * kW >= 25
+
+
+def host_rank1(variant: str, w_shape, host_weights) -> tuple:
+    """(rank1, factors) from the caller's host copy of the weights, or (None, None) without one.
+
+    Checked only where it can matter: for ``separable`` (whose launcher then needs no read-back) and for
+    ``auto`` where :func:`separable_worth_checking`. Device weights are never read back for this: that would
+    stall the GPU queue on every call; pass ``variant="separable"`` to run the separable passes on them.
+    """
+    if host_weights is None or not (variant == "separable"
+                                    or (variant == "auto" and separable_worth_checking(w_shape))):
+        return None, None
+    u, v, why = rank1_factors(np.asarray(host_weights, dtype=np.float64).reshape(w_shape))
+    return (True, (u, v)) if why is None else (False, None)
+
+
+def _bucket(n: int) -> int:
+    """Power-of-two size class."""
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def conv2d_shape_key(job: Conv2dJob, separable: bool) -> tuple:
+    N, Cin, H, W = job.x_shape
+    Cout, _, kH, kW = job.w_shape
+    return (job.dtype, _bucket(N), int(Cin), int(Cout), int(kH), int(kW), int(job.stride[0]), int(job.stride[1]),
+            int(job.pad[1]) % 4, _bucket(job.out_hw[0]), _bucket(job.out_hw[1]), int(W % 4 == 0), bool(separable))
+
+
+def _separable(job: Conv2dJob) -> bool:
+    return bool(job.rank1) and separable_worth_checking(job.w_shape)
+
+
+def conv2d_candidates(backend: str, job: Conv2dJob) -> list:
+    """(variant, block) pairs ``auto`` may run for ``job``, favourite first."""
+    kH, kW = job.w_shape[2], job.w_shape[3]
+    if backend == "cpu":
+        fft = kH * kW > FFT2D_MIN_TAPS and tuple(job.stride) == (1, 1)
+        return [("fft" if fft else "direct", None)]
+    sep = _separable(job)
+    strip = table.get("conv2d", backend, "strip").applies(job) is None
+    cands = []
+    if sep and (not strip or kH * kW >= SEP_BEFORE_STRIP_TAPS):
+        cands += [("separable", (32, 8)), ("separable", (32, 4))]
+    if strip:
+        cands += [("strip", b) for b in ((64, 1), (128, 1), (32, 4), (256, 1))]
+    if sep and strip and kH * kW < SEP_BEFORE_STRIP_TAPS:
+        cands += [("separable", (32, 8))]
+    pre = [("prefetch", b) for b in ((8, 4), (16, 4), (8, 8), (16, 8))]
+    reg = [("regblock", b) for b in ((16, 8), (32, 4), (16, 16), (32, 8))]
+    cands += pre + reg if job.w_shape[0] <= PREFETCH_FIRST_MAX_COUT else reg + pre
+    cands += [("shared", (32, 8)), ("naive", (32, 8))]
+    return _applicable("conv2d", backend, cands, job)
+
+
+def choose_conv2d(backend: str, job: Conv2dJob, *, block=None, runner: Optional[Callable] = None) -> tuple:
+    """(variant, block) that ``variant="auto"`` runs for ``job``.
+
+    ``job.rank1`` is what the caller knows from a host copy of the weights (:func:`host_rank1`); None (device
+    weights) never chooses ``separable``. ``block`` and ``runner`` as for :func:`choose_conv1d`; the cpu
+    block is None.
+    """
+    cands = conv2d_candidates(backend, job)
+    if backend == "cpu":
+        return cands[0]
+    outputs = int(job.x_shape[0]) * int(job.w_shape[0]) * int(job.out_hw[0]) * int(job.out_hw[1])
+    best = _tuned("conv2d", backend, conv2d_shape_key(job, _separable(job)), cands, runner, outputs)
+    return _keep_user_block("conv2d", backend, best, block)
