@@ -1,6 +1,6 @@
-"""The autotuner's timing and selection logic on the CPU, with a stand-in for CuPy's events and device
-queries (a fake clock that each launch advances by its candidate's cost). The GPU tests
-(tests/test_cuda1d.py) run the same code on a real device."""
+"""The autotuner's timing and selection logic and the ``auto`` chooser's rules on the CPU, with a stand-in for
+CuPy's events and device queries (a fake clock that each launch advances by its candidate's cost). The GPU
+tests (tests/test_cuda1d.py) run the same code on a real device."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ import json
 import sys
 import types
 
+import numpy as np
 import pytest
 
+from sigconv.registry import auto as _auto
+from sigconv.registry import table as _table
 from sigconv.registry import tune as _autotune
+from sigconv.registry.table import Conv2dJob
 
 
 class _FakeCupy:
@@ -87,3 +91,96 @@ def test_pick_takes_the_fastest_skips_refused_and_caches(fake_cupy):
     assert _autotune.pick("conv1d", key, cands, runner, sources=("conv1d.cu",)) == got and len(calls) == n
     _autotune.clear_memo()  # from the disk cache, not re-timed
     assert _autotune.pick("conv1d", key, cands, runner, sources=("conv1d.cu",)) == got and len(calls) == n
+
+
+# ------------------------------------------------------------------------------------ the auto chooser
+# sigconv.registry.auto is the only place where auto's rules live; these check them on the CPU.
+
+
+@pytest.mark.parametrize("C, L, K, want", [(1, 10_000, 48, "direct"), (2, 10_000, 49, "fft"), (1, 48, 4000, "direct"),
+                                           (3, 300, 100, "direct"), (3, 400, 100, "fft")])
+def test_cpu_conv1d_rule(C, L, K, want):
+    assert _auto.choose_conv1d("cpu", C, L, K, "float64") == (want, None)
+
+
+def test_cpu_conv2d_rule():
+    def job(k, s):
+        return Conv2dJob((1, 1, 50, 50), (1, 1, k, k), "float32", (s, s), (0, 0), (10, 10))
+
+    assert _auto.choose_conv2d("cpu", job(9, 1))[0] == "fft"
+    assert _auto.choose_conv2d("cpu", job(8, 1))[0] == "direct"
+    assert _auto.choose_conv2d("cpu", job(9, 2))[0] == "direct"
+
+
+def test_cuda_conv1d_candidates_come_from_the_registry():
+    """Every candidate is a registered auto candidate that applies; the favourites by dtype and length."""
+    for dtype in ("float32", "float64"):
+        for K in (1, 7, 48, 64, 65, 1024, 1025, 4095, 9000):
+            cands = _auto.conv1d_candidates("cuda", 2, 1 << 20, K, dtype)
+            assert cands and len(set(cands)) == len(cands)
+            for name, block in cands:
+                v = _table.get("conv1d", "cuda", name)
+                assert v.auto and block in v.blocks and v.applies(_table.Conv1dJob(2, 1 << 20, K, dtype)) is None
+    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 25, "float32")[0] == ("tiled", 256)
+    assert ("fft", 256) in _auto.conv1d_candidates("cuda", 1, 1 << 20, 48, "float32")
+    assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 1025, "float32")} == {"fft"}
+    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 33, "float64")[0] == ("fft", 256)
+    assert all(n != "constant" for K in (3, 300) for n, _ in _auto.conv1d_candidates("cuda", 1, 1000, K, "float64"))
+
+
+def test_cuda_conv1d_timing_only_with_a_runner_and_enough_outputs(fake_cupy):
+    calls = []
+
+    def runner(v, b):
+        calls.append((v, b))
+        fake_cupy.clock += {"tiled": 1.0, "fft": 0.5}[v] * (1 + (b or 0) / 1024)
+
+    assert _auto.choose_conv1d("cuda", 1, 1000, 50, "float32", runner=runner) == ("tiled", 256) and not calls
+    assert _auto.choose_conv1d("cuda", 1, 1 << 20, 50, "float32") == ("tiled", 256)
+    assert _auto.choose_conv1d("cuda", 1, 1 << 20, 50, "float32", runner=runner) == ("fft", 256) and calls
+    # the caller's block is kept when the chosen variant accepts it
+    assert _auto.choose_conv1d("cuda", 1, 1 << 20, 50, "float32", runner=runner, block=512) == ("fft", 512)
+
+
+def test_cuda_conv2d_candidates_and_rank1():
+    spec = Conv2dJob((1, 1, 1025, 4096), (1, 1, 9, 9), "float32", (1, 1), (4, 4), (1025, 4096))
+    assert _auto.conv2d_candidates("cuda", spec)[0][0] == "strip"
+    assert all(n != "separable" for n, _ in _auto.conv2d_candidates("cuda", spec))  # rank unknown: not a candidate
+    sep = Conv2dJob(spec.x_shape, spec.w_shape, "float32", spec.stride, spec.pad, spec.out_hw, rank1=True)
+    assert _auto.conv2d_candidates("cuda", sep)[0][0] == "separable"
+    f64 = Conv2dJob((2, 3, 20, 20), (4, 3, 3, 3), "float64", (1, 1), (1, 1), (20, 20))
+    assert {n for n, _ in _auto.conv2d_candidates("cuda", f64)} == {"shared", "naive"}
+    names = {n for job in (spec, sep, f64) for n, _ in _auto.conv2d_candidates("cuda", job)}
+    assert "shfl" not in names and all(_table.get("conv2d", "cuda", n).auto for n in names)
+    # host weights: checked for separable and for auto where it can win, never otherwise
+    k = np.outer(np.arange(1.0, 6.0), np.arange(2.0, 7.0))[None, None]
+    r1, (u, v) = _auto.host_rank1("auto", k.shape, k)
+    assert r1 and np.allclose(np.einsum("oci,ocj->ocij", u, v), k)
+    assert _auto.host_rank1("auto", k.shape, k + np.eye(5)) == (False, None)
+    assert _auto.host_rank1("naive", k.shape, k) == (None, None)
+    assert _auto.host_rank1("auto", k.shape, None) == (None, None)
+
+
+def test_cpu_file_filter_reports_what_ran(rng):
+    """The cpu file filter asks the chooser block by block; ``variant`` is the method that filtered most."""
+    from sigconv.engine.audio import pcm_spec
+    from sigconv.engine.file import CPUFileFilter
+
+    f = CPUFileFilter(np.ones(101) / 101, 1, pcm_spec("DOUBLE"), phase="linear")
+    assert f.variant == "fft"  # the chooser's answer for a full block, before any
+    f.process(rng.standard_normal((200, 1)))  # 200 x 101 multiply-adds: direct summation is cheaper
+    assert f.variant == "direct"
+    f.process(rng.standard_normal((100_000, 1)))
+    assert f.variant == "fft"
+
+
+def test_tune_command_without_gpu(monkeypatch, capsys):
+    import sigconv
+    from sigconv.cli import main
+
+    monkeypatch.setattr(sigconv, "cuda_reason", lambda: "no device in this test")
+    assert main(["tune", "--no-2d", "--taps", "7"]) == 1
+    assert capsys.readouterr().out.strip() == "sigconv tune: no usable GPU (no device in this test)"
+    with pytest.raises(RuntimeError, match="no usable GPU"):
+        monkeypatch.setattr("sigconv._core.devices.cuda_reason", lambda: "none")
+        _autotune.fill_autotune_cache(taps=(7,), conv2d=False)

@@ -18,11 +18,11 @@ def numpy_as_cupy(monkeypatch):
         cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0)),
     )
     monkeypatch.setitem(sys.modules, "cupy", fake)
-    from sigconv.backends import cuda1d
+    from sigconv.backends import overlap_save
 
-    cuda1d._SPECTRA.clear()
-    yield cuda1d
-    cuda1d._SPECTRA.clear()
+    overlap_save._SPECTRA.clear()
+    yield overlap_save
+    overlap_save._SPECTRA.clear()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -1,6 +1,7 @@
 """CPU-side checks of the CUDA sources and the cuda conv1d registry (run on CI, no GPU needed).
 
 - every kernels/*.cu compiles for sm_90 with nvcc (when nvcc exists) and no kernel spills registers;
+- the numbers kernels and launchers share have one home (kernels/limits.cuh);
 - every cuda conv1d variant is registered with a description and block sizes, without a GPU;
 - a NumPy emulation of the tiled kernel's index maths;
 - the overlap-save kernels' own source compiled for the host (g++, AddressSanitizer) and run block by block.
@@ -66,22 +67,38 @@ def test_conv1d_cu_exists():
     assert (KDIR / "conv1d.cu").is_file() and (KDIR / "common.cuh").is_file()
 
 
+def test_shared_numbers_have_one_home():
+    """Every number the launchers read from kernels/limits.cuh is defined there only, and they use it."""
+    from sigconv import _kernels
+    from sigconv.backends import cuda1d, cuda2d
+
+    lim = _kernels.constants()
+    assert lim and all(isinstance(v, int) for v in lim.values())
+    for f in KDIR.iterdir():
+        if f.name != _kernels.LIMITS:
+            again = [n for n in lim if re.search(rf"#\s*define\s+{n}\b", f.read_text())]
+            assert not again, f"{f.name} defines {again} again"
+    assert cuda1d.CONST_TAPS == {"float32": 2 * lim["SIGCONV_CONST_TAP_DOUBLES"],
+                                 "float64": lim["SIGCONV_CONST_TAP_DOUBLES"]}
+    assert cuda1d.SHARED_KCH == {"float32": lim["SIGCONV_SHARED_KCH_F32"], "float64": lim["SIGCONV_SHARED_KCH_F64"]}
+    assert (cuda2d.STRIP_ROWS, cuda2d.SHFL_ROWS, cuda2d.SHFL_HALO) == (
+        lim["SIGCONV_STRIP_ROWS"], lim["SIGCONV_SHFL_ROWS"], lim["SIGCONV_SHFL_MAX_HALO"])
+
+
 EXPECTED = ("naive", "constant", "shared", "l2", "tiled", "fft")
 
 
 def test_cuda_conv1d_variants_registered_without_gpu():
+    from sigconv.backends import cuda1d
+
     vs = {v.name: v for v in _registry.entries("conv1d", "cuda", kind="variant")}
     assert set(EXPECTED) <= set(vs), f"missing variants: {set(EXPECTED) - set(vs)}"
     for name in EXPECTED:
         v = vs[name]
         assert v.description and len(v.description.splitlines()) == 1
         assert v.blocks and set(v.blocks) <= set(_registry.BLOCKS_1D) and v.default_block in v.blocks
-        assert "gpu" in v.requires
-        mod, _, fn = v.launcher.partition(":")
-        assert fn == f"launch_{name}"
-        import importlib
-
-        assert callable(getattr(importlib.import_module(mod), fn))
+        assert "gpu" in v.requires and v.source == "conv1d.cu"
+        assert v.run is getattr(cuda1d, f"launch_{name}")
     from sigconv._core import devices as _devices
 
     listed = {d["name"]: d for d in __import__("sigconv").variants("conv1d") if d["backend"] == "cuda"}
@@ -93,7 +110,8 @@ def test_cuda_conv1d_variants_registered_without_gpu():
 
 
 def test_import_sigconv_does_not_import_cupy():
-    code = "import sys, sigconv, sigconv.backends.cuda1d, sigconv.registry.tune; print('cupy' in sys.modules)"
+    code = ("import sys, sigconv, sigconv.backends, sigconv.registry.tune, sigconv.engine.gpu_file, sigconv.cli.tune; "
+            "print('cupy' in sys.modules or 'torch' in sys.modules)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=str(KDIR.parent))
     assert res.returncode == 0, res.stderr
@@ -185,7 +203,7 @@ def test_tiled_index_maths_emulated(K, L, B, mode, mis):
 # --------------------------------------------- the overlap-save kernels' own source, run on the host (g++)
 # tests/host_emulation/os_harness.cpp compiles kernels/overlap_save.cuh (the bodies the GPU runs) as host C++
 # under AddressSanitizer and runs every block and thread of a launch, with the grid that the launcher
-# (sigconv.backends.cuda1d.os_grid) computes. This checks the kernels' index maths, their grid-stride loops,
+# (sigconv.backends.overlap_save.os_grid) computes. This checks the kernels' index maths, their grid-stride loops,
 # the 16-byte alignment of their vector stores and their bounds, on CI, without a GPU.
 
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -241,7 +259,7 @@ def _emu(exe, tmp, op, dtype, grid, block, params, a_in, a_inout):
 
 
 def _os_reference_geometry(K, L, mode):
-    from sigconv.backends.cuda1d import fft_size
+    from sigconv.backends.overlap_save import fft_size
 
     pad, out_len = window_1d(mode, L, K)
     N = fft_size(K)
@@ -274,7 +292,7 @@ def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mod
     """gather -> rfft (NumPy) -> cmul -> irfft (NumPy) -> scatter, the kernels being the real source: each
     stage equals its NumPy definition exactly (gather, scatter) or to rounding (cmul), every element is
     written (outputs poisoned with NaN), and the whole equals the float64 reference convolution."""
-    from sigconv.backends.cuda1d import os_grid
+    from sigconv.backends.overlap_save import os_grid
 
     caps = {k: v for k, v in (("cap_y", cap_y), ("cap_z", cap_z)) if v is not None}
     rng = np.random.default_rng()
@@ -313,7 +331,7 @@ def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mod
 
 
 def test_os_grid_caps_and_hardware_limits():
-    from sigconv.backends.cuda1d import os_grid
+    from sigconv.backends.overlap_save import os_grid
 
     # 2^26 samples, K=1023: 9363 segments of M = 7170
     g = os_grid("gather", 256, N=8192, C=1, nseg=9363)
