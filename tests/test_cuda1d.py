@@ -1,11 +1,14 @@
-"""GPU tests of the cuda conv1d backend (issue 3). Skipped, with the reason, without a usable GPU.
+"""GPU tests of the cuda conv1d backend. Skipped, with the reason, without a usable GPU.
 
-Coverage of the grid (every registered cuda conv1d variant x dtype it supports):
-- L in {1, 7, 1000}: every accepted block in {32..1024} x K in {1,2,3,7,24,25,63,64,255,1024,4095} x C in
-  {1,2,8} x modes full/same/valid x convolve/correlate through sigconv.convolve/correlate (backend="cuda"),
-  plus the launcher called directly with out= prefilled with NaN (correlation form, every mode).
-- L = 2^20 + 3: the same, for two blocks per variant (its default and the largest it accepts).
-References: float64 scipy.signal.oaconvolve, computed once per (L, K, C) and shared by every variant.
+Every registered cuda conv1d variant x dtype it supports, against float64 references, through its launcher
+(output poisoned with NaN, correlation form) and through sigconv.convolve/correlate (backend="cuda"), for
+full/same/valid windows. By default:
+- L in {1, 7, 1823} x K in {1, 2, 3, 7, 24, 25, 63, 64, 255, 1024, 4095} x C in {1, 3}, for the variant's
+  default block and the smallest and largest it accepts;
+- a long signal, L = 2^17 + 3, C = 2, K in {7, 255, 4095}, default block.
+With --runslow (``-m slow``) the exhaustive grids: every accepted block x C in {1, 2, 8} at L in {1, 7, 1000},
+and L = 2^20 + 3 for the default and largest blocks.
+References: float64 scipy.signal.oaconvolve, computed once per (L, K, C) and shared by the variants of a test.
 Failures are collected and reported together (variant, dtype, block, K, L, C, mode, first bad index).
 """
 
@@ -18,8 +21,10 @@ import scipy.signal
 import sigconv
 from sigconv._core import devices as _devices
 from sigconv.registry import table as _registry
+from sigconv.registry.table import Conv1dJob
 from sigconv.engine.ops import window_1d
 from sigconv.backends.cpu import _window_from_full
+from sigconv.engine.gpu_file import GPUFileFilter
 
 pytestmark = pytest.mark.gpu
 _REASON = _devices.cuda_reason()
@@ -38,6 +43,7 @@ CS = (1, 2, 8)
 MODES = ("full", "same", "valid")
 TOL = {"float32": 1e-5, "float64": 1e-10}
 BIG_L = (1 << 20) + 3
+LONG_L = (1 << 17) + 3
 VARIANTS = [v for v in _registry.entries("conv1d", "cuda", kind="variant")]
 
 
@@ -74,12 +80,11 @@ def _cases(L, K):
         yield mode, pad, out_len
 
 
-def _run_grid(L, blocks_for, only=None):
+def _run_grid(rng, L, blocks_for, only=None, ks=KS, cs=CS):
     """Every K x C x dtype x block x mode x {launcher, correlate, convolve} for the variants named ``only``."""
-    rng = np.random.default_rng()
     failures, n_checked = [], 0
-    for K in KS:
-        for C in CS:
+    for K in ks:
+        for C in cs:
             x32 = rng.standard_normal((C, L)).astype(np.float32)
             h32 = rng.standard_normal(K).astype(np.float32)
             x64, h64 = x32.astype(np.float64), h32.astype(np.float64)
@@ -92,7 +97,7 @@ def _run_grid(L, blocks_for, only=None):
                 for v in VARIANTS:
                     if only is not None and v.name != only:
                         continue
-                    if dtype not in v.dtypes or (v.max_taps is not None and K > v.max_taps):
+                    if v.applies(Conv1dJob(C, L, K, dtype)):
                         continue
                     launch = v.load()
                     for block in blocks_for(v):
@@ -118,27 +123,43 @@ def _run_grid(L, blocks_for, only=None):
     return failures, n_checked
 
 
+def _assert_grid(failures, n):
+    assert n > 0
+    assert not failures, f"{len(failures)} of {n} checks failed:\n" + "\n".join(failures[:40])
+
+
 # one test per (variant, L) so that pytest-xdist can spread the grid over workers
 @pytest.mark.parametrize("name", [v.name for v in VARIANTS])
-@pytest.mark.parametrize("L", [1, 7, 1000])
-def test_grid_all_blocks(L, name):
-    failures, n = _run_grid(L, lambda v: v.blocks, only=name)
-    assert n > 0
-    assert not failures, f"{len(failures)} of {n} checks failed:\n" + "\n".join(failures[:40])
+@pytest.mark.parametrize("L", [1, 7, 1823])
+def test_grid(rng, L, name):
+    """Awkward lengths, every K, the default, smallest and largest block of each variant."""
+    _assert_grid(*_run_grid(rng, L, lambda v: sorted({v.default_block, min(v.blocks), max(v.blocks)}), only=name,
+                            cs=(1, 3)))
 
 
 @pytest.mark.parametrize("name", [v.name for v in VARIANTS])
-def test_grid_long_signal(name):
-    failures, n = _run_grid(BIG_L, lambda v: sorted({v.default_block, max(v.blocks)}), only=name)
-    assert n > 0
-    assert not failures, f"{len(failures)} of {n} checks failed:\n" + "\n".join(failures[:40])
+def test_long_signal(rng, name):
+    """A long signal (many blocks and overlap-save segments per channel), a short, a long and a very long filter."""
+    _assert_grid(*_run_grid(rng, LONG_L, lambda v: [v.default_block], only=name, ks=(7, 255, 4095), cs=(2,)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [v.name for v in VARIANTS])
+@pytest.mark.parametrize("L", [1, 7, 1000])
+def test_grid_all_blocks(rng, L, name):
+    _assert_grid(*_run_grid(rng, L, lambda v: v.blocks, only=name))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [v.name for v in VARIANTS])
+def test_grid_long_signal(rng, name):
+    _assert_grid(*_run_grid(rng, BIG_L, lambda v: sorted({v.default_block, max(v.blocks)}), only=name))
 
 
 @pytest.mark.parametrize("offset", [1, 2, 3])
 @pytest.mark.parametrize("K", [7, 64, 301])
-def test_tiled_unaligned_start(offset, K):
+def test_tiled_unaligned_start(rng, offset, K):
     """x and y not 16-byte aligned (views at a float offset): the loader's shift path and scalar stores."""
-    rng = np.random.default_rng()
     L = 50_001
     base = cupy.asarray(rng.standard_normal((1, L + offset)).astype(np.float32))
     x = base[:, offset:]
@@ -156,8 +177,7 @@ def test_tiled_unaligned_start(offset, K):
 
 
 @pytest.mark.parametrize("K", [7, 63, 1023])
-def test_auto_matches_reference_and_is_timed(K):
-    rng = np.random.default_rng()
+def test_auto_matches_reference_and_is_timed(rng, K):
     x = rng.standard_normal((2, 300_001)).astype(np.float32)
     h = rng.standard_normal(K).astype(np.float32)
     y = sigconv.convolve(cupy.asarray(x), h, "same", axis=-1, backend="cuda", variant="auto")
@@ -173,11 +193,10 @@ def test_auto_matches_reference_and_is_timed(K):
 @pytest.mark.parametrize("variant", ["auto", "tiled", "fft", "naive", "shared"])
 @pytest.mark.parametrize("K", [1, 7, 255, 1023])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_firstream_cuda_equals_lfilter(variant, K, dtype):
+def test_firstream_cuda_equals_lfilter(rng, variant, K, dtype):
     v = None if variant == "auto" else _registry.get("conv1d", "cuda", variant)
     if v is not None and np.dtype(dtype).name not in v.dtypes:
         pytest.skip(f"{variant} does not support {np.dtype(dtype).name}")
-    rng = np.random.default_rng()
     C, n = 2, 40_000
     x = rng.standard_normal((C, n)).astype(dtype)
     taps = rng.standard_normal(K).astype(dtype)
@@ -206,8 +225,7 @@ _RANGE = {"int16": (-32768, 32767), "int32": (-2147483648, 2147483647)}
 @pytest.mark.parametrize("read_dtype", ["int16", "int32", "float32"])
 @pytest.mark.parametrize("phase", ["zero", "linear"])
 @pytest.mark.parametrize("K", [301, 1455])
-def test_filefilter_equals_cpu(read_dtype, phase, K):
-    rng = np.random.default_rng()
+def test_filefilter_equals_cpu(rng, read_dtype, phase, K):
     C, n = 2, 200_003
     xf = np.clip(rng.standard_normal((n, C)) * 0.3, -1, 1)
     if read_dtype == "float32":
@@ -216,8 +234,8 @@ def test_filefilter_equals_cpu(read_dtype, phase, K):
         raw = np.round(xf * _SCALE[read_dtype] * 0.999).astype(read_dtype)
     out_dtype = read_dtype
     taps = scipy.signal.firwin(K, [0.05, 0.4], pass_zero=False) * 1.8  # gain > 1 so that some samples clip
-    ff = cuda1d.FileFilter(taps, C, read_dtype=read_dtype, phase=phase, out_dtype=out_dtype, clip=True,
-                           chunk_frames=50_000)
+    ff = GPUFileFilter(taps, C, read_dtype=read_dtype, phase=phase, out_dtype=out_dtype, clip=True,
+                       chunk_frames=50_000)
     assert ff.preferred_frames == 50_000
     outs, pos = [], 0
     for size in (1, 999, 50_000, 3, 70_000):
@@ -249,9 +267,9 @@ def test_filefilter_equals_cpu(read_dtype, phase, K):
         assert err <= 1e-5, where
 
 
-def test_filefilter_oom_retry_then_clear_error(monkeypatch):
+def test_filefilter_oom_retry_then_clear_error(rng, monkeypatch):
     taps = scipy.signal.firwin(31, 0.2)
-    ff = cuda1d.FileFilter(taps, 1, read_dtype="float32", phase="linear", out_dtype="float32", clip=False)
+    ff = GPUFileFilter(taps, 1, read_dtype="float32", phase="linear", out_dtype="float32", clip=False)
     calls = []
     real = ff._process_device
 
@@ -262,7 +280,7 @@ def test_filefilter_oom_retry_then_clear_error(monkeypatch):
         return real(block)
 
     monkeypatch.setattr(ff, "_process_device", flaky)
-    x = np.random.default_rng().standard_normal((100_000, 1)).astype(np.float32)
+    x = rng.standard_normal((100_000, 1)).astype(np.float32)
     y = ff.process(x)
     ref = scipy.signal.lfilter(taps, 1, x[:, 0].astype(np.float64))
     err, where = _rel_err(y[:, 0], ref)
@@ -274,6 +292,27 @@ def test_filefilter_oom_retry_then_clear_error(monkeypatch):
     monkeypatch.setattr(ff, "_process_device", always)
     with pytest.raises(RuntimeError, match="GPU out of memory filtering a block of"):
         ff.process(x)
+
+
+@pytest.mark.parametrize("K, want", [(31, "tiled"), (1455, "fft")])
+def test_filefilter_runs_and_reports_one_variant(rng, monkeypatch, K, want):
+    """auto is resolved once, on the first block, by the chooser; every launch of the file (history correction
+    and tail included) runs that variant, and ``variant`` names it."""
+    monkeypatch.setenv("SIGCONV_AUTOTUNE", "0")  # the chooser's favourite, without timing
+    ran = []
+    real = cuda1d.corr1d
+
+    def spy(*args, **kw):
+        ran.append(kw.get("variant"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(cuda1d, "corr1d", spy)
+    ff = GPUFileFilter(scipy.signal.firwin(K, 0.2), 2, read_dtype="float32", phase="zero", out_dtype="float32",
+                       clip=False)
+    assert ff.variant == "auto"
+    x = rng.standard_normal((70_001, 2)).astype(np.float32)
+    got = np.concatenate([ff.process(x[:50_000]), ff.process(x[50_000:]), ff.finish()])
+    assert got.shape == x.shape and set(ran) == {want} and ff.variant == want
 
 
 # ----------------------------------------------------------------------------------- refusals
@@ -356,8 +395,8 @@ def test_autotune_disabled_and_unwritable(monkeypatch, tmp_path):
     assert got == ("a", 32)
 
 
-def test_compiled_modules_cached():
-    x = cupy.asarray(np.random.default_rng().standard_normal((2, 5000)).astype(np.float32))
+def test_compiled_modules_cached(rng):
+    x = cupy.asarray(rng.standard_normal((2, 5000)).astype(np.float32))
     w = cupy.ones(25, np.float32)
     for name in ("tiled", "constant", "fft"):
         cuda1d.corr1d(x, w, 12, 5000, variant=name)

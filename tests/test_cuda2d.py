@@ -7,6 +7,7 @@ import scipy.signal
 import sigconv
 from sigconv._core import devices as _devices
 from sigconv.registry import table as _registry
+from sigconv.registry.table import Conv2dJob
 from sigconv.engine.ops import window_2d
 from sigconv._conv2d import conv2d_geometry
 
@@ -75,18 +76,6 @@ def _check(y, ref, dtype, label):
         pytest.fail(f"{label}: rel err {err:.3g} > {TOL[dtype]}; first mismatch {idx}: {y[idx]} vs {ref[idx]}")
 
 
-def _applies(v, dtype, N, Cin, Cout, kH, kW, stride, label, separable):
-    if dtype not in v.dtypes:
-        return False
-    if v.name == "strip":
-        return Cin == 1 and Cout == 1 and tuple(stride) == (1, 1) and max(kH, kW) <= 15
-    if v.name == "shfl":  # and halos of at most 4 columns: the test skips on the launcher's refusal
-        return Cin == 1 and Cout == 1 and tuple(stride) == (1, 1) and max(kH, kW) <= 15
-    if v.name == "separable":
-        return separable
-    return True
-
-
 def _jobs():
     for v in VARIANTS:
         for dtype in v.dtypes:
@@ -100,34 +89,26 @@ def _jobs():
 
 
 @pytest.mark.parametrize("name, dtype, shp, block", list(_jobs()))
-def test_variant_matches_reference(name, dtype, shp, block):
+def test_variant_matches_reference(rng, name, dtype, shp, block):
     """Each variant/block/dtype equals a float64 reference; outputs pre-filled with NaN must all be written."""
     label, N, Cin, H, W, Cout, kH, kW, stride, padding = shp
     if dtype == "float64" and label == "artA_n2" and name == "naive":
         pytest.skip("float64 naive on article A is slow and adds nothing over float32")
     v = _registry.get("conv2d", "cuda", name)
-    rng = cupy.random.default_rng(abs(hash((name, dtype, label, block))) % 2**32)
-    separable = name == "separable"
-    if separable:  # rank-1 kernels per (co, ci) pair
-        u = rng.standard_normal((Cout, Cin, kH, 1))
-        vv = rng.standard_normal((Cout, Cin, 1, kW))
-        w = (u * vv).astype(dtype)
-    else:
-        w = rng.standard_normal((Cout, Cin, kH, kW)).astype(dtype)
-    if not _applies(v, dtype, N, Cin, Cout, kH, kW, stride if isinstance(stride, tuple) else (stride, stride),
-                    label, separable):
-        pytest.skip(f"{name} does not apply to {label}")
-    x = rng.standard_normal((N, Cin, H, W)).astype(dtype)
-    b = rng.standard_normal(Cout).astype(dtype)
     pad, out_hw, s = conv2d_geometry((H, W), (kH, kW), stride, padding)
+    separable = name == "separable"
+    why = v.applies(Conv2dJob((N, Cin, H, W), (Cout, Cin, kH, kW), dtype, s, pad, out_hw, rank1=separable))
+    if why:
+        pytest.skip(f"{name} does not apply to {label}: {why}")
+    if separable:  # rank-1 kernels per (co, ci) pair
+        w = rng.standard_normal((Cout, Cin, kH, 1)) * rng.standard_normal((Cout, Cin, 1, kW))
+    else:
+        w = rng.standard_normal((Cout, Cin, kH, kW))
+    w = cupy.asarray(w, dtype=dtype)
+    x = cupy.asarray(rng.standard_normal((N, Cin, H, W)), dtype=dtype)
+    b = cupy.asarray(rng.standard_normal(Cout), dtype=dtype)
     out = cupy.full((N, Cout) + out_hw, cupy.nan, dtype=dtype)
-    if name == "shfl":
-        from sigconv.backends.cuda2d import shfl_applies
-
-        why = shfl_applies(x, w, s, pad)
-        if why:
-            pytest.skip(f"shfl does not apply to {label}: {why}")
-    y = v.load()(x, w, b, s, pad, out_hw, block=block, out=out)
+    y = v.run(x, w, b, s, pad, out_hw, block=block, out=out)
     assert y is out
     _check(y, _torch_ref(x, w, b, s, pad, out_hw), dtype, f"{name} {dtype} {label} block {block}")
 
@@ -137,33 +118,32 @@ def test_variant_matches_reference(name, dtype, shp, block):
 @pytest.mark.parametrize("xs, ks", [((37, 41), (5, 3)), ((1025, 4099), (15, 15)), ((4, 5), (7, 9)),
                                     ((19, 1), (4, 1)), ((33, 64), (2, 2))])
 @pytest.mark.parametrize("variant", ["auto", "naive", "shared", "regblock", "prefetch", "strip", "shfl"])
-def test_single_channel_modes_vs_scipy(variant, xs, ks, fn, mode):
+def test_single_channel_modes_vs_scipy(rng, variant, xs, ks, fn, mode):
     """convolve2d/correlate2d on the cuda backend equal scipy.signal's for every mode (float32)."""
-    if variant in ("strip", "shfl") and max(ks) > 15:
-        pytest.skip(f"{variant} supports kernels up to 15x15")
-    rng = np.random.default_rng(abs(hash((xs, ks, fn, mode))) % 2**32)
+    if variant != "auto":
+        try:
+            (py, px), out_hw = window_2d(mode, xs, ks, correlate=fn == "correlate2d")
+        except ValueError:
+            pytest.skip("scipy refuses this mode/shape pair")
+        why = _registry.get("conv2d", "cuda", variant).applies(Conv2dJob((1, 1) + xs, (1, 1) + ks, "float32",
+                                                                          (1, 1), (py, px), out_hw))
+        if why:
+            pytest.skip(f"{variant} does not apply: {why}")
+    if xs == (1025, 4099) and variant in ("naive", "shared") and mode != "same":
+        pytest.skip("big case: same mode is enough for the slow variants")
     x = rng.standard_normal(xs).astype(np.float32)
     k = rng.standard_normal(ks).astype(np.float32)
     try:
         ref = getattr(scipy.signal, fn)(x.astype(np.float64), k.astype(np.float64), mode=mode)
     except ValueError:
         pytest.skip("scipy refuses this mode/shape pair")
-    if variant == "shfl":
-        from sigconv.engine.ops import window_2d
-
-        (py, px), _ = window_2d(mode, xs, ks, correlate=fn == "correlate2d")
-        if not (0 <= px <= 4 and 0 <= ks[1] - 1 - px <= 4):
-            pytest.skip("shfl takes halos of at most 4 columns each side")
-    if xs == (1025, 4099) and variant in ("naive", "shared") and mode != "same":
-        pytest.skip("big case: same mode is enough for the slow variants")
     y = getattr(sigconv, fn)(cupy.asarray(x), cupy.asarray(k), mode=mode, backend="cuda", variant=variant)
     assert isinstance(y, cupy.ndarray) and y.dtype == cupy.float32
     _check(y, ref, "float32", f"{variant} {fn} {mode} {xs} {ks}")
 
 
-def test_conv2d_api_cuda_auto_numpy_roundtrip():
+def test_conv2d_api_cuda_auto_numpy_roundtrip(rng):
     """sigconv.conv2d with numpy in on the cuda backend returns numpy; auto equals the reference."""
-    rng = np.random.default_rng(5)
     x = rng.standard_normal((2, 3, 21, 22)).astype(np.float32)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
     b = rng.standard_normal(4).astype(np.float32)
@@ -177,13 +157,13 @@ def test_conv2d_api_cuda_auto_numpy_roundtrip():
     assert err <= 1e-5, err
 
 
-def test_separable_refuses_non_separable():
+def test_separable_refuses_non_separable(rng):
     """variant='separable' refuses a random kernel, naming the pair and the singular-value ratio."""
     x = cupy.ones((1, 1, 16, 16), cupy.float32)
-    w = cupy.asarray(np.random.default_rng(0).standard_normal((1, 1, 5, 5)), dtype=cupy.float32)
+    w = cupy.asarray(rng.standard_normal((1, 1, 5, 5)), dtype=cupy.float32)
     v = _registry.get("conv2d", "cuda", "separable")
     with pytest.raises(ValueError, match="not rank-1"):
-        v.load()(x, w, None, (1, 1), (2, 2), (16, 16))
+        v.run(x, w, None, (1, 1), (2, 2), (16, 16))
 
 
 def test_strip_refuses_multichannel():
@@ -191,7 +171,7 @@ def test_strip_refuses_multichannel():
     x = cupy.ones((1, 2, 16, 16), cupy.float32)
     w = cupy.ones((1, 2, 3, 3), cupy.float32)
     with pytest.raises(ValueError, match="one input and one output channel"):
-        v.load()(x, w, None, (1, 1), (1, 1), (16, 16))
+        v.run(x, w, None, (1, 1), (1, 1), (16, 16))
 
 
 @pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.name)
@@ -200,15 +180,14 @@ def test_invalid_block_rejected(v):
     x = cupy.ones((1, 1, 16, 16), cupy.float32)
     w = cupy.ones((1, 1, 3, 3), cupy.float32)
     with pytest.raises(ValueError, match="must be one of"):
-        v.load()(x, w, None, (1, 1), (1, 1), (16, 16), block=(4, 8))
+        v.run(x, w, None, (1, 1), (1, 1), (16, 16), block=(4, 8))
 
 
 @pytest.mark.parametrize("fn", ["convolve2d", "correlate2d"])
 @pytest.mark.parametrize("variant", ["separable", "auto"])
-def test_asymmetric_rank1_kernel_through_the_api(fn, variant):
+def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
     """A rank-1 kernel that is not symmetric (outer of two ramps), host weights: the separable path takes its
     factors from the host copy, which must be the flipped one for convolve2d; equals scipy.signal."""
-    rng = np.random.default_rng()
     x = rng.standard_normal((67, 301)).astype(np.float32)
     k = np.outer(np.arange(1.0, 8.0), np.arange(1.0, 6.0) ** 2).astype(np.float32)  # 7 x 5, rank 1
     ref = getattr(scipy.signal, fn)(x.astype(np.float64), k.astype(np.float64), mode="same")
