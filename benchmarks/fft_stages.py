@@ -45,7 +45,8 @@ def main(argv=None) -> int:
     import cupy
     import cupyx.scipy.fft
 
-    from sigconv.backends import cuda1d as c
+    from sigconv.backends import cuda1d
+    from sigconv.backends import overlap_save as c
 
     L = 1 << a.L
     x = cupy.random.standard_normal((1, L), dtype=cupy.float32)
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
         M = N - K + 1
         nseg = -(-out_len // M)
         NF = N // 2 + 1
-        mod = c._module()
+        mod = cuda1d._module()
         H = c._filter_spectrum(w, N)
         segs = cupy.empty((nseg, N), dtype=cupy.float32)
         out = cupy.empty((1, out_len), dtype=cupy.float32)

@@ -109,8 +109,8 @@ for op in ("conv1d", "conv2d"):
 EOF
 }
 
-# pytest-xdist spreads the per-variant grids over workers (the 1-D grid takes about 8 minutes serially on an
-# H200, 2026-11-30); without it, stop at the first failure
+# pytest-xdist spreads the per-variant grids over workers (the exhaustive grids are marked slow and run only
+# with PYTEST_ARGS="... --runslow"); without it, stop at the first failure
 if "$PY" -c "import xdist" >/dev/null 2>&1; then DEFAULT_PYTEST_ARGS="-n 12 -p no:benchmark"; else DEFAULT_PYTEST_ARGS="-x"; fi
 
 stage_tests() {

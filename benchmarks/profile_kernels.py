@@ -6,11 +6,11 @@
 
 (benchmarks/gpu_check.sh's `profile` stage runs exactly that and keeps the report's text.)
 
-Cases, float32 (the issue-3/4 benchmark shapes):
+Cases, float32 (the benchmark's shapes):
   conv2d-k3-strip     spectrogram 1x1x1025x65536, random 3x3, variant strip, block 64x1
-  conv2d-k3-regblock  the same, variant regblock, block 32x4 (the fastest on 2026-11-30: 64% of copy)
-  conv2d-k3-shfl      the same, variant shfl, block 128x1 (new, not yet timed)
-  conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, block 64 (78% of copy) and 256
+  conv2d-k3-regblock  the same, variant regblock, block 32x4 (its fastest block in the bench)
+  conv2d-k3-shfl      the same, variant shfl, block 128x1 (not an auto candidate yet)
+  conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, blocks 64 and 256
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
 cudaProfilerStop, so ncu sees exactly one launch of each kernel of the case. Without ncu the script just
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     import cupy
     from cupy.cuda import profiler
 
-    from sigconv.backends import cuda1d, cuda2d
+    from sigconv.backends import cuda1d, cuda2d, overlap_save
 
     rng = cupy.random.default_rng(0)
     runs = {}
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
             cuda1d.launch_tiled(x1, w25, 12, L, 256, out=y1)
 
         runs["conv1d-k25-tiled"] = tiled
-        runs["conv1d-k1023-fft"] = lambda: cuda1d.launch_fft(x1, w1023, 511, L, 256, out=y1)
+        runs["conv1d-k1023-fft"] = lambda: overlap_save.launch_fft(x1, w1023, 511, L, 256, out=y1)
     for name in a.only:
         fn = runs[name]
         for _ in range(3):
