@@ -984,7 +984,7 @@ def test_batch_settings_validated_once(bad, needle):
 
 def test_read_log_csv_parquet_and_errors(tmp_path, rng):
     """read_log (what the TUI loads logs with): the time column found by the batch's rule, timestamps in
-    seconds from the first row, NaN where a value is missing, the rate from the median spacing (or fs); one-line
+    seconds (numbers as written, timestamp types from the first row), NaN where a value is missing, the rate from the median spacing (or fs); one-line
     InputError for a missing file, a table without numeric channels or without a time column and fs."""
     t, x = log_frame(rng, n=400, channels=2)
     x[10, 1] = np.nan
@@ -992,7 +992,7 @@ def test_read_log_csv_parquet_and_errors(tmp_path, rng):
     d = sigconv.read_log(tmp_path / "a.csv")
     assert d.names == ["ch0", "ch1"] and d.time_name == "timestamp" and d.fs == 100.0 and d.warnings == []
     assert d.values.dtype == np.float64 and d.values.shape == (400, 2) and np.isnan(d.values[10, 1])
-    np.testing.assert_allclose(d.timestamps, t, atol=1e-9)
+    np.testing.assert_allclose(d.timestamps, t + 5.0, atol=1e-9)
     np.testing.assert_array_equal(d.values[:, 0], x[:, 0])
     ts = pa.array((1_700_000_000_000_000_000 + np.arange(400) * 5_000_000).astype("int64")).cast(pa.timestamp("ns"))
     pq.write_table(pa.table({"when": ts, "p": x[:, 0], "label": ["a"] * 400}), tmp_path / "b.parquet")

@@ -38,9 +38,9 @@ class LogData:
     """A sensor log read whole (:func:`read_log`).
 
     ``values`` is (frames, channels) float64 with NaN where a value is missing; ``names`` names its columns.
-    ``timestamps`` holds the time column in seconds from the first row (NaN where missing), None without a
-    time column. ``fs`` is the rate (asked for, or from the median spacing); ``warnings`` what is odd about
-    the timestamps (irregular steps, a rate that differs from the one asked for).
+    ``timestamps`` holds the time column in seconds (NaN where missing): numbers as written, timestamp types
+    from the first row; None without a time column. ``fs`` is the rate (asked for, or from the median spacing);
+    ``warnings`` what is odd about the timestamps (irregular steps, a rate that differs from the one asked for).
     """
 
     path: Path
@@ -291,8 +291,7 @@ def read_log(path, *, time_column: Optional[str] = None, columns=None, fs: Optio
     else:
         t = time_seconds(table.column(tc), tc, path)
         fs, warnings = infer_rate(t, path, fs)
-        finite = np.flatnonzero(np.isfinite(t))
-        timestamps = t - t[finite[0]] if finite.size else t
+        timestamps = t
     chans = choose_channels(table, tc, columns, path)
     values = np.stack([column_values(table, c)[0] for c in chans], axis=1)
     return LogData(path, chans, values, tc, timestamps, float(fs), warnings)
