@@ -20,7 +20,7 @@ import sigconv
 from sigconv import bench
 
 from .loading import Signal
-from .running import CancelledError, Settings, design, gauss_kernel, spectrogram
+from .running import TUI_HINTS, CancelledError, Settings, design, gauss_kernel, spectrogram
 
 LATENCY_COLUMNS = ("impl", "backend", "block", "median ms", "GB/s", "x scipy", "x cudnn", "x cupy", "status")
 
@@ -206,7 +206,7 @@ def export_latency(lat: Latency, out, *, source: Path, overwrite: bool = False) 
     out = Path(out)
     if out.suffix.lower() not in (".csv", ".md", ".markdown"):
         raise sigconv.OutputError(f"{out}: export to a .csv or .md file")
-    sigconv.check_output_path(source, out, overwrite=overwrite, exists_hint="confirm to overwrite")
+    sigconv.check_output_path(source, out, overwrite=overwrite, hints=TUI_HINTS)
     text = latency_csv(lat) if out.suffix.lower() == ".csv" else latency_markdown(lat)
     with sigconv.atomic_output(out) as tmp:
         tmp.write_text(text)

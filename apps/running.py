@@ -21,6 +21,9 @@ import sigconv
 
 from .loading import Signal
 
+#: How the TUI's user fixes an output problem (its dialogs, not the command line's options).
+TUI_HINTS = sigconv.OutputHints(overwrite="confirm to overwrite", rename="choose another name")
+
 METHODS = (
     ("band", "FIR band-pass"),
     ("low", "FIR low-pass"),
@@ -230,7 +233,7 @@ def default_output(sig: Signal, s: Settings) -> Path:
 
 def check_output(sig: Signal, out: Path, *, overwrite: bool = True) -> None:
     """``sigconv.check_output_path`` with the TUI's hint: ValueError or ``sigconv.OutputError``, one line."""
-    sigconv.check_output_path(sig.path, out, overwrite=overwrite, exists_hint="confirm to overwrite")
+    sigconv.check_output_path(sig.path, out, overwrite=overwrite, hints=TUI_HINTS)
 
 
 def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, result: Optional[RunResult] = None,
@@ -262,7 +265,7 @@ def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, resul
         return f"wrote {out} ({sig.frames} rows, {sig.channels} channels; {result.desc})"
     job = sigconv.prepare_denoise(sig.path, out, method="spectral" if s.method == "spectral" else "fir",
                                   fir=s.fir, gate=s.gate, kernel=s.kernel, overwrite=overwrite,
-                                  exists_hint="confirm to overwrite")
+                                  hints=TUI_HINTS)
     info = job.info
     cb = (lambda done: progress(done / info.frames)) if progress else None
     try:

@@ -29,6 +29,7 @@ _LAZY = {
     "DenoiseJob": "sigconv.engine.denoise",
     "prepare_denoise": "sigconv.engine.denoise",
     "check_output_path": "sigconv.engine.denoise",
+    "OutputHints": "sigconv.engine.denoise",
     "LogData": "sigconv.engine.batch.logs",
     "read_log": "sigconv.engine.batch.logs",
     "BatchSettings": "sigconv.engine.batch.settings",

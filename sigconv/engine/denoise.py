@@ -19,10 +19,18 @@ from sigconv._core.errors import InputError, OutputError
 from sigconv.engine.audio import AudioInfo, probe
 from sigconv.engine.settings import FirSpec, GateSpec, KernelChoice
 
-__all__ = ["DenoiseJob", "prepare_denoise", "check_output_path", "default_output", "METHODS"]
+__all__ = ["DenoiseJob", "prepare_denoise", "check_output_path", "OutputHints", "default_output", "METHODS"]
 
 #: Denoising methods: a FIR filter, or the spectral gate.
 METHODS = ("fir", "spectral")
+
+
+@dataclass(frozen=True)
+class OutputHints:
+    """How the user fixes an output problem: the command line names its options, the TUI its dialogs."""
+
+    overwrite: str = "pass --force to overwrite"
+    rename: str = "choose another -o"
 
 
 def default_output(inp: Path) -> Path:
@@ -30,17 +38,16 @@ def default_output(inp: Path) -> Path:
     return inp.with_name(f"{inp.stem}.denoised{inp.suffix}")
 
 
-def check_output_path(inp: Path, out: Path, *, overwrite: bool,
-                      exists_hint: str = "pass --force to overwrite") -> None:
+def check_output_path(inp: Path, out: Path, *, overwrite: bool, hints: OutputHints = OutputHints()) -> None:
     """Refuse an output that would overwrite the input, is a folder, exists (unless ``overwrite``), or lies in a
     folder that is missing or takes no files. ``ValueError`` for a path that can never work, ``OutputError``
     otherwise; one line each."""
     if out.exists() and out.resolve() == Path(inp).resolve():
-        raise ValueError(f"{out}: output would overwrite the input; choose another -o")
+        raise ValueError(f"{out}: output would overwrite the input; {hints.rename}")
     if out.is_dir():
         raise ValueError(f"{out}: output is a directory; give a file name")
     if out.exists() and not overwrite:
-        raise OutputError(f"{out}: already exists ({exists_hint})")
+        raise OutputError(f"{out}: already exists ({hints.overwrite})")
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(f"{folder}: output folder does not exist")
@@ -84,7 +91,7 @@ class DenoiseJob:
 
 def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[FirSpec] = None,
                     gate: Optional[GateSpec] = None, kernel: Optional[KernelChoice] = None, overwrite: bool = False,
-                    allow_truncated: bool = False, exists_hint: str = "pass --force to overwrite") -> DenoiseJob:
+                    allow_truncated: bool = False, hints: OutputHints = OutputHints()) -> DenoiseJob:
     """Check a denoising run of ``input`` into ``output`` (default ``<stem>.denoised<suffix>``) and return it.
 
     ``method`` "fir" applies ``fir`` (default ``FirSpec()``: the default band for recordings); "spectral" the
@@ -99,7 +106,7 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
     inp = Path(input)
     info = probe(inp, allow_truncated=allow_truncated)
     out = Path(output) if output else default_output(inp)
-    check_output_path(inp, out, overwrite=overwrite, exists_hint=exists_hint)
+    check_output_path(inp, out, overwrite=overwrite, hints=hints)
     fir, gate, kernel = fir or FirSpec(), gate or GateSpec(), kernel or KernelChoice()
     op = "conv2d" if method == "spectral" else "conv1d"
     if kernel.op != op:
