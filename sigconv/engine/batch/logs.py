@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -101,11 +102,24 @@ def unreadable(path, kind: str, exc: BaseException) -> InputError:
     return InputError(f"{path}: not a readable {what} file ({msg})")
 
 
+@contextmanager
+def reading(path, kind: str):
+    """Turn what pyarrow and the OS raise while reading the table ``path`` into a one-line InputError."""
+    import pyarrow as pa
+
+    try:
+        yield
+    except InputError:
+        raise
+    except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
+        raise unreadable(path, kind, exc) from None
+
+
 def read_table(path: Path, kind: str, time_column: Optional[str]):
     """(pyarrow table, time column name or None) of a CSV or Parquet file; a CSV time column is read as text."""
     import pyarrow as pa
 
-    try:
+    with reading(path, kind):
         if path.stat().st_size == 0:
             raise InputError(f"{path}: file is empty")
         if kind == "csv":
@@ -120,10 +134,6 @@ def read_table(path: Path, kind: str, time_column: Optional[str]):
 
             table = pq.read_table(path)
             tc = detect_time_column(table.column_names, table.schema.types, time_column, path)
-    except InputError:
-        raise
-    except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
-        raise unreadable(path, kind, exc) from None
     if table.num_rows == 0:
         raise InputError(f"{path}: holds no data rows")
     return table, tc

@@ -43,7 +43,7 @@ from sigconv.engine.batch import filters
 from sigconv.engine.batch.discovery import safe_output
 from sigconv.engine.batch.edges import ExtendedFeed
 from sigconv.engine.batch.formats import channel_type, csv_header_line
-from sigconv.engine.batch.logs import choose_channels, csv_header, detect_time_column, file_rate, unreadable
+from sigconv.engine.batch.logs import choose_channels, csv_header, detect_time_column, file_rate, reading, unreadable
 from sigconv.engine.batch.settings import BatchSettings
 
 #: Tables at least this large (bytes) are streamed.
@@ -74,10 +74,8 @@ class _Source:
     """One table file: its time column name, the time column alone, and its record batches."""
 
     def __init__(self, path: Path, kind: str, time_column: Optional[str]):
-        import pyarrow as pa
-
         self.path, self.kind = path, kind
-        try:
+        with reading(path, kind):
             if kind == "csv":
                 self.tc = detect_time_column(csv_header(path), None, time_column, path)
                 self.rows = None
@@ -88,10 +86,6 @@ class _Source:
                 schema = self.pf.schema_arrow
                 self.tc = detect_time_column(schema.names, schema.types, time_column, path)
                 self.rows = self.pf.metadata.num_rows
-        except InputError:
-            raise
-        except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
-            raise unreadable(path, kind, exc) from None
         if self.rows == 0:
             raise InputError(f"{path}: holds no data rows")
 
@@ -107,7 +101,7 @@ class _Source:
         """The time column alone (as the in-memory path types it)."""
         import pyarrow as pa
 
-        try:
+        with reading(self.path, self.kind):
             if self.kind == "csv":
                 import pyarrow.csv as pcsv
 
@@ -116,8 +110,6 @@ class _Source:
                 col = pa.chunked_array([b.column(0) for b in reader], type=pa.string())
             else:
                 col = self.pf.read(columns=[self.tc]).column(0)
-        except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
-            raise unreadable(self.path, self.kind, exc) from None
         if len(col) == 0:
             raise InputError(f"{self.path}: holds no data rows")
         self.rows = len(col)
@@ -125,9 +117,7 @@ class _Source:
 
     def open(self):
         """(schema, iterator of record batches)."""
-        import pyarrow as pa
-
-        try:
+        with reading(self.path, self.kind):
             if self.kind == "csv":
                 import pyarrow.csv as pcsv
 
@@ -135,8 +125,6 @@ class _Source:
                                        convert_options=self._convert())
                 return reader.schema, iter(reader)
             return self.pf.schema_arrow, self.pf.iter_batches(batch_size=PARQUET_BATCH_ROWS)
-        except (pa.ArrowException, ValueError, UnicodeDecodeError, OSError) as exc:
-            raise unreadable(self.path, self.kind, exc) from None
 
 
 def out_schema(schema, chans):
