@@ -16,30 +16,29 @@ __all__ = ["positive_float", "positive_int", "add_filter_arguments", "add_spectr
            "add_backend_arguments", "fir_spec_from_args", "gate_spec_from_args", "kernel_from_args"]
 
 
-def positive_float(name):
+def _number(name: str, cast, ok, not_a_number: str, out_of_range: str, show=None):
+    """An argparse type: ``cast`` the text, then ``ok(value)``; the messages name the option and the text as
+    given (or ``show(value)``)."""
     def conv(s):
         try:
-            v = float(s)
+            v = cast(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number in Hz, got {s!r}") from None
-        if not math.isfinite(v) or v <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive frequency in Hz, got {s}")
+            raise argparse.ArgumentTypeError(f"{name} {not_a_number}, got {s!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"{name} {out_of_range}, got {s if show is None else show(v)}")
         return v
 
     return conv
+
+
+def positive_float(name):
+    return _number(name, float, lambda v: math.isfinite(v) and v > 0, "must be a number in Hz",
+                   "must be a positive frequency in Hz")
 
 
 def positive_int(name):
-    def conv(s):
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {v}")
-        return v
-
-    return conv
+    return _number(name, int, lambda v: v >= 1, "must be a positive integer", "must be a positive integer",
+                   show=lambda v: v)
 
 
 def _block(s):
@@ -68,29 +67,13 @@ def add_filter_arguments(p) -> None:
 
 
 def _fraction(name):
-    def conv(s):
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number between 0 and 1, got {s!r}") from None
-        if not 0 <= v <= 1:
-            raise argparse.ArgumentTypeError(f"{name} must be between 0 and 1, got {v:g}")
-        return v
-
-    return conv
+    return _number(name, float, lambda v: 0 <= v <= 1, "must be a number between 0 and 1",
+                   "must be between 0 and 1", show=lambda v: f"{v:g}")
 
 
 def _seconds(name):
-    def conv(s):
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} takes times in seconds, got {s!r}") from None
-        if not math.isfinite(v) or v < 0:
-            raise argparse.ArgumentTypeError(f"{name} takes non-negative times in seconds, got {s}")
-        return v
-
-    return conv
+    return _number(name, float, lambda v: math.isfinite(v) and v >= 0, "takes times in seconds",
+                   "takes non-negative times in seconds")
 
 
 def add_spectral_arguments(p) -> None:
