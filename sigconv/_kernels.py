@@ -11,7 +11,6 @@ options), so a second process does not recompile either.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import threading
 from pathlib import Path
@@ -71,6 +70,8 @@ def constants(name: str = LIMITS) -> dict:
 
 def source_hash(*names: str) -> str:
     """Short SHA-256 of the expanded sources: part of every on-disk cache key (autotuner)."""
+    import hashlib
+
     h = hashlib.sha256()
     for n in names:
         h.update(source(n).encode())

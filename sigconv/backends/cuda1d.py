@@ -10,8 +10,6 @@ CuPy is imported inside functions only: importing this module registers the vari
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from sigconv import _kernels
@@ -221,6 +219,8 @@ def launch_tiled(x, w, pad, out_len, block, out=None):
 def host_taps_key(w_host) -> str:
     """Cache key of host taps (correlation form, working dtype): the fft variant caches its filter spectrum
     under it (:mod:`sigconv.backends.overlap_save`)."""
+    import hashlib
+
     a = np.ascontiguousarray(w_host)
     return f"{hashlib.sha1(a.tobytes()).hexdigest()}:{a.size}:{a.dtype.name}"
 

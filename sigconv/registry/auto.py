@@ -17,7 +17,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from sigconv._core.blocks import as_block
-from sigconv.registry import table, tune
+from sigconv.registry import table
 from sigconv.registry.table import Conv1dJob, Conv2dJob
 
 __all__ = ["choose_conv1d", "choose_conv2d", "conv1d_candidates", "conv2d_candidates", "conv1d_shape_key",
@@ -91,6 +91,8 @@ def _sources(op: str, backend: str, cands: list) -> tuple:
 def _tuned(op: str, backend: str, key: tuple, cands: list, runner: Optional[Callable], outputs: int) -> tuple:
     if runner is None or outputs < AUTOTUNE_MIN_OUTPUTS:
         return cands[0]
+    from sigconv.registry import tune
+
     return tune.pick(op, key, cands, runner, sources=_sources(op, backend, cands))
 
 

@@ -13,7 +13,7 @@ those callables only, so that ``import sigconv`` never imports them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -26,8 +26,7 @@ OPS = ("conv1d", "conv2d")
 BLOCKS_1D = (32, 64, 128, 256, 512, 1024)
 
 
-@dataclass(frozen=True)
-class Conv1dJob:
+class Conv1dJob(NamedTuple):
     """The shape of a 1-D job, what :meth:`Variant.applies` and the chooser look at: C channels of L
     samples, K taps, the working dtype's name."""
 
@@ -37,8 +36,7 @@ class Conv1dJob:
     dtype: str
 
 
-@dataclass(frozen=True)
-class Conv2dJob:
+class Conv2dJob(NamedTuple):
     """The shape of a 2-D job: x (N, Cin, H, W), w (Cout, Cin, kH, kW), stride, pad, output size, dtype name;
     ``rank1`` is whether the weights are rank-1 per (co, ci) pair (None: not known, as for device weights)."""
 

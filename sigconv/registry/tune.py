@@ -15,10 +15,7 @@ re-times. An in-process memo sits in front. A corrupt or unreadable file is igno
 
 from __future__ import annotations
 
-import json
 import os
-import statistics
-import tempfile
 import threading
 from pathlib import Path
 
@@ -70,11 +67,15 @@ def _section(sources) -> str:
 
 
 def _entry_key(op: str, key) -> str:
+    import json
+
     return op + ":" + json.dumps(list(key), separators=(",", ":"), default=str)
 
 
 def _load() -> dict:
     """The cache file's contents, or an empty cache when missing, unreadable or malformed."""
+    import json
+
     try:
         data = json.loads(cache_path().read_text())
     except (OSError, ValueError, UnicodeDecodeError):
@@ -86,6 +87,9 @@ def _load() -> dict:
 
 def _save(data: dict) -> None:
     """Atomic write (temp file in the same folder, then rename); silently gives up when it cannot."""
+    import json
+    import tempfile
+
     path = cache_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +114,8 @@ def _time(runner, variant, block) -> float:
     without waiting. Timing single launches, each after a sync, ranks candidates differently (it once
     preferred strip for the 3x3 spectrogram, which is slower than regblock back to back). A round holds up
     to REPS launches, fewer for slow candidates (about ROUND_MS of work per round)."""
+    import statistics
+
     import cupy
 
     for _ in range(WARMUP):
