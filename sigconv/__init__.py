@@ -35,6 +35,7 @@ _LAZY = {
     "BatchSettings": "sigconv.engine.batch.settings",
     "BatchRequest": "sigconv.engine.batch.coordinator",
     "run_batch": "sigconv.engine.batch.coordinator",
+    "fill_autotune_cache": "sigconv.registry.auto",
 }
 
 __all__ = [

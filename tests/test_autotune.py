@@ -183,4 +183,4 @@ def test_tune_command_without_gpu(monkeypatch, capsys):
     assert capsys.readouterr().out.strip() == "sigconv tune: no usable GPU (no device in this test)"
     with pytest.raises(RuntimeError, match="no usable GPU"):
         monkeypatch.setattr("sigconv._core.devices.cuda_reason", lambda: "none")
-        _autotune.fill_autotune_cache(taps=(7,), conv2d=False)
+        _auto.fill_autotune_cache(taps=(7,), conv2d=False)

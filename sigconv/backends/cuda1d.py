@@ -149,24 +149,22 @@ def _launch_direct(name, x, w, pad, out_len, block, out):
     return out
 
 
-def launch_naive(x, w, pad, out_len, block, out=None):
-    """One thread per output; taps and input from global memory."""
-    return _launch_direct("naive", x, w, pad, out_len, block, out)
+def _direct(name: str, doc: str):
+    """The registered launcher ``launch_<name>(x, w, pad, out_len, block, out=None)`` of a direct variant."""
+
+    def launch(x, w, pad, out_len, block, out=None):
+        return _launch_direct(name, x, w, pad, out_len, block, out)
+
+    launch.__name__ = launch.__qualname__ = f"launch_{name}"
+    launch.__doc__ = doc
+    return launch
 
 
-def launch_constant(x, w, pad, out_len, block, out=None):
-    """naive with taps in __constant__ memory; more than CONST_TAPS[dtype] taps -> ValueError."""
-    return _launch_direct("constant", x, w, pad, out_len, block, out)
-
-
-def launch_shared(x, w, pad, out_len, block, out=None):
-    """Tile + halo in shared memory, taps in chunks of SHARED_KCH (any K)."""
-    return _launch_direct("shared", x, w, pad, out_len, block, out)
-
-
-def launch_l2(x, w, pad, out_len, block, out=None):
-    """Core tile in shared memory, halo through L2."""
-    return _launch_direct("l2", x, w, pad, out_len, block, out)
+launch_naive = _direct("naive", "One thread per output; taps and input from global memory.")
+launch_constant = _direct("constant", "naive with taps in __constant__ memory; more than CONST_TAPS[dtype] taps -> "
+                                      "ValueError.")
+launch_shared = _direct("shared", "Tile + halo in shared memory, taps in chunks of SHARED_KCH (any K).")
+launch_l2 = _direct("l2", "Core tile in shared memory, halo through L2.")
 
 
 def _pad32_words(S: int) -> int:

@@ -1,18 +1,17 @@
-"""``sigconv tune``: its options, passed to the autotuner's :func:`fill_autotune_cache`."""
+"""``sigconv tune``: its options, passed to :func:`sigconv.fill_autotune_cache`."""
 
 from __future__ import annotations
 
 import inspect
 
 import sigconv
-from sigconv.registry.tune import fill_autotune_cache
 
 __all__ = ["add_tune_arguments", "run_tune"]
 
 
 def _default(name: str):
-    """A default of :func:`fill_autotune_cache` (they live only in its signature)."""
-    return list(inspect.signature(fill_autotune_cache).parameters[name].default)
+    """A default of :func:`sigconv.fill_autotune_cache` (they live only in its signature)."""
+    return list(inspect.signature(sigconv.fill_autotune_cache).parameters[name].default)
 
 
 def add_tune_arguments(parser) -> None:
@@ -32,5 +31,5 @@ def run_tune(args) -> int:
     if reason:
         print(f"sigconv tune: no usable GPU ({reason})")
         return 1
-    fill_autotune_cache(tuple(args.channels), tuple(args.lengths), tuple(args.taps), conv2d=not args.no_2d)
+    sigconv.fill_autotune_cache(tuple(args.channels), tuple(args.lengths), tuple(args.taps), conv2d=not args.no_2d)
     return 0

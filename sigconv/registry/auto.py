@@ -6,7 +6,7 @@ the user is the one that ran. On the CPU the answer is a rule of thumb. On the G
 candidates, favourite first, keeps those the registry marks as ``auto`` candidates that apply to the job
 (:meth:`~sigconv.registry.table.Variant.applies`) and, given a ``runner`` and a job big enough to time,
 lets the autotuner (:mod:`sigconv.registry.tune`) time them once per shape class; otherwise the favourite
-runs.
+runs. :func:`fill_autotune_cache` (``sigconv tune``) asks the chooser for common shape classes ahead of time.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from sigconv.registry import table
 from sigconv.registry.table import Conv1dJob, Conv2dJob
 
 __all__ = ["choose_conv1d", "choose_conv2d", "conv1d_candidates", "conv2d_candidates", "conv1d_shape_key",
-           "conv2d_shape_key", "rank1_factors", "host_rank1", "separable_worth_checking", "DIRECT_MAX_TAPS",
-           "AUTOTUNE_MIN_OUTPUTS", "SEP_RTOL"]
+           "conv2d_shape_key", "rank1_factors", "host_rank1", "separable_worth_checking", "fill_autotune_cache",
+           "DIRECT_MAX_TAPS", "AUTOTUNE_MIN_OUTPUTS", "SEP_RTOL", "TUNE_2D"]
 
 # ------------------------------------------------------------------------------------------------ cpu
 
@@ -247,3 +247,73 @@ def choose_conv2d(backend: str, job: Conv2dJob, *, block=None, runner: Optional[
     outputs = int(job.x_shape[0]) * int(job.w_shape[0]) * int(job.out_hw[0]) * int(job.out_hw[1])
     best = _tuned("conv2d", backend, conv2d_shape_key(job, _separable(job)), cands, runner, outputs)
     return _keep_user_block("conv2d", backend, best, block)
+
+
+# ------------------------------------------------------------------------------------ sigconv tune
+
+#: 2-D shape classes ``sigconv tune`` fills: (N, Cin, H, W, Cout, k, pad), stride 1, k x k kernels: the
+#: spectral gate's mask smoothing at two spectrogram sizes, then the two articles' layers.
+TUNE_2D = tuple([(1, 1, 1025, 65536, 1, k, k // 2) for k in (3, 5, 9, 15)]
+                + [(1, 1, 257, 16384, 1, k, k // 2) for k in (3, 5, 9, 15)]
+                + [(1, 6, 768, 512, 6, 6, 0), (16, 256, 128, 128, 256, 3, 1)])
+
+
+def _registered_runner(op: str, args: tuple, out):
+    """runner(variant, block) launching the registered cuda variant of ``op`` on ``args`` into ``out``."""
+
+    def runner(variant, block):
+        table.get(op, "cuda", variant).run(*args, block, out=out)
+
+    return runner
+
+
+def fill_autotune_cache(channels=(1, 2, 8), lengths=(1 << 16, 1 << 20, 1 << 23),
+                        taps=(7, 15, 25, 31, 63, 127, 255, 511, 1023, 2047, 4095, 8191), *, conv2d: bool = True,
+                        echo=print) -> list:
+    """Time ``auto``'s candidates for common shape classes now, so that later calls find the winners cached.
+
+    conv1d: every (channels, lengths, taps) combination in float32, "same" window; conv2d (unless
+    ``conv2d=False``): the shapes of :data:`TUNE_2D`. Each choice is passed to ``echo`` as one line.
+    Returns the list of ((op, shape), (variant, block)). ``RuntimeError`` when no GPU is usable.
+    """
+    from sigconv._core import devices as _devices
+
+    reason = _devices.cuda_reason()
+    if reason:
+        raise RuntimeError(f"no usable GPU ({reason})")
+    import cupy
+
+    from sigconv.registry import tune
+
+    if not tune.enabled():
+        echo("sigconv tune: SIGCONV_AUTOTUNE=0 disables timing; nothing to do")
+        return []
+    echo(f"sigconv tune: cache {tune.cache_path()}")
+    done = []
+    rng = cupy.random.default_rng(0)
+    for L in lengths:
+        for C in channels:
+            x = rng.standard_normal((C, L), dtype=cupy.float32)
+            out = cupy.empty((C, L), dtype=cupy.float32)
+            for K in taps:
+                w = rng.standard_normal(K, dtype=cupy.float32)
+                runner = _registered_runner("conv1d", (x, w, K // 2, L), out)
+                choice = choose_conv1d("cuda", C, L, K, "float32", runner=runner)
+                key = conv1d_shape_key(C, L, K, "float32")
+                echo(f"conv1d C={C:<3d} L={L:<9d} K={K:<5d} key={key} -> {choice[0]} block={choice[1]}")
+                done.append((("conv1d", (C, L, K)), choice))
+            del x, out
+            cupy.get_default_memory_pool().free_all_blocks()
+    for N, Cin, H, W, Cout, k, pad in TUNE_2D if conv2d else ():
+        x = rng.standard_normal((N, Cin, H, W), dtype=cupy.float32)
+        w = rng.standard_normal((Cout, Cin, k, k), dtype=cupy.float32)
+        out_hw = (H + 2 * pad - k + 1, W + 2 * pad - k + 1)
+        out = cupy.empty((N, Cout) + out_hw, dtype=cupy.float32)
+        job = Conv2dJob((N, Cin, H, W), (Cout, Cin, k, k), "float32", (1, 1), (pad, pad), out_hw)
+        runner = _registered_runner("conv2d", (x, w, None, (1, 1), (pad, pad), out_hw), out)
+        choice = choose_conv2d("cuda", job, runner=runner)
+        echo(f"conv2d {N}x{Cin}x{H}x{W} Cout={Cout} k={k} pad={pad} -> {choice[0]} block={choice[1]}")
+        done.append((("conv2d", (N, Cin, H, W, Cout, k, pad)), choice))
+        del x, w, out
+        cupy.get_default_memory_pool().free_all_blocks()
+    return done

@@ -9,8 +9,8 @@ re-times. An in-process memo sits in front. A corrupt or unreadable file is igno
 (atomically: temp file + rename); an unwritable folder only means no persistence.
 ``SIGCONV_AUTOTUNE=0`` disables timing: the first (heuristic) candidate is used.
 
-:func:`fill_autotune_cache` is ``sigconv tune``: it fills the cache ahead of time for common shape classes
-(the command line's options are in ``sigconv.cli.tune``).
+``sigconv tune`` fills the cache ahead of time through the chooser
+(:func:`sigconv.registry.auto.fill_autotune_cache`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sigconv._core.blocks import as_block
 
-__all__ = ["pick", "cache_path", "clear_memo", "fill_autotune_cache", "TUNE_2D", "WARMUP", "REPS"]
+__all__ = ["pick", "cache_path", "clear_memo", "enabled", "WARMUP", "REPS"]
 
 WARMUP = 2
 REPS = 7       # launches per timed round at most
@@ -49,7 +49,8 @@ def clear_memo() -> None:
         _MEMO.clear()
 
 
-def _enabled() -> bool:
+def enabled() -> bool:
+    """False when SIGCONV_AUTOTUNE is 0 (or false, no, off): nothing is timed, the favourite runs."""
     return os.environ.get("SIGCONV_AUTOTUNE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
@@ -170,7 +171,7 @@ def pick(op: str, key: tuple, candidates: list, runner, *, sources=("conv1d.cu",
     cands = [(v, as_block(b)) for v, b in candidates]
     if not cands:
         raise ValueError("candidates must hold at least one (variant, block) pair")
-    if not _enabled():
+    if not enabled():
         return cands[0]
     memo_key = (op, tuple(key), tuple(sources), tuple(cands))
     with _LOCK:
@@ -211,75 +212,3 @@ def pick(op: str, key: tuple, candidates: list, runner, *, sources=("conv1d.cu",
     with _LOCK:
         _MEMO[memo_key] = best
     return best
-
-
-# ------------------------------------------------------------------------------------ sigconv tune
-
-#: 2-D shape classes ``sigconv tune`` fills: (N, Cin, H, W, Cout, k, pad), stride 1, k x k kernels: the
-#: spectral gate's mask smoothing at two spectrogram sizes, then the two articles' layers.
-TUNE_2D = tuple([(1, 1, 1025, 65536, 1, k, k // 2) for k in (3, 5, 9, 15)]
-                + [(1, 1, 257, 16384, 1, k, k // 2) for k in (3, 5, 9, 15)]
-                + [(1, 6, 768, 512, 6, 6, 0), (16, 256, 128, 128, 256, 3, 1)])
-
-
-def _registered_runner(op: str, args: tuple, out):
-    """runner(variant, block) launching the registered cuda variant of ``op`` on ``args`` into ``out``."""
-    from sigconv.registry import table
-
-    def runner(variant, block):
-        table.get(op, "cuda", variant).run(*args, block, out=out)
-
-    return runner
-
-
-def fill_autotune_cache(channels=(1, 2, 8), lengths=(1 << 16, 1 << 20, 1 << 23),
-                        taps=(7, 15, 25, 31, 63, 127, 255, 511, 1023, 2047, 4095, 8191), *, conv2d: bool = True,
-                        echo=print) -> list:
-    """Time ``auto``'s candidates for common shape classes now, so that later calls find the winners cached.
-
-    conv1d: every (channels, lengths, taps) combination in float32, "same" window; conv2d (unless
-    ``conv2d=False``): the shapes of :data:`TUNE_2D`. Each choice is passed to ``echo`` as one line.
-    Returns the list of ((op, shape), (variant, block)). ``RuntimeError`` when no GPU is usable.
-    """
-    from sigconv._core import devices as _devices
-
-    reason = _devices.cuda_reason()
-    if reason:
-        raise RuntimeError(f"no usable GPU ({reason})")
-    import cupy
-
-    from sigconv.registry import auto
-    from sigconv.registry.table import Conv2dJob
-
-    if not _enabled():
-        echo("sigconv tune: SIGCONV_AUTOTUNE=0 disables timing; nothing to do")
-        return []
-    echo(f"sigconv tune: cache {cache_path()}")
-    done = []
-    rng = cupy.random.default_rng(0)
-    for L in lengths:
-        for C in channels:
-            x = rng.standard_normal((C, L), dtype=cupy.float32)
-            out = cupy.empty((C, L), dtype=cupy.float32)
-            for K in taps:
-                w = rng.standard_normal(K, dtype=cupy.float32)
-                runner = _registered_runner("conv1d", (x, w, K // 2, L), out)
-                choice = auto.choose_conv1d("cuda", C, L, K, "float32", runner=runner)
-                key = auto.conv1d_shape_key(C, L, K, "float32")
-                echo(f"conv1d C={C:<3d} L={L:<9d} K={K:<5d} key={key} -> {choice[0]} block={choice[1]}")
-                done.append((("conv1d", (C, L, K)), choice))
-            del x, out
-            cupy.get_default_memory_pool().free_all_blocks()
-    for N, Cin, H, W, Cout, k, pad in TUNE_2D if conv2d else ():
-        x = rng.standard_normal((N, Cin, H, W), dtype=cupy.float32)
-        w = rng.standard_normal((Cout, Cin, k, k), dtype=cupy.float32)
-        out_hw = (H + 2 * pad - k + 1, W + 2 * pad - k + 1)
-        out = cupy.empty((N, Cout) + out_hw, dtype=cupy.float32)
-        job = Conv2dJob((N, Cin, H, W), (Cout, Cin, k, k), "float32", (1, 1), (pad, pad), out_hw)
-        runner = _registered_runner("conv2d", (x, w, None, (1, 1), (pad, pad), out_hw), out)
-        choice = auto.choose_conv2d("cuda", job, runner=runner)
-        echo(f"conv2d {N}x{Cin}x{H}x{W} Cout={Cout} k={k} pad={pad} -> {choice[0]} block={choice[1]}")
-        done.append((("conv2d", (N, Cin, H, W, Cout, k, pad)), choice))
-        del x, w, out
-        cupy.get_default_memory_pool().free_all_blocks()
-    return done
