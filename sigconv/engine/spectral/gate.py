@@ -172,7 +172,9 @@ class Gate:
         self.share = bool(share_mask) and self.C > 1
         self.Cm = 1 if self.share else self.C
         self.kernel, self.backend = kernel, kernel.backend
-        # the smoothing kernel is rank-1 by construction: on cuda "auto" is the separable variant
+        # the smoothing is a box, separable by construction, and the gate runs it as such: on cuda as one rank-1
+        # kernel through the separable variant (a row and a column pass), on the cpu as a column then a row box
+        # (below); a variant the caller names replaces it
         self.variant = "separable" if self.backend == "cuda" and kernel.variant == "auto" else kernel.variant
         self.dtype = np.dtype(dtype)
         self.xp = namespace_of_backend(self.backend)
