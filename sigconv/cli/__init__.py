@@ -10,6 +10,10 @@ import argparse
 import sys
 
 from sigconv import InputError, OutputError, __version__, format_block, variants
+from sigconv.cli import batch as cli_batch
+from sigconv.cli import bench as cli_bench
+from sigconv.cli import tui as cli_tui
+from sigconv.cli import tune as cli_tune
 from sigconv.cli.denoise import add_denoise
 from sigconv.cli.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError, print_error
 
@@ -39,15 +43,7 @@ def cmd_variants(args) -> int:
     return EXIT_OK
 
 
-def _add_optional(sub, name, module, add_fn, run_fn, help_):
-    """Subcommands whose arguments live with their code (bench, tune)."""
-    import importlib
-
-    try:
-        mod = importlib.import_module(module)
-        add, run = getattr(mod, add_fn), getattr(mod, run_fn)
-    except (ImportError, AttributeError):
-        return
+def _add_command(sub, name: str, help_: str, add, run) -> None:
     p = sub.add_parser(name, help=help_)
     add(p)
     p.set_defaults(func=run)
@@ -59,14 +55,14 @@ def make_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     add_denoise(sub)
     _add_variants(sub)
-    _add_optional(sub, "bench", "sigconv.cli.bench", "add_bench_arguments", "run_bench",
-                  "time sigconv's kernels against cuDNN, CuPy and SciPy")
-    _add_optional(sub, "tune", "sigconv.cli.tune", "add_tune_arguments", "run_tune",
-                  "fill the autotuner cache ahead of time")
-    _add_optional(sub, "batch", "sigconv.cli.batch", "add_batch_arguments", "run_batch",
-                  "filter folders of sensor logs and recordings (CSV, Parquet, NPY, audio)")
-    _add_optional(sub, "tui", "sigconv.cli.tui", "add_tui_arguments", "run_tui",
-                  "interactive terminal UI: load, choose kernel and block, run, compare latency")
+    _add_command(sub, "bench", "time sigconv's kernels against cuDNN, CuPy and SciPy",
+                 cli_bench.add_bench_arguments, cli_bench.run_bench)
+    _add_command(sub, "tune", "fill the autotuner cache ahead of time", cli_tune.add_tune_arguments,
+                 cli_tune.run_tune)
+    _add_command(sub, "batch", "filter folders of sensor logs and recordings (CSV, Parquet, NPY, audio)",
+                 cli_batch.add_batch_arguments, cli_batch.run_batch)
+    _add_command(sub, "tui", "interactive terminal UI: load, choose kernel and block, run, compare latency",
+                 cli_tui.add_tui_arguments, cli_tui.run_tui)
     return p
 
 
