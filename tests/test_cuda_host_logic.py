@@ -26,9 +26,8 @@ def numpy_as_cupy(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype):
+def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     c = numpy_as_cupy
-    rng = np.random.default_rng()
     w = rng.standard_normal(1023).astype(dtype)
     N = c.fft_size(w.size)
     want = np.fft.rfft(w[::-1].astype(np.float64), N) / N

@@ -190,8 +190,7 @@ def _emulate_tiled(x, w, pad, out_len, B, misalign):
     (7, 53, 32, "full", 0), (7, 53, 32, "same", 3), (25, 301, 32, "valid", 1), (3, 2, 32, "full", 2),
     (33, 90, 32, "same", 1), (40, 10, 32, "valid", 2), (257, 300, 32, "full", 3), (301, 700, 32, "same", 0),
 ])
-def test_tiled_index_maths_emulated(K, L, B, mode, mis):
-    rng = np.random.default_rng(K * 1000 + L)
+def test_tiled_index_maths_emulated(K, L, B, mode, mis, rng):
     x, w = rng.standard_normal(L), rng.standard_normal(K)
     pad, out_len = window_1d(mode, L, K)
     y = _emulate_tiled(x, w, pad, out_len, B, mis)
@@ -288,14 +287,13 @@ OS_CASES = [
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("K,L,mode,C,block,cap_y,cap_z", OS_CASES)
-def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mode, C, block, cap_y, cap_z):
+def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mode, C, block, cap_y, cap_z, rng):
     """gather -> rfft (NumPy) -> cmul -> irfft (NumPy) -> scatter, the kernels being the real source: each
     stage equals its NumPy definition exactly (gather, scatter) or to rounding (cmul), every element is
     written (outputs poisoned with NaN), and the whole equals the float64 reference convolution."""
     from sigconv.backends.overlap_save import os_grid
 
     caps = {k: v for k, v in (("cap_y", cap_y), ("cap_z", cap_z)) if v is not None}
-    rng = np.random.default_rng()
     x = rng.standard_normal((C, L)).astype(dtype)
     w = rng.standard_normal(K)
     pad, out_len, N, M, nseg = _os_reference_geometry(K, L, mode)
@@ -383,14 +381,13 @@ STRIP_CASES = [
 ]
 
 
-def _single_channel_on_host(exe, tmp, kernel, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
+def _single_channel_on_host(rng, exe, tmp, kernel, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
     """Run a single-channel stencil harness (strip or shfl) on random data with the launcher's grid
     (cuda2d.strip_grid, grid.z optionally capped to force the plane loop) and check it against float64."""
     from sigconv.backends.cuda2d import strip_grid
 
     py, px = pad
     Ho, Wo = out_hw or (H + 2 * py - kH + 1, W + 2 * px - kW + 1)
-    rng = np.random.default_rng()
     x = rng.standard_normal((N, H, W)).astype(np.float32)
     w = rng.standard_normal((kH, kW)).astype(np.float32)
     grid = list(strip_grid(N, Ho, Wo, block, rows=rows))
@@ -412,9 +409,9 @@ def _single_channel_on_host(exe, tmp, kernel, N, H, W, kH, kW, pad, out_hw, bloc
 
 
 @pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", STRIP_CASES)
-def test_strip_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
+def test_strip_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap, rng):
     exe = host_build("strip_harness.cpp", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=rows))
-    _single_channel_on_host(exe, tmp_path, "strip", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
+    _single_channel_on_host(rng, exe, tmp_path, "strip", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
 
 
 # ------------------------------------- the direct 1-D kernels' own source, run on the host (threads + barriers)
@@ -474,8 +471,7 @@ C1D_CASES = [
 @pytest.mark.parametrize("variant,dtype,K,L,C,mode,block,xoff", C1D_CASES,
                          ids=[f"{c[0]}-{np.dtype(c[1]).name}-K{c[2]}-L{c[3]}-C{c[4]}-{c[5]}-b{c[6]}-o{c[7]}"
                               for c in C1D_CASES])
-def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K, L, C, mode, block, xoff):
-    rng = np.random.default_rng()
+def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K, L, C, mode, block, xoff, rng):
     x, w = rng.standard_normal((C, L)), rng.standard_normal(K)
     pad, out_len = window_1d(mode, L, K)
     y = _run_conv1d_emu(conv1d_harness, tmp_path, variant, dtype, x, w, pad, out_len, block, xoff)
@@ -529,13 +525,12 @@ C2D_CASES = [
                          ids=[f"{c[0]}-{np.dtype(c[1]).name}-{c[2]}x{c[3]}x{c[4]}x{c[5]}-co{c[6]}-k{c[7][0]}x{c[7][1]}"
                               f"-s{c[8][0]}{c[8][1]}" for c in C2D_CASES])
 def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype, N, Cin, H, W, Cout, k, stride, pad,
-                                    out_hw, block, bias):
+                                    out_hw, block, bias, rng):
     from sigconv.backends import cuda2d
 
     kH, kW = k
     (sy, sx), (py, px) = stride, pad
     Ho, Wo = out_hw or ((H + 2 * py - kH) // sy + 1, (W + 2 * px - kW) // sx + 1)
-    rng = np.random.default_rng()
     x = rng.standard_normal((N, Cin, H, W))
     w = rng.standard_normal((Cout, Cin, kH, kW))
     b = rng.standard_normal(Cout) if bias else np.zeros(Cout)
@@ -584,9 +579,9 @@ SHFL_CASES = [
 
 
 @pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", SHFL_CASES)
-def test_shfl_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
+def test_shfl_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap, rng):
     exe = host_build("shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=pad[1], SHFL_ROWS=rows), std="c++20")
-    _single_channel_on_host(exe, tmp_path, "shfl", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
+    _single_channel_on_host(rng, exe, tmp_path, "shfl", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
 
 
 def test_shfl_applies_only_within_its_halos():

@@ -60,9 +60,8 @@ def _cpu_only_machine(monkeypatch):
 
 
 @pytest.fixture
-def short_wav(tmp_path):
+def short_wav(tmp_path, rng):
     """2 s of 8 kHz noise plus a tone: short enough for the latency rows to take milliseconds."""
-    rng = np.random.default_rng(1)
     t = np.arange(16000) / 8000
     x = 0.3 * np.sin(2 * np.pi * 440 * t) + 0.05 * rng.standard_normal(t.size)
     return write_audio(tmp_path / "short.wav", x, fs=8000)
@@ -184,9 +183,8 @@ async def test_csv_sensor_log_loads_and_filters():
 
 
 @run_async
-async def test_cancel_stops_the_run(tmp_path):
+async def test_cancel_stops_the_run(tmp_path, rng):
     """x cancels a running filter: no result, the status says cancelled and the app is idle again."""
-    rng = np.random.default_rng(0)
     path = write_audio(tmp_path / "long.wav", 0.1 * rng.standard_normal((48000 * 4, 2)), fs=48000)
     app = make_app(str(path), **FAST, chunk_frames=2048, chunk_delay=0.05)
     async with app.run_test(size=SIZE) as pilot:
