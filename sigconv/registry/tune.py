@@ -89,23 +89,16 @@ def _load() -> dict:
 def _save(data: dict) -> None:
     """Atomic write (temp file in the same folder, then rename); silently gives up when it cannot."""
     import json
-    import tempfile
+
+    from sigconv._core.atomic import atomic_output
+    from sigconv._core.errors import OutputError
 
     path = cache_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".autotune.", suffix=".tmp", dir=str(path.parent))
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError:
+        with atomic_output(path) as tmp:
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    except (OSError, OutputError):
         pass
 
 

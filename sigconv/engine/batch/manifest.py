@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Optional
+
+from sigconv._core.atomic import atomic_output
 
 NAME = "sigconv-batch.jsonl"
 #: Bump when the output of the same settings changes.
@@ -85,17 +86,11 @@ class Manifest:
             self._f = None
         if not self.records and not self.path.exists():
             return
-        fd, tmp = tempfile.mkstemp(prefix=f".{NAME}.", suffix=".part", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                for rec in self.records.values():
-                    f.write(json.dumps(rec) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_output(self.path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            for rec in self.records.values():
+                f.write(json.dumps(rec) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
         self.bad_lines = 0
 
     def close(self) -> None:
