@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from sigconv._core import devices as _devices
+from sigconv._core.atomic import atomic_output
+from sigconv._core.errors import OutputError
 from sigconv.bench import report
 from sigconv.bench.check import TOL
 from sigconv.bench.harness import BenchOptions, Run, one_line, ratios, run_group, utc_now
@@ -148,18 +150,17 @@ def _meta(run: Run, opts: SuiteOptions, interrupted: bool) -> dict:
 
 
 def _write(run: Run, opts: SuiteOptions, out_dir: Path, stem: str, meta: dict, verdicts: list) -> list[Path]:
-    """The JSON file (and the markdown page unless json_only) in ``out_dir``; raises OSError."""
+    """The JSON file (and the markdown page unless json_only) in ``out_dir``, each written atomically; raises
+    OSError or OutputError."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    jpath = out_dir / f"{stem}.json"
-    jpath.write_text(json.dumps({"meta": meta, "verdicts": verdicts, "records": run.records}, indent=1,
-                                default=str) + "\n")
-    paths = [jpath]
-    md = report.markdown(run, verdicts)
+    texts = {out_dir / f"{stem}.json": json.dumps({"meta": meta, "verdicts": verdicts, "records": run.records},
+                                                  indent=1, default=str) + "\n"}
     if not opts.json_only:
-        mpath = out_dir / f"{stem}.md"
-        mpath.write_text(md)
-        paths.append(mpath)
-    return paths
+        texts[out_dir / f"{stem}.md"] = report.markdown(run, verdicts)
+    for path, text in texts.items():
+        with atomic_output(path) as tmp:
+            tmp.write_text(text)
+    return list(texts)
 
 
 def run_suite(opts: SuiteOptions) -> int:
@@ -187,7 +188,7 @@ def run_suite(opts: SuiteOptions) -> int:
     out_dir = Path(opts.out) if opts.out else report.default_out_dir()
     try:
         paths = _write(run, opts, out_dir, stem, _meta(run, opts, interrupted), verdicts)
-    except OSError as exc:
+    except (OSError, OutputError) as exc:
         print(f"sigconv bench: error: cannot write results to {out_dir}: {exc}", file=sys.stderr)
         return 1
     if not opts.json_only:
