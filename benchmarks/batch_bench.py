@@ -178,7 +178,7 @@ def main(argv=None) -> int:
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {stem}.json and .md")
     # a failure: a command that failed, outputs that differ from the single-process run, or a GPU mode that did
-    # not use every GPU (issue 7: one worker per GPU) when it had at least as many files as GPUs
+    # not use every GPU (the contract: one worker per GPU) when it had at least as many files as GPUs
     bad = [r for r in results if r["rc"] != 0 or (r["max_rel_diff_vs_single"] or 0) > TOL_VS_SINGLE[r["mode"]]
            or (r["mode"].endswith("-gpus") and r["set_files"] >= gpus and len(r["gpus_used"]) != gpus)]
     for r in bad:
