@@ -138,41 +138,45 @@ def _add_bias(y, bias):
     return y
 
 
+def _flipped_single(x, w, bias, stride, out_hw):
+    """The single-channel peers' common start: (canvas maker, k = w[::-1, ::-1], kH, kW, same_window, Ho, Wo),
+    ``same_window`` the pad of SciPy's "same" ((kH // 2, kW // 2)) when the output has the input's size."""
+    _single_channel(x, w, bias, stride)
+    kH, kW = w.shape[2:]
+    Ho, Wo = out_hw
+    same = (kH // 2, kW // 2) if (Ho, Wo) == tuple(x.shape[2:]) else None
+
+    def canvas(pad):
+        return canvas_2d(array_namespace(x), x, pad, Ho + kH - 1, Wo + kW - 1)[0, 0]
+
+    return canvas, w[0, 0, ::-1, ::-1], kH, kW, same, Ho, Wo
+
+
 def ndimage_corr2d(ndi, x, w, bias, stride, pad, out_hw):
     """Single-channel correlation through ``ndi.convolve`` (mode='constant'), as :func:`ndimage_corr1d`
     per axis: h = w[::-1, ::-1], origin -1 on each even-sized axis; other windows via a canvas."""
-    _single_channel(x, w, bias, stride)
-    xp = array_namespace(x)
-    kH, kW = w.shape[2:]
-    H, W = x.shape[2:]
-    Ho, Wo = out_hw
-    k = w[0, 0, ::-1, ::-1]
+    canvas, k, kH, kW, same, Ho, Wo = _flipped_single(x, w, bias, stride, out_hw)
     origin = (-1 if kH % 2 == 0 else 0, -1 if kW % 2 == 0 else 0)
-    if tuple(pad) == (kH // 2, kW // 2) and (Ho, Wo) == (H, W):
+    if tuple(pad) == same:
         y = ndi.convolve(x[0, 0], k, mode="constant", cval=0.0, origin=origin)
     else:
-        cv = canvas_2d(xp, x, pad, Ho + kH - 1, Wo + kW - 1)[0, 0]
-        y = ndi.convolve(cv, k, mode="constant", cval=0.0, origin=origin)[kH // 2:kH // 2 + Ho, kW // 2:kW // 2 + Wo]
+        y = ndi.convolve(canvas(pad), k, mode="constant", cval=0.0, origin=origin)[kH // 2:kH // 2 + Ho,
+                                                                                    kW // 2:kW // 2 + Wo]
     return _add_bias(y[None, None], bias)
 
 
 def signal_corr2d(fn, x, w, bias, stride, pad, out_hw):
     """Single-channel correlation through ``fn(in1, in2, mode)`` (scipy/cupyx signal.convolve2d):
     SciPy's modes natively (see ``sigconv.engine.ops.window_2d``), other windows via a canvas."""
-    _single_channel(x, w, bias, stride)
-    xp = array_namespace(x)
-    kH, kW = w.shape[2:]
+    canvas, k, kH, kW, same, Ho, Wo = _flipped_single(x, w, bias, stride, out_hw)
     H, W = x.shape[2:]
-    Ho, Wo = out_hw
-    k = w[0, 0, ::-1, ::-1]
     pad = tuple(pad)
-    if pad == (kH // 2, kW // 2) and (Ho, Wo) == (H, W):
+    if pad == same:
         y = fn(x[0, 0], k, "same")
     elif pad == (kH - 1, kW - 1) and (Ho, Wo) == (H + kH - 1, W + kW - 1):
         y = fn(x[0, 0], k, "full")
     else:
-        cv = canvas_2d(xp, x, pad, Ho + kH - 1, Wo + kW - 1)[0, 0]
-        y = fn(cv, k, "valid")
+        y = fn(canvas(pad), k, "valid")
     return _add_bias(y[None, None], bias)
 
 
