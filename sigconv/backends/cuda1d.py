@@ -245,12 +245,10 @@ def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key
 
     x : cupy (C, L) C-contiguous float32/float64; w : cupy or numpy (K,) of the same dtype.
     taps_key : :func:`host_taps_key` of w's host copy, if the caller has one (the fft variant caches its
-    spectrum under it). Returns cupy (C, out_len) (``out`` when given).
+    spectrum under it). Returns cupy (C, out_len) (``out`` when given). ``block`` was checked where it entered
+    (the public API or a KernelChoice); the variant's launcher refuses one it does not accept.
     """
     cupy = _cupy()
-    from sigconv._core.blocks import check_block
-
-    check_block(block)
     if not isinstance(x, cupy.ndarray):
         raise ValueError(f"x must be a cupy array on the cuda backend, got {type(x).__name__}")
     if x.dtype not in (np.float32, np.float64):
