@@ -1,1 +1,1 @@
-"""Foundations every layer may use: errors, argument checks, atomic output, devices."""
+"""Foundations every layer may use: errors, argument checks, blocks, numpy-or-cupy, atomic output, devices."""

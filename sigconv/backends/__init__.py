@@ -15,7 +15,7 @@ and every 2-D one::
         for 0 <= r < out_hw[0], 0 <= c < out_hw[1], x = 0 outside the image.
 
 Every mode of convolve/correlate (full, same, valid, causal) is a choice of ``pad`` and
-``out_len`` (see ``sigconv._api``).
+``out_len`` (see ``sigconv.engine.ops.window_1d``).
 
 Importing this package registers every variant and peer in :mod:`sigconv.registry` (each module does at
 its bottom); the engine imports it, the registry never does. None of them imports CuPy, torch or SciPy
