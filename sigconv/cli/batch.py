@@ -49,7 +49,7 @@ def add_batch_arguments(p) -> None:
     p.add_argument("-o", "--output-dir", required=True, metavar="OUTDIR", help="where the filtered files go")
     p.add_argument("-r", "--recursive", action="store_true", help="look into subfolders (and ** in patterns)")
     p.add_argument("--method", choices=("fir", "spectral"), default="fir",
-                   help="fir (default) or spectral (audio files; needs sigconv.engine.spectral)")
+                   help="fir (default) or spectral (audio files only)")
     add_filter_arguments(p)
     add_spectral_arguments(p)
     g = p.add_argument_group("sensor logs (CSV, Parquet, NPY)")

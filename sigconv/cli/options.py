@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 
 from sigconv import FirSpec, GateSpec, KernelChoice, parse_block
 from sigconv.cli.errors import UsageError
@@ -125,5 +126,10 @@ def gate_spec_from_args(args) -> GateSpec:
 
 
 def kernel_from_args(args, op: str = "conv1d") -> KernelChoice:
-    """--backend, --variant and --block as a KernelChoice for ``op`` (ValueError naming the valid variants)."""
-    return KernelChoice(op=op, backend=args.backend, variant=args.variant, block=args.block)
+    """--backend, --variant and --block as a KernelChoice for ``op``; a value it refuses is a UsageError (exit 2)
+    naming the option (``--variant must be one of ...``)."""
+    try:
+        return KernelChoice(op=op, backend=args.backend, variant=args.variant, block=args.block)
+    except ValueError as exc:
+        raise UsageError(re.sub(r"^(backend|variant|block)\b", r"--\1", str(exc))
+                         + f" (see 'sigconv {args.command} --help')") from None
