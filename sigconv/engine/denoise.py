@@ -123,8 +123,6 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
     else:
         d = fir.design(float(info.samplerate), "recording")
         taps, note = d.taps, d.note
-        if fir.phase == "zero" and taps.size % 2 == 0:
-            raise ValueError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
         if taps.size > info.frames:
             raise InputError(f"{inp}: the filter ({taps.size} taps, {taps.size / info.samplerate:.3g} s) is longer "
                              f"than the file ({info.frames} frames, {info.duration:.3g} s); use fewer --taps or a "

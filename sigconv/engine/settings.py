@@ -175,7 +175,7 @@ class FirSpec:
         default when no filter option was given: recordings a band-pass 80-8000 Hz capped at 90% of Nyquist
         (the usual clean-up for noisy speech); sensor logs a band-pass fs/200 .. 0.4 fs with a transition of
         fs/200 (removes drift and offsets, and the band near Nyquist where a mains line aliases).
-        ``ValueError`` (one line) when the options do not fit this rate."""
+        ``ValueError`` (one line) when the options do not fit this rate, or give zero phase an even length."""
         from sigconv.engine.design import design_fir, design_notch
 
         if signal not in SIGNAL_KINDS:
@@ -212,6 +212,8 @@ class FirSpec:
         taps = parts[0]
         for p in parts[1:]:
             taps = np.convolve(taps, p)
+        if self.phase == "zero" and taps.size % 2 == 0:
+            raise ValueError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
         return FirDesign(taps, " + ".join(descs), "recording" if self.is_default else None)
 
 

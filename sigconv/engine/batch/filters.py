@@ -46,8 +46,6 @@ def taps_for(fir: FirSpec, fs: float, edges=None):
         except ValueError as exc:
             raise ValueError(f"at {fs:g} Hz: {exc}") from None
         taps = d.taps
-        if fir.phase == "zero" and taps.size % 2 == 0:
-            raise ValueError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
         more = f", {_EDGE_TEXT[edges]}" if edges else ""
         hit = _TAPS[key] = (taps, f"{d.labelled} ({taps.size} taps, {fir.phase} phase{more})")
     return hit
