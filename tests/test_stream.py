@@ -82,3 +82,16 @@ def test_errors():
         s.process(np.ones((100, 2)))
     with pytest.raises(ValueError, match="2 channel"):
         s.process(np.ones((3, 10)))
+
+
+@pytest.mark.parametrize("axis, expected", [(-1, "(2, n) (channels, frames)"), (0, "(n, 2) (frames, channels)")])
+def test_wrong_rank_packet_names_the_expected_shape(axis, expected):
+    """A 1-D packet for a 2-channel stream: the message gives the shape the stream takes, in its orientation."""
+    s = sigconv.FIRStream(np.ones(3), channels=2, axis=axis, backend="cpu")
+    with pytest.raises(ValueError) as e:
+        s.process(np.zeros(100))
+    assert str(e.value) == (f"packet must be {expected} for a 2-channel stream with axis={axis}, "
+                            "got shape (100,)")
+    one = sigconv.FIRStream(np.ones(3), axis=axis, backend="cpu")
+    with pytest.raises(ValueError, match=r"must be 1-D \(n,\) or .* 1-channel stream.*got shape \(2, 2, 2\)"):
+        one.process(np.zeros((2, 2, 2)))

@@ -82,7 +82,11 @@ class FIRStream:
         if a.ndim == 1 and self.channels == 1:
             return a[None, :], "1d"
         if a.ndim != 2:
-            raise ValueError(f"packet must be 1-D (one channel) or 2-D, got shape {a.shape}")
+            c = self.channels
+            layout = f"({c}, n) (channels, frames)" if self.axis == -1 else f"(n, {c}) (frames, channels)"
+            expected = f"1-D (n,) or {layout}" if c == 1 else layout
+            raise ValueError(f"packet must be {expected} for a {c}-channel stream with axis={self.axis}, "
+                             f"got shape {a.shape}")
         a2 = a if self.axis == -1 else a.T
         if a2.shape[0] != self.channels:
             hint = ""
