@@ -2,12 +2,42 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import zipfile
+from pathlib import Path
 
 from conftest import ROOT, SAMPLES
+
+
+def _site_dirs() -> list[str]:
+    """The folders this interpreter imports installed packages from, in its own order: its site-packages (a
+    virtual environment's when the suite runs in one, the base interpreter's otherwise) and the user site if on."""
+    dirs = [*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    dirs = [d for d in dict.fromkeys(os.path.realpath(d) for d in dirs) if os.path.isdir(d)]
+    on_path = [os.path.realpath(p) for p in sys.path if p]
+    return sorted(dirs, key=lambda d: on_path.index(d) if d in on_path else len(on_path))
+
+
+def _venv_seeing_this_interpreter(venv):
+    """A fresh virtual environment that sees the packages this interpreter sees (numpy, scipy, pip ...), offline.
+
+    ``--system-site-packages`` would not do: it exposes the BASE interpreter's site-packages, not those of the
+    virtual environment the suite may be running in. So the new one gets no system site packages and a .pth file
+    listing this interpreter's site folders; they come after its own site-packages on sys.path, so what is
+    installed into it (the wheel) shadows a sigconv installed here."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    own = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    (Path(own) / "_sigconv_test_parent_site.pth").write_text("".join(d + "\n" for d in _site_dirs()))
+    return py
 
 
 def test_wheel_installs_and_runs_outside_checkout(tmp_path):
@@ -20,9 +50,15 @@ def test_wheel_installs_and_runs_outside_checkout(tmp_path):
     assert "sigconv/kernels/common.cuh" in names and "sigconv/kernels/conv1d.cu" in names
     assert "sigconv/apps/__init__.py" in names
     venv = tmp_path / "venv"
-    # system site packages supply numpy/scipy/soundfile/textual already installed here (no network needed)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
-    py = venv / "bin" / "python"
+    py = _venv_seeing_this_interpreter(venv)
+    # the venv imports the dependencies (and pip) from where this interpreter does, not from the base interpreter
+    import numpy
+    import scipy
+
+    r = subprocess.run([str(py), "-c", "import os, numpy, scipy; print(os.path.realpath(numpy.__file__)); "
+                        "print(os.path.realpath(scipy.__file__))"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [os.path.realpath(numpy.__file__), os.path.realpath(scipy.__file__)], r.stdout
     # --ignore-installed: CI installs sigconv itself into the interpreter whose site-packages this venv sees; without
     # it pip reports "already satisfied" and puts nothing (no bin/sigconv) in the venv
     r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--ignore-installed",
