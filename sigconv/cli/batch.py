@@ -54,7 +54,8 @@ def add_batch_arguments(p) -> None:
     add_spectral_arguments(p)
     g = p.add_argument_group("sensor logs (CSV, Parquet, NPY)")
     g.add_argument("--fs", type=positive_float("--fs"), metavar="HZ",
-                   help="sample rate (default: from the time column's median spacing; NPY: from NAME.npy.json)")
+                   help="sample rate (default: from the time column's span, irregular steps left out and warned "
+                        "about; NPY: from NAME.npy.json)")
     g.add_argument("--time-column", metavar="NAME", help="the time column (default: detected by name or type)")
     g.add_argument("--columns", type=_columns, metavar="A,B,...",
                    help="channels to filter (default: every numeric column); other columns pass through")

@@ -5,7 +5,8 @@ reads tables with :func:`read_table` and the same helpers, so that both find the
 channels. The time column is the one asked for, else one named like a time axis (:data:`TIME_NAMES`, or
 "time (s)", "timestamp_ms", ...), else the first column of a timestamp or date type
 (:func:`detect_time_column`). A CSV time column is read as text (the batch writes it back byte for byte)
-and parsed to seconds only to infer the rate: the median spacing, with warnings about irregular steps.
+and parsed to seconds only to infer the rate (:func:`infer_rate`: by the span of the timestamps, irregular
+steps left out and warned about).
 Channels are the numeric columns but time; nulls and NaN are gaps. Problems raise ``InputError`` (one line).
 """
 
@@ -27,8 +28,13 @@ __all__ = ["LogData", "read_log", "TIME_NAMES", "detect_time_column", "read_tabl
 
 #: Column names taken as the time column (case-insensitive), in order of preference.
 TIME_NAMES = ("timestamp", "time", "datetime", "date_time", "t", "ts", "time_s", "seconds", "epoch", "date")
-#: Spacing deviating from the median by more than this fraction counts as irregular.
+#: Spacing deviating from the median by more than this fraction (plus the rounding of the written timestamps)
+#: counts as irregular.
 IRREGULAR_TOL = 0.01
+#: The most (relative) a rate inferred from rounded timestamps is moved to a whole number of Hz.
+_NICE_MAX = 1e-4
+#: Timestamps looked at to find the step they were rounded to (:func:`time_resolution`).
+_RESOLUTION_SAMPLE = 1 << 16
 _TIME_WITH_UNIT = re.compile(r"^(time|timestamp)[ _]?\(?(s|ms|us|ns|sec|seconds)?\)?$")
 #: Suffix -> table kind.
 _KINDS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -40,7 +46,8 @@ class LogData:
 
     ``values`` is (frames, channels) float64 with NaN where a value is missing; ``names`` names its columns.
     ``timestamps`` holds the time column in seconds (NaN where missing): numbers as written, timestamp types
-    from the first row; None without a time column. ``fs`` is the rate (asked for, or from the median spacing);
+    from the first row; None without a time column. ``fs`` is the rate (asked for, or inferred from
+    the timestamps by :func:`infer_rate`);
     ``warnings`` what is odd about the timestamps (irregular steps, a rate that differs from the one asked for).
     """
 
@@ -171,17 +178,43 @@ def time_seconds(col, name: str, path) -> np.ndarray:
                      "pass --time-column or --fs")
 
 
-def nice_rate(fs: float) -> float:
-    """Round a rate inferred from float timestamps (100.00000000000001 -> 100)."""
+def time_resolution(t: np.ndarray) -> float:
+    """The step the timestamps were rounded to when written (0.001 for "12.345"), as the coarsest power of ten
+    from 1 s to 1 ns that every timestamp is a multiple of; 0 when there is none (unrounded floats). Judged on
+    at most ``_RESOLUTION_SAMPLE`` timestamps spread over the log."""
+    v = t[np.isfinite(t)]
+    if v.size > _RESOLUTION_SAMPLE:
+        v = v[np.linspace(0, v.size - 1, _RESOLUTION_SAMPLE).astype(np.int64)]
+    if not v.size:
+        return 0.0
+    noise = 4 * np.finfo(np.float64).eps * np.abs(v)  # what float64 cannot hold of a printed decimal
+    for k in range(10):
+        q = 10.0 ** -k
+        x = v / q
+        if np.all(np.abs(x - np.rint(x)) <= 1e-3 + noise / q):
+            return q
+    return 0.0
+
+
+def nice_rate(fs: float, uncertainty: float = 0.0) -> float:
+    """Round a rate inferred from timestamps to the whole number of Hz within its ``uncertainty`` (Hz) or within
+    1e-6 of it (100.00000000000001 -> 100), else to 9 significant digits."""
     r = round(fs)
-    if r > 0 and abs(fs - r) <= 1e-6 * fs:
+    if r > 0 and abs(fs - r) <= max(1e-6 * fs, uncertainty):
         return float(r)
     return float(f"{fs:.9g}")
 
 
 def infer_rate(t: np.ndarray, path, fs: Optional[float] = None) -> tuple[float, list]:
-    """Rate from the median spacing of ``t`` (seconds), and the warnings about the timestamps.
-    Non-monotonic or missing timestamps are an error unless ``fs`` is given."""
+    """Rate of the timestamps ``t`` (seconds), and the warnings about them.
+
+    The steps are regular when each is within ``IRREGULAR_TOL`` of the median step, plus the step the
+    timestamps were rounded to when written where that is under half a step (:func:`time_resolution`:
+    millisecond timestamps of a 360 Hz log step by 2 or 3 ms). The rate is the number of regular steps over
+    their total length: for a log without irregular steps its span, (n - 1) / (t[-1] - t[0]) (the median of
+    rounded steps is off: 333.3 Hz there, 359.971 Hz with 6 decimals); irregular steps are left out of it and
+    warned about.
+    Non-monotonic or missing timestamps are an error unless ``fs`` is given (then only warned about)."""
     warnings = []
     problems = []
     n = t.size
@@ -196,27 +229,39 @@ def infer_rate(t: np.ndarray, path, fs: Optional[float] = None) -> tuple[float, 
                         f"and {back[0] + 1} ({t[back[0]]:g} -> {t[back[0] + 1]:g})")
     pos = d[ok & (d > 0)]
     med = float(np.median(pos)) if pos.size else float("nan")
+    rate = float("nan")
     if pos.size:
-        off = np.abs(pos - med) > IRREGULAR_TOL * med
+        # rounding moves a step by less than q; allowed only when q < step / 2, where a missing sample (a
+        # step of 2 dt) still stands out
+        q = time_resolution(t)
+        q = q if 2 * q <= med else 0.0
+        off = np.abs(pos - med) > IRREGULAR_TOL * med + q * (1 + 1e-6)
         if off.any():
+            rounding = f" plus the {q:g} s the timestamps are rounded to" if q else ""
             warnings.append(f"irregular timestamps: {int(off.sum())} of {pos.size} steps differ from the median "
-                            f"spacing {med:.6g} s by more than {IRREGULAR_TOL:.0%} (from {pos.min():.6g} to "
-                            f"{pos.max():.6g} s); filtered as if uniformly sampled")
+                            f"spacing {med:.6g} s by more than {IRREGULAR_TOL:.0%}{rounding} (from "
+                            f"{pos.min():.6g} to {pos.max():.6g} s); filtered as if uniformly sampled")
+        steps = pos[~off]
+        m, total = steps.size, float(steps.sum())
+        rate = m / total
+        # the regular steps form n - m runs, each of whose length is off by less than q: a whole number of Hz
+        # that close is the rate
+        rate = nice_rate(rate, rate * min((n - m) * q / total, _NICE_MAX))
     if fs is None:
         if problems:
             raise InputError(f"{path}: {'; '.join(problems)}; cannot infer the rate (pass --fs to filter anyway)")
         if n < 2 or not pos.size:
             raise InputError(f"{path}: needs at least 2 rows with increasing timestamps to infer the rate; pass --fs")
-        return nice_rate(1.0 / med), warnings
+        return nice_rate(rate), warnings
     warnings = problems + warnings
-    if pos.size and abs(1.0 / med - fs) > IRREGULAR_TOL * fs:
-        warnings.append(f"--fs {fs:g} Hz differs from the rate of the timestamps ({nice_rate(1.0 / med):g} Hz)")
+    if pos.size and abs(rate - fs) > IRREGULAR_TOL * fs:
+        warnings.append(f"--fs {fs:g} Hz differs from the rate of the timestamps ({nice_rate(rate):g} Hz)")
     return float(fs), warnings
 
 
 def file_rate(tc: Optional[str], time_column, fs_asked: Optional[float], path) -> tuple[float, list]:
     """(sample rate, warnings) of a table: from the time column (``time_column()`` returns it; read only when
-    there is one) by its median spacing, else ``fs_asked``; InputError when neither exists."""
+    there is one) by :func:`infer_rate`, else ``fs_asked``; InputError when neither exists."""
     if tc is None:
         if fs_asked is None:
             raise InputError(f"{path}: no time column found (looked for {', '.join(TIME_NAMES[:4])}, ...); "
@@ -273,8 +318,8 @@ def read_log(path, *, time_column: Optional[str] = None, columns=None, fs: Optio
     columns : sequence of str, optional
         The channels (default: every numeric column but time).
     fs : float, optional
-        The sample rate; needed when there is no time column, else inferred from the median spacing (and
-        non-monotonic or missing timestamps are then an error).
+        The sample rate; needed when there is no time column, else inferred from the timestamps
+        (:func:`infer_rate`; non-monotonic or missing timestamps are then an error).
 
     Returns
     -------
