@@ -1,4 +1,5 @@
-"""sigconv batch inputs: the sample rate of rounded timestamps."""
+"""sigconv batch inputs: every audio format libsndfile reads, files left out of a folder walk counted, symbolic
+links followed without loops, and the sample rate of rounded timestamps."""
 
 
 from __future__ import annotations
@@ -8,6 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import soundfile as sf
+
+from conftest import write_audio
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
@@ -15,16 +19,141 @@ import pyarrow.parquet as pq  # noqa: E402
 import sigconv  # noqa: E402
 from sigconv._core.errors import InputError  # noqa: E402
 from sigconv.cli import main  # noqa: E402
-from sigconv.engine.batch import logs  # noqa: E402
+from sigconv.engine.batch import discovery, logs  # noqa: E402
 from sigconv.engine.batch.manifest import NAME as MANIFEST  # noqa: E402
 
 CPU = ("--backend", "cpu")
+#: A short filter, so that tiny files are long enough and the runs stay fast.
+SHORT = ("--lowpass", "3000", "--taps", "63")
 
 
 def records(outdir) -> dict:
     lines = (Path(outdir) / MANIFEST).read_text().splitlines()
     return {Path(r["input"]).name: r for r in map(json.loads, filter(str.strip, lines))}
 
+
+def failed_lines(err: str) -> dict:
+    return {ln.split(":")[1].strip(): ln for ln in err.splitlines() if ln.startswith("failed:")}
+
+
+
+# ------------------------------------------------------------------------------------ audio formats
+
+
+def _audio_fixtures():
+    """(format, suffix) of every suffix the batch takes as audio here, from its format table."""
+    here = discovery.supported_suffixes()
+    return [(fmt, sfx) for fmt, sfxs in discovery.AUDIO_SUFFIXES.items() for sfx in sfxs
+            if here.get(sfx) == "audio" and fmt in sf.available_formats()]
+
+
+def _write_each_format(folder: Path, rng) -> dict:
+    """A tiny file of each writable format under each of its suffixes: name -> (format, subtype)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    made = {}
+    x = 0.1 * rng.standard_normal((3000, 1))
+    for fmt, sfx in _audio_fixtures():
+        subtype = "OPUS" if sfx == ".opus" else None
+        fs = 8000 if fmt == "WVE" else 48000  # WVE (Psion) is 8 kHz only
+        name = f"{fmt.lower()}{sfx}"
+        sf.write(str(folder / name), x, fs, format=fmt, subtype=subtype)
+        made[name] = (fmt, sf.info(str(folder / name)).subtype)
+    return made
+
+
+def test_every_readable_audio_format_is_an_input(tmp_path, rng, capsys):
+    """Each format the libsndfile here reads and writes is taken by its usual suffixes (.ogg, .opus, .aiff, .mp3
+    where libsndfile has MPEG, ...), filtered, and written back in its own format and encoding."""
+    here = discovery.supported_suffixes()
+    for sfx in (".wav", ".flac", ".ogg", ".oga", ".aif", ".aiff", ".au", ".caf", ".w64", ".rf64"):
+        assert here[sfx] == "audio", sfx
+    assert (here.get(".mp3") == "audio") == ("MP3" in sf.available_formats())
+    for sfx in (".raw", ".sd2", ".mpc", ".txt", ".mat"):
+        assert sfx not in here
+    src = tmp_path / "in"
+    made = _write_each_format(src, rng)
+    out = tmp_path / "out"
+    rc = main(["batch", str(src), "-o", str(out), *CPU, *SHORT, "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    recs = records(out)
+    assert sorted(recs) == sorted(made) and all(r["status"] == "done" for r in recs.values())
+    for name, (fmt, subtype) in made.items():
+        info = sf.info(str(out / name))
+        assert (info.format, info.subtype, info.frames) == (fmt, subtype, 3000), name
+
+
+def test_unsupported_suffixes_counted_in_folders_refused_by_name(tmp_path, rng, capsys):
+    """Files of another suffix found in a folder (or by a pattern) are not inputs: they are counted for one
+    note line; a file of another suffix named on the command line is refused with the reason; a folder with
+    nothing to filter is a usage error that says what is supported and what was skipped."""
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    write_audio(src / "a.ogg", 0.1 * rng.standard_normal((3000, 1)), fs=48000, format="OGG", subtype="VORBIS")
+    for name in ("notes.txt", "x.xyz", "sub/y.XYZ", "README", ".hidden.xyz"):
+        (src / name).write_text("not data")
+    got = discovery.find_inputs([str(src)], tmp_path / "out", recursive=True)
+    assert [f.rel for f in got.found] == ["a.ogg"] and got.found[0].kind == "audio"
+    assert got.unsupported == {".xyz": 2, ".txt": 1, "(no suffix)": 1}  # hidden files are not looked at
+    assert got.skipped_note() == "skipped 4 files with unsupported suffixes (.xyz: 2, (no suffix): 1, .txt: 1)"
+    got = discovery.find_inputs([str(src / "*")], tmp_path / "out")
+    assert [f.rel for f in got.found] == ["a.ogg"] and got.unsupported == {".xyz": 1, ".txt": 1, "(no suffix)": 1}
+
+    out = tmp_path / "out"
+    rc = main(["batch", str(src / "x.xyz"), str(src / "a.ogg"), "-o", str(out), *CPU, *SHORT, "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    why = failed_lines(err)["x.xyz"]
+    assert "unsupported file type '.xyz'" in why and ".ogg" in why and ".flac" in why, why
+    assert records(out)["a.ogg"]["status"] == "done"
+
+    only_text = tmp_path / "text"
+    only_text.mkdir()
+    (only_text / "a.txt").write_text("x")
+    (only_text / "b.txt").write_text("x")
+    rc = main(["batch", str(only_text), "-o", str(tmp_path / "o2"), *CPU])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no supported input files found (supported: CSV, Parquet" in err and ".ogg" in err, err
+    assert "skipped 2 files with unsupported suffixes (.txt: 2)" in err, err
+
+
+# ------------------------------------------------------------------------------------ symbolic links
+
+
+def _csv(path: Path, rng, n=400, fs=100.0):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    x = rng.standard_normal(n)
+    path.write_text("timestamp,v\n" + "".join(f"{i / fs:.2f},{v!r}\n" for i, v in enumerate(x.tolist())))
+    return path
+
+
+def test_symlinked_folders_followed_once(tmp_path, rng, capsys):
+    """A symlink to a folder given as input, and symlinked subfolders with -r, are walked; a link back to a
+    folder above (a loop) and a second link to one folder are not walked again."""
+    data = tmp_path / "data"
+    _csv(data / "a.csv", rng)
+    _csv(data / "sub" / "b.csv", rng)
+    _csv(tmp_path / "elsewhere" / "c.csv", rng)
+    (data / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (data / "sub" / "loop").symlink_to(data, target_is_directory=True)  # back to an ancestor
+    (data / "again").symlink_to(data / "sub", target_is_directory=True)  # a second way into sub/
+    (tmp_path / "link").symlink_to(data, target_is_directory=True)
+    out = tmp_path / "out"
+
+    top = discovery.find_inputs([str(tmp_path / "link")], out)
+    assert [f.rel for f in top.found] == ["a.csv"]
+    deep = discovery.find_inputs([str(tmp_path / "link")], out, recursive=True)
+    assert [f.rel for f in deep.found] == ["a.csv", "linked/c.csv", "sub/b.csv"]  # sub/ where it is, once
+    assert all(str(f.path).startswith(str(tmp_path / "link")) for f in deep.found)  # named as found
+
+    only_links = tmp_path / "only_links"  # a folder of links to folders: nothing found before links were followed
+    only_links.mkdir()
+    (only_links / "day1").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    rc = main(["batch", str(only_links), "-r", "-o", str(out), *CPU, "-j", "1", "--taps", "31"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert (out / "day1" / "c.csv").is_file()
 
 
 # ------------------------------------------------------------------------------------ sample rate of timestamps

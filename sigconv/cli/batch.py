@@ -1,4 +1,5 @@
-"""``sigconv batch``: filter folders of sensor logs and recordings (CSV, Parquet, NPY, WAV/FLAC).
+"""``sigconv batch``: filter folders of sensor logs and recordings (CSV, Parquet, NPY; WAV, FLAC, OGG, MP3, AIFF
+and the other formats libsndfile reads).
 
     sigconv batch logs/ -r -o cleaned/                  # every supported file under logs/
     sigconv batch 'logs/*.csv' -o cleaned/ --notch 50   # a glob; same filter options as denoise
@@ -6,8 +7,9 @@
     sigconv batch logs/ -r -o cleaned/ --scheduler local            # a Dask LocalCluster (one worker per GPU)
     sigconv batch logs/ -r -o cleaned/ --scheduler tcp://host:8786  # an existing Dask cluster
 
-Outputs mirror the input tree under OUTDIR in the same format, each written to a temporary file and
-renamed when complete. ``OUTDIR/sigconv-batch.jsonl`` records every file (input, size, mtime, hash of
+Folders are walked through symbolic links (each real folder once); files found there with another suffix
+are skipped and counted. Outputs mirror the input tree under OUTDIR in the same format, each written to a
+temporary file and renamed when complete. ``OUTDIR/sigconv-batch.jsonl`` records every file (input, size, mtime, hash of
 the filter settings, status, output, reason); a rerun skips what is done and unchanged and redoes
 what failed or changed. Exit codes: 0 all done, 1 some file failed (each listed with its reason),
 2 usage error, 130 interrupted (finished files are complete and recorded; rerun to finish).
@@ -43,7 +45,8 @@ def _columns(s):
 
 
 def add_batch_arguments(p) -> None:
-    p.description = ("Filter many files (CSV, Parquet, NPY, WAV, FLAC) into OUTDIR, mirroring the input tree; "
+    p.description = ("Filter many files (CSV, Parquet, NPY; WAV, FLAC, OGG, MP3, AIFF and the other formats "
+                     "libsndfile reads) into OUTDIR, mirroring the input tree; "
                      "resumable (manifest in OUTDIR), parallel (--jobs) or on Dask (--scheduler).")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders or glob patterns (quote them)")
     p.add_argument("-o", "--output-dir", required=True, metavar="OUTDIR", help="where the filtered files go")

@@ -1,5 +1,11 @@
 """Turn the command line's inputs (files, folders, glob patterns) into tasks with output paths.
 
+Inputs are tables (CSV, Parquet), NPY arrays and recordings: every format the libsndfile here reads, by its
+usual suffixes (:func:`supported_suffixes`). A file named on the command line with another suffix is refused
+with the reason; files with another suffix found in a folder are not inputs, only counted
+(:attr:`Inputs.unsupported`, :meth:`Inputs.skipped_note`). Folders are walked through symbolic links, each
+real folder once (a link back to a folder above is not followed again).
+
 The output of an input is ``OUTDIR / rel`` where ``rel`` is its path relative to the folder it was
 found in (a folder argument, or the fixed prefix of a glob pattern; a plain file keeps its name).
 A ``rel`` that is absolute or holds ``..`` is refused, and so is an output whose real path (after
@@ -9,23 +15,55 @@ overwrites an input.
 
 from __future__ import annotations
 
+import collections
+import functools
 import glob
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Iterator, Optional
 
 from sigconv._core.atomic import atomic_output
 from sigconv._core.errors import OutputError
 
-#: Suffix -> format name. Anything else found in a folder is ignored (not an input).
-SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy", ".wav": "audio",
-            ".flac": "audio"}
+__all__ = ["Found", "Inputs", "DiscoveryError", "find_inputs", "discover", "kind_of", "supported_suffixes",
+           "supported_text", "rel_problem", "output_problem", "prepare_output", "safe_output"]
+
+#: Suffix -> format name of the tables and arrays.
+TABLE_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}
+#: libsndfile major format -> the suffixes its files usually carry; a format counts where the libsndfile here
+#: reads and writes it (``soundfile.available_formats()``; MP3 from libsndfile 1.1). Left out: RAW (no header),
+#: SD2 (its header lives in a resource fork, lost on rename) and MPC2K (".mpc" is mostly Musepack, which
+#: libsndfile does not read).
+AUDIO_SUFFIXES = {
+    "WAV": (".wav", ".wave"), "WAVEX": (".wav", ".wave"), "RF64": (".rf64",), "W64": (".w64",), "FLAC": (".flac",),
+    "OGG": (".ogg", ".oga", ".opus"), "MP3": (".mp3",), "AIFF": (".aif", ".aiff", ".aifc"), "AU": (".au", ".snd"),
+    "CAF": (".caf",), "IRCAM": (".sf", ".ircam"), "NIST": (".nist", ".sph"), "VOC": (".voc",), "PAF": (".paf",),
+    "SVX": (".svx", ".8svx"), "MAT4": (".mat4",), "MAT5": (".mat5",), "PVF": (".pvf",), "XI": (".xi",),
+    "HTK": (".htk",), "SDS": (".sds",), "AVR": (".avr",), "WVE": (".wve",),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def supported_suffixes() -> dict:
+    """Suffix (lower case, with the dot) -> format name ("csv", "parquet", "npy" or "audio") of every input
+    the batch filters: the tables and arrays, and the recordings of each format the libsndfile here reads."""
+    import soundfile as sf
+
+    here = sf.available_formats()
+    audio = {sfx: "audio" for fmt, sfxs in AUDIO_SUFFIXES.items() if fmt in here for sfx in sfxs}
+    return {**TABLE_SUFFIXES, **dict(sorted(audio.items()))}
+
+
+def supported_text() -> str:
+    """The supported inputs in words, for messages: "CSV, Parquet (.parquet, .pq), NPY, audio (.aif, ...)"."""
+    audio = [s for s, k in supported_suffixes().items() if k == "audio"]
+    return f"CSV, Parquet (.parquet, .pq), NPY, audio ({', '.join(audio)})"
 
 
 class DiscoveryError(Exception):
-    """An input argument that matches nothing (a usage error)."""
+    """An input argument that matches nothing, or no input at all (a usage error)."""
 
 
 @dataclass
@@ -36,8 +74,31 @@ class Found:
     refused: Optional[str] = None  # why this input cannot be processed (recorded as a failure)
 
 
+@dataclass
+class Inputs:
+    """What :func:`find_inputs` found: the inputs, and the count per suffix of the files found in folders (or by
+    patterns) that are not inputs (``unsupported``: ".txt" -> 3, "(no suffix)" -> 1)."""
+
+    found: list = field(default_factory=list)
+    unsupported: dict = field(default_factory=dict)
+
+    def skipped_note(self) -> Optional[str]:
+        """One line about the files left out for their suffix, most frequent first, or None."""
+        if not self.unsupported:
+            return None
+        n = sum(self.unsupported.values())
+        top = sorted(self.unsupported.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{sfx}: {k}" for sfx, k in top[:8]) + (", ..." if len(top) > 8 else "")
+        return f"skipped {n} file{'s' if n != 1 else ''} with unsupported suffixes ({shown})"
+
+
 def kind_of(path) -> Optional[str]:
-    return SUFFIXES.get(Path(path).suffix.lower())
+    """The format of an input by its suffix ("csv", "parquet", "npy", "audio"), or None when not supported."""
+    return supported_suffixes().get(Path(path).suffix.lower())
+
+
+def _suffix_label(path: Path) -> str:
+    return path.suffix.lower() or "(no suffix)"
 
 
 def _glob_root(pattern: str) -> str:
@@ -106,10 +167,55 @@ def safe_output(inp: Path, out: Path, outdir: Path) -> Iterator[Path]:
         yield tmp
 
 
-def discover(inputs, outdir, recursive: bool = False) -> list[Found]:
-    """Expand ``inputs`` in order (duplicates dropped); files inside OUTDIR are never inputs."""
+def _walk(folder: Path, recursive: bool) -> list[Path]:
+    """The files of ``folder`` (sorted; with ``recursive`` those of its subfolders too), skipping hidden
+    names. Symbolic links to files and folders are followed, each real folder walked once: a link back to a
+    folder above is not followed again, and a folder reached both directly and through a link is walked
+    where it is (the links to folders are walked after the tree without them)."""
+    files: list[Path] = []
+    visited: set = set()
+    links: list[Path] = []
+
+    def walk(d: Path):
+        real = os.path.realpath(d)
+        if real in visited:
+            return
+        visited.add(real)
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            try:
+                is_dir = e.is_dir()  # follows links
+                is_file = not is_dir and e.is_file()
+                is_link = e.is_symlink()
+            except OSError:
+                continue
+            if is_dir and recursive:
+                if is_link:
+                    links.append(Path(e.path))
+                else:
+                    walk(Path(e.path))
+            elif is_file:
+                files.append(Path(e.path))
+
+    walk(folder)
+    while links:
+        walk(links.pop(0))
+    return sorted(files, key=lambda f: f.relative_to(folder).parts)
+
+
+def find_inputs(inputs, outdir, recursive: bool = False) -> Inputs:
+    """Expand ``inputs`` in order (duplicates dropped); files inside OUTDIR are never inputs. DiscoveryError
+    when an argument matches nothing, or when no input is found at all."""
     outdir_real = Path(os.path.realpath(outdir))
-    found: list[Found] = []
+    result = Inputs()
+    found = result.found
+    unsupported: collections.Counter = collections.Counter()
     seen: set[str] = set()
 
     def add(path: Path, rel: str, explicit: bool):
@@ -123,9 +229,10 @@ def discover(inputs, outdir, recursive: bool = False) -> list[Found]:
         seen.add(key)
         kind = kind_of(path)
         if kind is None and not explicit:
+            unsupported[_suffix_label(path)] += 1
             return
         refused = None if kind else f"unsupported file type {path.suffix or '(no suffix)'!r} " \
-                                    f"(supported: {', '.join(sorted(SUFFIXES))})"
+                                    f"(supported: {supported_text()})"
         refused = refused or rel_problem(rel)
         found.append(Found(ap, rel, kind, refused))
 
@@ -147,11 +254,9 @@ def discover(inputs, outdir, recursive: bool = False) -> list[Found]:
         elif p.is_dir():
             if Path(os.path.realpath(p)) == outdir_real:
                 raise DiscoveryError(f"{arg}: is OUTDIR itself; outputs would overwrite the inputs")
-            walker = sorted(p.rglob("*")) if recursive else sorted(p.iterdir())
             n0 = len(found)
-            for f in walker:
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
-                    add(f, f.relative_to(p).as_posix(), explicit=False)
+            for f in _walk(p, recursive):
+                add(f, f.relative_to(p).as_posix(), explicit=False)
             if len(found) == n0 and not recursive and any(c.is_dir() for c in p.iterdir()):
                 raise DiscoveryError(f"{arg}: no supported files at the top of this folder "
                                      "(pass --recursive to look in subfolders)")
@@ -159,4 +264,14 @@ def discover(inputs, outdir, recursive: bool = False) -> list[Found]:
             add(p, p.name, explicit=True)
         else:
             raise DiscoveryError(f"{arg}: no such file or folder")
-    return found
+    result.unsupported = dict(unsupported)
+    if not found:
+        note = result.skipped_note()
+        raise DiscoveryError(f"no supported input files found (supported: {supported_text()})"
+                             + (f"; {note}" if note else ""))
+    return result
+
+
+def discover(inputs, outdir, recursive: bool = False) -> list[Found]:
+    """The inputs :func:`find_inputs` finds (its DiscoveryError included)."""
+    return find_inputs(inputs, outdir, recursive).found
