@@ -1,10 +1,11 @@
-"""sigconv batch inputs: every audio format libsndfile reads, files left out of a folder walk counted, symbolic
-links followed without loops, and the sample rate of rounded timestamps."""
-
+"""sigconv batch inputs: truncated recordings (--allow-truncated), every audio format libsndfile reads, files left
+out of a folder walk counted, symbolic links followed without loops, the sample rate of rounded timestamps, and a
+--help that names no internal module."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from sigconv._core.errors import InputError  # noqa: E402
 from sigconv.cli import main  # noqa: E402
 from sigconv.engine.batch import discovery, logs  # noqa: E402
 from sigconv.engine.batch.manifest import NAME as MANIFEST  # noqa: E402
+from sigconv.engine.batch.manifest import settings_hash  # noqa: E402
 
 CPU = ("--backend", "cpu")
 #: A short filter, so that tiny files are long enough and the runs stay fast.
@@ -35,6 +37,62 @@ def records(outdir) -> dict:
 def failed_lines(err: str) -> dict:
     return {ln.split(":")[1].strip(): ln for ln in err.splitlines() if ln.startswith("failed:")}
 
+
+# ------------------------------------------------------------------------------------ truncated recordings
+
+
+def truncated_wav(path: Path, rng, frames=6000, cut=1001) -> int:
+    """A valid 16-bit stereo WAV with ``cut`` bytes cut off its end; returns the frames it still holds."""
+    write_audio(path, 0.1 * rng.standard_normal((frames, 2)), fs=16000, subtype="PCM_16")
+    data = path.read_bytes()
+    path.write_bytes(data[:-cut])
+    with sf.SoundFile(str(path)) as f:
+        assert "should be" in f.extra_info and f.frames < frames  # really truncated, as libsndfile sees it
+        return f.frames
+
+
+def test_allow_truncated_filters_a_truncated_wav(tmp_path, rng, capsys):
+    """Without --allow-truncated a truncated WAV fails with a reason that names the option; the option exists in
+    batch and filters what the file holds (the header's frame count is not trusted)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    held = truncated_wav(src / "cut.wav", rng)
+    out = tmp_path / "out"
+    rc = main(["batch", str(src), "-o", str(out), *CPU, *SHORT, "-j", "1"])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "truncated WAV file" in failed_lines(err)["cut.wav"] and "--allow-truncated" in err
+    assert not (out / "cut.wav").exists()
+    rc = main(["batch", str(src), "-o", str(out), *CPU, *SHORT, "-j", "1", "--allow-truncated"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    with sf.SoundFile(str(out / "cut.wav")) as f:
+        assert (f.frames, f.channels, f.samplerate, f.subtype) == (held, 2, 16000, "PCM_16")
+    assert records(out)["cut.wav"]["status"] == "done"
+
+
+def test_allow_truncated_in_settings_and_hash():
+    """allow_truncated is a checked BatchSettings field; it counts in the settings hash only when set (a truncated
+    file is then done instead of failed), so manifests written without it keep their hash."""
+    off, on = sigconv.BatchSettings(), sigconv.BatchSettings(allow_truncated=True)
+    assert "allow_truncated" not in off.manifest_dict() and on.manifest_dict()["allow_truncated"] is True
+    assert settings_hash(off.manifest_dict(), "audio") == "4bb49997f363f6b3"  # the digest from before the option
+    assert settings_hash(on.manifest_dict(), "audio") != settings_hash(off.manifest_dict(), "audio")
+    with pytest.raises(ValueError, match="allow_truncated must be True or False"):
+        sigconv.BatchSettings(allow_truncated="yes")
+
+
+# ------------------------------------------------------------------------------------ --help
+
+
+def test_batch_help_names_no_internal_module(capsys):
+    """batch --help is for users: no dotted sigconv module path, no private module name."""
+    with pytest.raises(SystemExit) as exc:
+        main(["batch", "--help"])
+    text = capsys.readouterr().out
+    assert exc.value.code == 0 and "--allow-truncated" in text
+    assert not re.search(r"\bsigconv\.\w", text), re.search(r".{40}\bsigconv\.\w.{20}", text, re.S).group()
+    assert "_spectral" not in text and "engine" not in text
 
 
 # ------------------------------------------------------------------------------------ audio formats

@@ -70,6 +70,10 @@ def add_batch_arguments(p) -> None:
                         "reflection about the edge sample, as scipy.signal.filtfilt's padtype, so an offset "
                         "such as a temperature around 20 leaves no step transient) or zero (zero padding, "
                         "SciPy 'same' semantics). Audio files always use zero padding, as denoise")
+    g = p.add_argument_group("recordings (WAV, FLAC, ...)")
+    g.add_argument("--allow-truncated", action="store_true",
+                   help="filter what a truncated recording holds (its header promises more frames than the file "
+                        "has) instead of failing it")
     add_backend_arguments(p)
     g = p.add_argument_group("execution")
     g.add_argument("-j", "--jobs", type=positive_int("--jobs"), metavar="N",
@@ -88,7 +92,7 @@ def _request(args) -> "sigconv.BatchRequest":
     settings = sigconv.BatchSettings(method=args.method, fir=fir_spec_from_args(args), gate=gate,
                                      kernel=kernel_from_args(args, "conv2d" if spectral else "conv1d"), fs=args.fs,
                                      time_column=args.time_column, columns=args.columns, gaps=args.gaps,
-                                     edges=args.edges)
+                                     edges=args.edges, allow_truncated=args.allow_truncated)
     return sigconv.BatchRequest(args.inputs, args.output_dir, settings, recursive=args.recursive, jobs=args.jobs,
                                 scheduler=args.scheduler, force=args.force)
 

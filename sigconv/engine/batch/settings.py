@@ -55,6 +55,8 @@ class BatchSettings:
         Missing values in logs: filter each run between gaps on its own (gaps stay), or fill them linearly.
     edges : {"odd", "zero"}
         How each filtered run of a table or NPY log is extended at its ends; audio always uses zero padding.
+    allow_truncated : bool
+        Filter what a truncated audio file holds (its header promises more frames than it has) instead of failing it.
     """
 
     method: str = "fir"
@@ -66,6 +68,7 @@ class BatchSettings:
     columns: Optional[tuple] = None
     gaps: str = "split"
     edges: str = "odd"
+    allow_truncated: bool = False
 
     def __post_init__(self):
         _choice(self.method, "method", METHODS)
@@ -88,11 +91,15 @@ class BatchSettings:
             if not cols or not all(isinstance(c, str) and c for c in cols):
                 raise ValueError(f"columns must be column names, got {self.columns!r}")
             object.__setattr__(self, "columns", cols)
+        if not isinstance(self.allow_truncated, bool):
+            raise ValueError(f"allow_truncated must be True or False, got {self.allow_truncated!r}")
 
     def manifest_dict(self) -> dict:
         """The options as the manifest hashes them (``manifest.settings_hash``): a plain dict whose keys and values
         are those the batch has always recorded, so that a manifest written before still skips its done files.
-        The gate's options count for the spectral method only (they do not change a FIR output)."""
+        The gate's options count for the spectral method only (they do not change a FIR output).
+        ``allow_truncated`` counts only when set (a truncated file is then filtered instead of failed, so what is
+        done depends on it); left out when off, the hash is the one from before the option existed."""
         f, g, k = self.fir, self.gate, self.kernel
         d = {"method": self.method, "band": list(f.band) if f.band else None, "lowpass": f.lowpass,
              "highpass": f.highpass, "notch": list(f.notch) if f.notch else None, "notch_width": f.notch_width,
@@ -105,4 +112,6 @@ class BatchSettings:
                 "freq_smooth": float(g.freq_smooth_hz), "time_smooth": float(g.time_smooth_ms), "n_fft": g.n_fft,
                 "hop": g.hop, "share_mask": g.share_mask}
         d.update({key: value if spectral else None for key, value in gate.items()})
+        if self.allow_truncated:
+            d["allow_truncated"] = True
         return d
