@@ -696,8 +696,8 @@ def test_progress_bar_files_bytes_throughput(tmp_path, rng):
 
 @pytest.mark.gpu
 def test_gpu_batch_matches_cpu(tmp_path, rng):
-    """On a GPU: --backend cuda (float32 on the device) matches the cpu run within float32 tolerance; with
-    --jobs 2 each worker holds one GPU context."""
+    """On a GPU: --backend cuda (float32 on the device) matches the cpu run within float32 tolerance; the manifest
+    records the GPU each file ran on."""
     src = _tree(tmp_path, rng, n=4, rows=5000)
     rc = run_cli("batch", src, "-o", tmp_path / "cpu", *CPU, "-j", "1")
     rg = run_cli("batch", src, "-o", tmp_path / "gpu", "--backend", "cuda", "-j", "2")

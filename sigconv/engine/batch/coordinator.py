@@ -12,14 +12,17 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import signal
+import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from sigconv._core.atomic import PART_SUFFIX
 from sigconv._core.errors import InputError, OutputError
-from sigconv.engine.batch import runners
+from sigconv.engine.batch import cancel, runners
 from sigconv.engine.batch.discovery import DiscoveryError, discover, output_problem
 from sigconv.engine.batch.manifest import Manifest, settings_hash
 from sigconv.engine.batch.settings import BatchSettings
@@ -88,6 +91,8 @@ class BatchReport:
     manifest: Optional[Path] = None
     interrupted: bool = False
     stale: int = 0
+    #: files stopped in flight by an interruption: nothing of them was left (the manifest does not list them)
+    stopped: int = 0
 
 
 def _clean_stale_parts(outdir: Path) -> int:
@@ -103,14 +108,35 @@ def _clean_stale_parts(outdir: Path) -> int:
     return n
 
 
-def _lock(outdir: Path):
-    f = open(outdir / LOCK_NAME, "w")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.close()
-        raise ValueError(f"{outdir}: another 'sigconv batch' is writing into this folder") from None
-    return f
+class _Lock:
+    """OUTDIR's lock: an flock on ``LOCK_NAME``, removed when the batch ends (while still held, so a batch
+    waiting on the same file sees it gone and takes a fresh one)."""
+
+    def __init__(self, outdir: Path):
+        self.path = outdir / LOCK_NAME
+        for _ in range(100):
+            f = open(self.path, "w")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                f.close()
+                raise ValueError(f"{outdir}: another 'sigconv batch' is writing into this folder") from None
+            try:
+                same = os.path.samestat(os.fstat(f.fileno()), os.stat(self.path))
+            except OSError:
+                same = False
+            if same:  # not a file that the batch before us removed after we opened it
+                self.f = f
+                return
+            f.close()
+        raise ValueError(f"{outdir}: cannot take the batch lock {LOCK_NAME}")
+
+    def close(self) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        self.f.close()
 
 
 def _check_request(request: BatchRequest) -> Path:
@@ -142,9 +168,19 @@ def _check_request(request: BatchRequest) -> Path:
     return outdir
 
 
+def _out_stamp(path) -> Optional[tuple]:
+    """What identifies the file at ``path`` now (device, inode, size, mtime); None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def _tasks(found, outdir: Path, settings: BatchSettings):
     """(tasks to run or skip, refused tasks with their reason) for the files found."""
     options = settings.manifest_dict()
+    batch = uuid.uuid4().hex
     hashes: dict = {}  # per kind: the edge rule counts for tables and NPY only
     tasks, refused = [], []
     by_rel: dict[str, str] = {}
@@ -159,7 +195,7 @@ def _tasks(found, outdir: Path, settings: BatchSettings):
         if f.kind not in hashes:
             hashes[f.kind] = settings_hash(options, f.kind)
         t = {"input": str(f.path), "rel": f.rel, "output": str(out), "outdir": str(outdir), "kind": f.kind,
-             "size": size, "mtime_ns": mtime, "hash": hashes[f.kind], "settings": settings}
+             "size": size, "mtime_ns": mtime, "hash": hashes[f.kind], "settings": settings, "batch": batch}
         why = f.refused
         if not why and f.rel in by_rel:
             why = f"output {f.rel} collides with the output of {by_rel[f.rel]}; refusing"
@@ -173,20 +209,74 @@ def _tasks(found, outdir: Path, settings: BatchSettings):
     return tasks, refused
 
 
-def _runner(request: BatchRequest, todo: list, info: dict):
-    """(generator of (task, result), where the files run; None for Dask: known once its cluster is up)."""
+def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
+    """Whether this process's files filter on a GPU (the kernel choice as the files will resolve it)."""
+    backend = request.settings.kernel.backend
+    if backend == "cpu" or n_gpus == 0:
+        return False
+    if backend == "cuda":
+        return True
+    try:
+        return request.settings.kernel.resolve().backend == "cuda"
+    except RuntimeError:
+        return False
+
+
+def _runner(request: BatchRequest, todo, n_todo: int, info: dict):
+    """(generator of (task, result), where the files run; None for Dask: known once its cluster is up, whether
+    a stop is cooperative (threads, pool, Dask) or Ctrl-C interrupts this process's file (serial))."""
     n_gpus = 0 if request.settings.kernel.backend == "cpu" else runners.visible_gpu_count()
-    jobs = request.jobs or min(os.cpu_count() or 1, max(1, len(todo)))
+    jobs = request.jobs or min(os.cpu_count() or 1, max(1, n_todo))
     if request.scheduler:
         try:
             import distributed  # noqa: F401
         except ImportError:
             raise InputError("--scheduler needs Dask: pip install 'sigconv[dask]'") from None
-        return runners.run_dask(todo, request.scheduler, request.jobs, n_gpus, info), None
-    if jobs <= 1 or len(todo) <= 1:
-        return runners.run_serial(todo), "in this process"
+        return runners.run_dask(todo, request.scheduler, request.jobs, n_gpus, info), None, True
+    if jobs <= 1 or n_todo <= 1:
+        return runners.run_serial(todo), "in this process", False
+    if n_gpus == 1 and _on_gpu(request, n_gpus):
+        # one GPU: one process, its threads parse and write in parallel while the GPU filters (one CUDA context,
+        # no per-worker start-up)
+        return runners.run_threads(todo, jobs), f"{jobs} threads sharing 1 GPU", True
     return runners.run_pool(todo, jobs, n_gpus), f"{jobs} worker processes" + (
-        f" sharing {n_gpus} GPU(s)" if n_gpus else "")
+        f" sharing {n_gpus} GPU(s)" if n_gpus else ""), True
+
+
+def _part_files(out: Path) -> list:
+    """Temporary outputs of ``out`` (a file stopped in flight in a process that was then killed)."""
+    try:
+        names = os.listdir(out.parent)
+    except OSError:
+        return []
+    pat = re.compile(r"^\." + re.escape(out.name) + r"\.[A-Za-z0-9_]{8}" + re.escape(PART_SUFFIX) + "$")
+    return [out.parent / n for n in names if pat.match(n)]
+
+
+class _StopOnSigint:
+    """Ctrl-C during a batch: the first one stops it (``cancel.STOP``; ``interrupt``: also raise
+    KeyboardInterrupt in this thread, for files that run here), a second one interrupts at once. Only in the
+    main thread; elsewhere the default handling stays."""
+
+    def __init__(self, interrupt: bool):
+        self.interrupt = interrupt
+        self.prev = None
+
+    def _handler(self, signum, frame):
+        if cancel.STOP.is_set():
+            raise KeyboardInterrupt
+        cancel.STOP.set()
+        if self.interrupt:
+            raise KeyboardInterrupt
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.prev = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            signal.signal(signal.SIGINT, self.prev)
 
 
 def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgress], None]] = None) -> BatchReport:
@@ -207,47 +297,84 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
     if not found:
         raise ValueError("no supported input files found (CSV, Parquet, NPY, WAV, FLAC)")
 
-    lock = _lock(outdir)
+    lock = _Lock(outdir)
     t_start = time.perf_counter()
     manifest = Manifest(outdir)
     report = BatchReport(manifest=manifest.path)
+    cancel.STOP.clear()
+    launched: dict = {}  # tasks handed to the runner, by rel, until their result is recorded
+    stopped: list = []  # tasks stopped in flight
+
+    def feed():
+        for t in todo:
+            if cancel.STOP.is_set():
+                return
+            t["before"] = _out_stamp(t["output"])
+            launched[t["rel"]] = t
+            yield t
+
     try:
         report.stale = _clean_stale_parts(outdir)
         tasks, refused = _tasks(found, outdir, request.settings)
         todo = [t for t in tasks if request.force or not manifest.up_to_date(t)]
         report.skipped = len(tasks) - len(todo)
         info: dict = {}
-        gen, where = _runner(request, todo, info)
+        gen, where, cooperative = _runner(request, feed(), len(todo), info)
     except BaseException:
         manifest.close()
         lock.close()
         raise
     total_bytes = sum(t["size"] for t in todo)
+
+    def record(t, r):
+        launched.pop(t["rel"], None)
+        if r["status"] == "cancelled":
+            if _out_stamp(t["output"]) in (t.get("before"), None):
+                report.stopped += 1
+                stopped.append(t)
+                return
+            # its output was moved into place as the stop came: it is complete, so it is recorded as done
+            r = r | {"status": "done", "output": t["output"], "reason": None}
+        manifest.append(t, r)
+        if r["status"] == "done":
+            report.done.append(t["rel"])
+            report.bytes += t["size"]
+            if r.get("fs") is not None and r.get("filter"):
+                report.filters.setdefault(r["fs"], r["filter"])
+        else:
+            report.failed.append((t["rel"], r["reason"]))
+        for w in r.get("warnings") or []:
+            report.warnings.append((t["rel"], w))
+        if on_result is not None:
+            on_result(BatchProgress(t["rel"], t["size"], r["status"], len(todo), total_bytes))
+
     try:
-        for t in refused:
-            manifest.append(t, runners.failed(t, t["why"]))
-            report.failed.append((t["rel"], t["why"]))
-        try:
-            for t, r in gen:
-                manifest.append(t, r)
-                if r["status"] == "done":
-                    report.done.append(t["rel"])
-                    report.bytes += t["size"]
-                    if r.get("fs") is not None and r.get("filter"):
-                        report.filters.setdefault(r["fs"], r["filter"])
-                else:
-                    report.failed.append((t["rel"], r["reason"]))
-                for w in r.get("warnings") or []:
-                    report.warnings.append((t["rel"], w))
-                if on_result is not None:
-                    on_result(BatchProgress(t["rel"], t["size"], r["status"], len(todo), total_bytes))
-        finally:
-            gen.close()
+        with _StopOnSigint(interrupt=not cooperative):
+            for t in refused:
+                manifest.append(t, runners.failed(t, t["why"]))
+                report.failed.append((t["rel"], t["why"]))
+            try:
+                for t, r in gen:
+                    record(t, r)
+            finally:
+                gen.close()
     except KeyboardInterrupt:
-        report.interrupted = True
+        cancel.STOP.set()
     finally:
-        manifest.close()
-        lock.close()
+        try:
+            # files in flight whose result never came (their process was stopped or killed): an output moved
+            # into place counts as done; the temporary files of every stopped file are removed (a worker still
+            # running one, on a remote cluster, then fails to move it into place)
+            for t in list(launched.values()):
+                record(t, runners.cancelled(t))
+            for t in stopped:
+                for part in _part_files(Path(t["output"])):
+                    part.unlink(missing_ok=True)
+            report.interrupted = cancel.STOP.is_set()
+        finally:
+            cancel.STOP.clear()
+            manifest.close()
+            lock.close()
     report.seconds = time.perf_counter() - t_start
     report.where = where or info.get("cluster", "Dask")
     return report

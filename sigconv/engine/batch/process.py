@@ -7,22 +7,42 @@ A task is a dict: input, rel, output, outdir, kind ("csv", "parquet", "npy" or "
 :class:`~sigconv.engine.batch.settings.BatchSettings`), and the size, mtime and settings hash the manifest
 records. Tables of at least ``stream.STREAM_MIN_BYTES`` are streamed (:mod:`.stream`), smaller ones are read
 whole; NPY arrays are memory-mapped; audio goes through the engine's file filter.
+
+Files may run in several threads of one process (the GPU runner): reading, parsing and writing run in parallel
+(pyarrow, libsndfile and NumPy release the GIL), while the GPU's part of each file runs under one lock
+(:func:`device_section`), a few milliseconds per small log. A stopped batch (:mod:`.cancel`) is checked before a
+file starts and just before its output is moved into place; such a file's result has status "cancelled".
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 from sigconv._core.errors import InputError, OutputError
-from sigconv.engine.batch import filters, formats, logs, stream
+from sigconv.engine.batch import cancel, filters, formats, logs, stream
 from sigconv.engine.batch.discovery import prepare_output, safe_output
 from sigconv.engine.batch.settings import BatchSettings
 
-__all__ = ["process_task"]
+__all__ = ["process_task", "device_section"]
+
+_DEVICE = threading.Lock()
+
+
+@contextlib.contextmanager
+def device_section(s: BatchSettings):
+    """Held around a file's filtering when it runs on the GPU: one file at a time uses the device from this
+    process's threads (CuPy's caches and the kernel chooser are not shared safely across threads)."""
+    if filters.kernel_here(s.kernel).backend == "cpu":
+        yield
+        return
+    with _DEVICE:
+        yield
 
 
 def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res: dict) -> None:
@@ -39,12 +59,15 @@ def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
     filters.check_length(taps, table.num_rows, fs, inp)
     cols = [logs.column_values(table, c) for c in chans]
     x = np.stack([v for v, _ in cols], axis=1)
-    y = filters.filter_columns(x, taps, s, warnings, chans)
+    with device_section(s):
+        y = filters.filter_columns(x, taps, s, warnings, chans)
     for j, (c, (_, nulls)) in enumerate(zip(chans, cols)):
         keep = nulls if s.gaps == "split" else np.zeros_like(nulls)
         table = formats.replace_column(table, c, y[:, j], keep)
+    cancel.check()
     with safe_output(inp, out, outdir) as tmp:
         formats.write_table(table, task["kind"], tmp)
+        cancel.check()  # the last moment before the output is moved into place
     res.update(fs=fs, filter=desc, frames=table.num_rows, channels=chans, time_column=tc)
 
 
@@ -62,13 +85,15 @@ def do_npy(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res
     with safe_output(inp, out, outdir) as tmp:
         y = np.lib.format.open_memmap(tmp, mode="w+", dtype=odt, shape=(n,) if was_1d else (n, C))
         y2 = y[:, None] if was_1d else y
-        if finite:  # streamed: memory-mapped in, memory-mapped out
-            filters.filter_run(taps, a, y2, s)
-        else:
-            y2[...] = filters.filter_columns(np.asarray(a, dtype=np.float64), taps, s, res["warnings"],
-                                             [f"channel {c}" for c in range(C)])
+        with device_section(s):
+            if finite:  # streamed: memory-mapped in, memory-mapped out
+                filters.filter_run(taps, a, y2, s)
+            else:
+                y2[...] = filters.filter_columns(np.asarray(a, dtype=np.float64), taps, s, res["warnings"],
+                                                 [f"channel {c}" for c in range(C)])
         y.flush()
         del y, y2
+        cancel.check()  # the last moment before the output is moved into place
         if side.exists() and s.fs is None:
             with safe_output(side, formats.sidecar_path(out), outdir) as tmp_side:
                 tmp_side.write_bytes(side.read_bytes())
@@ -80,7 +105,7 @@ def do_audio(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
     from sigconv.engine.audio import probe
     from sigconv.engine.file import filter_file, fir_block_filter
 
-    info = probe(inp)
+    info = probe(inp, allow_truncated=s.allow_truncated)
     fs = float(info.samplerate)
     kernel = filters.kernel_here(s.kernel)
     if s.method == "spectral":
@@ -95,7 +120,8 @@ def do_audio(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
             return fir_block_filter(taps, info.channels, spec, kernel=kernel, phase=s.fir.phase)
 
     prepare_output(inp, out, outdir)
-    r = filter_file(info, out, make, overwrite=True)  # its own temporary file and rename
+    with device_section(s):  # its own temporary file and rename; a stopped batch stops it between blocks
+        r = filter_file(info, out, make, overwrite=True, cancel=cancel.STOP)
     res.update(fs=fs, filter=desc, frames=info.frames, channels=info.channels, clipped=r.clipped)
 
 
@@ -116,12 +142,22 @@ def process_task(task: dict) -> dict:
            "warnings": [], "fs": None, "filter": None, "pid": os.getpid(),
            "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}
     try:
-        if s.method == "spectral" and task["kind"] != "audio":
-            raise InputError(f"{inp}: --method spectral applies to audio files only")
-        _BY_KIND[task["kind"]](task, s, inp, out, outdir, res)
+        with cancel.running(task.get("batch")):
+            cancel.check()
+            if s.method == "spectral" and task["kind"] != "audio":
+                raise InputError(f"{inp}: --method spectral applies to audio files only")
+            _BY_KIND[task["kind"]](task, s, inp, out, outdir, res)
         res["status"], res["output"] = "done", str(out)
         res["backend"] = filters.kernel_here(s.kernel).backend
-    except (KeyboardInterrupt, SystemExit):
+        if res["backend"] == "cuda" and res["gpu"] is None:
+            res["gpu"] = "0"  # no pinning: the process's first visible GPU, where CuPy works by default
+    except cancel.Cancelled:
+        res["status"], res["reason"] = "cancelled", "the batch was stopped"
+    except KeyboardInterrupt:
+        if not cancel.STOP.is_set():
+            raise
+        res["status"], res["reason"] = "cancelled", "the batch was stopped"  # filter_file's answer to the flag
+    except SystemExit:
         raise
     except (InputError, OutputError, ValueError) as exc:
         res["reason"] = _first_line(exc) or type(exc).__name__

@@ -1,10 +1,18 @@
 """Where the files are filtered: in the coordinating process, in a local process pool, or on Dask.
 
 Every runner is a generator of (task, result) in completion order; the coordinator records each
-result (manifest, progress) as it arrives. At most ``2 * workers`` files are in flight, so a
-Ctrl-C or a dead worker affects only those. Closing the generator (Ctrl-C in the coordinator)
-stops the workers: pool workers get SIGTERM, which they turn into SystemExit so that the file in
-hand loses its temporary output and nothing partial remains.
+result (manifest, progress) as it arrives. Runners take tasks from their iterable only as they launch
+them, and at most ``2 * workers`` files are in flight, so a Ctrl-C or a dead worker affects only those.
+
+Stopping (Ctrl-C: the coordinator sets :data:`.cancel.STOP`): a runner launches nothing more, tells the
+files in flight to stop (threads see the flag; pool workers get SIGTERM, which aborts the file in hand
+through its atomic output and makes every queued file return at once; Dask workers get
+:func:`.cancel.stop_batch`), yields every result that comes back within ``STOP_GRACE`` seconds (done:
+its output is complete; "cancelled": nothing of it remains) and ends.
+
+CPU or GPU: on the cpu backend files run in a process pool (``run_pool``). On one GPU they run in threads
+of this process (``run_threads``): one CUDA context, parsing and writing in parallel on the CPUs while the
+GPU filters one file after another.
 
 GPUs: one CUDA context per worker process. The coordinator never touches CUDA (it counts GPUs from
 /proc and CUDA_VISIBLE_DEVICES), and each worker is pinned to one GPU through CUDA_VISIBLE_DEVICES
@@ -19,11 +27,18 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 from collections import deque
 from pathlib import Path
 from typing import Iterable, Optional
 
+from sigconv.engine.batch import cancel
 from sigconv.engine.batch.process import process_task
+
+#: Seconds a stopped runner waits for the files in flight to come back.
+STOP_GRACE = 1.5
+#: Seconds between looks at the stop flag while waiting for results.
+POLL = 0.1
 
 PROC_GPUS = "/proc/driver/nvidia/gpus"
 
@@ -104,23 +119,108 @@ def failed(task: dict, reason: str) -> dict:
             "warnings": [], "fs": None, "filter": None, "seconds": 0.0}
 
 
+def cancelled(task: dict) -> dict:
+    return failed(task, "the batch was stopped") | {"status": "cancelled"}
+
+
 def run_serial(tasks: Iterable[dict]):
     for t in tasks:
+        if cancel.STOP.is_set():
+            return
         yield t, process_task(t)
+
+
+class _Lookahead:
+    """Tasks taken from an iterable one at a time, with a look at the next (a failed submit keeps it)."""
+
+    def __init__(self, tasks: Iterable[dict]):
+        self._it = iter(tasks)
+        self._next = None
+        self._have = False
+
+    def peek(self):
+        if not self._have:
+            self._next = next(self._it, None)
+            self._have = self._next is not None
+        return self._next if self._have else None
+
+    def take(self):
+        t = self.peek()
+        self._have = False
+        return t
+
+    def __bool__(self):
+        return self.peek() is not None
+
+
+def run_threads(tasks: Iterable[dict], workers: int):
+    """Files in ``workers`` threads of this process: the GPU runner (one CUDA context, made by the first file
+    that filters; the device is used by one file at a time, see ``process.device_section``)."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pending = _Lookahead(tasks)
+    inflight: dict = {}
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sigconv-batch")
+    try:
+        while (pending and not cancel.STOP.is_set()) or inflight:
+            while pending and len(inflight) < 2 * workers and not cancel.STOP.is_set():
+                t = pending.take()
+                inflight[pool.submit(process_task, t)] = t
+            if cancel.STOP.is_set():
+                break
+            done, _ = wait(list(inflight), timeout=POLL, return_when=FIRST_COMPLETED)
+            for f in done:
+                t = inflight.pop(f)
+                yield t, _thread_outcome(f, t)
+        if inflight:  # stopped: the files in flight see the flag at their next check
+            done, _ = wait(list(inflight), timeout=STOP_GRACE)
+            for f in done:
+                t = inflight.pop(f)
+                yield t, _thread_outcome(f, t)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _thread_outcome(fut, task: dict) -> dict:
+    try:
+        return fut.result()
+    except Exception as exc:  # noqa: BLE001 (process_task catches what a file raises; this is a bug)
+        return failed(task, f"{type(exc).__name__}: {exc}")
 
 
 def _pool_worker_init(gpu_queue) -> None:
     # Ctrl-C goes to the whole process group: the coordinator alone decides what to stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _exit_on_term)
+    signal.signal(signal.SIGTERM, _stop_on_term)
     if gpu_queue is not None:
         dev = gpu_queue.get()
         if dev is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = dev
 
 
-def _exit_on_term(signum, frame):
-    raise SystemExit(128 + signum)  # unwinds through atomic_output: the temporary file is removed
+_IN_TASK = False
+
+
+def _stop_on_term(signum, frame):
+    """SIGTERM from the coordinator: stop. The file in hand unwinds through its atomic output (the temporary
+    file is removed) and every file still queued for this worker returns "cancelled" without starting."""
+    cancel.STOP.set()
+    if _IN_TASK:
+        raise SystemExit(128 + signum)
+
+
+def _pool_task(task: dict) -> dict:
+    """process_task in a pool worker, stoppable by SIGTERM (see ``_stop_on_term``)."""
+    global _IN_TASK
+    if cancel.STOP.is_set():
+        return cancelled(task)
+    _IN_TASK = True
+    try:
+        return process_task(task)
+    except SystemExit:
+        return cancelled(task)
+    finally:
+        _IN_TASK = False
 
 
 def _pool_context():
@@ -146,19 +246,29 @@ def _outcome(fut, task: dict):
         return fut.result()
     except BrokenProcessPool:
         return _DIED
+    except SystemExit:  # a stop that landed as the file returned: its output was checked by the coordinator
+        return cancelled(task)
     except Exception as exc:  # noqa: BLE001 (e.g. a result that cannot be pickled)
         return failed(task, f"worker error: {type(exc).__name__}: {exc}")
 
 
+def _signal_all(procs, sig) -> None:
+    for p in procs:
+        try:
+            os.kill(p.pid, sig)
+        except (OSError, AttributeError, TypeError):
+            pass
+
+
 def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
     """A process pool of ``jobs`` workers; a worker that dies fails the files in flight (rerun to retry)
-    and the batch goes on with a fresh pool."""
+    and the batch goes on with a fresh pool. Stopped: see the module docstring."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     ctx = _pool_context()
-    pending = deque(tasks)
-    while pending:
+    pending = _Lookahead(tasks)
+    while pending and not cancel.STOP.is_set():
         gq = ctx.Queue()
         for dev in pool_gpu_plan(jobs, n_gpus):
             gq.put(dev)
@@ -168,19 +278,31 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
         clean = False
         try:
             broken = False
-            while (pending or inflight) and not broken:
-                while pending and len(inflight) < 2 * jobs and not broken:
+            while (pending or inflight) and not broken and not cancel.STOP.is_set():
+                while pending and len(inflight) < 2 * jobs and not broken and not cancel.STOP.is_set():
                     try:
-                        inflight[pool.submit(process_task, pending[0])] = pending[0]
-                        pending.popleft()
+                        inflight[pool.submit(_pool_task, pending.peek())] = pending.peek()
+                        pending.take()
                     except BrokenProcessPool:  # a worker died since the last wait: its futures tell which
                         broken = True
-                done, _ = wait(list(inflight), timeout=0.5, return_when=FIRST_COMPLETED)
+                done, _ = wait(list(inflight), timeout=POLL, return_when=FIRST_COMPLETED)
                 for f in done:
                     t = inflight.pop(f)
                     r = _outcome(f, t)
                     broken = broken or r is _DIED
                     yield t, failed(t, _DIED_TEXT) if r is _DIED else r
+            if cancel.STOP.is_set() and not broken:
+                # stopped: SIGTERM aborts the file each worker has in hand, the queued ones return at once
+                procs = list((getattr(pool, "_processes", None) or {}).values())
+                _signal_all(procs, signal.SIGTERM)
+                done, _ = wait(list(inflight), timeout=STOP_GRACE)
+                for f in done:
+                    t = inflight.pop(f)
+                    r = _outcome(f, t)
+                    if r is not _DIED:
+                        yield t, r
+                clean = not inflight  # else: still running after the grace period; killed below
+                return
             if broken:  # the executor fails every future left; those that finished keep their result
                 wait(list(inflight), timeout=10)
                 for f, t in list(inflight.items()):
@@ -191,15 +313,13 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
         finally:
             if not clean:
                 procs = list((getattr(pool, "_processes", None) or {}).values())
-                for p in procs:
-                    try:
-                        p.terminate()  # SIGTERM -> SystemExit in the worker: temp files removed
-                    except Exception:  # noqa: BLE001
-                        pass
+                sig = signal.SIGKILL if cancel.STOP.is_set() else signal.SIGTERM
+                _signal_all(procs, sig)  # SIGTERM -> the file in hand loses its temporary output
                 # let them exit before the pool closes its queues: a worker still reading its call queue
                 # when the pipe closes dies with EOFError and prints a traceback
+                deadline = time.monotonic() + (1.0 if sig == signal.SIGKILL else 10.0)
                 for p in procs:
-                    p.join(timeout=10)
+                    p.join(timeout=max(0.0, deadline - time.monotonic()))
             pool.shutdown(wait=True, cancel_futures=True)
             gq.close()
 
@@ -219,13 +339,14 @@ def make_local_cluster(specs: list[dict]):
 
 def run_dask(tasks: Iterable[dict], scheduler: str, jobs: Optional[int], n_gpus: int, info: dict):
     """Files as Dask tasks (one whole file per task). ``info`` receives the cluster's description."""
-    from distributed import Client, as_completed
+    from distributed import Client
+    from distributed import wait as dwait
 
     from sigconv._core.errors import InputError
 
     cluster = None
     client = None
-    pending = deque(tasks)
+    pending = _Lookahead(tasks)
     futs: dict = {}
     try:
         if scheduler == "local":
@@ -254,30 +375,58 @@ def run_dask(tasks: Iterable[dict], scheduler: str, jobs: Optional[int], n_gpus:
         resources = {"GPU": 1} if gpu_res else None
         width = max(1, sum(int(w.get("nthreads", 1)) for w in workers.values()))
         info["workers"] = len(workers)
-        ac = as_completed()
 
         def submit():
-            t = pending.popleft()
-            f = client.submit(process_task, t, pure=False, resources=resources)
-            futs[f] = t
-            ac.add(f)
+            t = pending.take()
+            futs[client.submit(process_task, t, pure=False, resources=resources)] = t
 
-        while pending and len(futs) < 2 * width:
-            submit()
-        for f in ac:
-            t = futs.pop(f)
+        def outcome(f, t):
             try:
-                r = f.result()
+                return f.result()
             except Exception as exc:  # noqa: BLE001 - KilledWorker, lost connections: a failed file
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                r = failed(t, f"Dask worker failed: {type(exc).__name__}: {first}; rerun to retry")
-            yield t, r
-            while pending and len(futs) < 2 * width:
+                return failed(t, f"Dask worker failed: {type(exc).__name__}: {first}; rerun to retry")
+
+        stopping_since = None
+        while futs or (pending and stopping_since is None):
+            while pending and len(futs) < 2 * width and not cancel.STOP.is_set():
                 submit()
+            if cancel.STOP.is_set() and stopping_since is None:
+                stopping_since = time.monotonic()
+                batch = next(iter(futs.values()), {}).get("batch")
+                try:  # the files running on the workers stop at their next check; queued ones never start
+                    if batch is not None:
+                        client.run(cancel.stop_batch, batch)
+                    client.cancel([f for f in futs if f.status == "pending"])
+                except Exception:  # noqa: BLE001
+                    pass
+            if stopping_since is not None and time.monotonic() - stopping_since > STOP_GRACE:
+                break
+            try:
+                dwait(list(futs), timeout=POLL, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
+            except Exception:  # noqa: BLE001 - FuturesCancelledError and the like: each future says below
+                time.sleep(POLL)
+            for f in [f for f in futs if f.done()]:
+                t = futs.pop(f)
+                if f.cancelled():
+                    yield t, cancelled(t)
+                else:
+                    yield t, outcome(f, t)
     finally:
         if client is not None and futs:
             try:
                 client.cancel(list(futs))
+            except Exception:  # noqa: BLE001
+                pass
+        if cluster is not None and cancel.STOP.is_set() and client is not None:
+            # stopped: a worker whose file does not return (a long call) would hold the cluster's close for
+            # seconds; its workers are ours, so they go at once (the coordinator removes their temporary files)
+            logging.getLogger("distributed").setLevel(logging.CRITICAL)  # the lost connections are expected
+            try:
+                pids = client.run(os.getpid, wait=True)
+                _signal_all([type("P", (), {"pid": pid}) for pid in pids.values()], signal.SIGKILL)
             except Exception:  # noqa: BLE001
                 pass
         if client is not None:

@@ -39,7 +39,7 @@ from typing import Optional
 import numpy as np
 
 from sigconv._core.errors import InputError
-from sigconv.engine.batch import filters
+from sigconv.engine.batch import cancel, filters
 from sigconv.engine.batch.discovery import safe_output
 from sigconv.engine.batch.edges import ExtendedFeed
 from sigconv.engine.batch.formats import channel_type, csv_header_line
@@ -222,6 +222,7 @@ def pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
 
     feed = ExtendedFeed(flt, ext, emit)
     for rb in batches:
+        cancel.check()
         if rb.num_rows == 0:
             continue
         x = channel_block(rb, chans)
@@ -277,6 +278,7 @@ def do_table(task: dict, settings: BatchSettings, inp: Path, out: Path, outdir: 
                 finally:
                     writer.close()
                 filters.check_length(taps, n, fs, inp)
+                cancel.check()  # the last moment before the output is moved into place
             break
         except _NeedsQuoting:
             if quoting == "needed":

@@ -1,0 +1,214 @@
+"""How a batch runs its files: stopping it (Ctrl-C) tells the truth, the GPU runner (threads of one process sharing
+one GPU) gives the outputs of the other runners, and OUTDIR keeps nothing of sigconv's but outputs and manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+import sigconv  # noqa: E402
+from sigconv.engine.batch import cancel, coordinator, filters, runners  # noqa: E402
+from sigconv.engine.batch.manifest import NAME as MANIFEST  # noqa: E402
+
+SHIMS = Path(__file__).with_name("shims")
+CPU = ("--backend", "cpu")
+
+
+def _logs(folder: Path, rng, n: int, rows: int = 2000) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        t = np.arange(rows) / 100.0
+        x = rng.standard_normal((rows, 2))
+        with open(folder / f"c{i:02d}.csv", "w") as f:
+            f.write("time,a,b\n")
+            np.savetxt(f, np.column_stack([t, x]), fmt="%.6f", delimiter=",")
+    return folder
+
+
+def _records(out: Path) -> list:
+    man = out / MANIFEST
+    return [json.loads(x) for x in man.read_text().splitlines()] if man.exists() else []
+
+
+def _outputs(out: Path) -> set:
+    return {p.name for p in out.iterdir() if p.is_file() and p.name.endswith(".csv") and not p.name.startswith(".")}
+
+
+def _leftovers(out: Path) -> list:
+    """sigconv's own files that must not outlive a batch: temporary outputs and the lock."""
+    return [p.name for p in out.rglob(".*") if p.name.endswith(".part") or p.name.startswith(".sigconv-batch")]
+
+
+# ------------------------------------------------------------------------------------ Ctrl-C
+
+
+@pytest.mark.parametrize("how", [["-j", "2"], ["-j", "1"], ["--scheduler", "local", "-j", "2"]],
+                         ids=["pool", "serial", "dask"])
+def test_ctrl_c_stops_at_once_and_the_manifest_and_summary_tell_the_truth(tmp_path, rng, how):
+    """Ctrl-C while a file is in flight (c03.csv waits 30 s before its output is moved into place): the batch
+    starts nothing more and exits within 2 s with 130; every output in OUTDIR is complete and recorded as done,
+    every file recorded as done has its output, the summary counts the same files; nothing temporary is left,
+    nor the lock. The rerun finishes the rest."""
+    if how[0] == "--scheduler":
+        pytest.importorskip("distributed")
+    src = _logs(tmp_path / "in", rng, 16)
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SHIMS), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               SIGCONV_TEST_AT_REPLACE="sleep:c03.csv:30")
+    p = subprocess.Popen([sys.executable, "-m", "sigconv", "batch", str(src), "-o", str(out), *CPU, "--taps", "51",
+                          *how], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(_records(out)) < 3:
+        time.sleep(0.05)
+    assert len(_records(out)) >= 3, "the batch did not start"
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    took = time.monotonic() - t0
+    print(f"{how}: exit {p.returncode} {took:.2f} s after Ctrl-C")
+    assert p.returncode == 130, err
+    assert took < 2.0, f"took {took:.2f} s to stop"
+    assert "Traceback" not in err and "interrupted" in err, err
+    done = {Path(r["output"]).name for r in _records(out) if r["status"] == "done"}
+    assert _outputs(out) == done and "c03.csv" not in done, (sorted(_outputs(out)), sorted(done))
+    assert f"interrupted; {len(done)} done," in err and f"the {len(done)} finished file(s)" in err, err
+    assert len(done) < 16
+    assert not _leftovers(out), _leftovers(out)
+    r = subprocess.run([sys.executable, "-m", "sigconv", "batch", str(src), "-o", str(out), *CPU, "--taps", "51",
+                        "-j", "2"], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"{16 - len(done)} done, {len(done)} skipped, 0 failed" in r.stderr
+    assert _outputs(out) == {f"c{i:02d}.csv" for i in range(16)} and not _leftovers(out)
+
+
+def test_lock_is_removed_after_a_run_and_still_excludes_a_second_batch(tmp_path, rng):
+    src = _logs(tmp_path / "in", rng, 2, rows=800)
+    out = tmp_path / "out"
+    request = sigconv.BatchRequest([src], out, sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend="cpu")),
+                                   jobs=1)
+    rep = sigconv.run_batch(request)
+    assert len(rep.done) == 2 and not _leftovers(out)
+    held = coordinator._Lock(out)
+    try:
+        with pytest.raises(ValueError, match="another 'sigconv batch' is writing into this folder"):
+            sigconv.run_batch(request)
+    finally:
+        held.close()
+    assert not _leftovers(out)
+    assert sigconv.run_batch(request).skipped == 2
+
+
+# ------------------------------------------------------------------------------------ the GPU runner, on the CPU
+
+
+@pytest.fixture
+def as_if_one_gpu(monkeypatch):
+    """The coordinator believes one GPU filters here: with backend "auto" it takes the GPU runner (threads), whose
+    files then filter on the cpu backend, so its scheduling can be checked on any machine."""
+    monkeypatch.setattr(coordinator, "_on_gpu", lambda request, n_gpus: True)
+    monkeypatch.setattr(runners, "visible_gpu_count", lambda *a, **k: 1)
+
+
+def _request(src, out, jobs, backend="cpu"):
+    return sigconv.BatchRequest([src], out, sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend=backend)),
+                                jobs=jobs)
+
+
+def test_gpu_runner_gives_the_serial_outputs(tmp_path, rng, as_if_one_gpu, monkeypatch):
+    src = _logs(tmp_path / "in", rng, 9, rows=1500)
+    ref = sigconv.run_batch(_request(src, tmp_path / "ref", 1))
+    assert ref.where == "in this process"
+    calls = []
+    real = runners.run_threads
+    monkeypatch.setattr(runners, "run_threads", lambda tasks, workers: calls.append(workers) or real(tasks, workers))
+    rep = sigconv.run_batch(_request(src, tmp_path / "thr", 3, backend="auto"))
+    assert calls == [3] and rep.where == "3 threads sharing 1 GPU"
+    assert sorted(rep.done) == sorted(ref.done) and len(rep.done) == 9 and not rep.failed
+    for name in ref.done:
+        assert (tmp_path / "thr" / name).read_bytes() == (tmp_path / "ref" / name).read_bytes(), name
+    assert not _leftovers(tmp_path / "thr")
+
+
+def test_gpu_runner_filters_one_file_at_a_time(tmp_path, rng, monkeypatch):
+    """On the GPU the device section is held by one file at a time (while the others read and write)."""
+    from types import SimpleNamespace
+
+    from sigconv.engine.audio import pcm_spec
+    from sigconv.engine.file import CPUFileFilter
+
+    src = _logs(tmp_path / "in", rng, 8, rows=1500)
+    inside, most = [0], [0]
+    real = filters.filter_columns
+
+    def counting(*a, **k):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.02)
+        try:
+            return real(*a, **k)
+        finally:
+            inside[0] -= 1
+
+    monkeypatch.setattr(filters, "filter_columns", counting)
+    # the files believe they filter on the GPU; the filter itself is the cpu one
+    monkeypatch.setattr(filters, "kernel_here", lambda kernel: SimpleNamespace(backend="cuda"))
+    monkeypatch.setattr(filters, "block_filter", lambda taps, c, s: CPUFileFilter(taps, c, pcm_spec("DOUBLE")))
+    out = tmp_path / "out"
+    out.mkdir()
+    settings = sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend="cpu"))
+    tasks = [{"input": str(f), "rel": f.name, "output": str(out / f.name), "outdir": str(out), "kind": "csv",
+              "size": 0, "mtime_ns": 0, "hash": "x", "settings": settings} for f in sorted(src.iterdir())]
+    results = [r for _, r in runners.run_threads(tasks, 4)]
+    assert [r["status"] for r in results] == ["done"] * 8, [r["reason"] for r in results]
+    assert most[0] == 1 and {r["backend"] for r in results} == {"cuda"}
+
+
+def test_gpu_runner_stops_in_flight_files_and_starts_no_more(tmp_path, rng, as_if_one_gpu, monkeypatch):
+    """A stop while files run in threads: no further file starts, each file in flight either finishes (its output
+    complete and recorded) or leaves nothing, and the report says how many stopped."""
+    src = _logs(tmp_path / "in", rng, 24, rows=1500)
+    out = tmp_path / "out"
+    real = filters.filter_columns
+    seen = []
+
+    def stop_on_fifth(*a, **k):
+        seen.append(1)
+        if len(seen) == 5:
+            cancel.STOP.set()  # what Ctrl-C does in the coordinator
+        return real(*a, **k)
+
+    monkeypatch.setattr(filters, "filter_columns", stop_on_fifth)
+    rep = sigconv.run_batch(_request(src, out, 3, backend="auto"))
+    assert rep.where == "3 threads sharing 1 GPU"
+    assert rep.interrupted and not cancel.STOP.is_set()  # the flag is the batch's, cleared when it ends
+    done = {Path(r["output"]).name for r in _records(out) if r["status"] == "done"}
+    assert _outputs(out) == done == set(rep.done)
+    assert 0 < len(done) < 24 and len(seen) <= 5 + 2 * 3
+    assert rep.stopped >= 1 and not rep.failed and not _leftovers(out)
+
+
+@pytest.mark.gpu
+def test_cuda_batch_runs_in_threads_of_one_process_and_matches_cpu(tmp_path, rng):
+    src = _logs(tmp_path / "in", rng, 6, rows=3000)
+    cpu = sigconv.run_batch(_request(src, tmp_path / "cpu", 1))
+    gpu = sigconv.run_batch(_request(src, tmp_path / "gpu", 3, backend="cuda"))
+    assert gpu.where == "3 threads sharing 1 GPU" and len(gpu.done) == 6 and not gpu.failed
+    recs = _records(tmp_path / "gpu")
+    assert {r.get("backend") for r in recs} == {"cuda"} and {r.get("gpu") for r in recs} == {"0"}, recs
+    import pyarrow.csv as pcsv
+
+    for name in cpu.done:
+        a = pcsv.read_csv(tmp_path / "cpu" / name).to_pandas().to_numpy()
+        b = pcsv.read_csv(tmp_path / "gpu" / name).to_pandas().to_numpy()
+        assert np.abs(a - b).max() <= 1e-5 * np.abs(a).max(), name
