@@ -12,7 +12,8 @@ are skipped and counted. Outputs mirror the input tree under OUTDIR in the same 
 temporary file and renamed when complete. ``OUTDIR/sigconv-batch.jsonl`` records every file (input, size, mtime, hash of
 the filter settings, status, output, reason); a rerun skips what is done and unchanged and redoes
 what failed or changed. Exit codes: 0 all done, 1 some file failed (each listed with its reason),
-2 usage error, 130 interrupted (finished files are complete and recorded; rerun to finish).
+2 usage error, 130 interrupted (Ctrl-C: no more files start, the files in flight stop and leave no output, finished
+files are complete and recorded; rerun to finish; a second Ctrl-C quits at once).
 
 With no filter option, each file gets a default that suits its rate: recordings (>= 8 kHz) the
 `denoise` band-pass 80-8000 Hz; sensor logs a band-pass fs/200 .. 0.4 fs (0.5-40 Hz at 100 Hz), which
@@ -155,7 +156,9 @@ def _print_summary(report, quiet: bool) -> None:
         print(f"batch: {state}{n} done, {report.skipped} skipped, {len(report.failed)} failed "
               f"({_mb(report.bytes)} in {secs:.2f} s, {rate}; {report.where}); manifest {report.manifest}", file=out)
         if report.interrupted:
-            print("batch: finished files are complete and recorded; run the same command again to finish", file=out)
+            stopped = (f"{report.stopped} file(s) stopped in flight left no output; " if report.stopped else "")
+            print(f"batch: {stopped}the {n} finished file(s) are complete and recorded in the manifest; run the "
+                  "same command again to finish", file=out)
 
 
 def run_batch(args) -> int:
