@@ -1,9 +1,12 @@
-"""`sigconv batch` throughput: files/s and MB/s for many small logs and a few large ones, one process
-against the local process pool against a Dask LocalCluster (and, on a machine with GPUs, the LocalCluster
-with one worker per GPU on the cuda backend).
+"""`sigconv batch` throughput: files/s, rows/s and MB/s for many small logs and a few large ones, one process
+against the local process pool against a Dask LocalCluster, and on a machine with GPUs the cuda backend (one GPU:
+threads of one process; several: a worker per GPU) and `--backend auto`, beside the I/O floor: the same files read
+and written with pyarrow in as many threads, no filtering.
 
     python benchmarks/batch_bench.py                       # 1000 small logs + 3 large, every mode
     python benchmarks/batch_bench.py --small 200 --large 2 --large-rows 200000 --modes single pool
+    python benchmarks/batch_bench.py --small 200 --small-rows 60000 --channels 2 --large 0 \
+        --modes io-floor pool cuda auto                    # GPU batch against CPU batch
 
 Each run is a fresh `python -m sigconv batch ... -q` into an empty OUTDIR (so start-up and, for Dask,
 cluster start are included, as a user sees them); MB are input bytes. Every mode's outputs are compared with
@@ -33,21 +36,25 @@ sys.path.insert(0, str(ROOT))
 
 #: outputs of each mode against the single-process cpu run: cpu modes are the same float64 arithmetic (the CSV
 #: writes 6 decimals either way); the cuda modes filter in float32
-TOL_VS_SINGLE = {"single": 0.0, "pool": 1e-12, "dask": 1e-12, "pool-gpus": 1e-5, "dask-gpus": 1e-5}
+TOL_VS_SINGLE = {"single": 0.0, "pool": 1e-12, "dask": 1e-12, "cpu-threads": 0.0, "cuda": 1e-5, "auto": 1e-5,
+                 "pool-gpus": 1e-5, "dask-gpus": 1e-5, "io-floor": None}
+CHANNELS = ("accel_x", "accel_y", "accel_z", "gyro_x", "gyro_y", "temperature")
 
 
-def write_log(path: Path, rows: int, fs: float, rng) -> None:
+def write_log(path: Path, rows: int, fs: float, rng, channels: int = 6) -> None:
     t = np.arange(rows) / fs
-    x = rng.standard_normal((rows, 6)) * 0.1 + np.sin(2 * np.pi * 16.7 * t)[:, None] + 1e-3 * t[:, None]
-    x[:, 5] += 21.5
-    header = "timestamp,accel_x,accel_y,accel_z,gyro_x,gyro_y,temperature\n"
+    x = rng.standard_normal((rows, channels)) * 0.1 + np.sin(2 * np.pi * 16.7 * t)[:, None] + 1e-3 * t[:, None]
+    if channels == 6:
+        x[:, 5] += 21.5
+    names = CHANNELS[:channels] if channels <= 6 else [f"ch{i}" for i in range(channels)]
+    header = ",".join(("timestamp", *names)) + "\n"
     body = np.column_stack([t, x])
     with open(path, "w") as f:
         f.write(header)
-        np.savetxt(f, body, fmt=["%.2f"] + ["%.6f"] * 6, delimiter=",")
+        np.savetxt(f, body, fmt=["%.2f"] + ["%.6f"] * channels, delimiter=",")
 
 
-def make_sets(base: Path, n_small: int, small_rows: int, n_large: int, large_rows: int) -> dict:
+def make_sets(base: Path, n_small: int, small_rows: int, n_large: int, large_rows: int, channels: int = 6) -> dict:
     rng = np.random.default_rng(0)
     sets = {}
     if n_small:
@@ -55,21 +62,54 @@ def make_sets(base: Path, n_small: int, small_rows: int, n_large: int, large_row
         for i in range(n_small):
             sub = d / f"site{i % 10}"
             sub.mkdir(parents=True, exist_ok=True)
-            write_log(sub / f"log{i:04d}.csv", small_rows, 100.0, rng)
+            write_log(sub / f"log{i:04d}.csv", small_rows, 100.0, rng, channels)
         sets["small"] = d
     if n_large:
         d = base / "large"
         d.mkdir(parents=True, exist_ok=True)
         for i in range(n_large):
-            write_log(d / f"big{i}.csv", large_rows, 100.0, rng)
+            write_log(d / f"big{i}.csv", large_rows, 100.0, rng, channels)
         sets["large"] = d
     return sets
 
 
-def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float) -> dict:
+#: The I/O floor: every CSV under SRC read and written again (same tree under OUT) with pyarrow, in JOBS threads,
+#: as the batch reads (time column as text) and writes them; no filtering. A fresh interpreter, as a batch is.
+IO_FLOOR = r"""
+import sys, os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+import pyarrow as pa, pyarrow.csv as pcsv
+src, out, jobs = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+files = sorted(src.rglob("*.csv"))
+def one(f):
+    o = out / f.relative_to(src)
+    o.parent.mkdir(parents=True, exist_ok=True)
+    t = pcsv.read_csv(f, convert_options=pcsv.ConvertOptions(column_types={"timestamp": pa.string()}))
+    with pa.OSFile(str(o), "wb") as w:
+        pcsv.write_csv(t, w)
+    return t.num_rows
+with ThreadPoolExecutor(jobs) as ex:
+    print(sum(ex.map(one, files)))
+"""
+
+
+def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float, rows: int) -> dict:
     if outdir.exists():
         shutil.rmtree(outdir)
-    args = [sys.executable, "-m", "sigconv", "batch", str(src), "-r", "-o", str(outdir), "-q"]
+    if mode == "io-floor":
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-c", IO_FLOOR, str(src), str(outdir), str(jobs)], capture_output=True,
+                           text=True, timeout=timeout)
+        secs = time.perf_counter() - t0
+        files = sorted(src.rglob("*.csv"))
+        nbytes = sum(f.stat().st_size for f in files)
+        return {"mode": mode, "rc": r.returncode, "seconds": round(secs, 3), "files": len(files), "failed": 0,
+                "MB": round(nbytes / 1e6, 3), "files_per_s": round(len(files) / secs, 2),
+                "rows_per_s": round(rows / secs), "MB_per_s": round(nbytes / 1e6 / secs, 3), "backends": ["-"],
+                "gpus_used": [], "files_per_gpu": {}, "where": f"pyarrow, {jobs} threads",
+                "stderr_tail": r.stderr[-300:] if r.returncode else ""}
+    args = [sys.executable, "-m", "sigconv", "batch", str(src), "-r", "-o", str(outdir)]
     if mode == "single":
         args += ["--backend", "cpu", "-j", "1"]
     elif mode == "pool":
@@ -80,6 +120,10 @@ def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float) -> d
         args += ["--backend", "cuda", "--scheduler", "local"]
     elif mode == "pool-gpus":
         args += ["--backend", "cuda", "-j", str(jobs)]
+    elif mode == "cuda":  # the default jobs: one GPU -> threads of one process
+        args += ["--backend", "cuda"]
+    elif mode == "auto":
+        args += ["--backend", "auto"]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
     r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)
@@ -89,8 +133,11 @@ def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float) -> d
     done = sum(1 for x in recs if x["status"] == "done")
     nbytes = sum(x["size"] for x in recs if x["status"] == "done")
     gpus = sorted({str(x["gpu"]) for x in recs if x.get("gpu") is not None})
+    where = next((line.split("; ")[-2].rstrip(")") for line in r.stderr.splitlines() if line.startswith("batch: ")),
+                 "")
     return {"mode": mode, "rc": r.returncode, "seconds": round(secs, 3), "files": done,
             "failed": len(recs) - done, "MB": round(nbytes / 1e6, 3), "files_per_s": round(done / secs, 2),
+            "rows_per_s": round(rows / secs) if done == len(recs) else None, "where": where,
             "MB_per_s": round(nbytes / 1e6 / secs, 3), "backends": sorted({x.get("backend") or "?" for x in recs}),
             "gpus_used": gpus, "files_per_gpu": {g: sum(1 for x in recs if str(x.get("gpu")) == g) for g in gpus},
             "stderr_tail": r.stderr[-300:] if r.returncode else ""}
@@ -121,8 +168,9 @@ def main(argv=None) -> int:
     p.add_argument("--small-rows", type=int, default=1000, help="rows per small log (10 s at 100 Hz)")
     p.add_argument("--large", type=int, default=3, help="number of large logs")
     p.add_argument("--large-rows", type=int, default=400_000, help="rows per large log")
+    p.add_argument("--channels", type=int, default=6, help="signal columns per log (default 6)")
     p.add_argument("--modes", nargs="+", default=None,
-                   help="single pool dask [pool-gpus dask-gpus] (default: all that can run here)")
+                   help="single pool dask io-floor [cuda auto pool-gpus dask-gpus] (default: all that can run here)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
@@ -130,37 +178,40 @@ def main(argv=None) -> int:
     from sigconv.engine.batch.runners import visible_gpu_count
 
     gpus = visible_gpu_count()
-    modes = a.modes or (["single", "pool", "dask"] + (["pool-gpus", "dask-gpus"] if gpus else []))
+    modes = a.modes or (["io-floor", "single", "pool", "dask"] + (["cuda", "auto", "dask-gpus"] if gpus else []))
     machine = platform.node() or "machine"
     date = time.strftime("%Y-%m-%d")
     meta = {"machine": machine, "cpus": os.cpu_count(), "gpus": gpus, "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "jobs": a.jobs, "filter": "default for 100 Hz logs "
-            "(band-pass 0.5-40 Hz, 661 taps, zero phase, odd-reflected edges), 6 channels, cpu backend unless *-gpus"}
+            f"(band-pass 0.5-40 Hz, 661 taps, zero phase, odd-reflected edges), {a.channels} channel(s) and a time "
+            "column per log, cpu backend unless cuda/auto/*-gpus"}
     results = []
     with tempfile.TemporaryDirectory(prefix="sigconv-batch-bench-") as tmp:
         tmp = Path(tmp)
         t0 = time.perf_counter()
-        sets = make_sets(tmp / "in", a.small, a.small_rows, a.large, a.large_rows)
+        sets = make_sets(tmp / "in", a.small, a.small_rows, a.large, a.large_rows, a.channels)
         meta["generate_seconds"] = round(time.perf_counter() - t0, 1)
         for name, src in sets.items():
             n = sum(1 for _ in src.rglob("*.csv"))
             size = sum(f.stat().st_size for f in src.rglob("*.csv"))
-            ref = None  # the single-process output: every other mode is compared with it
-            for mode in modes:
-                r = run_mode(src, tmp / "out", mode, a.jobs, a.timeout)
-                r.update(set=name, set_files=n, set_MB=round(size / 1e6, 2))
-                if mode == "single" and r["rc"] == 0:
+            rows = n * (a.small_rows if name == "small" else a.large_rows)
+            ref, ref_mode = None, None  # the first cpu mode's output (single, else pool): the others are compared with it
+            for mode in sorted(modes, key=lambda m: (m != "single", m != "pool")):
+                r = run_mode(src, tmp / "out", mode, a.jobs, a.timeout, rows)
+                r.update(set=name, set_files=n, set_MB=round(size / 1e6, 2), set_rows=rows)
+                if mode in ("single", "pool") and ref is None and r["rc"] == 0:
+                    ref_mode = mode
                     ref = tmp / f"ref-{name}"
                     shutil.rmtree(ref, ignore_errors=True)
                     shutil.copytree(tmp / "out", ref)
-                r["max_rel_diff_vs_single"] = (max_rel_diff(ref, tmp / "out") if ref is not None and mode != "single"
-                                               else None)
+                compare = ref is not None and TOL_VS_SINGLE.get(mode) is not None and mode != ref_mode
+                r["max_rel_diff_vs_single"] = max_rel_diff(ref, tmp / "out") if compare else None
                 results.append(r)
                 d = r["max_rel_diff_vs_single"]
                 print(f"{name:5} {n:5d} files {size / 1e6:8.1f} MB  {mode:9} {r['seconds']:8.2f} s  "
-                      f"{r['files_per_s']:8.1f} files/s  {r['MB_per_s']:7.2f} MB/s  rc {r['rc']}  "
-                      f"gpus {','.join(r['gpus_used']) or '-'}  vs single {'-' if d is None else f'{d:.1e}'}",
-                      flush=True)
+                      f"{r['files_per_s']:8.1f} files/s  {(r['rows_per_s'] or 0) / 1e6:6.2f} M rows/s  "
+                      f"{r['MB_per_s']:7.2f} MB/s  rc {r['rc']}  gpus {','.join(r['gpus_used']) or '-'}  "
+                      f"vs cpu {'-' if d is None else f'{d:.1e}'}  ({r['where']})", flush=True)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"batch_{machine}_{date}"
@@ -168,18 +219,20 @@ def main(argv=None) -> int:
     lines = [f"# sigconv batch throughput: {machine}, {date}", "",
              f"{meta['cpus']} CPUs, {gpus} GPU(s), Python {meta['python']}; {meta['filter']}. "
              "Wall time of a whole `sigconv batch` command (start-up and Dask cluster start included).", "",
-             "| set | files | MB | mode | seconds | files/s | MB/s | rc | GPUs used (files each) | max rel diff vs single |",
-             "|---|---:|---:|---|---:|---:|---:|---:|---|---:|"]
+             "| set | files | MB | mode | where | seconds | files/s | M rows/s | MB/s | rc | GPUs used (files each) | "
+             "max rel diff vs cpu |",
+             "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---|---:|"]
     for r in results:
         g = ", ".join(f"{k} ({v})" for k, v in r["files_per_gpu"].items()) or "-"
         d = "-" if r["max_rel_diff_vs_single"] is None else f"{r['max_rel_diff_vs_single']:.1e}"
-        lines.append(f"| {r['set']} | {r['set_files']} | {r['set_MB']} | {r['mode']} | {r['seconds']} | "
-                     f"{r['files_per_s']} | {r['MB_per_s']} | {r['rc']} | {g} | {d} |")
+        rps = "-" if r["rows_per_s"] is None else f"{r['rows_per_s'] / 1e6:.2f}"
+        lines.append(f"| {r['set']} | {r['set_files']} | {r['set_MB']} | {r['mode']} | {r['where']} | {r['seconds']} | "
+                     f"{r['files_per_s']} | {rps} | {r['MB_per_s']} | {r['rc']} | {g} | {d} |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {stem}.json and .md")
     # a failure: a command that failed, outputs that differ from the single-process run, or a GPU mode that did
     # not use every GPU (the contract: one worker per GPU) when it had at least as many files as GPUs
-    bad = [r for r in results if r["rc"] != 0 or (r["max_rel_diff_vs_single"] or 0) > TOL_VS_SINGLE[r["mode"]]
+    bad = [r for r in results if r["rc"] != 0 or (r["max_rel_diff_vs_single"] or 0) > (TOL_VS_SINGLE[r["mode"]] or 0)
            or (r["mode"].endswith("-gpus") and r["set_files"] >= gpus and len(r["gpus_used"]) != gpus)]
     for r in bad:
         print(f"FAILED: {r['set']} {r['mode']}: rc {r['rc']}, max rel diff vs single {r['max_rel_diff_vs_single']}, "

@@ -212,3 +212,22 @@ def test_cuda_batch_runs_in_threads_of_one_process_and_matches_cpu(tmp_path, rng
         a = pcsv.read_csv(tmp_path / "cpu" / name).to_pandas().to_numpy()
         b = pcsv.read_csv(tmp_path / "gpu" / name).to_pandas().to_numpy()
         assert np.abs(a - b).max() <= 1e-5 * np.abs(a).max(), name
+
+
+@pytest.mark.gpu
+def test_cuda_batch_of_recordings_in_threads_matches_cpu(tmp_path, rng):
+    """Recordings share the GPU from several threads at once (each its own block filter): the outputs match the
+    cpu run within one LSB of 16-bit audio."""
+    import soundfile as sf
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(6):
+        sf.write(src / f"r{i}.wav", 0.3 * rng.standard_normal((48000 + 17 * i, 1 + i % 2)), 16000, subtype="PCM_16")
+    cpu = sigconv.run_batch(_request(src, tmp_path / "cpu", 1))
+    gpu = sigconv.run_batch(_request(src, tmp_path / "gpu", 3, backend="cuda"))
+    assert gpu.where == "3 threads sharing 1 GPU" and len(gpu.done) == 6 and not gpu.failed, gpu.failed
+    for name in cpu.done:
+        a, _ = sf.read(tmp_path / "cpu" / name, dtype="int16")
+        b, _ = sf.read(tmp_path / "gpu" / name, dtype="int16")
+        assert a.shape == b.shape and np.abs(a.astype(int) - b.astype(int)).max() <= 1, name

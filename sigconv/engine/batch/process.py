@@ -9,8 +9,9 @@ records. Tables of at least ``stream.STREAM_MIN_BYTES`` are streamed (:mod:`.str
 whole; NPY arrays are memory-mapped; audio goes through the engine's file filter.
 
 Files may run in several threads of one process (the GPU runner): reading, parsing and writing run in parallel
-(pyarrow, libsndfile and NumPy release the GIL), while the GPU's part of each file runs under one lock
-(:func:`device_section`), a few milliseconds per small log. A stopped batch (:mod:`.cancel`) is checked before a
+(pyarrow, libsndfile and NumPy release the GIL), while the GPU's part of each log runs under one lock
+(:func:`device_section`), a few milliseconds per small log; recordings, whose decoding and encoding outweigh their
+filtering, use the GPU side by side (each with its own block filter). A stopped batch (:mod:`.cancel`) is checked before a
 file starts and just before its output is moved into place; such a file's result has status "cancelled".
 """
 
@@ -120,8 +121,9 @@ def do_audio(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
             return fir_block_filter(taps, info.channels, spec, kernel=kernel, phase=s.fir.phase)
 
     prepare_output(inp, out, outdir)
-    with device_section(s):  # its own temporary file and rename; a stopped batch stops it between blocks
-        r = filter_file(info, out, make, overwrite=True, cancel=cancel.STOP)
+    # its own temporary file and rename; a stopped batch stops it between blocks. Not under the device section:
+    # a recording's decoding and encoding (FLAC, ...) take longer than its filtering, so recordings share the GPU
+    r = filter_file(info, out, make, overwrite=True, cancel=cancel.STOP)
     res.update(fs=fs, filter=desc, frames=info.frames, channels=info.channels, clipped=r.clipped)
 
 
