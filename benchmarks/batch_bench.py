@@ -94,7 +94,8 @@ with ThreadPoolExecutor(jobs) as ex:
 """
 
 
-def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float, rows: int) -> dict:
+def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float, rows: int, root: Path = ROOT) -> dict:
+    """One mode's run; ``root``: the sigconv checkout that runs it (another one: an earlier version, a baseline)."""
     if outdir.exists():
         shutil.rmtree(outdir)
     if mode == "io-floor":
@@ -124,7 +125,7 @@ def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float, rows
         args += ["--backend", "cuda"]
     elif mode == "auto":
         args += ["--backend", "auto"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
     r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)
     secs = time.perf_counter() - t0
@@ -172,6 +173,9 @@ def main(argv=None) -> int:
     p.add_argument("--modes", nargs="+", default=None,
                    help="single pool dask io-floor [cuda auto pool-gpus dask-gpus] (default: all that can run here)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--baseline", metavar="DIR",
+                   help="a checkout of an earlier sigconv: its --baseline-modes run too, as MODE@baseline, in the same run")
+    p.add_argument("--baseline-modes", nargs="+", default=["pool", "pool-gpus"], metavar="MODE")
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     a = p.parse_args(argv)
@@ -196,15 +200,21 @@ def main(argv=None) -> int:
             size = sum(f.stat().st_size for f in src.rglob("*.csv"))
             rows = n * (a.small_rows if name == "small" else a.large_rows)
             ref, ref_mode = None, None  # the first cpu mode's output (single, else pool): the others are compared with it
-            for mode in sorted(modes, key=lambda m: (m != "single", m != "pool")):
-                r = run_mode(src, tmp / "out", mode, a.jobs, a.timeout, rows)
+            runs = [(m, ROOT) for m in sorted(modes, key=lambda m: (m != "single", m != "pool"))]
+            if a.baseline:
+                runs += [(m, Path(a.baseline).resolve()) for m in a.baseline_modes]
+            for mode, root in runs:
+                r = run_mode(src, tmp / "out", mode, a.jobs, a.timeout, rows, root)
+                if root != ROOT:
+                    r["mode"] = mode = f"{mode}@baseline"
                 r.update(set=name, set_files=n, set_MB=round(size / 1e6, 2), set_rows=rows)
                 if mode in ("single", "pool") and ref is None and r["rc"] == 0:
                     ref_mode = mode
                     ref = tmp / f"ref-{name}"
                     shutil.rmtree(ref, ignore_errors=True)
                     shutil.copytree(tmp / "out", ref)
-                compare = ref is not None and TOL_VS_SINGLE.get(mode) is not None and mode != ref_mode
+                tol = TOL_VS_SINGLE.get(mode.split("@")[0])
+                compare = ref is not None and tol is not None and mode != ref_mode
                 r["max_rel_diff_vs_single"] = max_rel_diff(ref, tmp / "out") if compare else None
                 results.append(r)
                 d = r["max_rel_diff_vs_single"]
@@ -232,7 +242,8 @@ def main(argv=None) -> int:
     print(f"wrote {stem}.json and .md")
     # a failure: a command that failed, outputs that differ from the single-process run, or a GPU mode that did
     # not use every GPU (the contract: one worker per GPU) when it had at least as many files as GPUs
-    bad = [r for r in results if r["rc"] != 0 or (r["max_rel_diff_vs_single"] or 0) > (TOL_VS_SINGLE[r["mode"]] or 0)
+    bad = [r for r in results if r["rc"] != 0
+           or (r["max_rel_diff_vs_single"] or 0) > (TOL_VS_SINGLE[r["mode"].split("@")[0]] or 0)
            or (r["mode"].endswith("-gpus") and r["set_files"] >= gpus and len(r["gpus_used"]) != gpus)]
     for r in bad:
         print(f"FAILED: {r['set']} {r['mode']}: rc {r['rc']}, max rel diff vs single {r['max_rel_diff_vs_single']}, "
