@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -12,7 +13,7 @@ import soundfile as sf
 
 from sigconv._core.errors import InputError
 
-__all__ = ["AudioInfo", "probe", "PCMSpec", "pcm_spec", "quantise"]
+__all__ = ["AudioInfo", "probe", "audio_extent", "PCMSpec", "pcm_spec", "quantise"]
 
 
 @dataclass
@@ -31,7 +32,10 @@ class AudioInfo:
 
 
 def probe(path, allow_truncated: bool = False) -> AudioInfo:
-    """Open ``path`` and check it is audio worth filtering; ``InputError`` with one line otherwise."""
+    """Open ``path`` and check it is audio worth filtering; ``InputError`` with one line otherwise.
+
+    A file is truncated when its header promises more audio than the file holds (see :func:`audio_extent`);
+    the pad byte after an odd-sized chunk, and warnings libsndfile logs about it, do not count."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file")
@@ -46,10 +50,13 @@ def probe(path, allow_truncated: bool = False) -> AudioInfo:
     try:
         with sf.SoundFile(str(p)) as f:
             info = AudioInfo(p, f.frames, f.samplerate, f.channels, f.format, f.subtype, f.endian)
-            log = f.extra_info
+            if info.frames > 0 and info.channels > 0:
+                try:  # an encoding libsndfile opens but cannot read back (e.g. DWVW) fails here, not midway
+                    f.read(1, dtype="float32")
+                except sf.LibsndfileError as exc:
+                    raise InputError(f"{p}: cannot read its {info.subtype} audio ({_reason(exc)})") from None
     except sf.LibsndfileError as exc:
-        msg = str(exc).split(":", 1)[-1].strip() if ":" in str(exc) else str(exc)
-        raise InputError(f"{p}: not an audio file sigconv can read ({msg})") from None
+        raise InputError(f"{p}: not an audio file sigconv can read ({_reason(exc)})") from None
     except (OSError, RuntimeError) as exc:
         raise InputError(f"{p}: cannot read ({exc})") from None
     if info.channels < 1:
@@ -58,24 +65,141 @@ def probe(path, allow_truncated: bool = False) -> AudioInfo:
         raise InputError(f"{p}: holds no audio frames")
     if info.samplerate < 1:
         raise InputError(f"{p}: invalid sample rate {info.samplerate}")
-    if "should be" in log and not allow_truncated:
-        promised = _promised_frames(log, info)
-        extra = f" (the header promises {promised} frames, the file holds {info.frames})" if promised else ""
-        raise InputError(f"{p}: truncated {info.format} file{extra}; pass --allow-truncated to filter what is there")
+    if not allow_truncated:
+        width = _SAMPLE_BYTES.get(info.subtype)
+        extent = audio_extent(p, size, width * info.channels if width else None)
+        if extent is not None and extent[0] > extent[1]:
+            raise InputError(f"{p}: truncated {info.format} file ({_shortfall(extent, info)}); "
+                             "pass --allow-truncated to filter what is there")
     return info
 
 
-def _promised_frames(log: str, info: AudioInfo) -> Optional[int]:
-    for line in log.splitlines():
-        if line.startswith(("data", "SSND")) and "should be" in line:
-            try:
-                nbytes = int(line.split(":", 1)[1].split("(")[0])
-            except ValueError:
-                return None
-            width = {"PCM_16": 2, "PCM_24": 3, "PCM_32": 4, "FLOAT": 4, "DOUBLE": 8, "PCM_U8": 1, "PCM_S8": 1}
-            w = width.get(info.subtype)
-            return nbytes // (w * info.channels) if w else None
+def _reason(exc) -> str:
+    """libsndfile's own words, without soundfile's "Error opening '...'" prefix."""
+    return str(exc).split(":", 1)[-1].strip() if ":" in str(exc) else str(exc)
+
+
+#: Bytes per sample of the uncompressed subtypes (a frame is this times the channels).
+_SAMPLE_BYTES = {"PCM_S8": 1, "PCM_U8": 1, "PCM_16": 2, "PCM_24": 3, "PCM_32": 4, "FLOAT": 4, "DOUBLE": 8,
+                 "ULAW": 1, "ALAW": 1}
+
+
+def _shortfall(extent: tuple[int, int], info: AudioInfo) -> str:
+    """"the header promises 48000 frames, the file holds 24989" (bytes for compressed subtypes)."""
+    promised, held = extent
+    width = _SAMPLE_BYTES.get(info.subtype)
+    if width:
+        return f"the header promises {promised // (width * info.channels)} frames, the file holds {info.frames}"
+    return f"the header promises {promised} bytes of audio, the file holds {held}"
+
+
+def audio_extent(path, size: Optional[int] = None, frame_bytes: Optional[int] = None) -> Optional[tuple[int, int]]:
+    """(bytes of audio the header promises, bytes the file holds from where the audio starts), read from the
+    container's own chunk headers, for the containers that state their audio's length: WAV (RIFF, RIFX, RF64),
+    Wave64, AIFF/AIFC, AU and CAF. None for other containers (FLAC, Ogg, ...), a length left open (streamed
+    files) or a header this cannot follow. The pad byte after an odd-sized chunk is not audio, so a file that
+    ends without it is not short. ``frame_bytes`` (bytes per frame of uncompressed audio) lets AIFF's frame count
+    state the promise."""
+    p = Path(path)
+    size = p.stat().st_size if size is None else size
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(12)
+            if head[:4] in (b"RIFF", b"RIFX", b"RF64", b"BW64") and head[8:12] == b"WAVE":
+                return _riff_extent(fh, size, ">" if head[:4] == b"RIFX" else "<")
+            if head[:4] == b"FORM" and head[8:12] in (b"AIFF", b"AIFC"):
+                return _iff_extent(fh, size, frame_bytes)
+            if head[:4] == b"riff" and len(head) == 12:
+                return _w64_extent(fh, size)
+            if head[:4] in (b".snd", b"dns."):
+                return _au_extent(head, size, ">" if head[:4] == b".snd" else "<")
+            if head[:4] == b"caff":
+                return _caf_extent(fh, size)
+    except (OSError, struct.error):
+        return None
     return None
+
+
+def _chunks(fh, start: int, size: int, endian: str, *, align: int = 2, id_bytes: int = 4, size_fmt: str = "I",
+            size_counts_header: bool = False):
+    """(id, payload offset, payload size) of each chunk from ``start`` until the file or the headers end."""
+    head = id_bytes + struct.calcsize(size_fmt)
+    pos = start
+    while pos + head <= size:
+        fh.seek(pos)
+        raw = fh.read(head)
+        if len(raw) < head:
+            return
+        cid = raw[:4]
+        (n,) = struct.unpack(endian + size_fmt, raw[id_bytes:])
+        if size_counts_header:
+            if n < head:
+                return
+            n -= head
+        yield cid, pos + head, n
+        pos += head + n
+        pos += -pos % align if align > 1 else 0
+
+
+def _riff_extent(fh, size: int, endian: str):
+    ds64 = None
+    for cid, at, n in _chunks(fh, 12, size, endian):
+        if cid == b"ds64" and n >= 16:
+            fh.seek(at + 8)
+            (ds64,) = struct.unpack("<Q", fh.read(8))  # RF64: the real data size
+        elif cid == b"data":
+            if n == 0xFFFFFFFF:
+                n = ds64
+            if not n:  # a streamed file whose length was never written: libsndfile reads to the end
+                return None
+            return n, size - at
+    return None
+
+
+def _iff_extent(fh, size: int, frame_bytes: Optional[int]):
+    frames = None
+    for cid, at, n in _chunks(fh, 12, size, ">"):
+        if cid == b"COMM" and n >= 6:
+            fh.seek(at + 2)
+            (frames,) = struct.unpack(">I", fh.read(4))
+        elif cid == b"SSND":
+            if n < 8:
+                return None
+            fh.seek(at)
+            (offset,) = struct.unpack(">I", fh.read(4))
+            start = at + 8 + offset
+            promised = max(n - 8 - offset, 0)
+            if frames is not None and frame_bytes:
+                # the COMM chunk's frame count is the promise (libsndfile counts a pad byte into SSND's size)
+                promised = min(promised, frames * frame_bytes)
+            return promised, max(size - start, 0)
+    return None
+
+
+def _w64_extent(fh, size: int):
+    # Sony Wave64: 16-byte GUID ids whose first four bytes spell the chunk, 64-bit sizes counting the 24-byte
+    # header, chunks aligned to 8 bytes; the file opens with riff (24 bytes) and the wave GUID (16)
+    for cid, at, n in _chunks(fh, 40, size, "<", align=8, id_bytes=16, size_fmt="Q", size_counts_header=True):
+        if cid == b"data":
+            return (n, size - at) if n else None
+    return None
+
+
+def _caf_extent(fh, size: int):
+    # Core Audio: 8-byte header, chunks with a signed 64-bit size; the data chunk opens with a 4-byte edit count
+    for cid, at, n in _chunks(fh, 8, size, ">", align=1, size_fmt="q"):
+        if cid == b"data":
+            return (n - 4, size - at - 4) if n >= 4 else None  # -1: up to the end of the file
+        if n < 0:
+            return None
+    return None
+
+
+def _au_extent(head: bytes, size: int, endian: str):
+    offset, n = struct.unpack(endian + "II", head[4:12])
+    if n == 0xFFFFFFFF or n == 0:  # length left open
+        return None
+    return n, max(size - offset, 0)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,158 @@
+"""Sound files in and out of `sigconv denoise`: which files are accepted (truncation judged from the container's
+own chunk sizes), filter lengths refused before any design, a full disk, Ctrl-C while the threads start, and the
+progress bar."""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+import sigconv
+from sigconv._core.atomic import atomic_output
+from sigconv._core.errors import InputError, OutputError
+from sigconv.engine import design as design_mod
+from sigconv.engine.audio import audio_extent, probe
+from sigconv.engine.batch import filters as batch_filters
+from sigconv.engine.file import CPUFileFilter, filter_file, fir_block_filter
+from sigconv.engine.settings import FirSpec, KernelChoice
+from conftest import ROOT, write_audio
+
+CPU = KernelChoice(backend="cpu")
+SMOOTH = np.array([0.25, 0.5, 0.25])
+
+
+def _only_files(folder: Path) -> list:
+    return sorted(p.name for p in folder.iterdir())
+
+
+# ------------------------------------------------------------------------------- every subtype, odd and even
+
+FORMATS = {"WAV": "wav", "FLAC": "flac", "AIFF": "aiff"}
+
+
+def _subtype_cases():
+    """(format, subtype, channels) that soundfile writes here, and those it writes but cannot read back."""
+    ok, unreadable = [], []
+    with tempfile.TemporaryDirectory() as d:
+        for fmt, ext in FORMATS.items():
+            for sub in sf.available_subtypes(fmt):
+                if not sf.check_format(fmt, sub):
+                    continue
+                for ch in (1, 2):
+                    p = os.path.join(d, f"t.{ext}")
+                    try:
+                        sf.write(p, np.zeros((5, ch)), 8000, subtype=sub, format=fmt)
+                    except sf.LibsndfileError:
+                        continue  # e.g. GSM610 stereo, MPEG in WAV: libsndfile writes no such file
+                    try:
+                        sf.read(p, frames=5)
+                        ok.append((fmt, sub, ch))
+                    except sf.LibsndfileError:
+                        unreadable.append((fmt, sub, ch))  # DWVW: libsndfile's own reads fail ("psf_fseek")
+    return ok, unreadable
+
+
+WRITABLE, UNREADABLE = _subtype_cases()
+
+
+def test_the_subtype_list_is_not_empty():
+    """Guards the parametrisation below: the formats' ordinary subtypes are all there, at both channel counts."""
+    for fmt, sub in (("WAV", "PCM_24"), ("WAV", "PCM_U8"), ("AIFF", "PCM_S8"), ("FLAC", "PCM_24")):
+        assert (fmt, sub, 1) in WRITABLE and (fmt, sub, 2) in WRITABLE
+
+
+@pytest.mark.parametrize("frames", [101, 100])
+@pytest.mark.parametrize("fmt, subtype, channels", WRITABLE)
+def test_every_subtype_is_accepted_and_round_trips(tmp_path, rng, fmt, subtype, channels, frames):
+    """Odd and even lengths, mono and stereo: probe accepts (an odd-sized data chunk and its pad byte are not
+    truncation), and filtering keeps frames, channels, format and subtype; sigconv's own output is accepted too."""
+    src = tmp_path / f"in.{FORMATS[fmt]}"
+    sf.write(str(src), 0.3 * rng.uniform(-1, 1, (frames, channels)), 8000, subtype=subtype, format=fmt)
+    info = probe(src)
+    with sf.SoundFile(str(src)) as f:
+        assert (info.frames, info.channels, info.subtype) == (f.frames, channels, subtype)
+    out = tmp_path / f"out.{FORMATS[fmt]}"
+    filter_file(info, out, lambda i, s: fir_block_filter(SMOOTH, i.channels, s, kernel=CPU.resolve()))
+    back = probe(out)
+    assert (back.frames, back.channels, back.format, back.subtype) == (info.frames, channels, info.format, subtype)
+    assert _only_files(tmp_path) == sorted([src.name, out.name])
+
+
+@pytest.mark.parametrize("fmt, subtype, channels", UNREADABLE)
+def test_a_subtype_libsndfile_cannot_read_back_is_refused_up_front(tmp_path, fmt, subtype, channels):
+    src = tmp_path / f"in.{FORMATS[fmt]}"
+    sf.write(str(src), np.zeros((101, channels)), 8000, subtype=subtype, format=fmt)
+    with pytest.raises(InputError, match=f"in.{FORMATS[fmt]}: cannot read its {subtype} audio"):
+        probe(src)
+
+
+def test_odd_mono_24_bit_through_the_command_line(tmp_path, rng):
+    """The reported case: a valid mono 24-bit WAV of odd length (and its 24-bit output) is filtered, not refused."""
+    from conftest import run_cli
+
+    src = write_audio(tmp_path / "odd.wav", 0.1 * rng.standard_normal(48001), subtype="PCM_24")
+    out = tmp_path / "o.wav"
+    r = run_cli("denoise", src, "-o", out, "--lowpass", "3000", "--taps", "101", "--quiet")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    r = run_cli("denoise", out, "-o", tmp_path / "o2.wav", "--lowpass", "3000", "--taps", "101", "--quiet")
+    assert r.returncode == 0 and sf.info(str(tmp_path / "o2.wav")).frames == 48001, r.stderr
+
+
+# ------------------------------------------------------------------------------------------ truncation facts
+
+STATED = [("WAV", "wav"), ("AIFF", "aiff"), ("W64", "w64"), ("AU", "au"), ("CAF", "caf"), ("RF64", "rf64")]
+
+
+@pytest.mark.parametrize("fmt, ext, subtype, channels, frames", [
+    (fmt, ext, sub, ch, n) for fmt, ext in STATED
+    for sub, ch, n in (("PCM_24", 1, 4801), ("PCM_U8", 1, 4801), ("PCM_16", 2, 4800), ("FLOAT", 1, 4801))
+    if sf.check_format(fmt, sub)])
+def test_truncation_is_judged_from_the_chunk_sizes(tmp_path, rng, fmt, ext, subtype, channels, frames):
+    """A file cut short is refused, by one byte or by a third (a CAF cut by a third libsndfile itself refuses to
+    open); cutting only the pad byte after an odd-sized data chunk (other writers omit it) is not truncation."""
+    full = tmp_path / f"full.{ext}"
+    sf.write(str(full), 0.2 * rng.uniform(-1, 1, (frames, channels)), 8000, subtype=subtype, format=fmt)
+    data = full.read_bytes()
+    promised, held = audio_extent(full, None, {"PCM_24": 3, "PCM_U8": 1, "PCM_16": 2, "FLOAT": 4}[subtype] * channels)
+    assert held - promised in (0, 1)  # the audio is all there; 1: the pad byte after an odd-sized chunk
+    whole = probe(full).frames
+    cut = tmp_path / f"cut.{ext}"
+    if held > promised:  # drop the pad byte alone: still whole
+        cut.write_bytes(data[:-1])
+        assert probe(cut).frames == whole
+    cut.write_bytes(data[:promised - held - 1])  # one byte of audio lost
+    with pytest.raises(InputError, match=rf"^{cut}: truncated {fmt} file \(the header promises {whole} frames, "
+                                         rf"the file holds {whole - 1}\); pass --allow-truncated"):
+        probe(cut)
+    assert probe(cut, allow_truncated=True).frames == whole - 1
+    cut.write_bytes(data[:-(len(data) // 3)])
+    with pytest.raises(InputError, match=rf"^{cut}: (truncated {fmt} file \(the header promises|not an audio file)"):
+        probe(cut)
+
+
+def test_truncation_message_names_what_was_promised_and_held(tmp_path, rng):
+    full = write_audio(tmp_path / "full.wav", 0.1 * rng.standard_normal((48000, 2)))
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(full.read_bytes()[:100_000])
+    with pytest.raises(InputError) as exc:
+        probe(cut)
+    assert str(exc.value) == (f"{cut}: truncated WAV file (the header promises 48000 frames, the file holds 24989); "
+                              "pass --allow-truncated to filter what is there")
+
+
+def test_a_warning_alone_is_not_truncation(tmp_path, rng):
+    """libsndfile's log warns about every odd-sized data chunk; the decision no longer reads the log."""
+    src = write_audio(tmp_path / "odd.wav", 0.1 * rng.standard_normal(101), subtype="PCM_24")
+    with sf.SoundFile(str(src)) as f:
+        assert "should be" in f.extra_info  # the warning that used to refuse this file
+    assert probe(src).frames == 101
