@@ -156,3 +156,118 @@ def test_a_warning_alone_is_not_truncation(tmp_path, rng):
     with sf.SoundFile(str(src)) as f:
         assert "should be" in f.extra_info  # the warning that used to refuse this file
     assert probe(src).frames == 101
+
+
+# --------------------------------------------------------------------------------- filter length, up front
+
+def _one_second(tmp_path, rng) -> Path:
+    return write_audio(tmp_path / "one_second.wav", 0.1 * rng.standard_normal(48000))
+
+
+def _capped(*args, limit=1536 << 20):
+    """`python -m sigconv ARGS` with its address space capped, so that a regression cannot eat the machine."""
+    import resource
+    import subprocess
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "sigconv", *map(str, args)], capture_output=True, text=True, env=env,
+                       preexec_fn=cap, timeout=60)
+    return r, time.perf_counter() - t0
+
+
+@pytest.mark.parametrize("options, taps", [(["--taps", "1000000000"], 1000000000),
+                                           (["--taps", "10000001"], 10000001),
+                                           (["--transition", "0.001"], 158400001),
+                                           (["--band", "0.0001", "7999"], 1584000001)])
+def test_a_filter_longer_than_the_file_is_refused_at_once(tmp_path, rng, options, taps):
+    src = _one_second(tmp_path, rng)
+    r, seconds = _capped("denoise", src, *options)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert lines[0].startswith(f"sigconv: error: {src}: the filter ({taps} taps"), lines[0]
+    assert "longer than the file (48000 frames, 1 s)" in lines[0], lines[0]
+    assert seconds < 2.0, seconds
+    assert _only_files(tmp_path) == ["one_second.wav"]
+
+
+@pytest.fixture
+def no_design(monkeypatch):
+    """Any filter actually designed fails the test (the checks must come first)."""
+    def firwin(numtaps, *a, **k):
+        raise AssertionError(f"designed {numtaps} taps")
+
+    monkeypatch.setattr(design_mod, "firwin", firwin)
+
+
+@pytest.mark.parametrize("spec, count", [(FirSpec(taps=1_000_000_001), 1_000_000_001),
+                                         (FirSpec(band=(0.0001, 7999)), 1_584_000_001),
+                                         (FirSpec(lowpass=3000, notch=(50,), notch_width=0.001), 158_400_213),
+                                         (FirSpec(lowpass=3000, transition=0.001), 158_400_001)])
+def test_fir_spec_counts_taps_and_refuses_before_designing(no_design, spec, count):
+    assert spec.length(48000) == count
+    with pytest.raises(InputError, match=rf"^x\.wav: the filter \({count} taps, .* longer than the file \(48000 "
+                                         r"frames, 1 s\); use fewer --taps or a wider --transition$"):
+        spec.design(48000, "recording", frames=48000, source="x.wav")
+
+
+def test_even_taps_are_reported_as_too_long_before_the_phase_rule(no_design):
+    """--taps 1000000000 is even as well as too long: the length, naming the file, is what the user hears."""
+    with pytest.raises(InputError, match="1000000000 taps"):
+        FirSpec(taps=1_000_000_000).design(48000, frames=48000, source="x.wav")
+
+
+def test_batch_taps_for_checks_the_length_before_designing(no_design):
+    fir = FirSpec(lowpass=3000, taps=100_000_001)
+    with pytest.raises(InputError, match=r"log\.csv: the filter \(100000001 taps.*\(48000 samples"):
+        batch_filters.taps_for(fir, 48000.0, None, frames=48000, source="log.csv")
+
+
+def test_batch_taps_for_checks_a_memoised_filter_against_each_file():
+    fir = FirSpec(lowpass=30, taps=101)
+    taps, _ = batch_filters.taps_for(fir, 1000.0, None, frames=5000, source="long.csv")
+    assert taps.size == 101
+    with pytest.raises(InputError, match=r"short\.csv: the filter \(101 taps"):
+        batch_filters.taps_for(fir, 1000.0, None, frames=50, source="short.csv")
+    with pytest.raises(InputError, match=r"short\.csv: the filter \(101 taps, .*\(50 samples"):
+        batch_filters.check_length(taps, 50, 1000.0, "short.csv")
+
+
+def test_a_design_larger_than_free_memory_is_refused(no_design, monkeypatch):
+    monkeypatch.setattr(design_mod, "available_memory", lambda: 100 << 20)
+    with pytest.raises(ValueError, match=r"a filter of 20000001 taps needs about 1\.0 GiB to design, more than the "
+                                         r"0\.1 GiB of memory free"):
+        FirSpec(lowpass=3000, taps=20_000_001).design(48000, frames=10**9, source="long.wav")
+    with pytest.raises(ValueError, match="needs about"):
+        sigconv.design_fir("lowpass", 3000, 48000, numtaps=20_000_001)
+
+
+def test_available_memory_is_a_plausible_number():
+    free = design_mod.available_memory()
+    assert free is None or 0 <= free < 1 << 50
+
+
+def test_a_transition_too_narrow_to_count_is_a_clear_error():
+    with pytest.raises(ValueError, match="too narrow"):
+        FirSpec(lowpass=3000, transition=1e-320).length(48000)
+
+
+def test_long_cascades_go_through_ffts_and_short_ones_keep_their_bits(rng):
+    """A band with a very narrow notch is a cascade of millions of taps: long cascades go through FFTs rather
+    than minutes of direct summation; everyday cascades keep np.convolve's exact values (reference outputs
+    unchanged)."""
+    import scipy.signal as ss
+
+    from sigconv.engine.settings import _cascade
+
+    a, b = rng.standard_normal(40001), rng.standard_normal(30001)  # past the direct sum's limit
+    ref = ss.fftconvolve(a, b)
+    assert np.max(np.abs(_cascade(a, b) - ref)) <= 1e-12 * np.max(np.abs(ref))
+    spec = FirSpec(band=(80, 8000), notch=(50,))
+    band = sigconv.design_fir("bandpass", (80, 8000), 48000)
+    notch = sigconv.design_notch([50], 48000, width=5.0)
+    assert np.array_equal(spec.design(48000).taps, np.convolve(band, notch))

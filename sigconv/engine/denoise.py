@@ -121,12 +121,8 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
 
         make, desc = spectral_file_filter(gate, kernel, info)
     else:
-        d = fir.design(float(info.samplerate), "recording")
+        d = fir.design(float(info.samplerate), "recording", frames=info.frames, source=inp)  # length checked first
         taps, note = d.taps, d.note
-        if taps.size > info.frames:
-            raise InputError(f"{inp}: the filter ({taps.size} taps, {taps.size / info.samplerate:.3g} s) is longer "
-                             f"than the file ({info.frames} frames, {info.duration:.3g} s); use fewer --taps or a "
-                             "wider --transition")
         desc = f"{d.description} ({taps.size} taps, {fir.phase} phase)"
 
         def make(info2, spec, taps=taps):

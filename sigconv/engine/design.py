@@ -62,9 +62,67 @@ def _check_fs(fs) -> float:
 
 
 def taps_for_transition(transition: float, fs: float) -> int:
-    """Hamming-window length for a transition band (MNE's rule): about 3.3 / (transition / fs), odd."""
-    n = int(math.ceil(3.3 / (transition / fs)))
+    """Hamming-window length for a transition band (MNE's rule): about 3.3 / (transition / fs), odd.
+    ``ValueError`` when the band is so narrow that the length is not a number at all."""
+    q = transition / fs
+    n = 3.3 / q if q > 0 else math.inf
+    if not math.isfinite(n):
+        raise ValueError(f"transition {transition:g} Hz is too narrow for {fs:g} Hz (no filter has that many taps)")
+    n = int(math.ceil(n))
     return n + 1 if n % 2 == 0 else n
+
+
+#: Bytes per tap that designing a filter takes at its peak (float64 temporaries of firwin's windowed sincs).
+DESIGN_BYTES_PER_TAP = 56
+
+
+def check_design_memory(numtaps: int) -> None:
+    """``ValueError`` (one line) when designing a ``numtaps`` filter would take more memory than this process can
+    still have: refused at once rather than swapping or being killed midway. Designs under 256 MB pass unchecked."""
+    need = DESIGN_BYTES_PER_TAP * int(numtaps)
+    if need < 256 << 20:
+        return
+    free = available_memory()
+    if free is not None and need > free:
+        raise ValueError(f"a filter of {numtaps} taps needs about {need / 2**30:.1f} GiB to design, more than the "
+                         f"{free / 2**30:.1f} GiB of memory free; use fewer --taps or a wider --transition")
+
+
+def available_memory():
+    """Bytes this process can still allocate, or None when nothing says: the least of the system's available
+    memory, its cgroup's limit less its use, and its address-space and data limits less what it has mapped."""
+    found = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            cap = fh.read().strip()
+        if cap != "max":
+            with open("/sys/fs/cgroup/memory.current") as fh:
+                found.append(int(cap) - int(fh.read().strip()))
+    except (OSError, ValueError):
+        pass
+    try:
+        import resource
+
+        status = {}
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                if key in ("VmSize", "VmData"):
+                    status[key] = int(rest.split()[0]) * 1024
+        for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+            soft = resource.getrlimit(limit)[0]
+            if soft != resource.RLIM_INFINITY and used in status:
+                found.append(soft - status[used])
+    except (ImportError, OSError, ValueError, IndexError):
+        pass
+    return max(min(found), 0) if found else None
 
 
 def design_fir(kind: str, cutoff, fs: float, numtaps: int | None = None, transition: float | None = None,
@@ -108,6 +166,19 @@ def design_fir(kind: str, cutoff, fs: float, numtaps: int | None = None, transit
     >>> sigconv.design_fir("lowpass", 1000, fs=48000, transition=250).size
     635
     """
+    numtaps, c = _fir_plan(kind, cutoff, fs, numtaps, transition)
+    check_design_memory(numtaps)
+    return firwin(numtaps, c, window=window, pass_zero=kind, fs=fs)
+
+
+def fir_length(kind: str, cutoff, fs: float, numtaps: int | None = None, transition: float | None = None) -> int:
+    """The length :func:`design_fir` gives for these arguments, checked as it checks them, without designing
+    (``ValueError`` where it would raise one)."""
+    return _fir_plan(kind, cutoff, fs, numtaps, transition)[0]
+
+
+def _fir_plan(kind: str, cutoff, fs, numtaps, transition):
+    """(numtaps, cutoff as firwin takes it) after :func:`design_fir`'s checks."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     fs = _check_fs(fs)
@@ -139,9 +210,7 @@ def design_fir(kind: str, cutoff, fs: float, numtaps: int | None = None, transit
     numtaps = int(numtaps)
     if kind in ("highpass", "bandstop") and numtaps % 2 == 0:
         raise ValueError(f"numtaps must be odd for a {kind} filter (an even length has a zero at Nyquist), got {numtaps}")
-    pass_zero = {"lowpass": "lowpass", "highpass": "highpass", "bandpass": "bandpass", "bandstop": "bandstop"}[kind]
-    c = float(edges[0]) if want == 1 else edges
-    return firwin(numtaps, c, window=window, pass_zero=pass_zero, fs=fs)
+    return numtaps, (float(edges[0]) if want == 1 else edges)
 
 
 def design_notch(freqs, fs: float, width: float = 2.0, numtaps: int | None = None,
@@ -174,6 +243,18 @@ def design_notch(freqs, fs: float, width: float = 2.0, numtaps: int | None = Non
     >>> sigconv.design_notch([50, 100], fs=1000, width=4).size % 2
     1
     """
+    numtaps, edges = _notch_plan(freqs, fs, width, numtaps)
+    check_design_memory(numtaps)
+    return firwin(numtaps, edges, window=window, pass_zero="bandstop", fs=fs)
+
+
+def notch_length(freqs, fs: float, width: float = 2.0, numtaps: int | None = None) -> int:
+    """The length :func:`design_notch` gives for these arguments, checked as it checks them, without designing."""
+    return _notch_plan(freqs, fs, width, numtaps)[0]
+
+
+def _notch_plan(freqs, fs, width, numtaps):
+    """(numtaps, band-stop edges) after :func:`design_notch`'s checks."""
     fs = _check_fs(fs)
     nyq = fs / 2
     f = np.atleast_1d(np.asarray(freqs, dtype=float))
@@ -193,4 +274,4 @@ def design_notch(freqs, fs: float, width: float = 2.0, numtaps: int | None = Non
     if isinstance(numtaps, bool) or not isinstance(numtaps, numbers.Integral) or numtaps < 1 or numtaps % 2 == 0:
         raise ValueError(f"numtaps must be a positive odd integer for a notch filter, got {numtaps!r}")
     edges = np.ravel([(v - width / 2, v + width / 2) for v in f])
-    return firwin(int(numtaps), edges, window=window, pass_zero="bandstop", fs=fs)
+    return int(numtaps), edges

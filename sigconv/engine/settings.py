@@ -16,11 +16,12 @@ from typing import Optional
 import numpy as np
 
 from sigconv._core import devices
+from sigconv._core.errors import InputError
 from sigconv._core.blocks import check_block_for
 from sigconv.registry import table
 
 __all__ = ["BACKENDS", "PHASES", "SIGNAL_KINDS", "KernelChoice", "FirSpec", "FirDesign", "GateSpec",
-           "signal_kind", "RECORDING_BAND", "AUDIO_MIN_RATE"]
+           "signal_kind", "check_filter_fits", "RECORDING_BAND", "AUDIO_MIN_RATE"]
 
 #: What ``backend=`` accepts; "auto" is the GPU when one is usable, else the CPU.
 BACKENDS = ("auto", "cpu", "cuda")
@@ -170,22 +171,49 @@ class FirSpec:
         """True when no filter option was given (the default for the signal's kind applies)."""
         return self.band is None and self.lowpass is None and self.highpass is None and not self.notch
 
-    def design(self, fs: float, signal: str = "recording") -> FirDesign:
+    def length(self, fs: float, signal: str = "recording") -> int:
+        """How many taps :meth:`design` gives for rate ``fs``, found (and the options checked against the rate,
+        with the same ``ValueError``) without designing anything: cheap for any length."""
+        return self._plan(float(fs), signal)[0]
+
+    def design(self, fs: float, signal: str = "recording", frames: Optional[int] = None,
+               source: object = None) -> FirDesign:
         """The taps for sample rate ``fs``. ``signal`` ("recording" or "log", see :func:`signal_kind`) picks the
         default when no filter option was given: recordings a band-pass 80-8000 Hz capped at 90% of Nyquist
         (the usual clean-up for noisy speech); sensor logs a band-pass fs/200 .. 0.4 fs with a transition of
         fs/200 (removes drift and offsets, and the band near Nyquist where a mains line aliases).
-        ``ValueError`` (one line) when the options do not fit this rate, or give zero phase an even length."""
-        from sigconv.engine.design import design_fir, design_notch
+        ``ValueError`` (one line) when the options do not fit this rate, give zero phase an even length, or need
+        more memory to design than is free. With ``frames`` (the length of the signal to filter, ``source`` its
+        name for the message), :func:`check_filter_fits` refuses a filter longer than that; every check runs on
+        the tap count, before any tap is designed."""
+        n, steps, descs, default = self._plan(float(fs), signal)
+        if frames is not None:
+            check_filter_fits(n, frames, fs, source)
+        if self.phase == "zero" and n % 2 == 0 and default != "log":
+            raise ValueError(f"--phase zero needs an odd number of taps, got {n}; use an odd --taps")
+        from sigconv.engine.design import check_design_memory
+
+        check_design_memory(n)
+        parts = [make() for make in steps]
+        taps = parts[0]
+        for p in parts[1:]:
+            taps = _cascade(taps, p)
+        return FirDesign(taps, " + ".join(descs), default)
+
+    def _plan(self, fs: float, signal: str):
+        """(tap count, the designs to make, their descriptions, the default's kind): every check of
+        :meth:`design` that needs no taps."""
+        from functools import partial
+
+        from sigconv.engine.design import design_fir, design_notch, fir_length, notch_length
 
         if signal not in SIGNAL_KINDS:
             raise ValueError(f"signal must be one of {', '.join(SIGNAL_KINDS)}, got {signal!r}")
-        fs = float(fs)
         if self.is_default and signal == "log":
             lo, hi = LOG_HIGHPASS * fs, LOG_LOWPASS * fs
-            taps = design_fir("bandpass", (lo, hi), fs, numtaps=self.taps,
-                              transition=None if self.taps else LOG_TRANSITION * fs)
-            return FirDesign(taps, _describe("bandpass", (lo, hi)), "log")
+            args = ("bandpass", (lo, hi), fs, self.taps, None if self.taps else LOG_TRANSITION * fs)
+            n = fir_length(*args)
+            return n, [partial(design_fir, *args)], [_describe("bandpass", (lo, hi))], "log"
         main = None
         if self.band is not None:
             main = ("bandpass", self.band)
@@ -201,20 +229,38 @@ class FirSpec:
                 raise ValueError(f"the default band ({RECORDING_BAND[0]:g}-{RECORDING_BAND[1]:g} Hz) does not fit a "
                                  f"{fs:g} Hz file; choose --lowpass, --highpass or --band")
             main = ("bandpass", (lo, hi))
-        parts, descs = [], []
+        lengths, steps, descs = [], [], []
         if main is not None:
             kind, edges = main
-            parts.append(design_fir(kind, edges, fs, numtaps=self.taps, transition=self.transition))
+            args = (kind, edges, fs, self.taps, self.transition)
+            lengths.append(fir_length(*args))
+            steps.append(partial(design_fir, *args))
             descs.append(_describe(kind, edges))
         if self.notch:
-            parts.append(design_notch(list(self.notch), fs, width=self.notch_width))
+            lengths.append(notch_length(list(self.notch), fs, width=self.notch_width))
+            steps.append(partial(design_notch, list(self.notch), fs, width=self.notch_width))
             descs.append("notch " + ", ".join(f"{f:g}" for f in self.notch) + f" Hz (width {self.notch_width:g} Hz)")
-        taps = parts[0]
-        for p in parts[1:]:
-            taps = np.convolve(taps, p)
-        if self.phase == "zero" and taps.size % 2 == 0:
-            raise ValueError(f"--phase zero needs an odd number of taps, got {taps.size}; use an odd --taps")
-        return FirDesign(taps, " + ".join(descs), "recording" if self.is_default else None)
+        n = sum(lengths) - (len(lengths) - 1)  # a cascade of filters is as long as their full convolution
+        return n, steps, descs, "recording" if self.is_default else None
+
+
+def _cascade(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The full convolution of two filters; through FFTs when the direct sum would take long (same values to
+    rounding; the short filters of everyday use keep np.convolve's exact bits)."""
+    if a.size * b.size <= 1 << 30:  # about a second of direct summation
+        return np.convolve(a, b)
+    n = a.size + b.size - 1
+    m = 1 << (n - 1).bit_length()
+    return np.fft.irfft(np.fft.rfft(a, m) * np.fft.rfft(b, m), m)[:n]
+
+
+def check_filter_fits(taps: int, frames: int, fs: float, source: object = None, unit: str = "frames") -> None:
+    """``InputError`` (one line naming ``source``) when a filter of ``taps`` taps is longer than the ``frames`` it
+    is to filter: the one home of that rule and its message, for denoise and batch."""
+    if taps > frames:
+        name = f"{source}: " if source is not None else ""
+        raise InputError(f"{name}the filter ({taps} taps, {taps / fs:.3g} s) is longer than the file ({frames} "
+                         f"{unit}, {frames / fs:.3g} s); use fewer --taps or a wider --transition")
 
 
 @dataclass(frozen=True)

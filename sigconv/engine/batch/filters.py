@@ -14,7 +14,7 @@ import numpy as np
 from sigconv._core.errors import InputError
 from sigconv.engine.batch.edges import extension, filter_into, runs
 from sigconv.engine.batch.settings import BatchSettings
-from sigconv.engine.settings import FirSpec, KernelChoice, signal_kind
+from sigconv.engine.settings import FirSpec, KernelChoice, check_filter_fits, signal_kind
 
 __all__ = ["kernel_here", "taps_for", "block_filter", "filter_run", "filter_columns", "check_length"]
 
@@ -35,19 +35,25 @@ def kernel_here(kernel: KernelChoice) -> KernelChoice:
     return hit
 
 
-def taps_for(fir: FirSpec, fs: float, edges=None):
+def taps_for(fir: FirSpec, fs: float, edges=None, frames=None, source=None):
     """(taps, description) for rate ``fs``, memoised per process. ValueError (one line) when the options do
-    not fit this rate (e.g. a cutoff above its Nyquist). ``edges`` (an edge rule) is named in the description."""
+    not fit this rate (e.g. a cutoff above its Nyquist). ``edges`` (an edge rule) is named in the description.
+    With ``frames`` (the samples of the file ``source``), a filter longer than that is refused by
+    :func:`check_length` before it is designed."""
     key = (fir, float(fs), edges)
     hit = _TAPS.get(key)
     if hit is None:
         try:
+            if frames is not None:
+                check_length(fir.length(fs, signal_kind(fs)), frames, fs, source)
             d = fir.design(fs, signal_kind(fs))
         except ValueError as exc:
             raise ValueError(f"at {fs:g} Hz: {exc}") from None
         taps = d.taps
         more = f", {_EDGE_TEXT[edges]}" if edges else ""
         hit = _TAPS[key] = (taps, f"{d.labelled} ({taps.size} taps, {fir.phase} phase{more})")
+    elif frames is not None:
+        check_length(hit[0], frames, fs, source)
     return hit
 
 
@@ -117,7 +123,5 @@ def filter_columns(x: np.ndarray, taps, settings: BatchSettings, warnings: list,
 
 
 def check_length(taps, frames: int, fs: float, path) -> None:
-    """InputError when the filter is longer than the file."""
-    if len(taps) > frames:
-        raise InputError(f"{path}: the filter ({len(taps)} taps, {len(taps) / fs:.3g} s) is longer than the file "
-                         f"({frames} samples, {frames / fs:.3g} s); use fewer --taps or a wider --transition")
+    """InputError when the filter (its taps, or their count) is longer than the file."""
+    check_filter_fits(taps if isinstance(taps, int) else len(taps), frames, fs, path, unit="samples")
