@@ -271,3 +271,125 @@ def test_long_cascades_go_through_ffts_and_short_ones_keep_their_bits(rng):
     band = sigconv.design_fir("bandpass", (80, 8000), 48000)
     notch = sigconv.design_notch([50], 48000, width=5.0)
     assert np.array_equal(spec.design(48000).taps, np.convolve(band, notch))
+
+
+# ---------------------------------------------------------------------------------------------- disk full
+
+@pytest.fixture
+def src(tmp_path, rng):
+    return write_audio(tmp_path / "in.wav", 0.1 * rng.standard_normal((4800, 2)))
+
+
+def _statvfs(free_blocks):
+    real = os.statvfs
+
+    def fake(path):
+        st = real(path)
+        return os.statvfs_result((st.f_bsize, st.f_frsize, st.f_blocks, free_blocks, free_blocks, st.f_files,
+                                  st.f_ffree, st.f_favail, st.f_flag, st.f_namemax))
+
+    return fake
+
+
+def _denoise_into(src, out):
+    return filter_file(probe(src), out, lambda i, s: fir_block_filter(SMOOTH, i.channels, s, kernel=CPU.resolve()))
+
+
+@pytest.mark.parametrize("failure, said", [
+    (lambda: sf.LibsndfileError(2, prefix="Write failed: "), "no space left on device"),  # libsndfile: System error.
+    (lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "no space left on device"),
+    (lambda: OSError(errno.EDQUOT, os.strerror(errno.EDQUOT)), "disk quota exceeded"),
+])
+def test_a_full_disk_says_so_and_leaves_nothing(tmp_path, src, monkeypatch, failure, said):
+    def write(self, data):
+        raise failure()
+
+    monkeypatch.setattr(sf.SoundFile, "write", write)
+    monkeypatch.setattr(os, "statvfs", _statvfs(0))
+    out = tmp_path / "out.wav"
+    with pytest.raises(OutputError) as exc:
+        _denoise_into(src, out)
+    assert str(exc.value) == f"{said} writing {out} (in {tmp_path}); no output written"
+    assert _only_files(tmp_path) == ["in.wav"]
+
+
+def test_a_system_error_with_room_left_is_not_called_a_full_disk(tmp_path, src, monkeypatch):
+    def write(self, data):
+        raise sf.LibsndfileError(2)
+
+    monkeypatch.setattr(sf.SoundFile, "write", write)
+    monkeypatch.setattr(os, "statvfs", _statvfs(10**6))
+    out = tmp_path / "out.wav"
+    with pytest.raises(OutputError, match=r"out\.wav: write failed \(System error\.\)"):
+        _denoise_into(src, out)
+    assert _only_files(tmp_path) == ["in.wav"]
+
+
+def test_a_full_disk_from_the_command_line(tmp_path, src, monkeypatch, capsys):
+    from sigconv.cli import main
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(sf.SoundFile, "write", write)
+    out = tmp_path / "o.wav"
+    assert main(["denoise", str(src), "-o", str(out), "--taps", "101", "--lowpass", "3000", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"sigconv: error: no space left on device writing {out} (in {tmp_path}); no output written\n"
+    assert _only_files(tmp_path) == ["in.wav"]
+
+
+def test_atomic_output_says_a_full_disk_for_any_writer(tmp_path):
+    out = tmp_path / "table.csv"
+    with pytest.raises(OutputError, match=f"no space left on device writing {out}"):
+        with atomic_output(out) as tmp:
+            tmp.write_text("a,b\n")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert _only_files(tmp_path) == []
+
+
+# --------------------------------------------------------------------------------- Ctrl-C between the starts
+
+def _interrupt_second_start(monkeypatch, how: str):
+    """The engine's second thread start is interrupted: before the thread is handed to the OS ("before"), after
+    it runs ("after"), or with its ident set but never marked started ("ident", as an interrupt inside start()
+    can leave it)."""
+    real = threading.Thread.start
+    seen = []
+
+    def start(self):
+        target = getattr(self, "_target", None)
+        if target is None or not getattr(target, "__qualname__", "").startswith("_filter_into"):
+            return real(self)
+        seen.append(self)
+        if len(seen) < 2:
+            return real(self)
+        if how == "after":
+            real(self)
+        elif how == "ident":
+            self._ident = 1  # noqa: SLF001 (what a half-done start leaves)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    return seen
+
+
+@pytest.mark.parametrize("how", ["before", "after", "ident"])
+def test_ctrl_c_between_the_thread_starts(tmp_path, src, monkeypatch, how):
+    seen = _interrupt_second_start(monkeypatch, how)
+    with pytest.raises(KeyboardInterrupt):
+        _denoise_into(src, tmp_path / "out.wav")
+    assert len(seen) == 2
+    for t in seen:
+        t.join(timeout=5) if t.is_alive() else None
+    assert _only_files(tmp_path) == ["in.wav"]
+
+
+def test_ctrl_c_between_the_thread_starts_exits_130(tmp_path, src, monkeypatch, capsys):
+    from sigconv.cli import main
+
+    _interrupt_second_start(monkeypatch, "ident")
+    assert main(["denoise", str(src), "-o", str(tmp_path / "o.wav"), "--taps", "101", "--lowpass", "3000"]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "sigconv: error: interrupted; no output written"
+    assert _only_files(tmp_path) == ["in.wav"]
+

@@ -10,6 +10,7 @@ no interruption can leave one behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import tempfile
@@ -19,10 +20,45 @@ from typing import Callable, Iterator, Optional
 
 from sigconv._core.errors import OutputError
 
-__all__ = ["atomic_output", "PART_SUFFIX"]
+__all__ = ["atomic_output", "write_error", "PART_SUFFIX"]
 
 #: Suffix of sigconv's temporary outputs (``.<name>.<random>.part``).
 PART_SUFFIX = ".part"
+
+
+#: What a write that ran out of room says, by errno.
+_NO_ROOM = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded"}
+
+
+def _folder_is_full(folder: Path) -> bool:
+    """True when the file system holding ``folder`` has (next to) no room left for this user: under 1 MiB, as a
+    write that ran out of room leaves it."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return False
+    blocks = st.f_bfree if hasattr(os, "geteuid") and os.geteuid() == 0 else st.f_bavail
+    return blocks * st.f_frsize < 1 << 20
+
+
+def write_error(exc: BaseException, out) -> BaseException:
+    """The one-line :class:`OutputError` for ``exc``, raised while writing ``out``; other exceptions unchanged.
+
+    A full disk or quota says so and names the output (an OSError's errno ENOSPC / EDQUOT, or libsndfile's bare
+    "System error." when the output's file system has no free block left); any other OSError or libsndfile
+    error is "write failed" with its reason."""
+    out = Path(out)
+    folder = out.parent if str(out.parent) else Path(".")
+    code = getattr(exc, "errno", None)
+    if code in _NO_ROOM:
+        return OutputError(f"{_NO_ROOM[code]} writing {out} (in {folder}); no output written")
+    libsndfile = type(exc).__name__ == "LibsndfileError"
+    if libsndfile and "System error" in str(exc) and _folder_is_full(folder):
+        return OutputError(f"no space left on device writing {out} (in {folder}); no output written")
+    if isinstance(exc, OSError) or libsndfile:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return OutputError(f"{out}: write failed ({reason})")
+    return exc
 
 
 def _hold_sigint() -> bool:
@@ -72,8 +108,10 @@ def atomic_output(out, *, before_replace: Optional[Callable[[], None]] = None) -
                 os.replace(tmp, out)
             except OSError as exc:
                 raise OutputError(f"{out}: cannot move the finished output into place ({exc.strerror})") from None
-        except BaseException:
+        except BaseException as exc:
             tmp.unlink(missing_ok=True)
+            if getattr(exc, "errno", None) in _NO_ROOM:  # any writer's full disk, said once
+                raise write_error(exc, out) from None
             raise
     finally:
         _release_sigint(held)

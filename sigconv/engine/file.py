@@ -23,7 +23,7 @@ from typing import Callable, Optional
 import numpy as np
 import soundfile as sf
 
-from sigconv._core.atomic import atomic_output
+from sigconv._core.atomic import atomic_output, write_error
 from sigconv._core.errors import InputError, OutputError
 from sigconv.backends.cpu import OverlapSave
 from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise
@@ -209,6 +209,8 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
                     return None
 
     def reader():
+        if stop.is_set():
+            return
         try:
             with sf.SoundFile(str(info.path)) as f:
                 offset = 0
@@ -232,6 +234,8 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
 
     def writer():
         done = 0
+        if stop.is_set():  # started late, after a Ctrl-C: the temporary file may be gone; do not make it again
+            return
         try:
             with sf.SoundFile(str(tmp), "w", samplerate=info.samplerate, channels=info.channels,
                               format=info.format, subtype=info.subtype, endian=info.endian) as f:
@@ -246,9 +250,7 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
                     if progress:
                         progress(done)
         except BaseException as exc:  # noqa: BLE001
-            if isinstance(exc, (OSError, sf.LibsndfileError)):
-                exc = OutputError(f"{out_path}: write failed ({exc})")
-            errors.append(exc)
+            errors.append(write_error(exc, out_path))  # a full disk says so, while the disk is still full
             stop.set()
 
     threads = [threading.Thread(target=reader, daemon=True), threading.Thread(target=writer, daemon=True)]
@@ -277,7 +279,9 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
     except BaseException:
         stop.set()
         for t in threads:
-            if t.ident is not None:  # an interrupt may land before every thread has started
+            # An interrupt may land inside a start(): that thread may never run, or run later (it then sees
+            # ``stop`` and returns at once). Only a thread that is running can be joined.
+            if t.is_alive():
                 t.join(timeout=5)
         raise
     threads[0].join()
