@@ -393,3 +393,62 @@ def test_ctrl_c_between_the_thread_starts_exits_130(tmp_path, src, monkeypatch, 
     assert capsys.readouterr().err.strip().splitlines()[-1] == "sigconv: error: interrupted; no output written"
     assert _only_files(tmp_path) == ["in.wav"]
 
+
+# ------------------------------------------------------------------------------------------------ progress
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """stderr is a terminal; the bar is drawn into the returned buffer."""
+    from rich.console import Console
+
+    import sigconv.cli.denoise as cli_denoise
+
+    buf = io.StringIO()
+    monkeypatch.setattr(cli_denoise, "_console", lambda: Console(file=buf, force_terminal=True, width=100))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    return buf
+
+
+@pytest.fixture
+def slow(monkeypatch):
+    """Each block takes 0.3 s; the bar is due after 0.2 s."""
+    import sigconv.cli.denoise as cli_denoise
+
+    real = CPUFileFilter._filter_block
+
+    def slow_block(self, x):
+        time.sleep(0.3)
+        return real(self, x)
+
+    monkeypatch.setattr(CPUFileFilter, "_filter_block", slow_block)
+    monkeypatch.setattr(cli_denoise, "PROGRESS_DELAY_S", 0.2)
+
+
+def _denoise_cli(src, tmp_path, *more):
+    from sigconv.cli import main
+
+    return main(["denoise", str(src), "-o", str(tmp_path / "o.wav"), "--taps", "101", "--lowpass", "3000",
+                 "--backend", "cpu", "-f", *more])
+
+
+def test_a_slow_run_draws_the_bar(tmp_path, src, terminal, slow):
+    assert _denoise_cli(src, tmp_path) == 0
+    assert "filtering in.wav" in terminal.getvalue() and "%" in terminal.getvalue(), terminal.getvalue()
+
+
+def test_quiet_draws_no_bar(tmp_path, src, terminal, slow, capsys):
+    assert _denoise_cli(src, tmp_path, "--quiet") == 0
+    assert terminal.getvalue() == "" and capsys.readouterr().err == ""
+
+
+def test_no_bar_when_stderr_is_not_a_terminal(tmp_path, src, terminal, slow, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    assert _denoise_cli(src, tmp_path) == 0
+    assert terminal.getvalue() == ""
+
+
+def test_a_fast_run_draws_no_bar(tmp_path, src, terminal):
+    t0 = time.perf_counter()
+    assert _denoise_cli(src, tmp_path) == 0
+    assert time.perf_counter() - t0 < 1.0  # else the bar would be due
+    assert terminal.getvalue() == ""

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import sys
+import threading
+from typing import Optional
 
 import sigconv
 from sigconv.cli.errors import EXIT_OK
 from sigconv.cli.options import (add_backend_arguments, add_filter_arguments, add_spectral_arguments,
                                  fir_spec_from_args, gate_spec_from_args, kernel_from_args)
 
-#: Below this duration no progress bar is drawn.
-PROGRESS_MIN_SECONDS = 5.0
+#: A run still going after this many seconds of wall time gets a progress bar (shorter runs print nothing extra).
+PROGRESS_DELAY_S = 1.0
 
 
 def add_denoise(sub) -> None:
@@ -29,15 +31,56 @@ def add_denoise(sub) -> None:
     p.set_defaults(func=cmd_denoise)
 
 
-def _progress_bar(name: str, frames: int):
-    """A transient rich progress bar on stderr and its callback."""
+def _console():
+    """Where the progress bar is drawn: stderr."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TimeRemainingColumn
 
-    bar = Progress("[progress.description]{task.description}", BarColumn(), "{task.percentage:>3.0f}%",
-                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-    task = bar.add_task(f"filtering {name}", total=frames)
-    return bar, lambda done: bar.update(task, completed=done)
+    return Console(stderr=True)
+
+
+class _LazyProgress:
+    """A transient rich progress bar on stderr that appears only once the run has lasted ``delay`` seconds.
+
+    Call it with the frames done (the engine's ``progress`` callback, from its writer thread); use it as a
+    context manager around the run. A timer starts the bar, so a run that is slow before its first block is
+    written shows it too."""
+
+    def __init__(self, name: str, frames: int, delay: Optional[float] = None):
+        self.name, self.frames, self.done = name, frames, 0
+        self._bar = self._task = None
+        self._lock = threading.Lock()
+        self._over = False
+        self._timer = threading.Timer(PROGRESS_DELAY_S if delay is None else delay, self._show)
+        self._timer.daemon = True
+
+    def _show(self) -> None:
+        from rich.progress import BarColumn, Progress, TimeRemainingColumn
+
+        with self._lock:
+            if self._over:
+                return
+            self._bar = Progress("[progress.description]{task.description}", BarColumn(),
+                                 "{task.percentage:>3.0f}%", TimeRemainingColumn(), console=_console(),
+                                 transient=True)
+            self._task = self._bar.add_task(f"filtering {self.name}", total=self.frames, completed=self.done)
+            self._bar.start()
+
+    def __call__(self, done: int) -> None:
+        self.done = done
+        bar = self._bar
+        if bar is not None:
+            bar.update(self._task, completed=done)
+
+    def __enter__(self):
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._over = True
+            if self._bar is not None:
+                self._bar.stop()
 
 
 def cmd_denoise(args) -> int:
@@ -50,15 +93,11 @@ def cmd_denoise(args) -> int:
     info = job.info
     if job.note and not args.quiet:
         print(job.note, file=sys.stderr)
-    bar, progress = None, None
-    if not args.quiet and info.duration >= PROGRESS_MIN_SECONDS and sys.stderr.isatty():
-        bar, progress = _progress_bar(info.path.name, info.frames)
-        bar.start()
-    try:
-        res = job.run(progress=progress)
-    finally:
-        if bar:
-            bar.stop()
+    if not args.quiet and sys.stderr.isatty():
+        with _LazyProgress(info.path.name, info.frames) as progress:
+            res = job.run(progress=progress)
+    else:
+        res = job.run()
     if not args.quiet:
         speed = info.duration / res.seconds if res.seconds > 0 else float("inf")
         print(f"{info.path.name} -> {job.output}: {info.duration:.2f} s, {info.channels} ch, {info.samplerate} Hz, "
