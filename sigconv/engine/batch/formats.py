@@ -38,6 +38,13 @@ def channel_type(old):
     return pa.float32() if old == pa.float32() else pa.float64()
 
 
+def channel_dtype(typ) -> np.dtype:
+    """The NumPy dtype of a channel type (:func:`channel_type`); no pandas involved."""
+    import pyarrow as pa
+
+    return np.dtype(np.float32) if typ == pa.float32() else np.dtype(np.float64)
+
+
 def csv_header_line(names) -> bytes:
     """The header line of a CSV output (names quoted only where they need it)."""
     head = io.StringIO()
@@ -50,7 +57,7 @@ def replace_column(table, name, y: np.ndarray, nulls: np.ndarray):
 
     old = table.schema.field(name)
     typ = channel_type(old.type)
-    arr = pa.array(y.astype(typ.to_pandas_dtype(), copy=False), type=typ, mask=nulls if nulls.any() else None)
+    arr = pa.array(y.astype(channel_dtype(typ), copy=False), type=typ, mask=nulls if nulls.any() else None)
     i = table.column_names.index(name)
     return table.set_column(i, pa.field(name, typ, metadata=old.metadata), arr)
 
@@ -61,15 +68,17 @@ def write_table(table, kind: str, tmp: Path) -> None:
         import pyarrow.csv as pcsv
 
         head = csv_header_line(table.column_names)
-        with open(tmp, "wb") as f:
-            f.write(head)
-            try:  # no quotes unless a value needs them (then pyarrow quotes every string)
-                pcsv.write_csv(table, f, write_options=pcsv.WriteOptions(include_header=False, quoting_style="none"))
-            except pa.ArrowInvalid:
-                f.seek(len(head))
-                f.truncate()
-                pcsv.write_csv(table, f, write_options=pcsv.WriteOptions(include_header=False,
-                                                                         quoting_style="needed"))
+        # an Arrow file, not a Python one: the writer never needs the GIL (batch files are written from threads)
+        for quoting in ("none", "needed"):  # no quotes unless a value needs them (then every string is quoted)
+            with pa.OSFile(str(tmp), "wb") as f:
+                f.write(head)
+                try:
+                    pcsv.write_csv(table, f, write_options=pcsv.WriteOptions(include_header=False,
+                                                                             quoting_style=quoting))
+                    return
+                except pa.ArrowInvalid:
+                    if quoting == "needed":
+                        raise
     else:
         import pyarrow.parquet as pq
 

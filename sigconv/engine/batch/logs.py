@@ -165,13 +165,13 @@ def time_seconds(col, name: str, path) -> np.ndarray:
             # nanoseconds do not fit a float64 exactly); missing values become NaN
             ns = pc.cast(pc.cast(col, pa.timestamp("ns")), pa.int64())
             valid = np.asarray(pc.is_valid(ns).to_numpy(zero_copy_only=False), dtype=bool)
-            ints = pc.fill_null(ns, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+            ints = pc.coalesce(ns, 0).to_numpy(zero_copy_only=False).astype(np.int64)
             first = ints[valid][0] if valid.any() else 0
             v = (ints - first).astype(np.float64) / 1e9
             v[~valid] = np.nan
             return v
         if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-            return pc.fill_null(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+            return pc.coalesce(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     raise InputError(f"{path}: time column {name!r} holds neither numbers (seconds) nor timestamps; "
@@ -302,7 +302,7 @@ def column_values(table, name) -> tuple[np.ndarray, np.ndarray]:
 
     col = table.column(name)
     nulls = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.zeros(len(col), bool)
-    vals = pc.fill_null(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+    vals = pc.coalesce(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
     return np.array(vals, dtype=np.float64), np.asarray(nulls, dtype=bool)
 
 

@@ -42,7 +42,7 @@ from sigconv._core.errors import InputError
 from sigconv.engine.batch import cancel, filters
 from sigconv.engine.batch.discovery import safe_output
 from sigconv.engine.batch.edges import ExtendedFeed
-from sigconv.engine.batch.formats import channel_type, csv_header_line
+from sigconv.engine.batch.formats import channel_dtype, channel_type, csv_header_line
 from sigconv.engine.batch.logs import choose_channels, csv_header, detect_time_column, file_rate, reading, unreadable
 from sigconv.engine.batch.settings import BatchSettings
 
@@ -144,7 +144,7 @@ def channel_block(rb, chans) -> np.ndarray:
 
     x = np.empty((rb.num_rows, len(chans)), np.float64)
     for j, c in enumerate(chans):
-        x[:, j] = pc.fill_null(pc.cast(rb.column(c), pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+        x[:, j] = pc.coalesce(pc.cast(rb.column(c), pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
     return x
 
 
@@ -213,7 +213,7 @@ def pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
                 pending[0] = rb.slice(m)
             cols = list(part.columns)
             for j, (i, typ) in enumerate(zip(idx, types)):
-                cols[i] = pa.array(y[used:used + m, j].astype(typ.to_pandas_dtype()), type=typ)
+                cols[i] = pa.array(y[used:used + m, j].astype(channel_dtype(typ)), type=typ)
             pieces.append(pa.RecordBatch.from_arrays(cols, schema=schema_out))
             used += m
         if pieces:
