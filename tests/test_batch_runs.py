@@ -164,6 +164,7 @@ def test_gpu_runner_filters_one_file_at_a_time(tmp_path, rng, monkeypatch):
     # the files believe they filter on the GPU; the filter itself is the cpu one
     monkeypatch.setattr(filters, "kernel_here", lambda kernel: SimpleNamespace(backend="cuda"))
     monkeypatch.setattr(filters, "block_filter", lambda taps, c, s: CPUFileFilter(taps, c, pcm_spec("DOUBLE")))
+    monkeypatch.setattr(filters, "GPU_WHOLE_RUN_SAMPLES", 0)
     out = tmp_path / "out"
     out.mkdir()
     settings = sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend="cpu"))
@@ -231,3 +232,66 @@ def test_cuda_batch_of_recordings_in_threads_matches_cpu(tmp_path, rng):
         a, _ = sf.read(tmp_path / "cpu" / name, dtype="int16")
         b, _ = sf.read(tmp_path / "gpu" / name, dtype="int16")
         assert a.shape == b.shape and np.abs(a.astype(int) - b.astype(int)).max() <= 1, name
+
+
+# ------------------------------------------------------------------------------------ a whole run on the GPU, on the CPU
+
+
+@pytest.fixture
+def numpy_gpu(monkeypatch):
+    """The GPU's whole-run path (``gpu_file.filter_span``) with NumPy standing in for CuPy and the cuda kernel
+    replaced by the correlation contract it implements, y[c, i] = sum_j w[j] x[c, i + j - pad]: the index
+    arithmetic (extension, delay, offset, padding) is checked without a GPU."""
+    import types
+
+    from sigconv.backends import cuda1d
+    from sigconv.engine import gpu_file
+
+    fake = types.SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray, ascontiguousarray=np.ascontiguousarray)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    calls = []
+
+    def corr1d(x, w, pad, out_len, *, variant, block, taps_key=None):
+        calls.append((variant, x.shape, pad, out_len))
+        K = w.size
+        y = np.empty((x.shape[0], out_len), x.dtype)
+        for c in range(x.shape[0]):
+            xp = np.concatenate([np.zeros(pad), x[c].astype(np.float64), np.zeros(K + out_len)])
+            y[c] = np.correlate(xp, w.astype(np.float64), "valid")[:out_len]
+        return y
+
+    monkeypatch.setattr(cuda1d, "corr1d", corr1d)
+    monkeypatch.setattr(cuda1d, "resolve_auto", lambda x, w, pad, n, block: ("direct", block))
+    gpu_file._W.clear()
+    yield calls
+    gpu_file._W.clear()
+
+
+@pytest.mark.parametrize("edges", ["odd", "zero"])
+@pytest.mark.parametrize("phase", ["zero", "linear"])
+@pytest.mark.parametrize("n", [1, 7, 60, 1000])
+def test_whole_run_on_the_gpu_equals_the_block_filter(numpy_gpu, monkeypatch, rng, edges, phase, n):
+    """Runs shorter than, about and longer than the filter, both phases, both edge rules: the one-piece GPU path
+    gives the block filter's outputs (float32 on the device: within 1e-6 of the signal's scale)."""
+    from types import SimpleNamespace
+
+    K = 61 if phase == "zero" else 40
+    taps = rng.standard_normal(K) / K
+    x = rng.standard_normal((n, 2)) + 5.0  # an offset, as in a temperature log
+    s = sigconv.BatchSettings(fir=sigconv.FirSpec(phase=phase), edges=edges,
+                              kernel=sigconv.KernelChoice(backend="cpu"))
+    want = np.empty_like(x)
+    filters.filter_run(taps, x, want, s)  # the cpu block filter
+    assert not numpy_gpu
+    monkeypatch.setattr(filters, "kernel_here", lambda k: SimpleNamespace(backend="cuda", variant="auto", block=None))
+    got = np.full_like(x, np.nan)
+    filters.filter_run(taps, x, got, s)
+    assert len(numpy_gpu) == 1 and numpy_gpu[0][3] == n  # one kernel, the run's outputs only
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(x).max(), np.abs(got - want).max()
+    monkeypatch.setattr(filters, "GPU_WHOLE_RUN_SAMPLES", n * 2 - 1)  # too large: the block filter (cpu here)
+    monkeypatch.setattr(filters, "block_filter", lambda t, c, st: __import__("sigconv.engine.file", fromlist=["f"])
+                        .CPUFileFilter(t, c, __import__("sigconv.engine.audio", fromlist=["a"]).pcm_spec("DOUBLE"),
+                                       phase=phase))
+    again = np.empty_like(x)
+    filters.filter_run(taps, x, again, s)
+    assert len(numpy_gpu) == 1 and np.array_equal(again, want)

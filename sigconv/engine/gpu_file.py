@@ -13,7 +13,7 @@ import numpy as np
 
 from sigconv.backends import cuda1d
 
-__all__ = ["GPUFileFilter"]
+__all__ = ["GPUFileFilter", "filter_span"]
 
 _READ_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0, "float32": 1.0, "float64": 1.0}
 #: float -> integer: v = rint(y * scale), saturated to [lo, hi].
@@ -190,3 +190,39 @@ class GPUFileFilter:
         self._core.reset()
         self._to_drop = self.delay
         return tail
+
+
+#: Device copies of recently used taps (correlation form, float32), by their host key.
+_W: dict = {}
+_W_KEEP = 16
+
+
+def filter_span(x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant: str = "auto",
+                block=None) -> np.ndarray:
+    """Outputs ``offset .. offset + n - 1`` of the FIR ``taps`` delayed by ``delay`` over the (m, C) samples ``x``
+    (zeros beyond them): y[i] = sum_k taps[k] x[offset + i + delay - k], as (n, C) float64.
+
+    What a :class:`GPUFileFilter` gives for samples that fit in GPU memory at once, in one transfer each way and
+    one kernel (float32 on the device, as there): for many short signals (a batch of logs) the per-block
+    stream machinery costs more than the filtering. ``variant``/``block`` as in ``GPUFileFilter``.
+    """
+    import cupy
+
+    h = np.asarray(taps, dtype=np.float64).ravel()
+    K = int(h.size)
+    x = np.asarray(x)
+    start = offset + delay - (K - 1)  # the first sample output ``offset`` reads
+    pad = max(0, -start)
+    xs = x[max(0, start):offset + n + delay]  # the samples outputs offset..offset+n-1 read; zeros beyond
+    wh = np.ascontiguousarray(h[::-1]).astype(np.float32)  # correlation form
+    key = cuda1d.host_taps_key(wh)
+    w = _W.get(key)
+    if w is None:
+        if len(_W) >= _W_KEEP:
+            _W.pop(next(iter(_W)))
+        w = _W[key] = cupy.asarray(wh)
+    xg = cupy.asarray(np.ascontiguousarray(xs.T, dtype=np.float32))  # (C, m') on the device
+    if variant == "auto":
+        variant, block = cuda1d.resolve_auto(xg, w, pad, n, block)
+    y = cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key)
+    return cupy.asnumpy(y).T.astype(np.float64)

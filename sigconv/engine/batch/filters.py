@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from sigconv._core.errors import InputError
-from sigconv.engine.batch.edges import extension, filter_into, runs
+from sigconv.engine.batch.edges import extension, filter_into, odd_extension, runs
 from sigconv.engine.batch.settings import BatchSettings
 from sigconv.engine.settings import FirSpec, KernelChoice, check_filter_fits, signal_kind
 
@@ -71,9 +71,31 @@ def run_extension(flt, taps, settings: BatchSettings) -> tuple[int, int]:
     return extension(len(taps), int(flt.delay), settings.edges)
 
 
+#: Runs of at most this many samples (frames x channels) filter on the GPU in one go (``gpu_file.filter_span``:
+#: one transfer each way, one kernel) rather than through the block filter; larger ones stream in blocks.
+GPU_WHOLE_RUN_SAMPLES = 1 << 24
+
+
 def filter_run(taps, x, out, settings: BatchSettings) -> None:
-    """Filter (n, C) run ``x`` into ``out`` with a fresh block filter, extended per ``settings.edges``."""
-    flt = block_filter(taps, x.shape[1], settings)
+    """Filter (n, C) run ``x`` into ``out`` with a fresh block filter, extended per ``settings.edges``; on the GPU a
+    run of at most ``GPU_WHOLE_RUN_SAMPLES`` goes in one piece (the same outputs, float32 on the device either way)."""
+    kernel = kernel_here(settings.kernel)
+    n, C = x.shape
+    if kernel.backend == "cuda" and n * C <= GPU_WHOLE_RUN_SAMPLES:
+        from sigconv.engine.gpu_file import filter_span
+
+        K = len(taps)
+        delay = (K - 1) // 2 if settings.fir.phase == "zero" else 0
+        left, right = extension(K, delay, settings.edges)
+        parts = [np.asarray(x)]
+        if left:
+            parts.insert(0, odd_extension(x, left, "left"))
+        if right:
+            parts.append(odd_extension(x, right, "right"))
+        xe = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        out[...] = filter_span(xe, taps, n, offset=left, delay=delay, variant=kernel.variant, block=kernel.block)
+        return
+    flt = block_filter(taps, C, settings)
     filter_into(flt, x, out, ext=run_extension(flt, taps, settings))
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -160,6 +161,8 @@ def run_threads(tasks: Iterable[dict], workers: int):
 
     pending = _Lookahead(tasks)
     inflight: dict = {}
+    # the CUDA context (CuPy's import, the driver) is made while the first files are read
+    threading.Thread(target=_warm_gpu, daemon=True, name="sigconv-gpu-warm-up").start()
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sigconv-batch")
     try:
         while (pending and not cancel.STOP.is_set()) or inflight:
@@ -179,6 +182,15 @@ def run_threads(tasks: Iterable[dict], workers: int):
                 yield t, _thread_outcome(f, t)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _warm_gpu() -> None:
+    try:
+        import cupy
+
+        cupy.zeros(1, dtype=cupy.float32).sum()
+    except Exception:  # noqa: BLE001 - the first file reports what is wrong with the GPU
+        pass
 
 
 def _thread_outcome(fut, task: dict) -> dict:
