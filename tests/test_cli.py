@@ -261,16 +261,20 @@ def test_ctrl_c_midway_leaves_no_output(tmp_path, rng):
 
 
 def test_progress_bar_on_a_terminal(tmp_path, rng):
-    """On a terminal and an input longer than a few seconds, a rich progress bar is drawn on stderr."""
+    """On a real terminal, a run still going after about a second draws a rich progress bar on stderr (this one is
+    held back for 2 s before its output is moved into place: tests/shims/sitecustomize.py)."""
     import pty
     import subprocess
     import sys
+    from pathlib import Path
 
     from conftest import ROOT
 
     src = write_audio(tmp_path / "ten.wav", 0.1 * rng.standard_normal(48000 * 8))
     master, slave = pty.openpty()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="xterm")
+    shims = Path(__file__).with_name("shims")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shims), str(ROOT)]), COLUMNS="100", TERM="xterm",
+               SIGCONV_TEST_AT_REPLACE="sleep:o.wav:2")
     p = subprocess.Popen([sys.executable, "-m", "sigconv", "denoise", str(src), "-o", str(tmp_path / "o.wav")],
                          stdout=subprocess.PIPE, stderr=slave, env=env)
     os.close(slave)

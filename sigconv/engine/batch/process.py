@@ -56,8 +56,7 @@ def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
     fs, w = logs.file_rate(tc, lambda: table.column(tc), s.fs, inp)
     warnings.extend(w)
     chans = logs.choose_channels(table, tc, s.columns, inp)
-    taps, desc = filters.taps_for(s.fir, fs, s.edges)
-    filters.check_length(taps, table.num_rows, fs, inp)
+    taps, desc = filters.taps_for(s.fir, fs, s.edges, frames=table.num_rows, source=inp)
     cols = [logs.column_values(table, c) for c in chans]
     x = np.stack([v for v, _ in cols], axis=1)
     with device_section(s):
@@ -77,8 +76,7 @@ def do_npy(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res
     (the rate) is copied beside the output."""
     a, fs, was_1d = formats.read_npy(inp, s.fs)
     n, C = a.shape
-    taps, desc = filters.taps_for(s.fir, fs, s.edges)
-    filters.check_length(taps, n, fs, inp)
+    taps, desc = filters.taps_for(s.fir, fs, s.edges, frames=n, source=inp)
     odt = formats.npy_out_dtype(a.dtype)
     step = 1 << 20
     finite = all(np.isfinite(a[i:i + step]).all() for i in range(0, n, step))
@@ -114,8 +112,7 @@ def do_audio(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
 
         make, desc = spectral_file_filter(s.gate, kernel, info)
     else:
-        taps, desc = filters.taps_for(s.fir, fs, "zero")
-        filters.check_length(taps, info.frames, fs, inp)
+        taps, desc = filters.taps_for(s.fir, fs, "zero", frames=info.frames, source=inp)
 
         def make(info, spec):
             return fir_block_filter(taps, info.channels, spec, kernel=kernel, phase=s.fir.phase)

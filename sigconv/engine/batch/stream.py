@@ -257,9 +257,7 @@ def do_table(task: dict, settings: BatchSettings, inp: Path, out: Path, outdir: 
         if kind == "csv":  # judged on the first block's types: let read_csv's types judge
             return False
         raise
-    taps, desc = filters.taps_for(settings.fir, fs, settings.edges)
-    if src.rows is not None:
-        filters.check_length(taps, src.rows, fs, inp)
+    taps, desc = filters.taps_for(settings.fir, fs, settings.edges, frames=src.rows, source=inp)
     schema_out = out_schema(schema, chans)
     quoting = "none"
     while True:
