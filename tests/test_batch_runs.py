@@ -295,3 +295,26 @@ def test_whole_run_on_the_gpu_equals_the_block_filter(numpy_gpu, monkeypatch, rn
     again = np.empty_like(x)
     filters.filter_run(taps, x, again, s)
     assert len(numpy_gpu) == 1 and np.array_equal(again, want)
+
+
+def test_files_of_other_suffixes_in_a_folder_are_noted_in_the_summary(tmp_path, rng):
+    src = _logs(tmp_path / "in", rng, 2, rows=800)
+    (src / "README.txt").write_text("notes\n")
+    (src / "plot.png").write_bytes(b"\x89PNG")
+    r = subprocess.run([sys.executable, "-m", "sigconv", "batch", str(src), "-o", str(tmp_path / "out"), *CPU,
+                        "-j", "1"], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "2" in notes[0] and ".txt" in notes[0] and ".png" in notes[0], r.stderr
+    assert "2 done, 0 skipped, 0 failed" in r.stderr
+
+
+def test_allow_truncated_redoes_recordings_only():
+    from sigconv.engine.batch.manifest import settings_hash
+
+    plain = sigconv.BatchSettings().manifest_dict()
+    lenient = sigconv.BatchSettings(allow_truncated=True).manifest_dict()
+    for kind in ("csv", "parquet", "npy"):
+        assert settings_hash(plain, kind) == settings_hash(lenient, kind)
+    assert settings_hash(plain, "audio") != settings_hash(lenient, "audio")

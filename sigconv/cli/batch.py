@@ -147,6 +147,8 @@ def _print_summary(report, quiet: bool) -> None:
                 print(f"  {fs:g} Hz: {report.filters[fs]}", file=out)
         for rel, w in report.warnings:
             print(f"warning: {rel}: {w}", file=out)
+        for note in report.notes:
+            print(f"note: {note}", file=out)
     for rel, why in report.failed:
         print(f"failed: {rel}: {why}", file=out)
     if not quiet or report.interrupted:

@@ -23,7 +23,7 @@ from typing import Callable, Optional, Sequence
 from sigconv._core.atomic import PART_SUFFIX
 from sigconv._core.errors import InputError, OutputError
 from sigconv.engine.batch import cancel, runners
-from sigconv.engine.batch.discovery import DiscoveryError, discover, output_problem
+from sigconv.engine.batch.discovery import DiscoveryError, find_inputs, output_problem
 from sigconv.engine.batch.manifest import Manifest, settings_hash
 from sigconv.engine.batch.settings import BatchSettings
 
@@ -93,6 +93,8 @@ class BatchReport:
     stale: int = 0
     #: files stopped in flight by an interruption: nothing of them was left (the manifest does not list them)
     stopped: int = 0
+    #: lines worth a user's eye that concern no single file (files of other suffixes left out of folders)
+    notes: list = field(default_factory=list)
 
 
 def _clean_stale_parts(outdir: Path) -> int:
@@ -146,8 +148,8 @@ def _check_request(request: BatchRequest) -> Path:
         try:
             from sigconv.engine.spectral import spectral_file_filter  # noqa: F401
         except ImportError:
-            raise ValueError("--method spectral is not available in this build (sigconv.engine.spectral is "
-                             "missing); use --method fir") from None
+            raise ValueError("--method spectral is not available in this build (its module is missing); "
+                             "use --method fir") from None
     if request.scheduler is None and s.kernel.backend == "cuda":
         # safe for the workers: pool workers come from a fresh forkserver process
         try:
@@ -291,16 +293,17 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
     """
     outdir = _check_request(request)
     try:
-        found = discover(request.inputs, outdir, recursive=request.recursive)
+        inputs = find_inputs(request.inputs, outdir, recursive=request.recursive)  # none found: DiscoveryError
     except DiscoveryError as exc:
         raise ValueError(str(exc)) from None
-    if not found:
-        raise ValueError("no supported input files found (CSV, Parquet, NPY, WAV, FLAC)")
+    found = inputs.found
 
     lock = _Lock(outdir)
     t_start = time.perf_counter()
     manifest = Manifest(outdir)
     report = BatchReport(manifest=manifest.path)
+    if inputs.skipped_note():
+        report.notes.append(inputs.skipped_note())
     cancel.STOP.clear()
     launched: dict = {}  # tasks handed to the runner, by rel, until their result is recorded
     stopped: list = []  # tasks stopped in flight

@@ -27,8 +27,9 @@ SCHEMA = 1
 def settings_hash(settings: dict, kind: Optional[str] = None) -> str:
     """Hash of the options that change the output of a file of ``kind`` (not backend, variant, block
     or jobs). ``edges`` applies to tables and NPY logs only: it is left out for audio (so changing
-    --edges does not redo audio files, and their hash is the one from before --edges existed)."""
-    drop = ("backend", "variant", "block") + (("edges",) if kind == "audio" else ())
+    --edges does not redo audio files, and their hash is the one from before --edges existed);
+    ``allow_truncated`` applies to recordings only."""
+    drop = ("backend", "variant", "block") + (("edges",) if kind == "audio" else ("allow_truncated",))
     keep = {k: v for k, v in settings.items() if k not in drop}
     keep["schema"] = SCHEMA
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
