@@ -83,3 +83,20 @@ def test_wheel_installs_and_runs_outside_checkout(tmp_path):
     mod_file, kdir, apps_file, app_type = r.stdout.split()
     assert str(venv) in mod_file and str(venv) in kdir and str(venv) in apps_file, r.stdout
     assert "sigconv/apps" in apps_file and app_type.endswith("App")
+
+
+def test_suite_imports_the_checkout():
+    """Run in-process, the tests exercise this checkout's sigconv, not one installed into the interpreter."""
+    import sigconv
+
+    assert os.path.realpath(sigconv.__file__) == str(ROOT / "sigconv" / "__init__.py")
+
+
+def test_suite_tests_the_checkout_wherever_pytest_starts(tmp_path):
+    """Started from another directory (so the checkout is not the current one on sys.path), pytest still imports
+    sigconv from the checkout (pyproject's pythonpath), whether or not a sigconv is installed."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        f"{ROOT / 'tests' / 'test_wheel.py'}::test_suite_imports_the_checkout"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
