@@ -131,7 +131,8 @@ def test_gpu_runner_gives_the_serial_outputs(tmp_path, rng, as_if_one_gpu, monke
     assert ref.where == "in this process"
     calls = []
     real = runners.run_threads
-    monkeypatch.setattr(runners, "run_threads", lambda tasks, workers: calls.append(workers) or real(tasks, workers))
+    monkeypatch.setattr(runners, "run_threads",
+                        lambda tasks, workers, **kw: calls.append(workers) or real(tasks, workers, **kw))
     rep = sigconv.run_batch(_request(src, tmp_path / "thr", 3, backend="auto"))
     assert calls == [3] and rep.where == "3 threads sharing 1 GPU"
     assert sorted(rep.done) == sorted(ref.done) and len(rep.done) == 9 and not rep.failed
@@ -318,3 +319,19 @@ def test_allow_truncated_redoes_recordings_only():
     for kind in ("csv", "parquet", "npy"):
         assert settings_hash(plain, kind) == settings_hash(lenient, kind)
     assert settings_hash(plain, "audio") != settings_hash(lenient, "audio")
+
+
+def test_cuda_that_fails_to_start_stops_the_batch_with_one_line_and_no_output(tmp_path, rng, monkeypatch):
+    """CuPy installed and a GPU visible, but CUDA does not start (a broken driver): the GPU runner finds out while
+    the first files are read, stops the batch and run_batch raises the reason; no output is written."""
+    from sigconv._core import devices
+    from sigconv._core.errors import InputError
+
+    monkeypatch.setattr(devices, "cuda_quick_reason", lambda: None)
+    monkeypatch.setattr(devices, "cuda_reason", lambda: "no usable CUDA GPU (driver too old)")
+    monkeypatch.setattr(runners, "visible_gpu_count", lambda *a, **k: 1)
+    src = _logs(tmp_path / "in", rng, 6, rows=1500)
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=r"^backend 'cuda' is not usable here: no usable CUDA GPU \(driver too old\)$"):
+        sigconv.run_batch(_request(src, out, 3, backend="cuda"))
+    assert not _outputs(out) and not _leftovers(out) and not cancel.STOP.is_set()

@@ -7,7 +7,7 @@ import functools
 import os
 from typing import Optional
 
-__all__ = ["unavailable", "cuda_reason", "gpu_name", "resolve_backend"]
+__all__ = ["unavailable", "cuda_reason", "cuda_quick_reason", "gpu_name", "resolve_backend"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -20,6 +20,21 @@ def _cupy_reason() -> Optional[str]:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"CuPy is not installed or not importable ({first}); pip install 'sigconv[cuda]'"
     return None
+
+
+def cuda_quick_reason() -> Optional[str]:
+    """Why CUDA cannot run here, as far as can be seen without importing CuPy or touching the driver (CUDA
+    disabled, CuPy not installed); ``None`` when it may run, which :func:`cuda_reason` then decides (it costs
+    CuPy's import and the driver's start, a few tenths of a second)."""
+    if os.environ.get("SIGCONV_DISABLE_CUDA"):
+        return "CUDA disabled by SIGCONV_DISABLE_CUDA"
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else _cupy_reason()
 
 
 @functools.lru_cache(maxsize=None)

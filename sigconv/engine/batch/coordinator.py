@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from sigconv._core import devices
 from sigconv._core.atomic import PART_SUFFIX
 from sigconv._core.errors import InputError, OutputError
 from sigconv.engine.batch import cancel, runners
@@ -151,9 +152,12 @@ def _check_request(request: BatchRequest) -> Path:
             raise ValueError("--method spectral is not available in this build (its module is missing); "
                              "use --method fir") from None
     if request.scheduler is None and s.kernel.backend == "cuda":
-        # safe for the workers: pool workers come from a fresh forkserver process
+        # safe for the workers: pool workers come from a fresh forkserver process. When CuPy is installed and one
+        # GPU is visible, the full check (CuPy's import, the driver's start) waits for _runner: the GPU runner makes
+        # it while the first files are read, and stops the batch with its error, before any output, if it fails
         try:
-            s.kernel.resolve()
+            if devices.cuda_quick_reason() or runners.visible_gpu_count() != 1:
+                s.kernel.resolve()  # (the variant was checked when the KernelChoice was made)
         except RuntimeError as exc:
             raise InputError(str(exc)) from None
     outdir = Path(request.outdir)
@@ -212,16 +216,12 @@ def _tasks(found, outdir: Path, settings: BatchSettings):
 
 
 def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
-    """Whether this process's files filter on a GPU (the kernel choice as the files will resolve it)."""
+    """Whether this process's files filter on a GPU: "cuda", or "auto" where CuPy is installed and a GPU is
+    visible (should CUDA then fail to start, "auto" files filter on the cpu backend, in the same threads)."""
     backend = request.settings.kernel.backend
     if backend == "cpu" or n_gpus == 0:
         return False
-    if backend == "cuda":
-        return True
-    try:
-        return request.settings.kernel.resolve().backend == "cuda"
-    except RuntimeError:
-        return False
+    return backend == "cuda" or devices.cuda_quick_reason() is None
 
 
 def _runner(request: BatchRequest, todo, n_todo: int, info: dict):
@@ -235,12 +235,18 @@ def _runner(request: BatchRequest, todo, n_todo: int, info: dict):
         except ImportError:
             raise InputError("--scheduler needs Dask: pip install 'sigconv[dask]'") from None
         return runners.run_dask(todo, request.scheduler, request.jobs, n_gpus, info), None, True
+    cuda = request.settings.kernel.backend == "cuda"
+    if n_gpus == 1 and jobs > 1 and n_todo > 1 and _on_gpu(request, n_gpus):
+        # one GPU: one process, its threads parse and write in parallel while the GPU filters (one CUDA context,
+        # no per-worker start-up); it checks that CUDA runs while the first files are read
+        return runners.run_threads(todo, jobs, check_cuda=cuda, info=info), f"{jobs} threads sharing 1 GPU", True
+    if cuda:
+        try:
+            request.settings.kernel.resolve()
+        except RuntimeError as exc:
+            raise InputError(str(exc)) from None
     if jobs <= 1 or n_todo <= 1:
         return runners.run_serial(todo), "in this process", False
-    if n_gpus == 1 and _on_gpu(request, n_gpus):
-        # one GPU: one process, its threads parse and write in parallel while the GPU filters (one CUDA context,
-        # no per-worker start-up)
-        return runners.run_threads(todo, jobs), f"{jobs} threads sharing 1 GPU", True
     return runners.run_pool(todo, jobs, n_gpus), f"{jobs} worker processes" + (
         f" sharing {n_gpus} GPU(s)" if n_gpus else ""), True
 
@@ -378,6 +384,8 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
             cancel.STOP.clear()
             manifest.close()
             lock.close()
+    if info.get("gpu_error"):
+        raise InputError(info["gpu_error"])
     report.seconds = time.perf_counter() - t_start
     report.where = where or info.get("cluster", "Dask")
     return report

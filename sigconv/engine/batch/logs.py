@@ -34,7 +34,7 @@ IRREGULAR_TOL = 0.01
 #: The most (relative) a rate inferred from rounded timestamps is moved to a whole number of Hz.
 _NICE_MAX = 1e-4
 #: Timestamps looked at to find the step they were rounded to (:func:`time_resolution`).
-_RESOLUTION_SAMPLE = 1 << 16
+_RESOLUTION_SAMPLE = 1 << 12
 _TIME_WITH_UNIT = re.compile(r"^(time|timestamp)[ _]?\(?(s|ms|us|ns|sec|seconds)?\)?$")
 #: Suffix -> table kind.
 _KINDS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}

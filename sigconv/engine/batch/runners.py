@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -40,6 +41,10 @@ from sigconv.engine.batch.process import process_task
 STOP_GRACE = 1.5
 #: Seconds between looks at the stop flag while waiting for results.
 POLL = 0.1
+#: The interpreter's thread switch interval while files run in threads (``sys.setswitchinterval``; Python's
+#: default is 5 ms). A file's many short NumPy and Arrow calls each release and retake the GIL; with many threads
+#: each retake can wait a whole interval behind a thread running Python, so a short one keeps the threads moving.
+THREAD_SWITCH_INTERVAL = 0.0005
 
 PROC_GPUS = "/proc/driver/nvidia/gpus"
 
@@ -154,16 +159,20 @@ class _Lookahead:
         return self.peek() is not None
 
 
-def run_threads(tasks: Iterable[dict], workers: int):
-    """Files in ``workers`` threads of this process: the GPU runner (one CUDA context, made by the first file
-    that filters; the device is used by one file at a time, see ``process.device_section``)."""
+def run_threads(tasks: Iterable[dict], workers: int, check_cuda: bool = False, info: Optional[dict] = None):
+    """Files in ``workers`` threads of this process: the GPU runner (one CUDA context, made while the first files
+    are read; logs use the device one at a time, see ``process.device_section``). ``check_cuda``: the batch asked
+    for the cuda backend, so CUDA failing to start stops it, with the reason in ``info["gpu_error"]``."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     pending = _Lookahead(tasks)
     inflight: dict = {}
     # the CUDA context (CuPy's import, the driver) is made while the first files are read
-    threading.Thread(target=_warm_gpu, daemon=True, name="sigconv-gpu-warm-up").start()
+    threading.Thread(target=_warm_gpu, args=(check_cuda, info if info is not None else {}), daemon=True,
+                     name="sigconv-gpu-warm-up").start()
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sigconv-batch")
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, THREAD_SWITCH_INTERVAL))
     try:
         while (pending and not cancel.STOP.is_set()) or inflight:
             while pending and len(inflight) < 2 * workers and not cancel.STOP.is_set():
@@ -181,15 +190,24 @@ def run_threads(tasks: Iterable[dict], workers: int):
                 t = inflight.pop(f)
                 yield t, _thread_outcome(f, t)
     finally:
+        sys.setswitchinterval(interval)
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _warm_gpu() -> None:
+def _warm_gpu(check_cuda: bool, info: dict) -> None:
+    from sigconv._core import devices
+
+    reason = devices.cuda_reason()
+    if reason:
+        if check_cuda:
+            info["gpu_error"] = f"backend 'cuda' is not usable here: {reason}"
+            cancel.STOP.set()
+        return
     try:
         import cupy
 
         cupy.zeros(1, dtype=cupy.float32).sum()
-    except Exception:  # noqa: BLE001 - the first file reports what is wrong with the GPU
+    except Exception:  # noqa: BLE001 - the first file to filter says what is wrong
         pass
 
 
