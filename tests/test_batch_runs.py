@@ -335,3 +335,50 @@ def test_cuda_that_fails_to_start_stops_the_batch_with_one_line_and_no_output(tm
     with pytest.raises(InputError, match=r"^backend 'cuda' is not usable here: no usable CUDA GPU \(driver too old\)$"):
         sigconv.run_batch(_request(src, out, 3, backend="cuda"))
     assert not _outputs(out) and not _leftovers(out) and not cancel.STOP.is_set()
+
+
+# ------------------------------------------------------------------------------------ reading Arrow columns
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_arrow_values_equal_arrows_own_conversion(rng, dtype):
+    """Chunked, sliced (a bit offset that is not a whole byte), with and without nulls: the buffers read
+    directly give Arrow's own values and nulls."""
+    import pyarrow as pa
+
+    from sigconv.engine.batch.logs import arrow_values
+
+    fill = np.nan if dtype == np.float64 else 0
+    chunks = []
+    for n in (13, 0, 70, 5):
+        v = (rng.standard_normal(n) * 1000).astype(dtype)
+        m = rng.random(n) < 0.3
+        chunks.append(pa.array(v, mask=m if n % 2 else None))
+    col = pa.chunked_array(chunks).slice(3, 80)
+    vals, nulls = arrow_values(col, dtype, fill)
+    want_nulls = np.array([x is None for x in col.to_pylist()])
+    want = np.array([fill if x is None else x for x in col.to_pylist()], dtype=dtype)
+    assert np.array_equal(nulls, want_nulls) and want_nulls.any()
+    assert np.array_equal(vals, want, equal_nan=True) and vals.dtype == dtype
+    one = pa.array(np.arange(10, dtype=dtype)).slice(2, 5)  # a plain array with an offset
+    assert np.array_equal(arrow_values(one, dtype, fill)[0], np.arange(2, 7, dtype=dtype))
+
+
+def test_a_batch_of_logs_never_makes_arrow_import_pandas(tmp_path, rng):
+    """Arrow imports pandas, where installed, the first time it converts to NumPy: a few tenths of a second of a
+    batch's start. A batch of CSV logs never asks it to (checked in a fresh process)."""
+    src = _logs(tmp_path / "in", rng, 2, rows=800)
+    code = ("import builtins, sys\n"
+            "real = builtins.__import__\n"
+            "tried = []\n"
+            "def hook(name, *a, **k):\n"
+            "    if name == 'pandas' or name.startswith('pandas.'):\n"
+            "        tried.append(name)\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = hook\n"
+            "from sigconv.cli import main\n"
+            f"rc = main(['batch', {str(src)!r}, '-o', {str(tmp_path / 'out')!r}, '--backend', 'cpu', '-j', '1', '-q'])\n"
+            "print(rc, len(tried))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["0", "0"], (r.stdout, r.stderr)

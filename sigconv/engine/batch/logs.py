@@ -146,6 +146,30 @@ def read_table(path: Path, kind: str, time_column: Optional[str]):
     return table, tc
 
 
+def arrow_values(col, dtype, fill) -> tuple[np.ndarray, np.ndarray]:
+    """(values, null mask) of a pyarrow array or chunked array of float64 or int64 (``dtype``), ``fill`` where null,
+    read from its buffers. (Arrow's own conversion to NumPy imports pandas, where installed, on its first use in a
+    process: a few tenths of a second, holding the interpreter.)"""
+    dtype = np.dtype(dtype)
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    vals = np.empty(len(col), dtype)
+    nulls = np.zeros(len(col), bool)
+    at = 0
+    for c in chunks:
+        n = len(c)
+        if not n:
+            continue
+        bufs = c.buffers()
+        vals[at:at + n] = np.frombuffer(bufs[1], dtype, count=c.offset + n)[c.offset:]
+        if c.null_count:
+            bits = np.unpackbits(np.frombuffer(bufs[0], np.uint8), bitorder="little", count=c.offset + n)
+            nulls[at:at + n] = bits[c.offset:] == 0
+        at += n
+    if nulls.any():
+        vals[nulls] = fill
+    return vals, nulls
+
+
 def time_seconds(col, name: str, path) -> np.ndarray:
     """The time column as float64 seconds (numbers are taken as seconds; timestamps relative to
     the first row). NaN where a value is missing."""
@@ -164,14 +188,14 @@ def time_seconds(col, name: str, path) -> np.ndarray:
             # int64 nanoseconds, relative to the first valid row before going to float64 (epoch
             # nanoseconds do not fit a float64 exactly); missing values become NaN
             ns = pc.cast(pc.cast(col, pa.timestamp("ns")), pa.int64())
-            valid = np.asarray(pc.is_valid(ns).to_numpy(zero_copy_only=False), dtype=bool)
-            ints = pc.coalesce(ns, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+            ints, nulls = arrow_values(ns, np.int64, 0)
+            valid = ~nulls
             first = ints[valid][0] if valid.any() else 0
             v = (ints - first).astype(np.float64) / 1e9
             v[~valid] = np.nan
             return v
         if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-            return pc.coalesce(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+            return arrow_values(pc.cast(col, pa.float64()), np.float64, np.nan)[0]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     raise InputError(f"{path}: time column {name!r} holds neither numbers (seconds) nor timestamps; "
@@ -300,10 +324,7 @@ def column_values(table, name) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    col = table.column(name)
-    nulls = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else np.zeros(len(col), bool)
-    vals = pc.coalesce(pc.cast(col, pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
-    return np.array(vals, dtype=np.float64), np.asarray(nulls, dtype=bool)
+    return arrow_values(pc.cast(table.column(name), pa.float64()), np.float64, np.nan)
 
 
 def read_log(path, *, time_column: Optional[str] = None, columns=None, fs: Optional[float] = None) -> LogData:

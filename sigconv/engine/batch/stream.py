@@ -43,7 +43,7 @@ from sigconv.engine.batch import cancel, filters
 from sigconv.engine.batch.discovery import safe_output
 from sigconv.engine.batch.edges import ExtendedFeed
 from sigconv.engine.batch.formats import channel_dtype, channel_type, csv_header_line
-from sigconv.engine.batch.logs import choose_channels, csv_header, detect_time_column, file_rate, reading, unreadable
+from sigconv.engine.batch.logs import arrow_values, choose_channels, csv_header, detect_time_column, file_rate, reading, unreadable
 from sigconv.engine.batch.settings import BatchSettings
 
 #: Tables at least this large (bytes) are streamed.
@@ -144,7 +144,7 @@ def channel_block(rb, chans) -> np.ndarray:
 
     x = np.empty((rb.num_rows, len(chans)), np.float64)
     for j, c in enumerate(chans):
-        x[:, j] = pc.coalesce(pc.cast(rb.column(c), pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+        x[:, j] = arrow_values(pc.cast(rb.column(c), pa.float64()), np.float64, np.nan)[0]
     return x
 
 
