@@ -45,6 +45,19 @@ def channel_dtype(typ) -> np.dtype:
     return np.dtype(np.float32) if typ == pa.float32() else np.dtype(np.float64)
 
 
+def channel_array(y: np.ndarray, typ, nulls: Optional[np.ndarray] = None):
+    """The pyarrow array of channel type ``typ`` (:func:`channel_type`) holding ``y``, null where ``nulls``, made
+    from its buffers (``pyarrow.array`` on a NumPy array imports pandas, where installed, on its first use)."""
+    import pyarrow as pa
+
+    v = np.ascontiguousarray(y, dtype=channel_dtype(typ))
+    valid = None
+    if nulls is not None and nulls.any():
+        valid = pa.py_buffer(np.packbits(~np.asarray(nulls, bool), bitorder="little"))
+    return pa.Array.from_buffers(typ, v.size, [valid, pa.py_buffer(v)],
+                                 null_count=int(np.count_nonzero(nulls)) if valid is not None else 0)
+
+
 def csv_header_line(names) -> bytes:
     """The header line of a CSV output (names quoted only where they need it)."""
     head = io.StringIO()
@@ -57,7 +70,7 @@ def replace_column(table, name, y: np.ndarray, nulls: np.ndarray):
 
     old = table.schema.field(name)
     typ = channel_type(old.type)
-    arr = pa.array(y.astype(channel_dtype(typ), copy=False), type=typ, mask=nulls if nulls.any() else None)
+    arr = channel_array(y, typ, nulls)
     i = table.column_names.index(name)
     return table.set_column(i, pa.field(name, typ, metadata=old.metadata), arr)
 

@@ -42,7 +42,7 @@ from sigconv._core.errors import InputError
 from sigconv.engine.batch import cancel, filters
 from sigconv.engine.batch.discovery import safe_output
 from sigconv.engine.batch.edges import ExtendedFeed
-from sigconv.engine.batch.formats import channel_dtype, channel_type, csv_header_line
+from sigconv.engine.batch.formats import channel_array, channel_type, csv_header_line
 from sigconv.engine.batch.logs import arrow_values, choose_channels, csv_header, detect_time_column, file_rate, reading, unreadable
 from sigconv.engine.batch.settings import BatchSettings
 
@@ -213,7 +213,7 @@ def pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
                 pending[0] = rb.slice(m)
             cols = list(part.columns)
             for j, (i, typ) in enumerate(zip(idx, types)):
-                cols[i] = pa.array(y[used:used + m, j].astype(channel_dtype(typ)), type=typ)
+                cols[i] = channel_array(y[used:used + m, j], typ)
             pieces.append(pa.RecordBatch.from_arrays(cols, schema=schema_out))
             used += m
         if pieces:
