@@ -141,31 +141,30 @@ def test_gpu_runner_gives_the_serial_outputs(tmp_path, rng, as_if_one_gpu, monke
     assert not _leftovers(tmp_path / "thr")
 
 
-def test_gpu_runner_filters_one_file_at_a_time(tmp_path, rng, monkeypatch):
-    """On the GPU the device section is held by one file at a time (while the others read and write)."""
+def test_gpu_runner_uses_the_device_for_one_log_at_a_time(tmp_path, rng, numpy_gpu, monkeypatch):
+    """Many threads filter logs on the GPU: their transfers and kernels run one log at a time (the device lock),
+    the host's share in parallel; every log is filtered once, with the outputs of the cpu run."""
     from types import SimpleNamespace
 
-    from sigconv.engine.audio import pcm_spec
-    from sigconv.engine.file import CPUFileFilter
+    from sigconv.backends import cuda1d
 
     src = _logs(tmp_path / "in", rng, 8, rows=1500)
+    ref = sigconv.run_batch(_request(src, tmp_path / "ref", 1))
     inside, most = [0], [0]
-    real = filters.filter_columns
+    real = cuda1d.corr1d
 
     def counting(*a, **k):
         inside[0] += 1
         most[0] = max(most[0], inside[0])
-        time.sleep(0.02)
+        time.sleep(0.01)
         try:
             return real(*a, **k)
         finally:
             inside[0] -= 1
 
-    monkeypatch.setattr(filters, "filter_columns", counting)
-    # the files believe they filter on the GPU; the filter itself is the cpu one
-    monkeypatch.setattr(filters, "kernel_here", lambda kernel: SimpleNamespace(backend="cuda"))
-    monkeypatch.setattr(filters, "block_filter", lambda taps, c, s: CPUFileFilter(taps, c, pcm_spec("DOUBLE")))
-    monkeypatch.setattr(filters, "GPU_WHOLE_RUN_SAMPLES", 0)
+    monkeypatch.setattr(cuda1d, "corr1d", counting)
+    monkeypatch.setattr(filters, "kernel_here", lambda kernel: SimpleNamespace(backend="cuda", variant="auto",
+                                                                               block=None))
     out = tmp_path / "out"
     out.mkdir()
     settings = sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend="cpu"))
@@ -173,7 +172,11 @@ def test_gpu_runner_filters_one_file_at_a_time(tmp_path, rng, monkeypatch):
               "size": 0, "mtime_ns": 0, "hash": "x", "settings": settings} for f in sorted(src.iterdir())]
     results = [r for _, r in runners.run_threads(tasks, 4)]
     assert [r["status"] for r in results] == ["done"] * 8, [r["reason"] for r in results]
-    assert most[0] == 1 and {r["backend"] for r in results} == {"cuda"}
+    assert most[0] == 1 and len(numpy_gpu) == 8 and {r["backend"] for r in results} == {"cuda"}
+    for name in ref.done:
+        a = np.loadtxt(tmp_path / "ref" / name, delimiter=",", skiprows=1)
+        b = np.loadtxt(out / name, delimiter=",", skiprows=1)
+        assert np.abs(a - b).max() <= 1e-5 * np.abs(a).max(), name
 
 
 def test_gpu_runner_stops_in_flight_files_and_starts_no_more(tmp_path, rng, as_if_one_gpu, monkeypatch):

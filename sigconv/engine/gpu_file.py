@@ -9,11 +9,18 @@ memory split in halves and retried. CuPy is imported on first use.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from sigconv.backends import cuda1d
 
-__all__ = ["GPUFileFilter", "filter_span"]
+__all__ = ["GPUFileFilter", "filter_span", "DEVICE_LOCK"]
+
+#: Held while one of this process's threads uses the GPU for a batch log (``filter_span``, or a block filter over
+#: a log): transfers and kernels of one log at a time; the host's share of the work (edges, conversions) is done
+#: outside it, in parallel.
+DEVICE_LOCK = threading.RLock()
 
 _READ_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0, "float32": 1.0, "float64": 1.0}
 #: float -> integer: v = rint(y * scale), saturated to [lo, hi].
@@ -216,13 +223,15 @@ def filter_span(x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant
     xs = x[max(0, start):offset + n + delay]  # the samples outputs offset..offset+n-1 read; zeros beyond
     wh = np.ascontiguousarray(h[::-1]).astype(np.float32)  # correlation form
     key = cuda1d.host_taps_key(wh)
-    w = _W.get(key)
-    if w is None:
-        if len(_W) >= _W_KEEP:
-            _W.pop(next(iter(_W)))
-        w = _W[key] = cupy.asarray(wh)
-    xg = cupy.asarray(np.ascontiguousarray(xs.T, dtype=np.float32))  # (C, m') on the device
-    if variant == "auto":
-        variant, block = cuda1d.resolve_auto(xg, w, pad, n, block)
-    y = cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key)
-    return cupy.asnumpy(y).T.astype(np.float64)
+    xh = np.ascontiguousarray(xs.T, dtype=np.float32)  # (C, m'), as it goes to the device
+    with DEVICE_LOCK:
+        w = _W.get(key)
+        if w is None:
+            if len(_W) >= _W_KEEP:
+                _W.pop(next(iter(_W)))
+            w = _W[key] = cupy.asarray(wh)
+        xg = cupy.asarray(xh)
+        if variant == "auto":
+            variant, block = cuda1d.resolve_auto(xg, w, pad, n, block)
+        y = cupy.asnumpy(cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key))
+    return y.T.astype(np.float64)

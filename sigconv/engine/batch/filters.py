@@ -96,6 +96,12 @@ def filter_run(taps, x, out, settings: BatchSettings) -> None:
         out[...] = filter_span(xe, taps, n, offset=left, delay=delay, variant=kernel.variant, block=kernel.block)
         return
     flt = block_filter(taps, C, settings)
+    if kernel.backend == "cuda":
+        from sigconv.engine.gpu_file import DEVICE_LOCK
+
+        with DEVICE_LOCK:
+            filter_into(flt, x, out, ext=run_extension(flt, taps, settings))
+        return
     filter_into(flt, x, out, ext=run_extension(flt, taps, settings))
 
 

@@ -9,17 +9,16 @@ records. Tables of at least ``stream.STREAM_MIN_BYTES`` are streamed (:mod:`.str
 whole; NPY arrays are memory-mapped; audio goes through the engine's file filter.
 
 Files may run in several threads of one process (the GPU runner): reading, parsing and writing run in parallel
-(pyarrow, libsndfile and NumPy release the GIL), while the GPU's part of each log runs under one lock
-(:func:`device_section`), a few milliseconds per small log; recordings, whose decoding and encoding outweigh their
-filtering, use the GPU side by side (each with its own block filter). A stopped batch (:mod:`.cancel`) is checked before a
+(pyarrow, libsndfile and NumPy release the GIL), while the GPU's part of each log (its transfers and kernel) runs
+under one lock (``gpu_file.DEVICE_LOCK``, taken by ``filters.filter_run``), a millisecond or so per small log;
+recordings, whose decoding and encoding outweigh their filtering, use the GPU side by side (each with its own
+block filter). A stopped batch (:mod:`.cancel`) is checked before a
 file starts and just before its output is moved into place; such a file's result has status "cancelled".
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -30,20 +29,7 @@ from sigconv.engine.batch import cancel, filters, formats, logs, stream
 from sigconv.engine.batch.discovery import prepare_output, safe_output
 from sigconv.engine.batch.settings import BatchSettings
 
-__all__ = ["process_task", "device_section"]
-
-_DEVICE = threading.Lock()
-
-
-@contextlib.contextmanager
-def device_section(s: BatchSettings):
-    """Held around a file's filtering when it runs on the GPU: one file at a time uses the device from this
-    process's threads (CuPy's caches and the kernel chooser are not shared safely across threads)."""
-    if filters.kernel_here(s.kernel).backend == "cpu":
-        yield
-        return
-    with _DEVICE:
-        yield
+__all__ = ["process_task"]
 
 
 def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res: dict) -> None:
@@ -59,8 +45,7 @@ def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
     taps, desc = filters.taps_for(s.fir, fs, s.edges, frames=table.num_rows, source=inp)
     cols = [logs.column_values(table, c) for c in chans]
     x = np.stack([v for v, _ in cols], axis=1)
-    with device_section(s):
-        y = filters.filter_columns(x, taps, s, warnings, chans)
+    y = filters.filter_columns(x, taps, s, warnings, chans)
     for j, (c, (_, nulls)) in enumerate(zip(chans, cols)):
         keep = nulls if s.gaps == "split" else np.zeros_like(nulls)
         table = formats.replace_column(table, c, y[:, j], keep)
@@ -84,12 +69,11 @@ def do_npy(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res
     with safe_output(inp, out, outdir) as tmp:
         y = np.lib.format.open_memmap(tmp, mode="w+", dtype=odt, shape=(n,) if was_1d else (n, C))
         y2 = y[:, None] if was_1d else y
-        with device_section(s):
-            if finite:  # streamed: memory-mapped in, memory-mapped out
-                filters.filter_run(taps, a, y2, s)
-            else:
-                y2[...] = filters.filter_columns(np.asarray(a, dtype=np.float64), taps, s, res["warnings"],
-                                                 [f"channel {c}" for c in range(C)])
+        if finite:  # streamed: memory-mapped in, memory-mapped out
+            filters.filter_run(taps, a, y2, s)
+        else:
+            y2[...] = filters.filter_columns(np.asarray(a, dtype=np.float64), taps, s, res["warnings"],
+                                             [f"channel {c}" for c in range(C)])
         y.flush()
         del y, y2
         cancel.check()  # the last moment before the output is moved into place

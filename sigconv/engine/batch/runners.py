@@ -161,7 +161,7 @@ class _Lookahead:
 
 def run_threads(tasks: Iterable[dict], workers: int, check_cuda: bool = False, info: Optional[dict] = None):
     """Files in ``workers`` threads of this process: the GPU runner (one CUDA context, made while the first files
-    are read; logs use the device one at a time, see ``process.device_section``). ``check_cuda``: the batch asked
+    are read; logs use the device one at a time, see ``gpu_file.DEVICE_LOCK``). ``check_cuda``: the batch asked
     for the cuda backend, so CUDA failing to start stops it, with the reason in ``info["gpu_error"]``."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
