@@ -134,8 +134,7 @@ def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float, rows
     done = sum(1 for x in recs if x["status"] == "done")
     nbytes = sum(x["size"] for x in recs if x["status"] == "done")
     gpus = sorted({str(x["gpu"]) for x in recs if x.get("gpu") is not None})
-    where = next((line.split("; ")[-2].rstrip(")") for line in r.stderr.splitlines() if line.startswith("batch: ")),
-                 "")
+    where = next((line.split("; ")[-2][:-1] for line in r.stderr.splitlines() if line.startswith("batch: ")), "")
     return {"mode": mode, "rc": r.returncode, "seconds": round(secs, 3), "files": done,
             "failed": len(recs) - done, "MB": round(nbytes / 1e6, 3), "files_per_s": round(done / secs, 2),
             "rows_per_s": round(rows / secs) if done == len(recs) else None, "where": where,
