@@ -399,3 +399,21 @@ def test_channel_array_equals_pyarrows_own(rng):
         assert got.equals(want) and got.null_count == int(nulls.sum())
         assert channel_array(y[::3], typ).equals(pa.array(y[::3].astype(typ.to_pandas_dtype()), type=typ))
         assert channel_array(y, typ, np.zeros(37, bool)).null_count == 0
+
+
+def test_threads_never_see_a_zero_umask(tmp_path, rng, as_if_one_gpu):
+    """Files written from the GPU runner's threads get the ordinary mode (0666 less the umask), and folders the
+    batch creates never become world-writable (the umask is read once, never set to 0 while threads run)."""
+    src = tmp_path / "in"
+    for d in range(6):
+        _logs(src / f"site{d}", rng, 2, rows=800)
+    old = os.umask(0o022)
+    try:
+        rep = sigconv.run_batch(sigconv.BatchRequest([src], tmp_path / "out", sigconv.BatchSettings(
+            kernel=sigconv.KernelChoice(backend="auto")), jobs=4, recursive=True))
+    finally:
+        os.umask(old)
+    assert len(rep.done) == 12 and rep.where == "4 threads sharing 1 GPU"
+    for p in (tmp_path / "out").rglob("*"):
+        mode = p.stat().st_mode & 0o777
+        assert mode == (0o755 if p.is_dir() else 0o644), (p, oct(mode))

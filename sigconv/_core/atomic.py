@@ -74,11 +74,21 @@ def _release_sigint(held: bool) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _ordinary_mode(path: Path) -> None:
-    """mkstemp creates 0600; give the output the mode any new file would get."""
+def _read_umask() -> int:
+    """The process's umask, read once, when this module is imported: reading it means setting it, and a umask of 0
+    set by one thread while another creates a folder (a batch runs files in threads) would make that folder
+    world-writable."""
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
+    return umask
+
+
+_UMASK = _read_umask()
+
+
+def _ordinary_mode(path: Path) -> None:
+    """mkstemp creates 0600; give the output the mode any new file would get."""
+    os.chmod(path, 0o666 & ~_UMASK)
 
 
 @contextlib.contextmanager
