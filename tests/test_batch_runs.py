@@ -114,10 +114,11 @@ def test_lock_is_removed_after_a_run_and_still_excludes_a_second_batch(tmp_path,
 
 @pytest.fixture
 def as_if_one_gpu(monkeypatch):
-    """The coordinator believes one GPU filters here: with backend "auto" it takes the GPU runner (threads), whose
-    files then filter on the cpu backend, so its scheduling can be checked on any machine."""
+    """The coordinator believes one GPU filters here: with backend "auto" it takes the GPU runner (threads) for files
+    of any size, and their files then filter on the cpu backend, so its scheduling can be checked on any machine."""
     monkeypatch.setattr(coordinator, "_on_gpu", lambda request, n_gpus: True)
     monkeypatch.setattr(runners, "visible_gpu_count", lambda *a, **k: 1)
+    monkeypatch.setattr(coordinator, "AUTO_GPU_MIN_FILE_BYTES", 0)  # "auto" takes the GPU for files of any size
 
 
 def _request(src, out, jobs, backend="cpu"):
@@ -417,3 +418,27 @@ def test_threads_never_see_a_zero_umask(tmp_path, rng, as_if_one_gpu):
     for p in (tmp_path / "out").rglob("*"):
         mode = p.stat().st_mode & 0o777
         assert mode == (0o755 if p.is_dir() else 0o644), (p, oct(mode))
+
+
+def test_auto_sends_small_files_to_the_cpu_pool_and_large_ones_to_the_gpu(tmp_path, rng, as_if_one_gpu, monkeypatch):
+    """--backend auto with a GPU: files averaging under AUTO_GPU_MIN_FILE_BYTES go to the CPU process pool, on
+    the cpu backend (their workers start no CUDA); larger ones to the GPU runner."""
+    seen = []
+    real_pool = runners.run_pool
+
+    def pool(tasks, jobs, n_gpus=0):
+        for t, r in real_pool(tasks, jobs, n_gpus):
+            seen.append((n_gpus, t["settings"].kernel.backend))
+            yield t, r
+
+    monkeypatch.setattr(runners, "run_pool", pool)
+    monkeypatch.setattr(coordinator, "AUTO_GPU_MIN_FILE_BYTES", 1 << 20)
+    src = _logs(tmp_path / "in", rng, 4, rows=800)  # about 60 KB each
+    rep = sigconv.run_batch(_request(src, tmp_path / "small", 2, backend="auto"))
+    assert rep.where == "2 worker processes" and len(rep.done) == 4
+    assert seen == [(0, "cpu")] * 4
+    monkeypatch.setattr(coordinator, "AUTO_GPU_MIN_FILE_BYTES", 1000)
+    rep = sigconv.run_batch(_request(src, tmp_path / "large", 2, backend="auto"))
+    assert rep.where == "2 threads sharing 1 GPU" and len(rep.done) == 4 and len(seen) == 4
+    for name in rep.done:
+        assert (tmp_path / "small" / name).read_bytes() == (tmp_path / "large" / name).read_bytes()
