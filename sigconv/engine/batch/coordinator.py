@@ -225,10 +225,11 @@ def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
 
 
 #: ``--backend auto`` with one GPU runs the files there (threads of one process) when they average at least this
-#: many bytes; smaller files go to the CPU process pool, whose cost per file is lower. Measured on the H200 host
-#: (16 cores), 2026-12-01, pool against GPU: 1,000 logs of 63 KB 3.3 s against 6.6 s; 200 of 1.5 MB 3.6 s against
-#: 2.9 s; 3 of 25 MB 2.2 s against 1.6 s (benchmarks/results/H200-2026-12-01-batch).
-AUTO_GPU_MIN_FILE_BYTES = 1 << 20
+#: many bytes; smaller files go to the CPU process pool, whose cost per file is lower. Measured on H200 hosts
+#: (16 cores), 2026-12-01, pool against GPU runner: 1,000 logs of 63 KB 3.3-3.7 s against 6.6-8.3 s; 200 of 1.5 MB
+#: 3.6 s against 2.9 s on one host, 3.6 s against 3.8-3.9 s on another; 3 of 25 MB 2.2-3.1 s against 1.6-2.1 s
+#: (benchmarks/results/H200-2026-12-01-batch). The bar sits between the last two, where the GPU always won.
+AUTO_GPU_MIN_FILE_BYTES = 4 << 20
 
 
 def _runner(request: BatchRequest, todo, n_todo: int, info: dict, total_bytes: int = 0):
@@ -240,7 +241,7 @@ def _runner(request: BatchRequest, todo, n_todo: int, info: dict, total_bytes: i
     kernel = request.settings.kernel
     if (kernel.backend == "auto" and kernel.variant == "auto" and n_gpus and not request.scheduler and jobs > 1
             and n_todo > 1 and total_bytes < AUTO_GPU_MIN_FILE_BYTES * n_todo):
-        # small files: the CPU pool (its workers would otherwise each start CUDA for a few milliseconds of work)
+        # small files: the CPU pool, on the cpu backend (its workers would otherwise each start CUDA)
         info["settings"] = replace(request.settings, kernel=replace(kernel, backend="cpu"))
         n_gpus = 0
     if request.scheduler:
