@@ -2,9 +2,11 @@
 
 :func:`run_batch` finds the files (:mod:`.discovery`), takes OUTDIR's lock (one batch writes into a folder at
 a time), removes temporary outputs a killed run left, skips what the manifest has as done and unchanged,
-runs the rest in this process, a local process pool or on Dask (:mod:`.runners`), records every result as it
-arrives (:mod:`.manifest`) and returns a :class:`BatchReport`. The coordinator never touches CUDA: workers
-get their GPU (and create their CUDA context) themselves.
+runs the rest in this process (serially, or in threads sharing one GPU), a local process pool or on Dask
+(:mod:`.runners`), records every result as it arrives (:mod:`.manifest`) and returns a :class:`BatchReport`.
+Pool and Dask workers get their GPU (and create their CUDA context) themselves; the coordinator makes one only
+when the files run in its own threads or serially. Ctrl-C (or ``cancel.STOP``) stops the batch: no file starts
+after it, the files in flight stop, and the report and manifest hold exactly the outputs left.
 """
 
 from __future__ import annotations

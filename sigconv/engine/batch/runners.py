@@ -12,10 +12,11 @@ its output is complete; "cancelled": nothing of it remains) and ends.
 
 CPU or GPU: on the cpu backend files run in a process pool (``run_pool``). On one GPU they run in threads
 of this process (``run_threads``): one CUDA context, parsing and writing in parallel on the CPUs while the
-GPU filters one file after another.
+GPU filters one log after another (the coordinator decides which, ``coordinator.AUTO_GPU_MIN_FILE_BYTES``
+for "auto").
 
-GPUs: one CUDA context per worker process. The coordinator never touches CUDA (it counts GPUs from
-/proc and CUDA_VISIBLE_DEVICES), and each worker is pinned to one GPU through CUDA_VISIBLE_DEVICES
+Several GPUs: one CUDA context per worker process. The coordinator then never touches CUDA (it counts GPUs
+from /proc and CUDA_VISIBLE_DEVICES), and each worker is pinned to one GPU through CUDA_VISIBLE_DEVICES
 before it imports CuPy: round robin over the GPUs in the local pool, one worker per GPU in a Dask
 LocalCluster (``--scheduler local``). On a remote cluster (``--scheduler ADDRESS``) the workers'
 own environment decides (start one worker per GPU with CUDA_VISIBLE_DEVICES set, e.g. with
