@@ -27,6 +27,7 @@ from sigconv._core.atomic import atomic_output, write_error
 from sigconv._core.errors import InputError, OutputError
 from sigconv.backends.cpu import OverlapSave
 from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise
+from sigconv.engine.settings import phase_delay
 from sigconv.registry.auto import choose_conv1d
 
 __all__ = ["BlockFilter", "CPUFileFilter", "fir_block_filter", "filter_file", "FilterResult"]
@@ -77,7 +78,7 @@ class CPUFileFilter(BlockFilter):
 
     def __init__(self, taps, channels: int, spec: PCMSpec, phase: str = "zero", variant: str = "auto"):
         taps = np.asarray(taps, dtype=np.float64)
-        super().__init__(channels, (taps.size - 1) // 2 if phase == "zero" else 0, spec)
+        super().__init__(channels, phase_delay(taps.size, phase), spec)
         self.ols = OverlapSave(taps.astype(spec.work_dtype), channels, spec.work_dtype, method=variant)
         step = self.ols.nfft - taps.size + 1
         # read whole overlap-save segments: about 2^18 frames, at least 4 segments

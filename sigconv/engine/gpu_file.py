@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from sigconv.backends import cuda1d
+from sigconv.engine.settings import phase_delay
 
 __all__ = ["GPUFileFilter", "filter_span", "DEVICE_LOCK"]
 
@@ -108,7 +109,7 @@ class GPUFileFilter:
         self.phase, self.clip = phase, bool(clip)
         self._core = cuda1d.StreamFilter(h, self.C, np.float32, variant=variant, block=block)
         self.variant = variant
-        self.delay = (K - 1) // 2 if phase == "zero" else 0
+        self.delay = phase_delay(K, phase)
         if chunk_frames is not None:
             self.preferred_frames = int(chunk_frames)
         else:

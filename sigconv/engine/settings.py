@@ -21,7 +21,7 @@ from sigconv._core.blocks import check_block_for
 from sigconv.registry import table
 
 __all__ = ["BACKENDS", "PHASES", "SIGNAL_KINDS", "KernelChoice", "FirSpec", "FirDesign", "GateSpec",
-           "signal_kind", "check_filter_fits", "RECORDING_BAND", "AUDIO_MIN_RATE"]
+           "signal_kind", "phase_delay", "check_filter_fits", "RECORDING_BAND", "AUDIO_MIN_RATE"]
 
 #: What ``backend=`` accepts; "auto" is the GPU when one is usable, else the CPU.
 BACKENDS = ("auto", "cpu", "cuda")
@@ -35,6 +35,12 @@ RECORDING_BAND = (80.0, 8000.0)
 AUDIO_MIN_RATE = 8000.0
 #: The sensor-log default: high-pass edge, low-pass edge and transition as fractions of fs.
 LOG_HIGHPASS, LOG_LOWPASS, LOG_TRANSITION = 1 / 200, 0.4, 1 / 200
+
+
+def phase_delay(ntaps: int, phase: str) -> int:
+    """Outputs a FIR of ``ntaps`` taps lags its input by, and so drops, for ``phase``: "zero" centres it
+    ((K-1)/2, SciPy's "same"), "linear" keeps the causal output (0)."""
+    return (int(ntaps) - 1) // 2 if phase == "zero" else 0
 
 
 def signal_kind(fs: float) -> str:

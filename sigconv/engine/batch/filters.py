@@ -14,7 +14,7 @@ import numpy as np
 from sigconv._core.errors import InputError
 from sigconv.engine.batch.edges import extension, filter_into, odd_extension, runs
 from sigconv.engine.batch.settings import BatchSettings
-from sigconv.engine.settings import FirSpec, KernelChoice, check_filter_fits, signal_kind
+from sigconv.engine.settings import FirSpec, KernelChoice, check_filter_fits, phase_delay, signal_kind
 
 __all__ = ["kernel_here", "taps_for", "block_filter", "filter_run", "filter_columns", "check_length"]
 
@@ -85,7 +85,7 @@ def filter_run(taps, x, out, settings: BatchSettings) -> None:
         from sigconv.engine.gpu_file import filter_span
 
         K = len(taps)
-        delay = (K - 1) // 2 if settings.fir.phase == "zero" else 0
+        delay = phase_delay(K, settings.fir.phase)
         left, right = extension(K, delay, settings.edges)
         parts = [np.asarray(x)]
         if left:
