@@ -113,12 +113,23 @@ def test_lock_is_removed_after_a_run_and_still_excludes_a_second_batch(tmp_path,
 
 
 @pytest.fixture
-def as_if_one_gpu(monkeypatch):
-    """The coordinator believes one GPU filters here: with backend "auto" it takes the GPU runner (threads) for files
-    of any size, and their files then filter on the cpu backend, so its scheduling can be checked on any machine."""
+def forked(monkeypatch):
+    """Pool workers and the GPU's process forked from this process whatever threads it runs, so that they share
+    this test's patches."""
+    import multiprocessing as mp
+
+    monkeypatch.setattr(runners, "_pool_context", lambda: mp.get_context("fork"))
+
+
+@pytest.fixture
+def as_if_one_gpu(monkeypatch, forked):
+    """The coordinator believes one GPU filters here: with backend "auto" it takes the GPU runner for files of any
+    size (logs: a worker pool and the GPU's process; recordings: threads). CUDA does not start in the GPU's process,
+    so "auto" files filter on the cpu backend and the scheduling can be checked on any machine."""
     monkeypatch.setattr(coordinator, "_on_gpu", lambda request, n_gpus: True)
     monkeypatch.setattr(runners, "visible_gpu_count", lambda *a, **k: 1)
     monkeypatch.setattr(coordinator, "AUTO_GPU_MIN_FILE_BYTES", 0)  # "auto" takes the GPU for files of any size
+    monkeypatch.setenv("SIGCONV_DISABLE_CUDA", "1")  # read where CUDA would start, never by the patched counts
 
 
 def _request(src, out, jobs, backend="cpu"):
@@ -131,85 +142,79 @@ def test_gpu_runner_gives_the_serial_outputs(tmp_path, rng, as_if_one_gpu, monke
     ref = sigconv.run_batch(_request(src, tmp_path / "ref", 1))
     assert ref.where == "in this process"
     calls = []
-    real = runners.run_threads
-    monkeypatch.setattr(runners, "run_threads",
-                        lambda tasks, workers, **kw: calls.append(workers) or real(tasks, workers, **kw))
+    real = runners.run_gpu
+    monkeypatch.setattr(runners, "run_gpu",
+                        lambda served, rest, jobs, **kw: calls.append(jobs) or real(served, rest, jobs, **kw))
     rep = sigconv.run_batch(_request(src, tmp_path / "thr", 3, backend="auto"))
-    assert calls == [3] and rep.where == "3 threads sharing 1 GPU"
+    assert calls == [3] and rep.where == "3 worker processes and 1 GPU process"
     assert sorted(rep.done) == sorted(ref.done) and len(rep.done) == 9 and not rep.failed
     for name in ref.done:
         assert (tmp_path / "thr" / name).read_bytes() == (tmp_path / "ref" / name).read_bytes(), name
     assert not _leftovers(tmp_path / "thr")
 
 
-def test_gpu_runner_uses_the_device_for_one_log_at_a_time(tmp_path, rng, numpy_gpu, monkeypatch):
-    """Many threads filter logs on the GPU: their transfers and kernels run one log at a time (the device lock),
-    the host's share in parallel; every log is filtered once, with the outputs of the cpu run."""
-    from types import SimpleNamespace
-
-    from sigconv.backends import cuda1d
+def test_the_gpu_process_filters_every_log_and_the_workers_write_the_cpu_outputs(tmp_path, rng, numpy_gpu, forked,
+                                                                              monkeypatch):
+    """Logs on the GPU runner: the workers parse and write, the GPU's process filters each log once (NumPy standing
+    in for CuPy there); the outputs are the cpu run's within float32 rounding and the manifest says cuda."""
+    from sigconv._core import devices
+    from sigconv.engine.batch import gpu_service
 
     src = _logs(tmp_path / "in", rng, 8, rows=1500)
     ref = sigconv.run_batch(_request(src, tmp_path / "ref", 1))
-    inside, most = [0], [0]
-    real = cuda1d.corr1d
-
-    def counting(*a, **k):
-        inside[0] += 1
-        most[0] = max(most[0], inside[0])
-        time.sleep(0.01)
-        try:
-            return real(*a, **k)
-        finally:
-            inside[0] -= 1
-
-    monkeypatch.setattr(cuda1d, "corr1d", counting)
-    monkeypatch.setattr(filters, "kernel_here", lambda kernel: SimpleNamespace(backend="cuda", variant="auto",
-                                                                               block=None))
-    out = tmp_path / "out"
-    out.mkdir()
-    settings = sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend="cpu"))
-    tasks = [{"input": str(f), "rel": f.name, "output": str(out / f.name), "outdir": str(out), "kind": "csv",
-              "size": 0, "mtime_ns": 0, "hash": "x", "settings": settings} for f in sorted(src.iterdir())]
-    results = [r for _, r in runners.run_threads(tasks, 4)]
-    assert [r["status"] for r in results] == ["done"] * 8, [r["reason"] for r in results]
-    assert most[0] == 1 and len(numpy_gpu) == 8 and {r["backend"] for r in results} == {"cuda"}
+    monkeypatch.setattr(coordinator, "_on_gpu", lambda request, n_gpus: True)
+    monkeypatch.setattr(runners, "visible_gpu_count", lambda *a, **k: 1)
+    monkeypatch.setattr(devices, "cuda_reason", lambda: None)
+    served = []
+    real_close = gpu_service.GPUService.close
+    monkeypatch.setattr(gpu_service.GPUService, "close", lambda self, *a: served.append(real_close(self, *a))
+                        or served[-1])
+    rep = sigconv.run_batch(_request(src, tmp_path / "out", 3, backend="cuda"))
+    assert rep.where == "3 worker processes and 1 GPU process" and len(rep.done) == 8 and not rep.failed, rep.failed
+    assert served == [8]
+    assert {r["backend"] for r in _records(tmp_path / "out")} == {"cuda"}
     for name in ref.done:
         a = np.loadtxt(tmp_path / "ref" / name, delimiter=",", skiprows=1)
-        b = np.loadtxt(out / name, delimiter=",", skiprows=1)
+        b = np.loadtxt(tmp_path / "out" / name, delimiter=",", skiprows=1)
         assert np.abs(a - b).max() <= 1e-5 * np.abs(a).max(), name
+    assert not _leftovers(tmp_path / "out")
 
 
-def test_gpu_runner_stops_in_flight_files_and_starts_no_more(tmp_path, rng, as_if_one_gpu, monkeypatch):
-    """A stop while files run in threads: no further file starts, each file in flight either finishes (its output
-    complete and recorded) or leaves nothing, and the report says how many stopped."""
-    src = _logs(tmp_path / "in", rng, 24, rows=1500)
+def test_gpu_runner_stops_in_flight_files_and_starts_no_more(tmp_path, rng, as_if_one_gpu):
+    """A stop while logs run on the GPU runner: no further file starts, each file in flight either finishes (its
+    output complete and recorded) or leaves nothing, the report says how many stopped, and the GPU's process ends."""
+    from sigconv.engine.batch import gpu_service
+
+    src = _logs(tmp_path / "in", rng, 40, rows=1500)
     out = tmp_path / "out"
-    real = filters.filter_columns
     seen = []
 
-    def stop_on_fifth(*a, **k):
-        seen.append(1)
-        if len(seen) == 5:
+    def stop_on_third(progress):
+        seen.append(progress.rel)
+        if len(seen) == 3:
             cancel.STOP.set()  # what Ctrl-C does in the coordinator
-        return real(*a, **k)
 
-    monkeypatch.setattr(filters, "filter_columns", stop_on_fifth)
-    rep = sigconv.run_batch(_request(src, out, 3, backend="auto"))
-    assert rep.where == "3 threads sharing 1 GPU"
+    procs = []
+    real_start = gpu_service.GPUService.start.__func__
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gpu_service.GPUService, "start", classmethod(
+            lambda cls, ctx: procs.append(real_start(cls, ctx)) or procs[-1]))
+        rep = sigconv.run_batch(_request(src, out, 3, backend="auto"), on_result=stop_on_third)
+    assert rep.where == "3 worker processes and 1 GPU process"
     assert rep.interrupted and not cancel.STOP.is_set()  # the flag is the batch's, cleared when it ends
     done = {Path(r["output"]).name for r in _records(out) if r["status"] == "done"}
     assert _outputs(out) == done == set(rep.done)
-    assert 0 < len(done) < 24 and len(seen) <= 5 + 2 * 3
-    assert rep.stopped >= 1 and not rep.failed and not _leftovers(out)
+    assert 3 <= len(done) < 40 and len(seen) <= 3 + 2 * 3
+    assert not rep.failed and not _leftovers(out)
+    assert len(procs) == 1 and not procs[0]._proc.is_alive()
 
 
 @pytest.mark.gpu
-def test_cuda_batch_runs_in_threads_of_one_process_and_matches_cpu(tmp_path, rng):
+def test_cuda_batch_of_logs_runs_in_a_pool_with_one_gpu_process_and_matches_cpu(tmp_path, rng):
     src = _logs(tmp_path / "in", rng, 6, rows=3000)
     cpu = sigconv.run_batch(_request(src, tmp_path / "cpu", 1))
     gpu = sigconv.run_batch(_request(src, tmp_path / "gpu", 3, backend="cuda"))
-    assert gpu.where == "3 threads sharing 1 GPU" and len(gpu.done) == 6 and not gpu.failed
+    assert gpu.where == "3 worker processes and 1 GPU process" and len(gpu.done) == 6 and not gpu.failed
     recs = _records(tmp_path / "gpu")
     assert {r.get("backend") for r in recs} == {"cuda"} and {r.get("gpu") for r in recs} == {"0"}, recs
     import pyarrow.csv as pcsv
@@ -252,7 +257,8 @@ def numpy_gpu(monkeypatch):
     from sigconv.backends import cuda1d
     from sigconv.engine import gpu_file
 
-    fake = types.SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray, ascontiguousarray=np.ascontiguousarray)
+    fake = types.SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray, ascontiguousarray=np.ascontiguousarray,
+                                 zeros=np.zeros, float32=np.float32)
     monkeypatch.setitem(sys.modules, "cupy", fake)
     calls = []
 
@@ -294,12 +300,70 @@ def test_whole_run_on_the_gpu_equals_the_block_filter(numpy_gpu, monkeypatch, rn
     assert len(numpy_gpu) == 1 and numpy_gpu[0][3] == n  # one kernel, the run's outputs only
     assert np.abs(got - want).max() <= 1e-6 * np.abs(x).max(), np.abs(got - want).max()
     monkeypatch.setattr(filters, "GPU_WHOLE_RUN_SAMPLES", n * 2 - 1)  # too large: the block filter (cpu here)
-    monkeypatch.setattr(filters, "block_filter", lambda t, c, st: __import__("sigconv.engine.file", fromlist=["f"])
+    monkeypatch.setattr(filters, "block_filter", lambda t, c, st, k=None: __import__("sigconv.engine.file", fromlist=["f"])
                         .CPUFileFilter(t, c, __import__("sigconv.engine.audio", fromlist=["a"]).pcm_spec("DOUBLE"),
                                        phase=phase))
     again = np.empty_like(x)
     filters.filter_run(taps, x, again, s)
     assert len(numpy_gpu) == 1 and np.array_equal(again, want)
+
+
+@pytest.mark.parametrize("edges", ["odd", "zero"])
+@pytest.mark.parametrize("phase", ["zero", "linear"])
+@pytest.mark.parametrize("n,piece", [(1, 1), (60, 7), (1000, 61), (1000, 999), (200, 200)])
+def test_a_run_sent_to_the_gpu_process_in_pieces_equals_the_block_filter(numpy_gpu, monkeypatch, rng, edges, phase,
+                                                                        n, piece):
+    """A pool worker sends its runs to the GPU's process in pieces of at most GPU_WHOLE_RUN_SAMPLES samples (pieces
+    shorter and longer than the filter, a last piece of one row): the block filter's outputs, one request a piece."""
+    from types import SimpleNamespace
+
+    from sigconv.engine import gpu_file
+    from sigconv.engine.batch import gpu_service
+
+    K = 61 if phase == "zero" else 40
+    taps = rng.standard_normal(K) / K
+    x = rng.standard_normal((n, 2)) + 5.0
+    s = sigconv.BatchSettings(fir=sigconv.FirSpec(phase=phase), edges=edges,
+                              kernel=sigconv.KernelChoice(backend="cpu"))
+    want = np.empty_like(x)
+    filters.filter_run(taps, x, want, s)
+    remote = SimpleNamespace(unavailable=None, filter_span=gpu_file.filter_span)
+    monkeypatch.setattr(gpu_service, "client", lambda: remote)
+    monkeypatch.setattr(filters, "GPU_WHOLE_RUN_SAMPLES", piece * 2)
+    s_gpu = sigconv.BatchSettings(fir=sigconv.FirSpec(phase=phase), edges=edges,
+                                  kernel=sigconv.KernelChoice(backend="cuda"))
+    got = np.full_like(x, np.nan)
+    filters.filter_run(taps, x, got, s_gpu)
+    assert [c[3] for c in numpy_gpu] == [min(piece, n - o) for o in range(0, n, piece)]
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(x).max(), np.abs(got - want).max()
+
+
+def test_a_worker_falls_back_to_the_cpu_on_auto_when_cuda_did_not_start(monkeypatch, rng):
+    """The GPU's process answered that CUDA cannot run: on "auto" the worker filters on the CPU (and says so), on
+    "cuda" the file fails with the reason."""
+    from sigconv._core.errors import InputError
+    from sigconv.engine.batch import gpu_service
+
+    class Remote:
+        unavailable = None
+
+        def filter_span(self, *a, **k):
+            self.unavailable = "no usable CUDA GPU (driver too old)"
+            raise gpu_service.Unavailable(self.unavailable)
+
+    remote = Remote()
+    monkeypatch.setattr(gpu_service, "client", lambda: remote)
+    taps = rng.standard_normal(21) / 21
+    x = rng.standard_normal((300, 2))
+    want = np.empty_like(x)
+    filters.filter_run(taps, x, want, sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend="cpu")))
+    auto = sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend="auto"))
+    assert filters.kernel_here(auto.kernel).backend == "cuda"  # served: no CUDA in the worker
+    got = np.empty_like(x)
+    filters.filter_run(taps, x, got, auto)
+    assert np.array_equal(got, want) and filters.kernel_here(auto.kernel).backend == "cpu"
+    with pytest.raises(InputError, match=r"^backend 'cuda' is not usable here: no usable CUDA GPU"):
+        filters.filter_run(taps, x, got, sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend="cuda")))
 
 
 def test_files_of_other_suffixes_in_a_folder_are_noted_in_the_summary(tmp_path, rng):
@@ -414,7 +478,7 @@ def test_threads_never_see_a_zero_umask(tmp_path, rng, as_if_one_gpu):
             kernel=sigconv.KernelChoice(backend="auto")), jobs=4, recursive=True))
     finally:
         os.umask(old)
-    assert len(rep.done) == 12 and rep.where == "4 threads sharing 1 GPU"
+    assert len(rep.done) == 12 and rep.where == "4 worker processes and 1 GPU process"
     for p in (tmp_path / "out").rglob("*"):
         mode = p.stat().st_mode & 0o777
         assert mode == (0o755 if p.is_dir() else 0o644), (p, oct(mode))
@@ -426,9 +490,9 @@ def test_auto_sends_small_files_to_the_cpu_pool_and_large_ones_to_the_gpu(tmp_pa
     seen = []
     real_pool = runners.run_pool
 
-    def pool(tasks, jobs, n_gpus=0):
-        for t, r in real_pool(tasks, jobs, n_gpus):
-            seen.append((n_gpus, t["settings"].kernel.backend))
+    def pool(tasks, jobs, n_gpus=0, **kw):
+        for t, r in real_pool(tasks, jobs, n_gpus, **kw):
+            seen.append((n_gpus, t["settings"].kernel.backend, kw.get("service") is not None))
             yield t, r
 
     monkeypatch.setattr(runners, "run_pool", pool)
@@ -436,9 +500,10 @@ def test_auto_sends_small_files_to_the_cpu_pool_and_large_ones_to_the_gpu(tmp_pa
     src = _logs(tmp_path / "in", rng, 4, rows=800)  # about 60 KB each
     rep = sigconv.run_batch(_request(src, tmp_path / "small", 2, backend="auto"))
     assert rep.where == "2 worker processes" and len(rep.done) == 4
-    assert seen == [(0, "cpu")] * 4
+    assert seen == [(0, "cpu", False)] * 4
     monkeypatch.setattr(coordinator, "AUTO_GPU_MIN_FILE_BYTES", 1000)
     rep = sigconv.run_batch(_request(src, tmp_path / "large", 2, backend="auto"))
-    assert rep.where == "2 threads sharing 1 GPU" and len(rep.done) == 4 and len(seen) == 4
+    assert rep.where == "2 worker processes and 1 GPU process" and len(rep.done) == 4
+    assert seen[4:] == [(0, "auto", True)] * 4
     for name in rep.done:
         assert (tmp_path / "small" / name).read_bytes() == (tmp_path / "large" / name).read_bytes()

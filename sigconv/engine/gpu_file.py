@@ -16,7 +16,7 @@ import numpy as np
 from sigconv.backends import cuda1d
 from sigconv.engine.settings import phase_delay
 
-__all__ = ["GPUFileFilter", "filter_span", "DEVICE_LOCK"]
+__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "DEVICE_LOCK"]
 
 #: Held while one of this process's threads uses the GPU for a batch log (``filter_span``, or a block filter over
 #: a log): transfers and kernels of one log at a time; the host's share of the work (edges, conversions) is done
@@ -205,17 +205,10 @@ _W: dict = {}
 _W_KEEP = 16
 
 
-def filter_span(x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant: str = "auto",
-                block=None) -> np.ndarray:
-    """Outputs ``offset .. offset + n - 1`` of the FIR ``taps`` delayed by ``delay`` over the (m, C) samples ``x``
-    (zeros beyond them): y[i] = sum_k taps[k] x[offset + i + delay - k], as (n, C) float64.
-
-    What a :class:`GPUFileFilter` gives for samples that fit in GPU memory at once, in one transfer each way and
-    one kernel (float32 on the device, as there): for many short signals (a batch of logs) the per-block
-    stream machinery costs more than the filtering. ``variant``/``block`` as in ``GPUFileFilter``.
-    """
-    import cupy
-
+def span_operands(x: np.ndarray, taps, n: int, *, offset: int, delay: int):
+    """The host half of :func:`filter_span`: (xh, wh, pad), the (C, m') float32 samples that outputs
+    ``offset .. offset + n - 1`` read (contiguous, as they go to the device), the taps in correlation form (float32)
+    and the zeros before the first sample. :func:`correlate_span` is the device half."""
     h = np.asarray(taps, dtype=np.float64).ravel()
     K = int(h.size)
     x = np.asarray(x)
@@ -223,8 +216,17 @@ def filter_span(x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant
     pad = max(0, -start)
     xs = x[max(0, start):offset + n + delay]  # the samples outputs offset..offset+n-1 read; zeros beyond
     wh = np.ascontiguousarray(h[::-1]).astype(np.float32)  # correlation form
-    key = cuda1d.host_taps_key(wh)
     xh = np.ascontiguousarray(xs.T, dtype=np.float32)  # (C, m'), as it goes to the device
+    return xh, wh, pad
+
+
+def correlate_span(xh: np.ndarray, wh: np.ndarray, pad: int, n: int, *, variant: str = "auto",
+                   block=None) -> np.ndarray:
+    """The device half of :func:`filter_span`: y[c, i] = sum_j wh[j] xh[c, i + j - pad] for i < n, as (C, n) float32
+    on the host; one transfer each way and one kernel, under :data:`DEVICE_LOCK`."""
+    import cupy
+
+    key = cuda1d.host_taps_key(wh)
     with DEVICE_LOCK:
         w = _W.get(key)
         if w is None:
@@ -234,5 +236,17 @@ def filter_span(x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant
         xg = cupy.asarray(xh)
         if variant == "auto":
             variant, block = cuda1d.resolve_auto(xg, w, pad, n, block)
-        y = cupy.asnumpy(cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key))
-    return y.T.astype(np.float64)
+        return cupy.asnumpy(cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key))
+
+
+def filter_span(x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant: str = "auto",
+                block=None) -> np.ndarray:
+    """Outputs ``offset .. offset + n - 1`` of the FIR ``taps`` delayed by ``delay`` over the (m, C) samples ``x``
+    (zeros beyond them): y[i] = sum_k taps[k] x[offset + i + delay - k], as (n, C) float64.
+
+    What a :class:`GPUFileFilter` gives for samples that fit in GPU memory at once, in one transfer each way and
+    one kernel (float32 on the device, as there): for many short signals (a batch of logs) the per-block
+    stream machinery costs more than the filtering. ``variant``/``block`` as in ``GPUFileFilter``.
+    """
+    xh, wh, pad = span_operands(x, taps, n, offset=offset, delay=delay)
+    return correlate_span(xh, wh, pad, n, variant=variant, block=block).T.astype(np.float64)

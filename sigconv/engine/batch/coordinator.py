@@ -25,7 +25,7 @@ from typing import Callable, Optional, Sequence
 from sigconv._core import devices
 from sigconv._core.atomic import PART_SUFFIX
 from sigconv._core.errors import InputError, OutputError
-from sigconv.engine.batch import cancel, runners
+from sigconv.engine.batch import cancel, gpu_service, runners, stream
 from sigconv.engine.batch.discovery import DiscoveryError, find_inputs, output_problem
 from sigconv.engine.batch.manifest import Manifest, settings_hash
 from sigconv.engine.batch.settings import BatchSettings
@@ -234,10 +234,13 @@ def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
 AUTO_GPU_MIN_FILE_BYTES = 4 << 20
 
 
-def _runner(request: BatchRequest, todo, n_todo: int, info: dict, total_bytes: int = 0):
+def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict):
     """(generator of (task, result), where the files run; None for Dask: known once its cluster is up, whether
-    a stop is cooperative (threads, pool, Dask) or Ctrl-C interrupts this process's file (serial)). When "auto"
-    settles on the CPU pool although a GPU is here, ``info["settings"]`` holds the tasks' settings on "cpu"."""
+    a stop is cooperative (threads, pool, Dask) or Ctrl-C interrupts this process's file (serial)). ``feed(tasks)``
+    hands tasks of ``todo`` to a runner as it takes them. When "auto" settles on the CPU pool although a GPU is here,
+    ``info["settings"]`` holds the tasks' settings on "cpu"."""
+    n_todo = len(todo)
+    total_bytes = sum(t["size"] for t in todo)
     n_gpus = 0 if request.settings.kernel.backend == "cpu" else runners.visible_gpu_count()
     jobs = request.jobs or min(os.cpu_count() or 1, max(1, n_todo))
     kernel = request.settings.kernel
@@ -251,20 +254,24 @@ def _runner(request: BatchRequest, todo, n_todo: int, info: dict, total_bytes: i
             import distributed  # noqa: F401
         except ImportError:
             raise InputError("--scheduler needs Dask: pip install 'sigconv[dask]'") from None
-        return runners.run_dask(todo, request.scheduler, request.jobs, n_gpus, info), None, True
+        return runners.run_dask(feed(todo), request.scheduler, request.jobs, n_gpus, info), None, True
     cuda = request.settings.kernel.backend == "cuda"
     if n_gpus == 1 and jobs > 1 and n_todo > 1 and _on_gpu(request, n_gpus):
-        # one GPU: one process, its threads parse and write in parallel while the GPU filters (one CUDA context,
-        # no per-worker start-up); it checks that CUDA runs while the first files are read
-        return runners.run_threads(todo, jobs, check_cuda=cuda, info=info), f"{jobs} threads sharing 1 GPU", True
+        # one GPU, one CUDA context: logs in a process pool that parses and writes while one more process filters
+        # them on the GPU; then recordings and streamed tables in threads of this process
+        served = [t for t in todo if gpu_service.served(t, stream.STREAM_MIN_BYTES)]
+        rest = [t for t in todo if not gpu_service.served(t, stream.STREAM_MIN_BYTES)]
+        where = " then ".join(w for w in (f"{jobs} worker processes and 1 GPU process" if served else "",
+                                          f"{jobs} threads sharing 1 GPU" if rest else "") if w)
+        return runners.run_gpu(feed(served), feed(rest), jobs, check_cuda=cuda, info=info), where, True
     if cuda:
         try:
             request.settings.kernel.resolve()
         except RuntimeError as exc:
             raise InputError(str(exc)) from None
     if jobs <= 1 or n_todo <= 1:
-        return runners.run_serial(todo), "in this process", False
-    return runners.run_pool(todo, jobs, n_gpus), f"{jobs} worker processes" + (
+        return runners.run_serial(feed(todo)), "in this process", False
+    return runners.run_pool(feed(todo), jobs, n_gpus), f"{jobs} worker processes" + (
         f" sharing {n_gpus} GPU(s)" if n_gpus else ""), True
 
 
@@ -331,8 +338,8 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
     launched: dict = {}  # tasks handed to the runner, by rel, until their result is recorded
     stopped: list = []  # tasks stopped in flight
 
-    def feed():
-        for t in todo:
+    def feed(part):
+        for t in part:
             if cancel.STOP.is_set():
                 return
             if info.get("settings") is not None:  # "auto" decided for the CPU
@@ -348,7 +355,7 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
         report.skipped = len(tasks) - len(todo)
         info: dict = {}
         total_bytes = sum(t["size"] for t in todo)
-        gen, where, cooperative = _runner(request, feed(), len(todo), info, total_bytes)
+        gen, where, cooperative = _runner(request, todo, feed, info)
     except BaseException:
         manifest.close()
         lock.close()

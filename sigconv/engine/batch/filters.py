@@ -9,12 +9,17 @@ Each filtered run of a table or NPY log is extended at its ends per ``BatchSetti
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Optional
+
 import numpy as np
 
 from sigconv._core.errors import InputError
+from sigconv.engine.batch import gpu_service
 from sigconv.engine.batch.edges import extension, filter_into, odd_extension, runs
 from sigconv.engine.batch.settings import BatchSettings
 from sigconv.engine.settings import FirSpec, KernelChoice, check_filter_fits, phase_delay, signal_kind
+from sigconv.registry import table
 
 __all__ = ["kernel_here", "taps_for", "block_filter", "filter_run", "filter_columns", "check_length"]
 
@@ -26,6 +31,9 @@ _KERNELS: dict = {}
 def kernel_here(kernel: KernelChoice) -> KernelChoice:
     """``kernel`` resolved in this process, once (a GPU context is made only by the first GPU file).
     InputError (one line) when its backend cannot run here."""
+    remote = gpu_service.client()
+    if remote is not None and kernel.backend != "cpu":
+        return _served_kernel(kernel, remote)
     hit = _KERNELS.get(kernel)
     if hit is None:
         try:
@@ -33,6 +41,26 @@ def kernel_here(kernel: KernelChoice) -> KernelChoice:
         except RuntimeError as exc:
             raise InputError(str(exc)) from None
     return hit
+
+
+def _served_kernel(kernel: KernelChoice, remote) -> KernelChoice:
+    """In a worker whose GPU filtering goes to the service: "cuda" (its variant checked against the registry, no
+    CUDA here); on "auto", "cpu" once the service said that CUDA did not start."""
+    if remote.unavailable is not None:
+        if kernel.backend == "cuda":
+            raise InputError(f"backend 'cuda' is not usable here: {remote.unavailable}")
+        key = ("cpu", kernel)
+        if key not in _KERNELS:
+            _KERNELS[key] = replace(kernel, backend="cpu").resolve()
+        return _KERNELS[key]
+    key = ("served", kernel)
+    if key not in _KERNELS:
+        if kernel.variant != "auto":
+            import sigconv.backends  # noqa: F401 - fills the registry (no CUDA is touched)
+
+            table.get(kernel.op, "cuda", kernel.variant)  # ValueError naming the valid variants
+        _KERNELS[key] = replace(kernel, backend="cuda")
+    return _KERNELS[key]
 
 
 def taps_for(fir: FirSpec, fs: float, edges=None, frames=None, source=None):
@@ -57,12 +85,12 @@ def taps_for(fir: FirSpec, fs: float, edges=None, frames=None, source=None):
     return hit
 
 
-def block_filter(taps, channels: int, settings: BatchSettings):
-    """A block filter for float64 (frames, channels) samples on the settings' kernel."""
+def block_filter(taps, channels: int, settings: BatchSettings, kernel: Optional[KernelChoice] = None):
+    """A block filter for float64 (frames, channels) samples on the settings' kernel (or ``kernel``, resolved)."""
     from sigconv.engine.audio import pcm_spec
     from sigconv.engine.file import fir_block_filter
 
-    return fir_block_filter(taps, channels, pcm_spec("DOUBLE"), kernel=kernel_here(settings.kernel),
+    return fir_block_filter(taps, channels, pcm_spec("DOUBLE"), kernel=kernel or kernel_here(settings.kernel),
                             phase=settings.fir.phase)
 
 
@@ -77,25 +105,21 @@ GPU_WHOLE_RUN_SAMPLES = 1 << 24
 
 
 def filter_run(taps, x, out, settings: BatchSettings) -> None:
-    """Filter (n, C) run ``x`` into ``out`` with a fresh block filter, extended per ``settings.edges``; on the GPU a
-    run of at most ``GPU_WHOLE_RUN_SAMPLES`` goes in one piece (the same outputs, float32 on the device either way)."""
+    """Filter (n, C) run ``x`` into ``out``, extended per ``settings.edges``. On the GPU a run of at most
+    ``GPU_WHOLE_RUN_SAMPLES`` goes in one piece, and in a pool worker served by the GPU's process (:mod:`.gpu_service`)
+    every run goes in pieces of at most that size; else through a fresh block filter. The outputs are the same either
+    way (float32 on the device)."""
     kernel = kernel_here(settings.kernel)
     n, C = x.shape
-    if kernel.backend == "cuda" and n * C <= GPU_WHOLE_RUN_SAMPLES:
-        from sigconv.engine.gpu_file import filter_span
-
-        K = len(taps)
-        delay = phase_delay(K, settings.fir.phase)
-        left, right = extension(K, delay, settings.edges)
-        parts = [np.asarray(x)]
-        if left:
-            parts.insert(0, odd_extension(x, left, "left"))
-        if right:
-            parts.append(odd_extension(x, right, "right"))
-        xe = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        out[...] = filter_span(xe, taps, n, offset=left, delay=delay, variant=kernel.variant, block=kernel.block)
-        return
-    flt = block_filter(taps, C, settings)
+    if kernel.backend == "cuda":
+        remote = gpu_service.client()
+        if remote is not None or n * C <= GPU_WHOLE_RUN_SAMPLES:
+            try:
+                _whole_run(taps, x, out, settings, kernel, remote)
+                return
+            except gpu_service.Unavailable:
+                kernel = kernel_here(settings.kernel)  # "auto": the CPU; "cuda": InputError
+    flt = block_filter(taps, C, settings, kernel)
     if kernel.backend == "cuda":
         from sigconv.engine.gpu_file import DEVICE_LOCK
 
@@ -103,6 +127,41 @@ def filter_run(taps, x, out, settings: BatchSettings) -> None:
             filter_into(flt, x, out, ext=run_extension(flt, taps, settings))
         return
     filter_into(flt, x, out, ext=run_extension(flt, taps, settings))
+
+
+def _whole_run(taps, x, out, settings: BatchSettings, kernel: KernelChoice, remote) -> None:
+    """``filter_run`` on the GPU without a block filter: the run and its edge extensions (never concatenated for more
+    than one piece) in pieces of at most ``GPU_WHOLE_RUN_SAMPLES`` outputs, each one ``filter_span``: here, or on the
+    service's GPU (``remote``)."""
+    if remote is not None:
+        span = remote.filter_span
+    else:
+        from sigconv.engine.gpu_file import filter_span as span
+    n, C = x.shape
+    K = len(taps)
+    delay = phase_delay(K, settings.fir.phase)
+    left, right = extension(K, delay, settings.edges)
+    ends = (odd_extension(x, left, "left") if left else x[:0], odd_extension(x, right, "right") if right else x[:0])
+    total = left + n + right
+    step = max(1, GPU_WHOLE_RUN_SAMPLES // C)
+    for o in range(0, n, step):
+        m = min(step, n - o)
+        a = max(0, left + o + delay - (K - 1))  # the extended samples outputs o .. o + m - 1 read
+        b = min(total, left + o + m + delay)
+        xe = _extended_rows(x, ends, left, a, b)
+        out[o:o + m] = span(xe, taps, m, offset=left + o - a, delay=delay, variant=kernel.variant, block=kernel.block)
+
+
+def _extended_rows(x, ends, left: int, a: int, b: int) -> np.ndarray:
+    """Rows ``a .. b - 1`` of ``x`` with ``ends`` (its left and right extensions, ``left`` rows on the left)
+    around it."""
+    n = x.shape[0]
+    parts = [ends[0][a:min(b, left)], x[max(a - left, 0):max(min(b - left, n), 0)],
+             ends[1][max(a - left - n, 0):max(b - left - n, 0)]]
+    parts = [p for p in parts if len(p)]
+    if len(parts) == 1:
+        return np.asarray(parts[0])
+    return np.concatenate(parts) if parts else x[:0]
 
 
 def filter_columns(x: np.ndarray, taps, settings: BatchSettings, warnings: list, names) -> np.ndarray:

@@ -25,6 +25,7 @@ dask-cuda); when every worker advertises a ``GPU`` resource, each file asks for 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import signal
@@ -160,17 +161,21 @@ class _Lookahead:
         return self.peek() is not None
 
 
-def run_threads(tasks: Iterable[dict], workers: int, check_cuda: bool = False, info: Optional[dict] = None):
-    """Files in ``workers`` threads of this process: the GPU runner (one CUDA context, made while the first files
-    are read; logs use the device one at a time, see ``gpu_file.DEVICE_LOCK``). ``check_cuda``: the batch asked
-    for the cuda backend, so CUDA failing to start stops it, with the reason in ``info["gpu_error"]``."""
+def run_threads(tasks: Iterable[dict], workers: int, check_cuda: bool = False, info: Optional[dict] = None,
+                warm: bool = True):
+    """Files in ``workers`` threads of this process, which filters them on its GPU (logs use the device one at a
+    time, see ``gpu_file.DEVICE_LOCK``). ``warm``: make the CUDA context while the first files are read;
+    ``check_cuda``: the batch asked for the cuda backend, so CUDA failing to start stops it, with the reason in
+    ``info["gpu_error"]``."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     pending = _Lookahead(tasks)
+    if not pending:
+        return
     inflight: dict = {}
-    # the CUDA context (CuPy's import, the driver) is made while the first files are read
-    threading.Thread(target=_warm_gpu, args=(check_cuda, info if info is not None else {}), daemon=True,
-                     name="sigconv-gpu-warm-up").start()
+    if warm:
+        threading.Thread(target=_warm_gpu, args=(check_cuda, info if info is not None else {}), daemon=True,
+                         name="sigconv-gpu-warm-up").start()
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sigconv-batch")
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, THREAD_SWITCH_INTERVAL))
@@ -195,7 +200,39 @@ def run_threads(tasks: Iterable[dict], workers: int, check_cuda: bool = False, i
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def run_gpu(served: Iterable[dict], rest: Iterable[dict], jobs: int, check_cuda: bool = False,
+            info: Optional[dict] = None):
+    """One GPU: the logs in ``served`` in a pool of ``jobs`` worker processes whose filtering one more process does
+    on the GPU (:class:`.gpu_service.GPUService`, started first: CUDA starts while the pool starts and the first
+    files are parsed), then ``rest`` (recordings, streamed tables) in ``jobs`` threads of this process, which then
+    makes its own CUDA context. ``check_cuda``: as in ``run_threads``; ``info["gpu_served"]``: the logs the GPU's
+    process filtered."""
+    from sigconv.engine.batch.gpu_service import GPUService
+
+    info = info if info is not None else {}
+    served = iter(served)
+    first = next(served, None)
+    if first is not None:
+        service = GPUService.start(_pool_context())
+
+        def watch():
+            reason = service.status()
+            if isinstance(reason, str) and check_cuda and not info.get("gpu_error"):
+                info["gpu_error"] = f"backend 'cuda' is not usable here: {reason}"
+                cancel.STOP.set()
+
+        try:
+            yield from run_pool(itertools.chain([first], served), jobs, service=service, watch=watch)
+        finally:
+            info["gpu_served"] = service.close()
+            watch()
+    if not cancel.STOP.is_set():
+        yield from run_threads(rest, jobs, check_cuda=check_cuda, info=info)
+
+
 def _warm_gpu(check_cuda: bool, info: dict) -> None:
+    """Make this process's CUDA context (CuPy's import, the driver); when it cannot run and ``check_cuda``, stop the
+    batch, the reason in ``info["gpu_error"]``."""
     from sigconv._core import devices
 
     reason = devices.cuda_reason()
@@ -219,7 +256,7 @@ def _thread_outcome(fut, task: dict) -> dict:
         return failed(task, f"{type(exc).__name__}: {exc}")
 
 
-def _pool_worker_init(gpu_queue) -> None:
+def _pool_worker_init(gpu_queue, service) -> None:
     # Ctrl-C goes to the whole process group: the coordinator alone decides what to stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop_on_term)
@@ -227,6 +264,14 @@ def _pool_worker_init(gpu_queue) -> None:
         dev = gpu_queue.get()
         if dev is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = dev
+    import importlib
+
+    for name in POOL_PRELOAD:  # forked from the coordinator: what it has not imported yet, before the first file
+        importlib.import_module(name)
+    if service is not None:  # (address, authkey): the GPU's process filters
+        from sigconv.engine.batch import gpu_service
+
+        gpu_service.connect(*service)
 
 
 _IN_TASK = False
@@ -254,14 +299,22 @@ def _pool_task(task: dict) -> dict:
         _IN_TASK = False
 
 
+#: What the pool's workers import before their first file, once, in the server they are forked from.
+POOL_PRELOAD = ["sigconv.engine.batch.process", "sigconv.engine.batch.formats", "sigconv.engine.batch.gpu_service",
+                "sigconv.engine.gpu_file", "sigconv.backends", "sigconv.engine.file", "scipy.fft", "pyarrow.csv",
+                "pyarrow.parquet", "pyarrow.compute", "encodings.utf_8_sig", "multiprocessing.connection"]
+
+
 def _pool_context():
+    """fork where this process runs no other thread (the command line; no CUDA context either, see ``run_gpu``):
+    the workers start at once, with what this process imported. Else forkserver: workers forked from a clean server
+    process, with ``POOL_PRELOAD`` imported there once."""
     import multiprocessing as mp
 
-    # forkserver: workers are forked from a clean server process (no coordinator threads, no CUDA),
-    # with numpy/pyarrow/sigconv preloaded once
+    if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
+        return mp.get_context("fork")
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["sigconv.engine.batch.process", "sigconv.engine.batch.formats", "pyarrow.csv",
-                                "pyarrow.parquet"])
+    ctx.set_forkserver_preload(POOL_PRELOAD)
     return ctx
 
 
@@ -291,9 +344,10 @@ def _signal_all(procs, sig) -> None:
             pass
 
 
-def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
+def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0, service=None, watch=None):
     """A process pool of ``jobs`` workers; a worker that dies fails the files in flight (rerun to retry)
-    and the batch goes on with a fresh pool. Stopped: see the module docstring."""
+    and the batch goes on with a fresh pool. ``service``: the ``GPUService`` that filters the workers' logs;
+    ``watch()`` is called between waits. Stopped: see the module docstring."""
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
@@ -304,7 +358,7 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
         for dev in pool_gpu_plan(jobs, n_gpus):
             gq.put(dev)
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_pool_worker_init,
-                                   initargs=(gq,))
+                                   initargs=(gq, None if service is None else (service.address, service.authkey)))
         inflight: dict = {}
         clean = False
         try:
@@ -317,6 +371,8 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0):
                     except BrokenProcessPool:  # a worker died since the last wait: its futures tell which
                         broken = True
                 done, _ = wait(list(inflight), timeout=POLL, return_when=FIRST_COMPLETED)
+                if watch is not None:
+                    watch()
                 for f in done:
                     t = inflight.pop(f)
                     r = _outcome(f, t)
