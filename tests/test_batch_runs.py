@@ -258,7 +258,8 @@ def numpy_gpu(monkeypatch):
     from sigconv.engine import gpu_file
 
     fake = types.SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray, ascontiguousarray=np.ascontiguousarray,
-                                 zeros=np.zeros, float32=np.float32)
+                                 empty=np.empty, float32=np.float32,
+                                 cuda=types.SimpleNamespace(Device=lambda *a: types.SimpleNamespace(use=lambda: None)))
     monkeypatch.setitem(sys.modules, "cupy", fake)
     calls = []
 

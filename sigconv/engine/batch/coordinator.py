@@ -234,10 +234,19 @@ def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
 AUTO_GPU_MIN_FILE_BYTES = 4 << 20
 
 
-def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict):
+def _gpu_process_wanted(request: BatchRequest) -> bool:
+    """Whether the batch will likely run on one GPU with its own process (``runners.run_gpu``), judged before the
+    files are found, so that the process (and CUDA) can start first; a wrong guess costs one process's start."""
+    if request.settings.kernel.backend == "cpu" or request.scheduler or request.jobs == 1:
+        return False
+    return runners.visible_gpu_count() == 1 and _on_gpu(request, 1)
+
+
+def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict, gpu=None):
     """(generator of (task, result), where the files run; None for Dask: known once its cluster is up, whether
     a stop is cooperative (threads, pool, Dask) or Ctrl-C interrupts this process's file (serial)). ``feed(tasks)``
-    hands tasks of ``todo`` to a runner as it takes them. When "auto" settles on the CPU pool although a GPU is here,
+    hands tasks of ``todo`` to a runner as it takes them; ``gpu``: the GPU's process, started already (the runner
+    takes it over, or it is closed here). When "auto" settles on the CPU pool although a GPU is here,
     ``info["settings"]`` holds the tasks' settings on "cpu"."""
     n_todo = len(todo)
     total_bytes = sum(t["size"] for t in todo)
@@ -263,7 +272,9 @@ def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict):
         rest = [t for t in todo if not gpu_service.served(t, stream.STREAM_MIN_BYTES)]
         where = " then ".join(w for w in (f"{jobs} worker processes and 1 GPU process" if served else "",
                                           f"{jobs} threads sharing 1 GPU" if rest else "") if w)
-        return runners.run_gpu(feed(served), feed(rest), jobs, check_cuda=cuda, info=info), where, True
+        return runners.run_gpu(feed(served), feed(rest), jobs, check_cuda=cuda, info=info, service=gpu), where, True
+    if gpu is not None:
+        gpu.close()
     if cuda:
         try:
             request.settings.kernel.resolve()
@@ -322,13 +333,19 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
     written), each with one line, before any file is touched.
     """
     outdir = _check_request(request)
+    gpu = runners.start_gpu_process() if _gpu_process_wanted(request) else None
     try:
-        inputs = find_inputs(request.inputs, outdir, recursive=request.recursive)  # none found: DiscoveryError
-    except DiscoveryError as exc:
-        raise ValueError(str(exc)) from None
+        try:
+            inputs = find_inputs(request.inputs, outdir, recursive=request.recursive)  # none found: DiscoveryError
+        except DiscoveryError as exc:
+            raise ValueError(str(exc)) from None
+        lock = _Lock(outdir)
+    except BaseException:
+        if gpu is not None:
+            gpu.close()
+        raise
     found = inputs.found
 
-    lock = _Lock(outdir)
     t_start = time.perf_counter()
     manifest = Manifest(outdir)
     report = BatchReport(manifest=manifest.path)
@@ -355,8 +372,11 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
         report.skipped = len(tasks) - len(todo)
         info: dict = {}
         total_bytes = sum(t["size"] for t in todo)
-        gen, where, cooperative = _runner(request, todo, feed, info)
+        gen, where, cooperative = _runner(request, todo, feed, info, gpu)
+        gpu = None  # the runner has it
     except BaseException:
+        if gpu is not None:
+            gpu.close()
         manifest.close()
         lock.close()
         raise

@@ -130,6 +130,7 @@ def _serve(control, authkey: bytes) -> None:
     threading.Thread(target=accept, daemon=True, name="sigconv-gpu-accept").start()
     error = _start_cuda()
     control.send(error)
+    bufs = _Buffers()
     served = 0
     try:
         while True:
@@ -146,7 +147,7 @@ def _serve(control, authkey: bytes) -> None:
                     control.send(served)
                     return
                 else:
-                    done = _answer(ready, error)
+                    done = _answer(ready, error, bufs)
                     served += bool(done)
                     if done is None:  # the worker ended
                         with lock:
@@ -166,33 +167,67 @@ def _start_cuda() -> Optional[str]:
     try:
         import cupy
 
-        cupy.zeros(1, dtype=cupy.float32).sum()
+        cupy.cuda.Device().use()
+        cupy.empty(1, dtype=cupy.float32)  # the context, made now rather than at the first log
     except Exception as exc:  # noqa: BLE001
         return _first_line(exc)
     return None
 
 
-def _answer(conn, error: Optional[str]) -> Optional[bool]:
+class _Buffers:
+    """The GPU process's host buffers for a request's samples in and out: page-locked where CuPy gives such memory
+    (``pinned``; the transfers then run at the bus's speed, with no staging copy), grown as needed."""
+
+    def __init__(self):
+        self._mem: dict = {}
+        self.pinned = True
+
+    def get(self, name: str, shape) -> np.ndarray:
+        nbytes = 4 * int(np.prod(shape))
+        a = self._mem.get(name)
+        if a is None or a.nbytes < nbytes:
+            size = 1 << max(20, (nbytes - 1).bit_length())
+            a = None
+            if self.pinned:
+                try:
+                    import cupy
+
+                    a = np.frombuffer(cupy.cuda.alloc_pinned_memory(size), dtype=np.uint8, count=size)
+                except Exception:  # noqa: BLE001 - no page-locked memory here: ordinary memory
+                    self.pinned = False
+            a = self._mem[name] = a if a is not None else np.empty(size, dtype=np.uint8)
+        return a[:nbytes].view(np.float32).reshape(shape)
+
+
+def _answer(conn, error: Optional[str], bufs: _Buffers) -> Optional[bool]:
     """Read one request from ``conn`` and answer it: True when it was filtered, False when it was answered with an
     error, None when the worker has gone."""
+    from multiprocessing import BufferTooShort
+
     from sigconv.engine.gpu_file import correlate_span
 
     try:
         (C, m), pad, n, variant, block = conn.recv()
-        xh = np.frombuffer(conn.recv_bytes(), dtype=np.float32).reshape(C, m)
+        xh = bufs.get("in", (C, m))
+        if conn.recv_bytes_into(memoryview(xh).cast("B")) != xh.nbytes:
+            return None  # not what the header promised: not one of our workers
         wh = np.frombuffer(conn.recv_bytes(), dtype=np.float32)
         if error is not None:
             conn.send(("unavailable", error))
             return False
         try:
-            y = np.ascontiguousarray(correlate_span(xh, wh, pad, n, variant=variant, block=block), dtype=np.float32)
+            if bufs.pinned:
+                y = correlate_span(xh, wh, pad, n, variant=variant, block=block, out=bufs.get("out", (C, n)))
+            else:
+                y = np.ascontiguousarray(correlate_span(xh, wh, pad, n, variant=variant, block=block),
+                                         dtype=np.float32)
         except Exception as exc:  # noqa: BLE001 - the worker's file fails with it
             conn.send(("error", _first_line(exc)))
             return False
         conn.send(("ok", y.shape))
         conn.send_bytes(y)
         return True
-    except (EOFError, OSError):  # the worker ended (or was stopped) mid-request
+    except (EOFError, OSError, BufferTooShort):  # the worker ended (or was stopped) mid-request, or is not ours
         return None
 
 

@@ -200,20 +200,33 @@ def run_threads(tasks: Iterable[dict], workers: int, check_cuda: bool = False, i
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def start_gpu_process():
+    """The GPU's process for :func:`run_gpu` (a ``GPUService``), started now: CUDA takes about a second to start, so
+    the coordinator starts it before it looks for the files. Forked from this process where that is safe, so it
+    starts with this process's imports."""
+    from sigconv.engine.batch.gpu_service import GPUService
+
+    import multiprocessing as mp
+
+    fork = "fork" in mp.get_all_start_methods() and threading.active_count() == 1
+    return GPUService.start(mp.get_context("fork") if fork else _pool_context())
+
+
 def run_gpu(served: Iterable[dict], rest: Iterable[dict], jobs: int, check_cuda: bool = False,
-            info: Optional[dict] = None):
+            info: Optional[dict] = None, service=None):
     """One GPU: the logs in ``served`` in a pool of ``jobs`` worker processes whose filtering one more process does
     on the GPU (:class:`.gpu_service.GPUService`, started first: CUDA starts while the pool starts and the first
     files are parsed), then ``rest`` (recordings, streamed tables) in ``jobs`` threads of this process, which then
     makes its own CUDA context. ``check_cuda``: as in ``run_threads``; ``info["gpu_served"]``: the logs the GPU's
-    process filtered."""
-    from sigconv.engine.batch.gpu_service import GPUService
-
+    process filtered. ``service``: the GPU's process, started already (:func:`start_gpu_process`); it is closed
+    here either way."""
     info = info if info is not None else {}
     served = iter(served)
     first = next(served, None)
+    if first is None and service is not None:
+        service.close()
     if first is not None:
-        service = GPUService.start(_pool_context())
+        service = service or start_gpu_process()
 
         def watch():
             reason = service.status()
@@ -264,10 +277,6 @@ def _pool_worker_init(gpu_queue, service) -> None:
         dev = gpu_queue.get()
         if dev is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = dev
-    import importlib
-
-    for name in POOL_PRELOAD:  # forked from the coordinator: what it has not imported yet, before the first file
-        importlib.import_module(name)
     if service is not None:  # (address, authkey): the GPU's process filters
         from sigconv.engine.batch import gpu_service
 
@@ -307,11 +316,14 @@ POOL_PRELOAD = ["sigconv.engine.batch.process", "sigconv.engine.batch.formats", 
 
 def _pool_context():
     """fork where this process runs no other thread (the command line; no CUDA context either, see ``run_gpu``):
-    the workers start at once, with what this process imported. Else forkserver: workers forked from a clean server
-    process, with ``POOL_PRELOAD`` imported there once."""
+    the workers start at once, with what this process imported (``POOL_PRELOAD`` is imported here first, once).
+    Else forkserver: workers forked from a clean server process, with ``POOL_PRELOAD`` imported there once."""
+    import importlib
     import multiprocessing as mp
 
     if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
+        for name in POOL_PRELOAD:
+            importlib.import_module(name)
         return mp.get_context("fork")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(POOL_PRELOAD)
