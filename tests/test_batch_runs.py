@@ -118,7 +118,8 @@ def forked(monkeypatch):
     this test's patches."""
     import multiprocessing as mp
 
-    monkeypatch.setattr(runners, "_pool_context", lambda: mp.get_context("fork"))
+    monkeypatch.setattr(runners, "_pool_context", lambda served=False: mp.get_context("fork"))
+    monkeypatch.setattr(runners, "_can_fork", lambda: True)
 
 
 @pytest.fixture
@@ -153,14 +154,22 @@ def test_gpu_runner_gives_the_serial_outputs(tmp_path, rng, as_if_one_gpu, monke
     assert not _leftovers(tmp_path / "thr")
 
 
+@pytest.mark.parametrize("through", ["shared memory", "the socket"])
 def test_the_gpu_process_filters_every_log_and_the_workers_write_the_cpu_outputs(tmp_path, rng, numpy_gpu, forked,
-                                                                              monkeypatch):
+                                                                              monkeypatch, through):
     """Logs on the GPU runner: the workers parse and write, the GPU's process filters each log once (NumPy standing
-    in for CuPy there); the outputs are the cpu run's within float32 rounding and the manifest says cuda."""
+    in for CuPy there), the samples going through shared memory (one log needs a larger arena than the first) or,
+    without memfds, the socket; the outputs are the cpu run's within float32 rounding and the manifest says cuda."""
     from sigconv._core import devices
     from sigconv.engine.batch import gpu_service
 
-    src = _logs(tmp_path / "in", rng, 8, rows=1500)
+    if through == "the socket":
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    elif not hasattr(os, "memfd_create"):
+        pytest.skip("no memfd_create here")
+    src = _logs(tmp_path / "in", rng, 7, rows=1500)
+    _logs(tmp_path / "big", rng, 1, rows=150_000)  # 1.2 MB of float32 samples: past the first 1 MB arena
+    (tmp_path / "big" / "c00.csv").rename(src / "c99.csv")
     ref = sigconv.run_batch(_request(src, tmp_path / "ref", 1))
     monkeypatch.setattr(coordinator, "_on_gpu", lambda request, n_gpus: True)
     monkeypatch.setattr(runners, "visible_gpu_count", lambda *a, **k: 1)
@@ -206,6 +215,7 @@ def test_gpu_runner_stops_in_flight_files_and_starts_no_more(tmp_path, rng, as_i
     assert _outputs(out) == done == set(rep.done)
     assert 3 <= len(done) < 40 and len(seen) <= 3 + 2 * 3
     assert not rep.failed and not _leftovers(out)
+    procs[0]._proc.join(5)
     assert len(procs) == 1 and not procs[0]._proc.is_alive()
 
 

@@ -221,10 +221,9 @@ def span_operands(x: np.ndarray, taps, n: int, *, offset: int, delay: int):
 
 
 def correlate_span(xh: np.ndarray, wh: np.ndarray, pad: int, n: int, *, variant: str = "auto",
-                   block=None, out=None) -> np.ndarray:
+                   block=None) -> np.ndarray:
     """The device half of :func:`filter_span`: y[c, i] = sum_j wh[j] xh[c, i + j - pad] for i < n, as (C, n) float32
-    on the host (into ``out`` when given: a C-contiguous float32 array of that shape, e.g. in pinned memory); one
-    transfer each way and one kernel, under :data:`DEVICE_LOCK`."""
+    on the host; one transfer each way and one kernel, under :data:`DEVICE_LOCK`."""
     import cupy
 
     key = cuda1d.host_taps_key(wh)
@@ -237,8 +236,7 @@ def correlate_span(xh: np.ndarray, wh: np.ndarray, pad: int, n: int, *, variant:
         xg = cupy.asarray(xh)
         if variant == "auto":
             variant, block = cuda1d.resolve_auto(xg, w, pad, n, block)
-        y = cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key)
-        return y.get(out=out) if out is not None else cupy.asnumpy(y)
+        return cupy.asnumpy(cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key))
 
 
 def filter_span(x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant: str = "auto",

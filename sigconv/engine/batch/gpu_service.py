@@ -16,6 +16,8 @@ the workers filter on the CPU.
 
 from __future__ import annotations
 
+import mmap
+import os
 import secrets
 import threading
 from typing import Optional
@@ -92,10 +94,11 @@ class GPUService:
         except (EOFError, OSError):
             pass
         self._control.close()
-        self._proc.join(timeout)
-        if self._proc.is_alive():
-            self._proc.terminate()
+        if not served:  # it said nothing: make sure it ends (after "stop" it ends by itself, CUDA's teardown and all)
             self._proc.join(timeout)
+            if self._proc.is_alive():
+                self._proc.terminate()
+                self._proc.join(timeout)
         return served
 
 
@@ -104,7 +107,6 @@ _UNKNOWN = object()
 
 def _serve(control, authkey: bytes) -> None:
     """The GPU's process: listen, start CUDA, then answer requests until the coordinator says stop (or ends)."""
-    import os
     import signal
     from multiprocessing.connection import Listener, wait
 
@@ -130,7 +132,7 @@ def _serve(control, authkey: bytes) -> None:
     threading.Thread(target=accept, daemon=True, name="sigconv-gpu-accept").start()
     error = _start_cuda()
     control.send(error)
-    bufs = _Buffers()
+    arenas: dict = {}
     served = 0
     try:
         while True:
@@ -147,12 +149,15 @@ def _serve(control, authkey: bytes) -> None:
                     control.send(served)
                     return
                 else:
-                    done = _answer(ready, error, bufs)
+                    done = _answer(ready, error, arenas)
                     served += bool(done)
                     if done is None:  # the worker ended
                         with lock:
                             conns.remove(ready)
                         ready.close()
+                        arena = arenas.pop(ready, None)
+                        if arena is not None:
+                            arena.close()
     finally:
         listener.close()
 
@@ -174,74 +179,97 @@ def _start_cuda() -> Optional[str]:
     return None
 
 
-class _Buffers:
-    """The GPU process's host buffers for a request's samples in and out: page-locked where CuPy gives such memory
-    (``pinned``; the transfers then run at the bus's speed, with no staging copy), grown as needed."""
-
-    def __init__(self):
-        self._mem: dict = {}
-        self.pinned = True
-
-    def get(self, name: str, shape) -> np.ndarray:
-        nbytes = 4 * int(np.prod(shape))
-        a = self._mem.get(name)
-        if a is None or a.nbytes < nbytes:
-            size = 1 << max(20, (nbytes - 1).bit_length())
-            a = None
-            if self.pinned:
-                try:
-                    import cupy
-
-                    a = np.frombuffer(cupy.cuda.alloc_pinned_memory(size), dtype=np.uint8, count=size)
-                except Exception:  # noqa: BLE001 - no page-locked memory here: ordinary memory
-                    self.pinned = False
-            a = self._mem[name] = a if a is not None else np.empty(size, dtype=np.uint8)
-        return a[:nbytes].view(np.float32).reshape(shape)
-
-
-def _answer(conn, error: Optional[str], bufs: _Buffers) -> Optional[bool]:
+def _answer(conn, error: Optional[str], arenas: dict) -> Optional[bool]:
     """Read one request from ``conn`` and answer it: True when it was filtered, False when it was answered with an
-    error, None when the worker has gone."""
+    error, None when the worker has gone. ``arenas``: each connection's shared samples (see ``_Client``)."""
     from multiprocessing import BufferTooShort
 
     from sigconv.engine.gpu_file import correlate_span
 
     try:
-        (C, m), pad, n, variant, block = conn.recv()
-        xh = bufs.get("in", (C, m))
-        if conn.recv_bytes_into(memoryview(xh).cast("B")) != xh.nbytes:
-            return None  # not what the header promised: not one of our workers
+        size, (C, m), pad, n, variant, block = conn.recv()
+        if size is None:  # the samples follow on the socket
+            xh = np.frombuffer(conn.recv_bytes(), dtype=np.float32).reshape(C, m)
+            arena = None
+        else:  # in the worker's shared memory; a new (larger) one comes as a file descriptor
+            arena = arenas.get(conn)
+            if arena is None or len(arena) != size:
+                from multiprocessing.reduction import recv_handle
+
+                fd = recv_handle(conn)
+                try:
+                    arena = arenas[conn] = mmap.mmap(fd, size)
+                finally:
+                    os.close(fd)
+            xh = np.frombuffer(arena, dtype=np.float32, count=C * m).reshape(C, m)
         wh = np.frombuffer(conn.recv_bytes(), dtype=np.float32)
         if error is not None:
             conn.send(("unavailable", error))
             return False
         try:
-            if bufs.pinned:
-                y = correlate_span(xh, wh, pad, n, variant=variant, block=block, out=bufs.get("out", (C, n)))
-            else:
-                y = np.ascontiguousarray(correlate_span(xh, wh, pad, n, variant=variant, block=block),
-                                         dtype=np.float32)
+            y = correlate_span(xh, wh, pad, n, variant=variant, block=block)
         except Exception as exc:  # noqa: BLE001 - the worker's file fails with it
             conn.send(("error", _first_line(exc)))
             return False
-        conn.send(("ok", y.shape))
-        conn.send_bytes(y)
+        del xh
+        if arena is None:
+            conn.send(("ok", y.shape))
+            conn.send_bytes(np.ascontiguousarray(y, dtype=np.float32))
+        else:  # over the samples, which are on the device by now
+            np.copyto(np.frombuffer(arena, dtype=np.float32, count=C * n).reshape(C, n), y)
+            conn.send(("ok", y.shape))
         return True
-    except (EOFError, OSError, BufferTooShort):  # the worker ended (or was stopped) mid-request, or is not ours
+    except (EOFError, OSError, ValueError, BufferTooShort):  # the worker ended (or was stopped) mid-request
         return None
 
 
 class _Client:
-    """A worker's end: its connection to the service, opened on first use."""
+    """A worker's end: its connection to the GPU's process, opened on first use. The samples go through an arena
+    of shared memory (a memfd, passed to the GPU's process once, replaced by a larger one when a log needs it): the
+    request itself is a few bytes, and the filtered samples come back in the same place. Where memfds do not exist,
+    the samples go over the socket."""
 
     def __init__(self, address, authkey: bytes):
         self.address, self.authkey = address, authkey
         self._conn = None
+        self._arena = None
+        self._new_fd: Optional[int] = None
         self.unavailable: Optional[str] = None
+
+    def _arena_for(self, nbytes: int):
+        """This worker's arena, of at least ``nbytes``; None where there is no memfd."""
+        if not hasattr(os, "memfd_create"):
+            return None
+        if self._arena is None or len(self._arena) < nbytes:
+            size = 1 << max(20, (nbytes - 1).bit_length())
+            fd = os.memfd_create("sigconv-gpu", os.MFD_CLOEXEC)
+            try:
+                os.ftruncate(fd, size)
+                arena = mmap.mmap(fd, size)
+            except OSError:
+                os.close(fd)
+                return None
+            if self._new_fd is not None:
+                os.close(self._new_fd)
+            if self._arena is not None:
+                self._arena.close()
+            self._arena, self._new_fd = arena, fd
+        return self._arena
+
+    def _drop(self) -> None:
+        """Forget the connection (and the arena the GPU's process knew) after a request that did not end."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+        if self._arena is not None:
+            self._arena.close()
+        if self._new_fd is not None:
+            os.close(self._new_fd)
+        self._arena = self._new_fd = None
 
     def filter_span(self, x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant: str = "auto",
                     block=None) -> np.ndarray:
-        """``gpu_file.filter_span`` on the service's GPU: the same arguments and (n, C) float64 outputs.
+        """``gpu_file.filter_span`` on the GPU's process: the same arguments and (n, C) float64 outputs.
         Raises :class:`Unavailable` when CUDA did not start there, RuntimeError with its reason when the filter
         failed there."""
         from sigconv.engine.gpu_file import span_operands
@@ -249,22 +277,36 @@ class _Client:
         if self.unavailable is not None:
             raise Unavailable(self.unavailable)
         xh, wh, pad = span_operands(x, taps, n, offset=offset, delay=delay)
+        C, m = xh.shape
         if self._conn is None:
             from multiprocessing.connection import Client
 
             self._conn = Client(self.address, family="AF_UNIX", authkey=self.authkey)
         conn = self._conn
         try:
-            conn.send((xh.shape, pad, n, variant, block))
-            conn.send_bytes(xh)
+            arena = self._arena_for(4 * C * max(m, n))
+            if arena is None:
+                conn.send((None, (C, m), pad, n, variant, block))
+                conn.send_bytes(xh)
+            else:
+                np.copyto(np.frombuffer(arena, dtype=np.float32, count=C * m).reshape(C, m), xh)
+                conn.send((len(arena), (C, m), pad, n, variant, block))
+                if self._new_fd is not None:
+                    from multiprocessing.reduction import send_handle
+
+                    send_handle(conn, self._new_fd, None)
+                    os.close(self._new_fd)
+                    self._new_fd = None
             conn.send_bytes(wh)
             status, detail = conn.recv()
             if status == "ok":
-                y = np.frombuffer(conn.recv_bytes(), dtype=np.float32).reshape(detail)
+                if arena is None:
+                    y = np.frombuffer(conn.recv_bytes(), dtype=np.float32).reshape(detail)
+                else:
+                    y = np.frombuffer(arena, dtype=np.float32, count=C * n).reshape(detail)
                 return y.T.astype(np.float64)
         except BaseException:  # a stop (SIGTERM) or a lost service mid-request: the stream is out of step
-            self._conn = None
-            conn.close()
+            self._drop()
             raise
         if status == "unavailable":
             self.unavailable = detail

@@ -204,12 +204,11 @@ def start_gpu_process():
     """The GPU's process for :func:`run_gpu` (a ``GPUService``), started now: CUDA takes about a second to start, so
     the coordinator starts it before it looks for the files. Forked from this process where that is safe, so it
     starts with this process's imports."""
-    from sigconv.engine.batch.gpu_service import GPUService
-
     import multiprocessing as mp
 
-    fork = "fork" in mp.get_all_start_methods() and threading.active_count() == 1
-    return GPUService.start(mp.get_context("fork") if fork else _pool_context())
+    from sigconv.engine.batch.gpu_service import GPUService
+
+    return GPUService.start(mp.get_context("fork") if _can_fork() else _pool_context(served=True))
 
 
 def run_gpu(served: Iterable[dict], rest: Iterable[dict], jobs: int, check_cuda: bool = False,
@@ -308,25 +307,35 @@ def _pool_task(task: dict) -> dict:
         _IN_TASK = False
 
 
-#: What the pool's workers import before their first file, once, in the server they are forked from.
+#: What the pool's workers import before their first file, once, in the process they are forked from; those
+#: served by the GPU's process filter nothing themselves (``CPU_FILTER_MODULES``: what filtering on the CPU adds).
 POOL_PRELOAD = ["sigconv.engine.batch.process", "sigconv.engine.batch.formats", "sigconv.engine.batch.gpu_service",
-                "sigconv.engine.gpu_file", "sigconv.backends", "sigconv.engine.file", "scipy.fft", "pyarrow.csv",
+                "sigconv.engine.gpu_file", "sigconv.backends", "sigconv.engine.file", "pyarrow.csv",
                 "pyarrow.parquet", "pyarrow.compute", "encodings.utf_8_sig", "multiprocessing.connection"]
+CPU_FILTER_MODULES = ["scipy.fft"]
 
 
-def _pool_context():
-    """fork where this process runs no other thread (the command line; no CUDA context either, see ``run_gpu``):
-    the workers start at once, with what this process imported (``POOL_PRELOAD`` is imported here first, once).
-    Else forkserver: workers forked from a clean server process, with ``POOL_PRELOAD`` imported there once."""
+def _can_fork() -> bool:
+    """Whether a child forked from this process starts sound: it runs no other thread (whose locks a child could
+    inherit held), and it has not started CUDA (the command line's coordinator never does)."""
+    import multiprocessing as mp
+
+    return "fork" in mp.get_all_start_methods() and threading.active_count() == 1 and "cupy" not in sys.modules
+
+
+def _pool_context(served: bool = False):
+    """fork where that is sound (``_can_fork``; the command line): the workers start at once, with what this process
+    imported (``POOL_PRELOAD`` is imported here first, once; with ``CPU_FILTER_MODULES`` unless the GPU's process
+    filters for them). Else forkserver: workers forked from a clean server process that imported both once."""
     import importlib
     import multiprocessing as mp
 
-    if "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
-        for name in POOL_PRELOAD:
+    if _can_fork():
+        for name in POOL_PRELOAD + ([] if served else CPU_FILTER_MODULES):
             importlib.import_module(name)
         return mp.get_context("fork")
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(POOL_PRELOAD)
+    ctx.set_forkserver_preload(POOL_PRELOAD + CPU_FILTER_MODULES)
     return ctx
 
 
@@ -363,7 +372,7 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0, service=None, wa
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    ctx = _pool_context()
+    ctx = _pool_context(served=service is not None)
     pending = _Lookahead(tasks)
     while pending and not cancel.STOP.is_set():
         gq = ctx.Queue()
