@@ -2,10 +2,11 @@
 
 :func:`run_batch` finds the files (:mod:`.discovery`), takes OUTDIR's lock (one batch writes into a folder at
 a time), removes temporary outputs a killed run left, skips what the manifest has as done and unchanged,
-runs the rest in this process (serially, or in threads sharing one GPU), a local process pool or on Dask
-(:mod:`.runners`), records every result as it arrives (:mod:`.manifest`) and returns a :class:`BatchReport`.
-Pool and Dask workers get their GPU (and create their CUDA context) themselves; the coordinator makes one only
-when the files run in its own threads or serially. Ctrl-C (or ``cancel.STOP``) stops the batch: no file starts
+runs the rest in this process (serially), a local process pool (with one GPU: the GPU's own process filters
+the pool's logs, recordings then run in threads here) or on Dask (:mod:`.runners`), records every result as it
+arrives (:mod:`.manifest`) and returns a :class:`BatchReport`. With several GPUs, pool and Dask workers get
+their GPU (and create their CUDA context) themselves; the coordinator makes one only when files run in its own
+threads or serially, after any pool has forked. Ctrl-C (or ``cancel.STOP``) stops the batch: no file starts
 after it, the files in flight stop, and the report and manifest hold exactly the outputs left.
 """
 

@@ -8,12 +8,11 @@ A task is a dict: input, rel, output, outdir, kind ("csv", "parquet", "npy" or "
 records. Tables of at least ``stream.STREAM_MIN_BYTES`` are streamed (:mod:`.stream`), smaller ones are read
 whole; NPY arrays are memory-mapped; audio goes through the engine's file filter.
 
-Files may run in several threads of one process (the GPU runner): reading, parsing and writing run in parallel
-(pyarrow, libsndfile and NumPy release the GIL), while the GPU's part of each log (its transfers and kernel) runs
-under one lock (``gpu_file.DEVICE_LOCK``, taken by ``filters.filter_run``), a millisecond or so per small log;
-recordings, whose decoding and encoding outweigh their filtering, use the GPU side by side (each with its own
-block filter). A stopped batch (:mod:`.cancel`) is checked before a
-file starts and just before its output is moved into place; such a file's result has status "cancelled".
+On one GPU a pool worker's logs are filtered by the GPU's process (``filters.filter_run`` sends them there,
+:mod:`.gpu_service`). Recordings may run in several threads of the process that holds the GPU: decoding and
+encoding run in parallel (libsndfile and NumPy release the GIL) and each uses the GPU through its own block
+filter. A stopped batch (:mod:`.cancel`) is checked before a file starts and just before its output is moved
+into place; such a file's result has status "cancelled".
 """
 
 from __future__ import annotations

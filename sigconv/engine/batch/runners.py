@@ -10,10 +10,12 @@ through its atomic output and makes every queued file return at once; Dask worke
 :func:`.cancel.stop_batch`), yields every result that comes back within ``STOP_GRACE`` seconds (done:
 its output is complete; "cancelled": nothing of it remains) and ends.
 
-CPU or GPU: on the cpu backend files run in a process pool (``run_pool``). On one GPU they run in threads
-of this process (``run_threads``): one CUDA context, parsing and writing in parallel on the CPUs while the
-GPU filters one log after another (the coordinator decides which, ``coordinator.AUTO_GPU_MIN_FILE_BYTES``
-for "auto").
+CPU or GPU: on the cpu backend files run in a process pool (``run_pool``). On one GPU (``run_gpu``) logs run
+in a process pool too, whose workers parse and write while one more process, the only one with a CUDA context,
+filters them (:mod:`.gpu_service`); recordings and streamed tables, which keep a block filter's state, then run
+in threads of this process (``run_threads``). The coordinator decides which (``coordinator.AUTO_GPU_MIN_FILE_BYTES``
+for "auto"). Pools fork from the coordinator where that is sound (no other thread, no CUDA: the command line),
+so that workers start at once with its imports; else they come from a forkserver.
 
 Several GPUs: one CUDA context per worker process. The coordinator then never touches CUDA (it counts GPUs
 from /proc and CUDA_VISIBLE_DEVICES), and each worker is pinned to one GPU through CUDA_VISIBLE_DEVICES
