@@ -133,6 +133,23 @@ def as_if_one_gpu(monkeypatch, forked):
     monkeypatch.setenv("SIGCONV_DISABLE_CUDA", "1")  # read where CUDA would start, never by the patched counts
 
 
+def _significant_digits(text: str) -> int:
+    mantissa = text.strip().lstrip("-").split("e")[0].split("E")[0].replace(".", "").lstrip("0")
+    return len(mantissa.rstrip("0")) if mantissa else 0
+
+
+def test_a_channel_computed_in_float32_is_written_as_float32_in_csv_only():
+    import pyarrow as pa
+
+    from sigconv.engine.batch.formats import channel_type
+
+    assert channel_type(pa.float64(), "csv", np.float32) == pa.float32()
+    assert channel_type(pa.int64(), "csv", np.float32) == pa.float32()
+    assert channel_type(pa.float64(), "parquet", np.float32) == pa.float64()  # a Parquet schema does not change
+    assert channel_type(pa.float64(), "csv", np.float64) == pa.float64()
+    assert channel_type(pa.float32(), "parquet", np.float64) == pa.float32()
+
+
 def _request(src, out, jobs, backend="cpu"):
     return sigconv.BatchRequest([src], out, sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend=backend)),
                                 jobs=jobs)
@@ -186,6 +203,13 @@ def test_the_gpu_process_filters_every_log_and_the_workers_write_the_cpu_outputs
         a = np.loadtxt(tmp_path / "ref" / name, delimiter=",", skiprows=1)
         b = np.loadtxt(tmp_path / "out" / name, delimiter=",", skiprows=1)
         assert np.abs(a - b).max() <= 1e-5 * np.abs(a).max(), name
+        assert np.array_equal(a[:, 0], b[:, 0])  # the time column passes through
+        # filtered in float32: written as float32 (the shortest text of the computed value); the cpu run's float64
+        digits = [_significant_digits(v) for line in (tmp_path / "out" / name).read_text().splitlines()[1:200]
+                  for v in line.split(",")[1:]]
+        ref_digits = [_significant_digits(v) for line in (tmp_path / "ref" / name).read_text().splitlines()[1:200]
+                      for v in line.split(",")[1:]]
+        assert max(digits) <= 9 and max(ref_digits) >= 16, (max(digits), max(ref_digits))
     assert not _leftovers(tmp_path / "out")
 
 

@@ -21,7 +21,8 @@ from sigconv.engine.batch.settings import BatchSettings
 from sigconv.engine.settings import FirSpec, KernelChoice, check_filter_fits, phase_delay, signal_kind
 from sigconv.registry import table
 
-__all__ = ["kernel_here", "taps_for", "block_filter", "filter_run", "filter_columns", "check_length"]
+__all__ = ["kernel_here", "computed_dtype", "taps_for", "block_filter", "filter_run", "filter_columns",
+           "check_length"]
 
 _EDGE_TEXT = {"odd": "odd-reflected edges", "zero": "zero-padded edges"}
 _TAPS: dict = {}
@@ -41,6 +42,11 @@ def kernel_here(kernel: KernelChoice) -> KernelChoice:
         except RuntimeError as exc:
             raise InputError(str(exc)) from None
     return hit
+
+
+def computed_dtype(settings: BatchSettings) -> np.dtype:
+    """The precision the settings' kernel filters in here: float32 on the GPU, float64 on the CPU."""
+    return np.dtype(np.float32 if kernel_here(settings.kernel).backend == "cuda" else np.float64)
 
 
 def _served_kernel(kernel: KernelChoice, remote) -> KernelChoice:

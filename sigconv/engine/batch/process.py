@@ -47,7 +47,7 @@ def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
     y = filters.filter_columns(x, taps, s, warnings, chans)
     for j, (c, (_, nulls)) in enumerate(zip(chans, cols)):
         keep = nulls if s.gaps == "split" else np.zeros_like(nulls)
-        table = formats.replace_column(table, c, y[:, j], keep)
+        table = formats.replace_column(table, c, y[:, j], keep, task["kind"], filters.computed_dtype(s))
     cancel.check()
     with safe_output(inp, out, outdir) as tmp:
         formats.write_table(table, task["kind"], tmp)

@@ -127,13 +127,14 @@ class _Source:
             return self.pf.schema_arrow, self.pf.iter_batches(batch_size=PARQUET_BATCH_ROWS)
 
 
-def out_schema(schema, chans):
-    """The output schema: each channel float32 if it was float32, else float64 (as formats.replace_column)."""
+def out_schema(schema, chans, kind: str = "parquet", computed=np.float64):
+    """The output schema: each channel typed per ``formats.channel_type`` (as ``formats.replace_column``)."""
     import pyarrow as pa
 
     for c in chans:
         old = schema.field(c)
-        schema = schema.set(schema.get_field_index(c), pa.field(c, channel_type(old.type), metadata=old.metadata))
+        schema = schema.set(schema.get_field_index(c), pa.field(c, channel_type(old.type, kind, computed),
+                                                                metadata=old.metadata))
     return schema
 
 
@@ -258,7 +259,7 @@ def do_table(task: dict, settings: BatchSettings, inp: Path, out: Path, outdir: 
             return False
         raise
     taps, desc = filters.taps_for(settings.fir, fs, settings.edges, frames=src.rows, source=inp)
-    schema_out = out_schema(schema, chans)
+    schema_out = out_schema(schema, chans, kind, filters.computed_dtype(settings))
     quoting = "none"
     while True:
         try:
