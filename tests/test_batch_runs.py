@@ -424,7 +424,33 @@ def test_allow_truncated_redoes_recordings_only():
     assert settings_hash(plain, "audio") != settings_hash(lenient, "audio")
 
 
-def test_cuda_that_fails_to_start_stops_the_batch_with_one_line_and_no_output(tmp_path, rng, monkeypatch):
+def test_the_gpu_process_starts_from_a_forkserver_where_forking_is_unsound(monkeypatch):
+    """Forking is sound only from a process that runs no other thread and has not started CUDA; else the GPU's
+    process comes from a forkserver, and still answers (here: why CUDA cannot run, or that it runs)."""
+    import threading
+
+    from sigconv.engine.batch import gpu_service
+
+    if "cupy" not in sys.modules:  # (where CuPy was imported, that alone makes forking unsound)
+        monkeypatch.setitem(sys.modules, "cupy", object())
+        assert not runners._can_fork()
+        monkeypatch.delitem(sys.modules, "cupy")
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not runners._can_fork()
+        svc = runners.start_gpu_process()
+        status = svc.status(timeout=60)
+        assert status is None or (isinstance(status, str) and status), status
+        assert status is not gpu_service._UNKNOWN
+        assert svc.close() == 0 and not svc._proc.is_alive()
+    finally:
+        release.set()
+        other.join()
+
+
+def test_cuda_that_fails_to_start_stops_the_batch_with_one_line_and_no_output(tmp_path, rng, monkeypatch, forked):
     """CuPy installed and a GPU visible, but CUDA does not start (a broken driver): the GPU runner finds out while
     the first files are read, stops the batch and run_batch raises the reason; no output is written."""
     from sigconv._core import devices

@@ -270,10 +270,13 @@ def _thread_outcome(fut, task: dict) -> dict:
         return failed(task, f"{type(exc).__name__}: {exc}")
 
 
-def _pool_worker_init(gpu_queue, service) -> None:
+def _pool_worker_init(gpu_queue, service, arrow_threads: int) -> None:
     # Ctrl-C goes to the whole process group: the coordinator alone decides what to stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop_on_term)
+    import pyarrow
+
+    pyarrow.set_cpu_count(arrow_threads)  # the workers share the CPUs: no pool of Arrow threads each
     if gpu_queue is not None:
         dev = gpu_queue.get()
         if dev is not None:
@@ -381,7 +384,8 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0, service=None, wa
         for dev in pool_gpu_plan(jobs, n_gpus):
             gq.put(dev)
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_pool_worker_init,
-                                   initargs=(gq, None if service is None else (service.address, service.authkey)))
+                                   initargs=(gq, None if service is None else (service.address, service.authkey),
+                                             max(1, (os.cpu_count() or 1) // jobs)))
         inflight: dict = {}
         clean = False
         try:
