@@ -130,7 +130,8 @@ def run_mode(src: Path, outdir: Path, mode: str, jobs: int, timeout: float, rows
         args += ["--backend", "auto"]
     env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
-    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout)
+    # cwd: `python -m` puts the working folder first on sys.path, ahead of PYTHONPATH
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout, cwd=str(root))
     secs = time.perf_counter() - t0
     man = outdir / "sigconv-batch.jsonl"
     recs = [json.loads(x) for x in man.read_text().splitlines()] if man.exists() else []

@@ -275,7 +275,7 @@ def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict, gpu=N
                                           f"{jobs} threads sharing 1 GPU" if rest else "") if w)
         return runners.run_gpu(feed(served), feed(rest), jobs, check_cuda=cuda, info=info, service=gpu), where, True
     if gpu is not None:
-        gpu.close()
+        gpu.close(timeout=0)  # not needed after all: ended at once, whatever it is doing
     if cuda:
         try:
             request.settings.kernel.resolve()

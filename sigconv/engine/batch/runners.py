@@ -225,7 +225,7 @@ def run_gpu(served: Iterable[dict], rest: Iterable[dict], jobs: int, check_cuda:
     served = iter(served)
     first = next(served, None)
     if first is None and service is not None:
-        service.close()
+        service.close(timeout=0)
     if first is not None:
         service = service or start_gpu_process()
 
