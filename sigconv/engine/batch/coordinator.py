@@ -227,11 +227,10 @@ def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
     return backend == "cuda" or devices.cuda_quick_reason() is None
 
 
-#: ``--backend auto`` with one GPU runs the files there (threads of one process) when they average at least this
-#: many bytes; smaller files go to the CPU process pool, whose cost per file is lower. Measured on H200 hosts
-#: (16 cores), 2026-12-01, pool against GPU runner: 1,000 logs of 63 KB 3.3-3.7 s against 6.6-8.3 s; 200 of 1.5 MB
-#: 3.6 s against 2.9 s on one host, 3.6 s against 3.8-3.9 s on another; 3 of 25 MB 2.2-3.1 s against 1.6-2.1 s
-#: (benchmarks/results/H200-2026-12-01-batch). The bar sits between the last two, where the GPU always won.
+#: ``--backend auto`` with one GPU runs the files there (a worker pool and the GPU's process) when they average at
+#: least this many bytes; smaller files go to the CPU process pool, which then starts no CUDA. On an H200 host (16
+#: cores), 2026-12-01, 200 logs of 1.5 MB: the pool 1.90 s, the GPU runner 1.99 s (medians of 3,
+#: benchmarks/results/H200-2026-12-01-batch-gpu-process); larger files carry more filtering per byte parsed.
 AUTO_GPU_MIN_FILE_BYTES = 4 << 20
 
 
