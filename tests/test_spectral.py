@@ -382,3 +382,112 @@ def test_small_hop_keeps_chunks_bounded(monkeypatch, rng):
     bound = (1 << 16) + (256 // 4 + 2 * g.R + 1) * 256
     assert seen and max(seen) <= bound < 6000 * 256, (max(seen), bound)
     assert np.linalg.norm(small - whole) <= 1e-5 * np.linalg.norm(whole)
+
+
+# ------------------------------------------------------------------------------------ GPU: the fused stages
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("C,n_fft,hop", [(1, 2048, 512), (2, 300, 150), (3, 64, 7), (1, 17, 8)])
+def test_cuda_gate_stages_equal_host_rules(rng, dtype, C, n_fft, hop):
+    """Each fused kernel of sigconv.backends.cuda_gate against its host rule (HostOps) computed in float64,
+    over awkward shapes: odd bin counts, a hop that does not divide n_fft, three channels, a shared mask, an
+    overlap-add window that starts mid-frame."""
+    import cupy
+
+    from sigconv.backends import cuda_gate
+    from sigconv.engine.spectral.gate import HostOps
+
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    nfr = 37
+    w = _gate._window(n_fft)
+    x = rng.standard_normal((C, (nfr - 1) * hop + n_fft))
+    fr_ref = HostOps.frames(x, w, hop, nfr)
+    fr = cuda_gate.frames(cupy.asarray(x, dtype), cupy.asarray(w, dtype), hop, nfr)
+    assert fr.dtype == dtype and rel_err(fr.get(), fr_ref) <= tol
+    S = np.fft.rfft(fr_ref, axis=-1)
+    Sd = cupy.asarray(S.astype(np.complex64 if dtype == np.float32 else np.complex128))
+    for share in (False, True):
+        p_ref = HostOps.power(S, 3.5, share)
+        p = cuda_gate.power(Sd, 3.5, share)
+        assert p.shape == p_ref.shape and rel_err(p.get(), p_ref) <= tol
+    pw = HostOps.power(S, 1.0, False)
+    thr = rng.uniform(-20, 10, (C, 1, S.shape[-1]))
+    const = dict(power_floor=_gate.POWER_FLOOR, slope_db=_gate.SLOPE_DB, strong_db=_gate.STRONG_DB)
+    fl = pw * rng.uniform(0.1, 2.0, pw.shape)
+    for kw, kwd in (({"thr": thr}, {"thr": cupy.asarray(thr, dtype)}),
+                    ({"floor_power": fl, "offset": 3.0}, {"floor_power": cupy.asarray(fl, dtype), "offset": 3.0})):
+        raw_ref, strong_ref = HostOps.masks(pw, **kw, **const)
+        raw, strong = cuda_gate.masks(cupy.asarray(pw, dtype), **kwd, **const)
+        assert np.max(np.abs(raw.get() - raw_ref)) <= 1e-4 and np.max(np.abs(strong.get() - strong_ref)) <= 1e-4
+    m = rng.uniform(0, 1, (1, nfr, S.shape[-1]))
+    st = rng.uniform(0, 1, m.shape)
+    for prop in (1.0, 0.7):
+        g_ref = HostOps.apply_gain(S[:, 3:], m[:, 3:], st[:, 3:], prop)
+        g = cuda_gate.apply_gain(Sd[:, 3:], cupy.asarray(m[:, 3:], dtype), cupy.asarray(st[:, 3:], dtype), prop)
+        assert rel_err(g.get(), g_ref) <= tol
+    y = rng.standard_normal((C, nfr, n_fft))
+    iw = 1.0 / rng.uniform(0.5, 1.5, hop)
+    total = (nfr - 1) * hop + n_fft
+    for lo, count in ((0, total), (hop // 2 + 1, total - hop - 3), (5, 1)):
+        o_ref = HostOps.overlap_add(y.copy(), w, iw, lo, count)
+        o = cuda_gate.overlap_add(cupy.asarray(y, dtype), cupy.asarray(w, dtype), cupy.asarray(iw, dtype), lo, count)
+        assert o.shape == (C, count) and rel_err(o.get(), o_ref) <= tol
+    from sigconv.engine.spectral import noise
+
+    h_ref = np.zeros(C * S.shape[-1] * noise.HIST_BINS)
+    h = cupy.zeros_like(cupy.asarray(h_ref))
+    pw_t = pw.astype(dtype)  # the same cell values on both sides: the histogram is float64 in both
+    kw = dict(power_floor=_gate.POWER_FLOOR, lo_db=noise.HIST_LO_DB, step_db=noise.HIST_STEP_DB,
+              bins=noise.HIST_BINS)
+    HostOps.hist_add(h_ref, pw_t, **kw)
+    cuda_gate.hist_add(h, cupy.asarray(pw_t), **kw)
+    assert np.allclose(h.get(), h_ref, rtol=0, atol=1e-9 if dtype == np.float64 else 1e-3)
+    assert abs(float(h.sum()) - pw.size) <= 1e-6 * pw.size
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("subtype", ["PCM_16", "PCM_24", "FLOAT"])
+@pytest.mark.parametrize("stationary", [True, False])
+def test_cuda_file_equals_cpu_file(tmp_path, rng, subtype, stationary):
+    """`denoise --method spectral` on cuda (raw PCM to the device, rounding and saturation there) writes what
+    the cpu run writes, to the last bit or within one step of the subtype; stereo, loud enough to clip."""
+    n = 5 * FS + 77
+    s = harmonic(n, rng=rng)
+    x = np.stack([3.5 * s + 0.05 * rng.standard_normal(n), s + 0.05 * rng.standard_normal(n)]).T
+    path = write_audio(tmp_path / "in.wav", np.clip(x, -1, 1), fs=FS, subtype=subtype)
+    outs = {}
+    for be in ("cpu", "cuda"):
+        outs[be] = tmp_path / f"{be}.wav"
+        flag = "--stationary" if stationary else "--non-stationary"
+        r = run_cli("denoise", path, "--method", "spectral", flag, "--backend", be, "-o", outs[be])
+        assert r.returncode == 0, r.stderr
+    a = sf.read(str(outs["cpu"]), dtype="int32" if subtype != "FLOAT" else "float64")[0]
+    b = sf.read(str(outs["cuda"]), dtype="int32" if subtype != "FLOAT" else "float64")[0]
+    assert a.shape == b.shape == x.shape
+    if subtype == "FLOAT":
+        assert rel_err(b, a) <= 1e-5
+    else:
+        step = 1 << (16 if subtype == "PCM_16" else 8)  # one step of the subtype, in int32 units
+        assert np.max(np.abs(a.astype(np.int64) - b)) <= step
+        assert np.mean(a == b) > 0.99
+
+
+@pytest.mark.gpu
+def test_cuda_file_device_memory_does_not_grow_with_length(tmp_path, rng):
+    """File mode streams: the device memory the gate holds for a 4-minute file is what it holds for 1 minute."""
+    import cupy
+
+    from sigconv.engine.spectral import spectral_file_filter
+
+    pool = cupy.get_default_memory_pool()
+    peaks = []
+    for minutes in (1, 4):
+        x = (0.1 * rng.standard_normal((48000 * 60 * minutes, 2)) * 32767).astype(np.int16)
+        info = probe(write_audio(tmp_path / f"in{minutes}.wav", x, fs=48000, subtype="PCM_16"))
+        make, _ = spectral_file_filter(GateSpec(), KernelChoice(op="conv2d", backend="cuda"), info)
+        pool.free_all_blocks()
+        filter_file(info, tmp_path / f"out{minutes}.wav", make)
+        peaks.append(pool.total_bytes())
+    assert peaks[1] <= 1.1 * peaks[0] + (8 << 20), peaks

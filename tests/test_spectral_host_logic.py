@@ -239,10 +239,18 @@ def make_fake_cupy():
         w = None if weights is None else _dev(weights, "weights")
         return DevArray(np.bincount(xa, w, 0 if minlength is None else int(minlength)))
 
+    def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+        assert out is None
+        return DevArray(np.concatenate([_dev(a, "tup") for a in arrays], axis=axis, dtype=dtype, casting=casting))
+
+    def count_nonzero(a, axis=None):
+        return _wrap(np.asarray(np.count_nonzero(_dev(a), axis=axis)))
+
     for name, f in dict(asarray=asarray, ascontiguousarray=ascontiguousarray, zeros=zeros, empty=empty,
-                        arange=arange, pad=pad, clip=clip, all=all, moveaxis=moveaxis, bincount=bincount).items():
+                        arange=arange, pad=pad, clip=clip, all=all, moveaxis=moveaxis, bincount=bincount,
+                        concatenate=concatenate, count_nonzero=count_nonzero).items():
         setattr(cp, name, f)
-    for name in ("floor", "log10", "exp", "maximum", "minimum", "isfinite", "sqrt", "abs"):
+    for name in ("floor", "log10", "exp", "maximum", "minimum", "isfinite", "sqrt", "abs", "rint"):
         setattr(cp, name, getattr(np, name))  # NumPy ufuncs route DevArray operands through __array_ufunc__
 
     def as_strided(x, shape=None, strides=None):
@@ -336,6 +344,26 @@ def fake_corr2d(calls):
     return corr2d
 
 
+def fake_gate_ops(monkeypatch):
+    """sigconv.backends.cuda_gate's fused kernels on DevArrays: the host rules (HostOps) on the arrays' NumPy
+    storage, refusing host arrays where the kernels take device arrays."""
+    from sigconv.backends import cuda_gate
+    from sigconv.engine.spectral.gate import HostOps
+
+    def device(f, name):
+        def run(*args, **kwargs):
+            un = [_dev(a, name) if isinstance(a, (DevArray, np.ndarray)) else a for a in args]
+            kw = {k: (_dev(v, k) if isinstance(v, (DevArray, np.ndarray)) else v) for k, v in kwargs.items()}
+            res = f(*un, **kw)
+            if isinstance(res, tuple):
+                return tuple(None if r is None else DevArray(np.ascontiguousarray(r)) for r in res)
+            return None if res is None else DevArray(np.ascontiguousarray(res))
+        return run
+
+    for name in cuda_gate.__all__:
+        monkeypatch.setattr(cuda_gate, name, device(getattr(HostOps, name), name))
+
+
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """Install the stand-in; yields the list of cuda conv2d calls (variant, x shape, w shape, factors given)."""
@@ -350,6 +378,7 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(_devices, "cuda_reason", lambda: None)
     calls = []
     monkeypatch.setattr(cuda2d, "corr2d", fake_corr2d(calls))
+    fake_gate_ops(monkeypatch)
     yield calls
     _FAKE.clear()
 

@@ -126,10 +126,8 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
     elif stationary:
         gate.estimate_stats(get)
     y = xp.empty((C, L), dtype)
-    step = gate.chunk_samples(ARRAY_CHUNK[be])
-    for a in range(0, L, step):
-        b = min(L, a + step)
-        y[:, a:b] = gate.run_range(get, a, b)
+    for (a, b), part in gate.run(get, 0, L):
+        y[:, a:b] = part
     y = like(y, x).reshape(lead + (L,))
     return array_namespace(y).moveaxis(y, -1, ax)
 

@@ -1,18 +1,46 @@
-"""The spectral gate as a block filter of the file engine (:class:`SpectralFileFilter`)."""
+"""The spectral gate as a block filter of the file engine (:class:`SpectralFileFilter`).
+
+On cuda the samples live on the device from the moment they are read: the engine reads raw PCM (int16 for 16-bit
+files, int32 for 24/32-bit, float32 for float), the device scales it, gates it, rounds and saturates it for the
+output subtype and hands back what soundfile writes; the buffers of context stay on the device, so nothing
+proportional to the signal is done on the host but the reading and writing. The statistics pass (stationary
+mode without a noise reference) reads the file once more, a block ahead of the device, in a thread of its own.
+"""
 
 from __future__ import annotations
+
+import queue
+import threading
 
 import numpy as np
 import soundfile as sf
 
 from sigconv._core.xp import to_host
+from sigconv.engine.audio import quantise
 from sigconv.engine.file import BlockFilter
-from sigconv.engine.spectral.gate import Gate, array_getter
+from sigconv.engine.spectral.gate import Gate
 
-__all__ = ["SpectralFileFilter", "FILE_BLOCK"]
+__all__ = ["SpectralFileFilter", "FILE_BLOCK", "FILE_WORK_BYTES"]
 
-#: Frames per block of the file engine (fewer when the gate's frame budget asks for it).
+#: Frames per block of the file engine on the cpu (fewer when the gate's frame budget asks for it); cuda takes
+#: blocks :data:`CUDA_BLOCK_FACTOR` times larger (fewer launches and syncs per second of audio).
 FILE_BLOCK = 1 << 19
+CUDA_BLOCK_FACTOR = 4
+#: Largest block on the cpu, where the default grows to give every thread a chunk.
+CPU_MAX_BLOCK = 1 << 21
+#: Host memory the cpu threads of one block may hold at once (frames, spectra, masks of the chunks in flight):
+#: with the engine's queues, file mode stays within about 300 MB whatever the core count.
+FILE_WORK_BYTES = 160 << 20
+
+_RAW_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0}
+
+
+def _raw_dtype(spec) -> str:
+    """What the engine reads for the device: the file's integers as they are (the device scales them), else
+    the float type soundfile gives."""
+    if spec.out_dtype in _RAW_SCALE and spec.scale:
+        return spec.out_dtype
+    return spec.read_dtype
 
 
 class SpectralFileFilter(BlockFilter):
@@ -28,62 +56,143 @@ class SpectralFileFilter(BlockFilter):
     def __init__(self, gate: Gate, spec, path=None, estimate: bool = False, block_frames: int = FILE_BLOCK):
         super().__init__(gate.C, gate.N + gate.R * gate.H, spec)
         self.gate, self.path, self.estimate = gate, path, estimate
+        self.xp = gate.xp
+        self.device = gate.backend == "cuda"
+        if self.device:
+            self.read_dtype = _raw_dtype(spec)
+            if block_frames == FILE_BLOCK:
+                block_frames *= CUDA_BLOCK_FACTOR
+        else:
+            # threads for a block's chunks, as many as the memory budget allows, and blocks that give each one
+            # a chunk (up to CPU_MAX_BLOCK frames)
+            chunk = gate.cpu_chunk()
+            gate.max_threads = max(1, FILE_WORK_BYTES // gate.chunk_bytes(chunk))
+            if block_frames == FILE_BLOCK:
+                block_frames = max(FILE_BLOCK, min(CPU_MAX_BLOCK, chunk * gate._threads(1 << 30)))
         self.preferred_frames = gate.chunk_samples(block_frames)
-        self.buf = np.zeros((gate.C, 0), spec.work_dtype)
+        self.buf = self.xp.zeros((gate.C, 0), spec.work_dtype)
         self.buf0 = 0  # global index of buf[:, 0]
         self.have = 0  # input samples received within [0, L)
         self.consumed = 0  # samples received, including the delay zeros of finish()
         self.done = 0  # outputs computed: [0, done)
-        self.pending = np.zeros((gate.C, 0), spec.work_dtype)  # computed outputs [done - pending, done)
+        self.pending = self.xp.zeros((gate.C, 0), spec.work_dtype)  # computed outputs [done - pending, done)
         self.variant = gate.variant
 
-    def _get(self, lo, hi):
-        g = self.gate
-        out = np.zeros((g.C, hi - lo), self.spec.work_dtype)
-        a, b = max(lo, self.buf0), min(hi, self.buf0 + self.buf.shape[1])
-        if b > a:
-            out[:, a - lo:b - lo] = self.buf[:, a - self.buf0:b - self.buf0]
-        return g.xp.asarray(out)
+    # ---------------------------------------------------------------- samples in and out
+
+    def _to_work(self, block):
+        """(n, C) as read -> (C, n) work dtype on the backend (raw integers scaled on the device)."""
+        xp = self.xp
+        if not self.device:
+            return np.ascontiguousarray(block.T, dtype=self.spec.work_dtype)
+        d = xp.asarray(block)
+        x = xp.ascontiguousarray(d.T).astype(self.spec.work_dtype, copy=False)
+        scale = _RAW_SCALE.get(d.dtype.name)
+        if scale is not None:
+            x *= scale
+        return x
+
+    def process(self, block):
+        """(n, C) samples as read -> (m, C) ready to write (m < n only at the start, by the delay)."""
+        return self._emit(self._filter_block(self._to_work(block)))
+
+    def finish(self):
+        return self._emit(self._filter_block(self.xp.zeros((self.C, self.delay), self.spec.work_dtype)))
+
+    def _emit(self, y):
+        if self._to_drop:
+            k = min(self._to_drop, y.shape[1])
+            y = y[:, k:]
+            self._to_drop -= k
+        q, c = quantise(y.T, self.spec)  # on the device for cuda: only the samples to write come back
+        self.clipped += c
+        return to_host(self.xp.ascontiguousarray(q))
+
+    # ---------------------------------------------------------------- statistics
+
+    def _blocks(self, frames):
+        """The file's blocks of ``frames`` (n, C), read a block ahead in a thread (disk and device overlap)."""
+        q: queue.Queue = queue.Queue(maxsize=2)
+        stop = threading.Event()
+
+        def reader():
+            try:
+                with sf.SoundFile(str(self.path)) as f:
+                    while not stop.is_set():
+                        blk = f.read(frames, dtype=self.read_dtype, always_2d=True)
+                        q.put(blk)
+                        if blk.shape[0] == 0:
+                            return
+            except BaseException as exc:  # noqa: BLE001 (handed to the consumer)
+                q.put(exc)
+
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        try:
+            while True:
+                item = q.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if item.shape[0] == 0:
+                    return
+                yield item
+        finally:
+            stop.set()
+            while t.is_alive():  # unblock a reader waiting on a full queue
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    t.join(0.05)
 
     def _stats_pass(self):
-        g = self.gate
-        with sf.SoundFile(str(self.path)) as f:
-            data = f.read(dtype=self.spec.read_dtype, always_2d=True) if g.L <= self.preferred_frames else None
-        if data is not None:  # small file: one array
-            x = np.ascontiguousarray(data.T, dtype=self.spec.work_dtype)
-            g.estimate_stats(array_getter(g.xp.asarray(x), g.L, g.xp))
-            return
-        # stream: frames [f0, f1) need samples [s_f0, s_(f1-1) + N); a sliding buffer from s_f0 on
+        g, xp = self.gate, self.xp
+        # frames [f0, f1) need samples [s_f0, s_(f1-1) + N): a sliding buffer from s_f0 on, samples [-P, 0) zeros
         g.hist_init()
-        step = max(1, self.preferred_frames // g.H)
-        with sf.SoundFile(str(self.path)) as f:
-            buf, buf0 = np.zeros((g.C, g.P), self.spec.work_dtype), -g.P  # samples [-P, 0) are zeros
-            for f0 in range(0, g.T, step):
-                f1 = min(g.T, f0 + step)
-                need = g.s(f1 - 1) + g.N
-                while buf0 + buf.shape[1] < need:
-                    blk = f.read(self.preferred_frames, dtype=self.spec.read_dtype, always_2d=True)
-                    if blk.shape[0] == 0:  # past the end: zeros
-                        blk = np.zeros((need - buf0 - buf.shape[1], g.C))
-                    buf = np.concatenate([buf, np.ascontiguousarray(blk.T, dtype=self.spec.work_dtype)], 1)
-
-                def get(a, b, buf=buf, buf0=buf0):
-                    return g.xp.asarray(buf[:, a - buf0:b - buf0])
-
-                g.hist_add(get, f0, f1)
+        step = g.frame_step()
+        per_block = self.preferred_frames
+        buf, buf0 = xp.zeros((g.C, g.P), self.spec.work_dtype), -g.P
+        f0 = 0
+        blocks = self._blocks(per_block)
+        while f0 < g.T:
+            blk = next(blocks, None)
+            parts = [buf]
+            if blk is None:  # past the end: zeros for the last frames
+                short = max(0, g.s(g.T - 1) + g.N - buf0 - buf.shape[1])
+                parts.append(xp.zeros((g.C, short), self.spec.work_dtype))
+            else:
+                parts.append(self._to_work(blk))
+            buf = xp.concatenate(parts, axis=1)
+            f1 = g.T if blk is None else min(g.T, (buf0 + buf.shape[1] - g.N + g.P) // g.H + 1)
+            if f1 > f0:
+                get = (lambda a, b, buf=buf, buf0=buf0: buf[:, a - buf0:b - buf0])
+                g.hist_spans(get, [(s, min(f1, s + step)) for s in range(f0, f1, step)])
                 keep = g.s(f1) - buf0
                 buf, buf0 = buf[:, keep:], buf0 + keep
+                f0 = f1
+        blocks.close()
         g.hist_finish()
 
+    # ---------------------------------------------------------------- blocks
+
+    def _get(self, lo, hi):
+        g, xp = self.gate, self.xp
+        a, b = max(lo, self.buf0), min(hi, self.buf0 + self.buf.shape[1])
+        if a == lo and b == hi:
+            return self.buf[:, a - self.buf0:b - self.buf0]
+        out = xp.zeros((g.C, hi - lo), self.spec.work_dtype)
+        if b > a:
+            out[:, a - lo:b - lo] = self.buf[:, a - self.buf0:b - self.buf0]
+        return out
+
     def _filter_block(self, x):
-        g = self.gate
+        g, xp = self.gate, self.xp
         if self.estimate:
             self.estimate = False
             self._stats_pass()
         n = x.shape[1]
         take = max(0, min(n, g.L - self.have))
         if take:
-            self.buf = np.concatenate([self.buf, x[:, :take]], axis=1)
+            self.buf = xp.concatenate([self.buf, x[:, :take]], axis=1)
             self.have += take
         self.consumed += n
         # outputs [done, b) are final once the frames they need are complete
@@ -94,8 +203,9 @@ class SpectralFileFilter(BlockFilter):
             tB = t_avail - g.R
             b = min(g.L, g.s(tB + 1)) if tB >= 0 else 0
         if b > self.done:
-            y = to_host(g.run_range(self._get, self.done, b)).astype(self.spec.work_dtype, copy=False)
-            self.pending = np.concatenate([self.pending, y], axis=1) if self.pending.shape[1] else y
+            parts = [self.pending] if self.pending.shape[1] else []
+            parts += [y.astype(self.spec.work_dtype, copy=False) for _, y in g.run(self._get, self.done, b)]
+            self.pending = xp.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
             self.done = b
             # drop samples no later chunk needs: the next chunk starts at frame tA(done) - R
             tA = (self.done + g.P - g.N) // g.H + 1
@@ -105,7 +215,7 @@ class SpectralFileFilter(BlockFilter):
                 self.buf0 = keep_from
         # return outputs [consumed - n - D, consumed - D); negative indices are the dropped delay
         lo, hi = self.consumed - n - self.delay, self.consumed - self.delay
-        res = np.zeros((g.C, n), self.spec.work_dtype)
+        res = xp.zeros((g.C, n), self.spec.work_dtype)
         p0 = self.done - self.pending.shape[1]  # global index of pending[:, 0]
         a, b2 = max(lo, 0), hi
         if b2 > a:

@@ -33,16 +33,18 @@ from __future__ import annotations
 
 import math
 import numbers
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import numpy as np
 
 from sigconv._core.xp import namespace_of_backend, to_backend, to_host
+from sigconv.backends.cpu import WORKERS
 from sigconv.engine.ops import corr2d
 from sigconv.engine.spectral import noise
 from sigconv.engine.spectral.noise import RAYLEIGH_MEAN_DB, RAYLEIGH_STD_DB
 
-__all__ = ["Gate", "array_getter", "ARRAY_CHUNK", "FRAME_BUDGET", "POWER_FLOOR"]
+__all__ = ["Gate", "HostOps", "array_getter", "ARRAY_CHUNK", "FRAME_BUDGET", "POWER_FLOOR", "CPU_CHUNK"]
 
 #: Power floor (relative to full scale) before taking dB: -160 dB.
 POWER_FLOOR = 1e-16
@@ -61,6 +63,9 @@ MAX_BOX = 31
 MAX_SMOOTH_FRAMES = 256
 #: Samples per chunk of the array function and of the statistics passes (cpu, cuda).
 ARRAY_CHUNK = {"cpu": 1 << 20, "cuda": 1 << 23}
+#: Samples per task when the cpu backend spreads a range over its threads (each task is one chunk: its frames,
+#: spectra and masks stay in the CPU caches' reach, and 16 threads have work on a few minutes of audio).
+CPU_CHUNK = 1 << 18
 #: At most this many frame samples (STFT frames x n_fft x channels) per chunk: a small hop multiplies the
 #: frames of a chunk of samples (hop 1 with n_fft 2048 would make a 1 M-sample chunk 16 GB of spectra), so
 #: chunks shrink to keep memory bounded; the defaults (hop n_fft/4, up to 2 channels) stay within it.
@@ -144,14 +149,79 @@ def _ns_bias(n_fft: int, hop: int, avg: int, win: int) -> float:
     return float(pw.mean() / fl[core].mean())
 
 
+class HostOps:
+    """The gate's elementwise stages in NumPy (the cpu backend), with the signatures of their fused device forms
+    in :mod:`sigconv.backends.cuda_gate`; these are the reference the cuda path is tested against."""
+
+    @staticmethod
+    def frames(xs, w, H, nfr):
+        xs = np.ascontiguousarray(xs)
+        st = xs.strides
+        fr = np.lib.stride_tricks.as_strided(xs, shape=(xs.shape[0], nfr, w.shape[0]),
+                                             strides=(st[0], H * st[1], st[1]))
+        return fr * w
+
+    @staticmethod
+    def power(S, scale, share):
+        pw = S.real ** 2
+        pw += S.imag ** 2
+        pw *= scale
+        return pw.mean(axis=0, keepdims=True) if share else pw
+
+    @staticmethod
+    def masks(pw, *, thr=None, floor_power=None, offset=0.0, power_floor, slope_db, strong_db):
+        from scipy.special import expit
+
+        if thr is None:
+            thr = np.log10(floor_power + power_floor)
+            thr *= 10.0
+            thr += offset
+        e = np.log10(pw + power_floor)
+        e *= 10.0
+        e -= thr
+        inv = 1.0 / slope_db
+        strong = expit((e - strong_db) * inv) if strong_db is not None else None
+        e *= inv
+        return expit(e, out=e), strong
+
+    @staticmethod
+    def apply_gain(S, m, strong, prop):
+        g = np.maximum(m, strong) if strong is not None else m
+        if prop != 1.0:
+            g = 1.0 - prop * (1.0 - g)
+        return S * g
+
+    @staticmethod
+    def overlap_add(y, w, inv_wsum, lo, count):
+        C, nt, N = y.shape
+        H = inv_wsum.shape[0]
+        y *= w
+        out = np.zeros((C, (nt - 1) * H + -(-N // H) * H), y.dtype)
+        for r in range(0, N, H):
+            h = min(H, N - r)
+            out[:, r:r + nt * H].reshape(C, nt, H)[:, :, :h] += y[:, :, r:r + h]
+        out.reshape(C, -1, H)[...] *= inv_wsum  # local sample k has (k + s_first + P) mod H = k mod H
+        return out[:, lo:lo + count]
+
+    @staticmethod
+    def hist_add(hist, pw, *, power_floor, lo_db, step_db, bins):
+        d = np.log10(pw + power_floor)
+        d *= 10.0
+        noise.hist_add(np, hist, d)
+
+
 class Gate:
-    """The gate's parameters, statistics and chunk processor (backend-generic through ``xp``).
+    """The gate's parameters, statistics and chunk processor (backend-generic through ``xp`` and ``ops``).
 
     ``C`` channels of ``L`` samples at ``fs`` Hz, computed in ``dtype``; ``kernel`` is a resolved conv2d
     :class:`~sigconv.engine.settings.KernelChoice` (backend "cpu" or "cuda"): where the STFT and the mask
     smoothing run. The values are checked here, for the array function and the file pipeline alike
     (``ValueError`` naming the argument and its range); the other arguments mean what they mean in
     :func:`sigconv.spectral_denoise`.
+
+    On cuda every stage is a fused kernel (:mod:`sigconv.backends.cuda_gate`) or cuFFT, and nothing proportional to
+    the signal touches the host; on the cpu the chunks of a range run in threads (:meth:`run`,
+    :meth:`estimate_stats`).
     """
 
     def __init__(self, C, L, fs, *, stationary, n_std, prop_decrease, freq_smooth_hz, time_smooth_ms, n_fft, hop,
@@ -173,20 +243,31 @@ class Gate:
         self.Cm = 1 if self.share else self.C
         self.kernel, self.backend = kernel, kernel.backend
         # the smoothing is a box, separable by construction, and the gate runs it as such: on cuda as one rank-1
-        # kernel through the separable variant (a row and a column pass), on the cpu as a column then a row box
-        # (below); a variant the caller names replaces it
+        # kernel through the separable variant (a row and a column pass), on the cpu as running means along each
+        # axis (below); a variant the caller names replaces it
         self.variant = "separable" if self.backend == "cuda" and kernel.variant == "auto" else kernel.variant
         self.dtype = np.dtype(dtype)
         self.xp = namespace_of_backend(self.backend)
         self.fft, self.ndi = _fft_and_ndimage(self.backend)
+        if self.backend == "cuda":
+            from sigconv.backends import cuda_gate as ops
+        else:
+            ops = HostOps
+        self.ops = ops
+        #: scipy.fft threads of one chunk (1 while the chunks themselves run in threads)
+        self.fft_workers = WORKERS
+        #: most threads the cpu backend runs chunks in (None: one per core); the file engine caps it by memory
+        self.max_threads = None
         w = _window(self.N)
         self.w = self.xp.asarray(w, dtype=self.dtype)
-        # sum_t w[n - s_t]^2 depends on (n + P) mod H only (see the module docstring)
+        # sum_t w[n - s_t]^2 depends on (n + P) mod H only (see the module docstring): one period, kept on the
+        # backend, serves every chunk
         wsum = np.zeros(self.H)
         for r in range(0, self.N, self.H):
             seg = w[r:r + self.H] ** 2
             wsum[:seg.size] += seg
         self.wsum = wsum
+        self.inv_wsum = self.xp.asarray(1.0 / wsum, dtype=self.dtype)
         self.pscale = (2.0 / w.sum()) ** 2  # |S|^2 * pscale: a full-scale sine reads ~1 (0 dB)
         self.passes, self.box_t, self.box_f = _smooth_plan(freq_smooth_hz, time_smooth_ms, self.fs, self.N, self.H)
         self.r_s = self.passes * (self.box_t // 2)  # smoothing half-support in frames
@@ -214,18 +295,22 @@ class Gate:
     def s(self, t):
         return t * self.H - self.P
 
+    def _rfft(self, fr):
+        if self.backend == "cuda":
+            return self.fft.rfft(fr, axis=-1)
+        return self.fft.rfft(fr, axis=-1, workers=self.fft_workers, overwrite_x=True)
+
+    def _irfft(self, Sg):
+        if self.backend == "cuda":
+            y = self.fft.irfft(Sg, n=self.N, axis=-1)
+        else:
+            y = self.fft.irfft(Sg, n=self.N, axis=-1, workers=self.fft_workers, overwrite_x=True)
+        return y.astype(self.dtype, copy=False)
+
     def frame_power(self, xs, nfr):
         """xs: (C, (nfr-1)*H + N) samples on the backend -> (spectra (C, nfr, F), power (Cm, nfr, F) normalised)."""
-        xp = self.xp
-        xs = xp.ascontiguousarray(xs)
-        st = xs.strides
-        fr = xp.lib.stride_tricks.as_strided(xs, shape=(self.C, nfr, self.N), strides=(st[0], self.H * st[1], st[1]))
-        S = self.fft.rfft(fr * self.w, axis=-1)
-        pw = S.real ** 2 + S.imag ** 2
-        pw *= self.pscale
-        if self.share:
-            pw = pw.mean(axis=0, keepdims=True)
-        return S, pw
+        S = self._rfft(self.ops.frames(xs, self.w, self.H, nfr))
+        return S, self.ops.power(S, self.pscale, self.share)
 
     def chunk_samples(self, base: int) -> int:
         """Samples per chunk: ``base``, or fewer when its frames would exceed :data:`FRAME_BUDGET` (a multiple
@@ -235,6 +320,22 @@ class Gate:
 
     def db(self, pw):
         return 10.0 * self.xp.log10(pw + POWER_FLOOR)
+
+    def _threads(self, tasks: int) -> int:
+        """Threads for ``tasks`` chunks: the cpu backend spreads them over its cores; cuda runs them in order."""
+        if self.backend != "cpu":
+            return 1
+        return max(1, min(WORKERS, tasks, self.max_threads or WORKERS))
+
+    def cpu_chunk(self) -> int:
+        """Samples per cpu task: a chunk recomputes the R frames of context on each side, so it is long enough
+        to keep that under about a tenth of its work."""
+        return self.chunk_samples(max(CPU_CHUNK, 16 * self.R * self.H))
+
+    def chunk_bytes(self, samples: int) -> int:
+        """About the memory one chunk of ``samples`` holds while it runs (frames, spectra, masks)."""
+        nfr = samples // self.H + 2 * self.R + -(-self.N // self.H)
+        return int(nfr * self.C * (self.N + 8 * self.F) * self.dtype.itemsize)
 
     # ---------------------------------------------------------------- statistics
 
@@ -269,10 +370,36 @@ class Gate:
         # float64 weights (linear binning); per (channel, frequency) they sum to the number of frames counted
         self.hist = self.xp.zeros(self.Cm * self.F * noise.HIST_BINS, dtype=self.xp.float64)
 
-    def hist_add(self, get, f0, f1):
-        """Count the cell dB of frames [f0, f1) into the per-(channel, frequency) histogram."""
+    def hist_add(self, get, f0, f1, hist=None):
+        """Count the cell dB of frames [f0, f1) into the per-(channel, frequency) histogram (``hist``, or the
+        gate's own)."""
         _, pw = self.frame_power(get(self.s(f0), self.s(f1 - 1) + self.N), f1 - f0)
-        noise.hist_add(self.xp, self.hist, self.db(pw))
+        self.ops.hist_add(self.hist if hist is None else hist, pw, power_floor=POWER_FLOOR, lo_db=noise.HIST_LO_DB,
+                          step_db=noise.HIST_STEP_DB, bins=noise.HIST_BINS)
+
+    def hist_spans(self, get, spans):
+        """Count frames of every ``(f0, f1)`` of ``spans``; on the cpu the spans are shared out between threads,
+        each with a histogram of its own (summed at the end: memory stays one histogram per thread)."""
+        spans = list(spans)
+        n = self._threads(len(spans))
+        if n == 1:
+            for f0, f1 in spans:
+                self.hist_add(get, f0, f1)
+            return
+
+        def work(group):
+            h = np.zeros_like(self.hist)
+            for f0, f1 in group:
+                self.hist_add(get, f0, f1, hist=h)
+            return h
+
+        self.fft_workers = 1
+        try:
+            with ThreadPoolExecutor(n) as ex:
+                for h in ex.map(work, [spans[i::n] for i in range(n)]):
+                    self.hist += h
+        finally:
+            self.fft_workers = WORKERS
 
     def hist_finish(self):
         h = to_host(self.hist).reshape(self.Cm, self.F, noise.HIST_BINS)
@@ -282,42 +409,51 @@ class Gate:
     def set_threshold(self, thr):
         self.thr = self.xp.asarray(np.asarray(thr, np.float64).reshape(self.Cm, 1, self.F), dtype=self.dtype)
 
+    def frame_step(self) -> int:
+        """Frames per statistics chunk."""
+        base = CPU_CHUNK if self.backend == "cpu" else ARRAY_CHUNK[self.backend]
+        return max(1, self.chunk_samples(base) // self.H)
+
     def estimate_stats(self, get):
         """Stationary statistics from the signal itself: one pass over all frames."""
         self.hist_init()
-        step = max(1, self.chunk_samples(ARRAY_CHUNK[self.backend]) // self.H)
-        for f0 in range(0, self.T, step):
-            self.hist_add(get, f0, min(self.T, f0 + step))
+        step = self.frame_step()
+        self.hist_spans(get, [(f0, min(self.T, f0 + step)) for f0 in range(0, self.T, step)])
         self.hist_finish()
 
     # ---------------------------------------------------------------- masks
 
     def raw_mask(self, pw):
-        """(Cm, nfr, F) power of frames [f0, f0+nfr) -> sigmoid gate of the same frames (needs thr or floor)."""
-        xp = self.xp
-        d = self.db(pw)
+        """(Cm, nfr, F) power of frames [f0, f0+nfr) -> (sigmoid gate, strong gate) of the same frames (needs thr
+        or the floor); strong is None when :data:`STRONG_DB` is None."""
+        const = dict(power_floor=POWER_FLOOR, slope_db=SLOPE_DB, strong_db=STRONG_DB)
         if self.stationary:
-            thr = self.thr
+            return self.ops.masks(pw, thr=self.thr, **const)
+        sm = self.ndi.uniform_filter1d(pw, self.avg, axis=1, mode="nearest")
+        if self.backend == "cuda":
+            fl = noise.sliding_min(self.xp, sm, 2 * self.win + 1, axis=1)  # = minimum_filter1d, log2(size) passes
         else:
-            sm = self.ndi.uniform_filter1d(pw, self.avg, axis=1, mode="nearest")
-            if self.backend == "cuda":
-                fl = noise.sliding_min(xp, sm, 2 * self.win + 1, axis=1)  # = minimum_filter1d, in log2(size) passes
-            else:
-                fl = self.ndi.minimum_filter1d(sm, 2 * self.win + 1, axis=1, mode="nearest")
-            thr = self.db(fl) + (self.ns_offset + RAYLEIGH_MEAN_DB + self.n_std * RAYLEIGH_STD_DB)
-        e = d - thr  # dB above the threshold
-        raw = 1.0 / (1.0 + xp.exp(xp.clip(e * (-1.0 / SLOPE_DB), -60.0, 60.0)))
-        strong = 1.0 / (1.0 + xp.exp(xp.clip((e - STRONG_DB) * (-1.0 / SLOPE_DB), -60.0, 60.0)))
-        return raw.astype(self.dtype, copy=False), strong.astype(self.dtype, copy=False)
+            fl = self.ndi.minimum_filter1d(sm, 2 * self.win + 1, axis=1, mode="nearest")
+        offset = self.ns_offset + RAYLEIGH_MEAN_DB + self.n_std * RAYLEIGH_STD_DB
+        return self.ops.masks(pw, floor_power=fl, offset=offset, **const)
 
     def smooth(self, m, lo_pad, hi_pad):
         """m: (Cm, n, F) raw masks; lo_pad/hi_pad frames of edge replication in time are added before the
         ``passes`` valid box passes; returns (Cm, n + lo_pad + hi_pad - 2*r_s, F)."""
         xp = self.xp
         rf = self.passes * (self.box_f // 2)
-        m = xp.pad(m, ((0, 0), (lo_pad, hi_pad), (rf, rf)), mode="edge")[:, None]
+        m = xp.pad(m, ((0, 0), (lo_pad, hi_pad), (rf, rf)), mode="edge")
         if self.box_t == 1 and self.box_f == 1:
-            return m[:, 0]
+            return m
+        if self.backend == "cpu" and self.variant == "auto":
+            # running means along each axis (SciPy's uniform filter: a sum carried along the line, O(1) a sample);
+            # each pass is exact where its window lies inside the padded array, and the slice keeps only that
+            for _ in range(self.passes):
+                for axis, box in ((1, self.box_t), (2, self.box_f)):
+                    if box > 1:
+                        m = self.ndi.uniform_filter1d(m, box, axis=axis, mode="nearest")
+            return m[:, self.r_s:m.shape[1] - self.r_s, rf:m.shape[2] - rf]
+        m = m[:, None]
         for _ in range(self.passes):
             for host, dev in self.kernels:
                 (h, w), (kh, kw) = m.shape[2:], host.shape[2:]
@@ -330,7 +466,6 @@ class Gate:
     def run_range(self, get, a, b):
         """Output samples [a, b) (0 <= a < b <= L); ``get(lo, hi)`` returns (C, hi - lo) input samples on the
         backend (zeros outside [0, L))."""
-        xp = self.xp
         H, N, T = self.H, self.N, self.T
         tA = (a + self.P - N) // H + 1  # first frame with s_t + N > a
         tB = (b - 1 + self.P) // H  # last frame with s_t <= b - 1
@@ -339,23 +474,46 @@ class Gate:
         nfr = f1 - f0 + 1
         S, pw = self.frame_power(get(self.s(f0), self.s(f1) + N), nfr)
         raw, strong = self.raw_mask(pw)
+        del pw
         m = self.smooth(raw[:, g0 - f0:g1 - f0 + 1], (g0 - (tA - self.r_s)), (tB + self.r_s) - g1)  # [tA, tB]
-        if STRONG_DB is not None:
-            m = xp.maximum(m, strong[:, tA - f0:tB - f0 + 1])
-        gain = 1.0 - self.prop * (1.0 - m) if self.prop != 1.0 else m
-        Sg = S[:, tA - f0:tB - f0 + 1] * gain.astype(self.dtype, copy=False)
-        y = self.fft.irfft(Sg, n=N, axis=-1).astype(self.dtype, copy=False) * self.w
-        nt = tB - tA + 1
-        # overlap-add: frame j of the chunk starts at (j * H) in a local buffer beginning at s_tA
-        Np = -(-N // H) * H
-        if Np != N:
-            y = xp.pad(y, ((0, 0), (0, 0), (0, Np - N)))
-        out = xp.zeros((self.C, (nt - 1) * H + Np), self.dtype)
-        for r in range(0, Np, H):
-            out[:, r:r + nt * H] += y[:, :, r:r + H].reshape(self.C, nt * H)
-        lo = a - self.s(tA)
-        ws = self.wsum[(np.arange(a, b) + self.P) % H]
-        return out[:, lo:lo + (b - a)] * xp.asarray(1.0 / ws, dtype=self.dtype)
+        del raw
+        st = strong[:, tA - f0:tB - f0 + 1] if strong is not None else None
+        Sg = self.ops.apply_gain(S[:, tA - f0:tB - f0 + 1], m, st, self.prop)
+        del S, m, strong, st
+        # weighted overlap-add of the frames [tA, tB], in a local buffer that starts at s_tA
+        return self.ops.overlap_add(self._irfft(Sg), self.w, self.inv_wsum, a - self.s(tA), b - a)
+
+    def ranges(self, a, b):
+        """[a, b) cut into the chunks :meth:`run` computes one at a time (a task each on the cpu's threads)."""
+        step = self.cpu_chunk() if self.backend == "cpu" else self.chunk_samples(ARRAY_CHUNK[self.backend])
+        return [(s, min(b, s + step)) for s in range(a, b, step)]
+
+    def run(self, get, a, b):
+        """Outputs [a, b) as ``((lo, hi), (C, hi - lo) array)`` per chunk, in order. On the cpu the chunks run in
+        threads, at most two per thread ahead of the one consumed, so memory stays bounded."""
+        ranges = self.ranges(a, b)
+        n = self._threads(len(ranges))
+        if n == 1:
+            for r in ranges:
+                yield r, self.run_range(get, *r)
+            return
+        self.fft_workers = 1
+        try:
+            with ThreadPoolExecutor(n) as ex:
+                pending = []
+                it = iter(ranges)
+                for r in it:  # keep 2 chunks per thread in flight: memory stays bounded
+                    pending.append((r, ex.submit(self.run_range, get, *r)))
+                    if len(pending) >= 2 * n:
+                        break
+                while pending:
+                    r, fut = pending.pop(0)
+                    nxt = next(it, None)
+                    if nxt is not None:
+                        pending.append((nxt, ex.submit(self.run_range, get, *nxt)))
+                    yield r, fut.result()
+        finally:
+            self.fft_workers = WORKERS
 
 
 def array_getter(x2, L, xp):

@@ -40,6 +40,10 @@ def hist_add(xp, hist, d):
     frac = (p - j).ravel()
     base = (xp.arange(Cm)[:, None, None] * F + xp.arange(F)[None, None, :]) * HIST_BINS
     idx = (j.astype(xp.int64) + base).ravel()  # (Cm, frames, F) -> flat bin of grid point j
+    if xp is np:  # in place: no histogram-sized temporaries per call (bincount's are 16 MB for one channel)
+        np.add.at(hist, idx, 1.0 - frac)
+        np.add.at(hist, idx + 1, frac)
+        return
     hist += xp.bincount(idx, weights=1.0 - frac, minlength=hist.size)
     hist += xp.bincount(idx + 1, weights=frac, minlength=hist.size)
 
