@@ -466,28 +466,44 @@ def test_cuda_file_equals_cpu_file(tmp_path, rng, subtype, stationary):
     a = sf.read(str(outs["cpu"]), dtype="int32" if subtype != "FLOAT" else "float64")[0]
     b = sf.read(str(outs["cuda"]), dtype="int32" if subtype != "FLOAT" else "float64")[0]
     assert a.shape == b.shape == x.shape
-    if subtype == "FLOAT":
-        assert rel_err(b, a) <= 1e-5
-    else:
+    assert rel_err(b, a) <= 1e-5
+    if subtype != "FLOAT":
+        # float32 rounding moves a sample by a step where it lies near a rounding edge: often at 24 bits (a step is
+        # 2^-23, float32's spacing near 0.3 is 3e-8), rarely at 16; saturation is the same (clipped input)
         step = 1 << (16 if subtype == "PCM_16" else 8)  # one step of the subtype, in int32 units
-        assert np.max(np.abs(a.astype(np.int64) - b)) <= step
-        assert np.mean(a == b) > 0.99
+        diff = np.abs(a.astype(np.int64) - b)
+        assert np.max(diff) <= step, (np.max(diff) / step, np.mean(diff > 0))
+        assert np.mean(diff > 0) < (0.01 if subtype == "PCM_16" else 0.5)
+        assert np.array_equal(np.abs(a) >= (1 << 31) - step, np.abs(b) >= (1 << 31) - step)
 
 
 @pytest.mark.gpu
-def test_cuda_file_device_memory_does_not_grow_with_length(tmp_path, rng):
-    """File mode streams: the device memory the gate holds for a 4-minute file is what it holds for 1 minute."""
+def test_cuda_file_device_memory_is_bounded(tmp_path, rng):
+    """File mode streams: with CuPy's pool capped at 1 GiB, a 12-minute stereo file is gated (the whole file at
+    once would need over 4 GiB: its samples, frames, spectra and masks), and the pool never held more."""
     import cupy
 
     from sigconv.engine.spectral import spectral_file_filter
 
+    fs, minutes = 48000, 12
+    x = (0.1 * rng.standard_normal((fs * 60, 2)) * 32767).astype(np.int16)
+    path = tmp_path / "in.wav"
+    with sf.SoundFile(str(path), "w", fs, 2, subtype="PCM_16") as f:
+        for m in range(minutes):
+            f.write(np.roll(x, 977 * m, axis=0))
+    info = probe(path)
     pool = cupy.get_default_memory_pool()
-    peaks = []
-    for minutes in (1, 4):
-        x = (0.1 * rng.standard_normal((48000 * 60 * minutes, 2)) * 32767).astype(np.int16)
-        info = probe(write_audio(tmp_path / f"in{minutes}.wav", x, fs=48000, subtype="PCM_16"))
+    pool.free_all_blocks()
+    limit = 1 << 30
+    pool.set_limit(size=limit)
+    try:
         make, _ = spectral_file_filter(GateSpec(), KernelChoice(op="conv2d", backend="cuda"), info)
+        filter_file(info, tmp_path / "out.wav", make)
+        held = pool.total_bytes()
+    finally:
+        pool.set_limit(size=0)
         pool.free_all_blocks()
-        filter_file(info, tmp_path / f"out{minutes}.wav", make)
-        peaks.append(pool.total_bytes())
-    assert peaks[1] <= 1.1 * peaks[0] + (8 << 20), peaks
+    assert sf.info(str(tmp_path / "out.wav")).frames == fs * 60 * minutes
+    frames = fs * 60 * minutes // 512
+    whole = 2 * (fs * 60 * minutes * 4 + frames * 2048 * 4 + frames * 1025 * (8 + 4 * 4))
+    assert held <= limit < whole, (held, whole)

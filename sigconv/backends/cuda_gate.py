@@ -33,62 +33,71 @@ template <typename T> __device__ __forceinline__ T sigconv_sig(T e, T inv_slope)
 """
 
 
-def _kernel(name):
-    k = _K.get(name)
+def _kernel(name, itype=np.int32):
+    """The kernel ``name`` with indices of ``itype`` (int32 or int64; ``IT`` in its source)."""
+    key = (name, np.dtype(itype).name)
+    k = _K.get(key)
     if k is not None:
         return k
     import cupy
 
+    ptype = np.dtype(itype).name
+    ctype = "int" if ptype == "int32" else "long long"
+
+    def ElementwiseKernel(params, outs, body, kname, **kw):  # noqa: N802 (CuPy's name)
+        return cupy.ElementwiseKernel(params.replace("IT ", f"{ptype} "), outs,
+                                      f"typedef {ctype} IT; " + body, f"{kname}_{ptype}", **kw)
+
     if name == "frames":
-        k = cupy.ElementwiseKernel(
-            "raw T x, raw T w, I M, I H, I nfr, I N", "T fr",
-            "I k = (I)i % N; I r = (I)i / N; I t = r % nfr; I c = r / nfr; fr = x[c * M + t * H + k] * w[k];",
+        k = ElementwiseKernel(
+            "raw T x, raw T w, IT M, IT H, IT nfr, IT N", "T fr",
+            "IT k = (IT)i % N; IT r = (IT)i / N; IT t = r % nfr; IT c = r / nfr; fr = x[c * M + t * H + k] * w[k];",
             "sigconv_gate_frames")
     elif name == "power":
-        k = cupy.ElementwiseKernel(
-            "raw C S, I n, I chans, T scale", "T pw",
-            "T acc = 0; for (I c = 0; c < chans; ++c) { C s = S[c * n + (I)i]; "
+        k = ElementwiseKernel(
+            "raw C S, IT n, IT chans, T scale", "T pw",
+            "T acc = 0; for (IT c = 0; c < chans; ++c) { C s = S[c * n + (IT)i]; "
             "acc += (s.real() * s.real() + s.imag() * s.imag()) * scale; } pw = chans == 1 ? acc : acc / (T)chans;",
             "sigconv_gate_power")
     elif name == "mask_thr":
-        k = cupy.ElementwiseKernel(
+        k = ElementwiseKernel(
             "T pw, T thr, T pfloor, T inv_slope, T strong_db", "T raw, T strong",
             "T e = (T)10 * log10(pw + pfloor) - thr; raw = sigconv_sig(e, inv_slope); "
             "strong = sigconv_sig(e - strong_db, inv_slope);",
             "sigconv_gate_mask_thr", preamble=_SIGMOID)
     elif name == "mask_floor":
-        k = cupy.ElementwiseKernel(
+        k = ElementwiseKernel(
             "T pw, T fl, T pfloor, T offset, T inv_slope, T strong_db", "T raw, T strong",
             "T thr = (T)10 * log10(fl + pfloor) + offset; T e = (T)10 * log10(pw + pfloor) - thr; "
             "raw = sigconv_sig(e, inv_slope); strong = sigconv_sig(e - strong_db, inv_slope);",
             "sigconv_gate_mask_floor", preamble=_SIGMOID)
     elif name == "gain":
-        k = cupy.ElementwiseKernel(
+        k = ElementwiseKernel(
             "C S, T m, T st, T prop", "C out",
             "T g = m > st ? m : st; if (prop != (T)1) g = (T)1 - prop * ((T)1 - g); out = S * g;",
             "sigconv_gate_gain")
     elif name == "ola":
-        k = cupy.ElementwiseKernel(
-            "raw T y, raw T w, raw T iw, I nt, I N, I H, I lo, I cnt", "T out",
+        k = ElementwiseKernel(
+            "raw T y, raw T w, raw T iw, IT nt, IT N, IT H, IT lo, IT cnt", "T out",
             """
-            I c = (I)i / cnt; I k = lo + (I)i % cnt;
-            I jhi = k / H; if (jhi > nt - 1) jhi = nt - 1;
-            I jlo = k >= N ? (k - N) / H + 1 : 0;
+            IT c = (IT)i / cnt; IT k = lo + (IT)i % cnt;
+            IT jhi = k / H; if (jhi > nt - 1) jhi = nt - 1;
+            IT jlo = k >= N ? (k - N) / H + 1 : 0;
             T acc = 0;
-            for (I j = jhi; j >= jlo; --j) { I r = k - j * H; acc += y[(c * nt + j) * N + r] * w[r]; }
+            for (IT j = jhi; j >= jlo; --j) { IT r = k - j * H; acc += y[(c * nt + j) * N + r] * w[r]; }
             out = acc * iw[k % H];
             """,
             "sigconv_gate_ola")
     elif name == "hist":
-        k = cupy.ElementwiseKernel(
-            "T pw, I F, I nF, T pfloor, float64 lo_db, float64 inv_step, float64 top", "raw float64 hist",
+        k = ElementwiseKernel(
+            "T pw, IT F, IT nF, T pfloor, float64 lo_db, float64 inv_step, float64 top", "raw float64 hist",
             """
             double d = (double)((T)10 * log10(pw + pfloor));
             double p = (d - lo_db) * inv_step;
             p = p < 0.0 ? 0.0 : (p > top ? top : p);
             double j = floor(p); if (j > top - 1.0) j = top - 1.0;
             double fr = p - j;
-            I c = (I)i / nF; I f = (I)i % F;
+            IT c = (IT)i / nF; IT f = (IT)i % F;
             long long b = ((long long)c * F + f) * (long long)(top + 1.0) + (long long)j;
             atomicAdd(&hist[b], 1.0 - fr);
             atomicAdd(&hist[b + 1], fr);
@@ -96,7 +105,7 @@ def _kernel(name):
             "sigconv_gate_hist")
     else:  # pragma: no cover
         raise KeyError(name)
-    _K[name] = k
+    _K[key] = k
     return k
 
 
@@ -115,7 +124,7 @@ def frames(xs, w, H: int, nfr: int):
     fr = cupy.empty((C, nfr, N), xs.dtype)
     if fr.size:
         it = _itype(fr.size, C * M)
-        _kernel("frames")(xs, w, it(M), it(H), it(nfr), it(N), fr)
+        _kernel("frames", it)(xs, w, it(M), it(H), it(nfr), it(N), fr)
     return fr
 
 
@@ -129,7 +138,7 @@ def power(S, scale: float, share: bool):
     pw = cupy.empty((1 if share else C, nfr, F), real)
     if pw.size:
         it = _itype(S.size)
-        _kernel("power")(S, it(nfr * F), it(C if share else 1), real.type(scale), pw)
+        _kernel("power", it)(S, it(nfr * F), it(C if share else 1), real.type(scale), pw)
     return pw
 
 
@@ -169,7 +178,7 @@ def overlap_add(y, w, inv_wsum, lo: int, count: int):
     out = cupy.empty((C, count), y.dtype)
     if out.size:
         it = _itype(y.size, out.size, lo + count)
-        _kernel("ola")(y, w, inv_wsum, it(nt), it(N), it(H), it(lo), it(count), out)
+        _kernel("ola", it)(y, w, inv_wsum, it(nt), it(N), it(H), it(lo), it(count), out)
     return out
 
 
@@ -182,5 +191,5 @@ def hist_add(hist, pw, *, power_floor, lo_db, step_db, bins):
     Cm, n, F = pw.shape
     if pw.size:
         it = _itype(pw.size, n * F)
-        _kernel("hist")(pw, it(F), it(n * F), pw.dtype.type(power_floor), float(lo_db), 1.0 / step_db,
+        _kernel("hist", it)(pw, it(F), it(n * F), pw.dtype.type(power_floor), float(lo_db), 1.0 / step_db,
                         float(bins - 1), hist)

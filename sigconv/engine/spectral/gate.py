@@ -141,10 +141,11 @@ def _ns_bias(n_fft: int, hop: int, avg: int, win: int) -> float:
     w = _window(n_fft)
     fr = np.lib.stride_tricks.as_strided(x, shape=(frames, n_fft), strides=(hop * 8, 8))
     pw = np.abs(np.fft.rfft(fr * w, axis=-1))[:, 1:-1] ** 2
-    import scipy.ndimage as ndi
-
-    sm = ndi.uniform_filter1d(pw, avg, axis=0, mode="nearest")
-    fl = ndi.minimum_filter1d(sm, 2 * win + 1, axis=0, mode="nearest")
+    # SciPy's uniform_filter1d and minimum_filter1d (mode "nearest") in NumPy: the cuda path never imports SciPy
+    h = avg // 2
+    c = np.cumsum(np.pad(pw, ((h + 1, avg - 1 - h), (0, 0)), mode="edge"), axis=0)
+    sm = (c[avg:] - c[:-avg]) / avg
+    fl = noise.sliding_min(np, sm, 2 * win + 1, axis=0)
     core = slice(win + avg, frames - win - avg)
     return float(pw.mean() / fl[core].mean())
 
