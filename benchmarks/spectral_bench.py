@@ -5,6 +5,7 @@
     python benchmarks/spectral_bench.py --duration 60         # shorter speed run (label says so)
     python benchmarks/spectral_bench.py --gpu                 # add sigconv cuda and noisereduce's TorchGate
     python benchmarks/spectral_bench.py --skip-speed          # quality only
+    python benchmarks/spectral_bench.py --skip-quality --stereo-duration 1800   # speed only, 30 min of stereo too
 
 Quality: synthetic speech-like signals (harmonic syllables with gliding pitch and formant-like envelopes, pauses)
 plus white, pink and hum-plus-hiss noise at 0 and 5 dB SNR, 16 kHz, 3 seeds. Two settings, the same inputs for
@@ -12,6 +13,11 @@ every method: "blind" (no noise reference: sigconv estimates it from the input, 
 the input itself, as its defaults do) and "clip" (a separate recording of the noise: sigconv noise=..., noisereduce
 y_noise=...). Non-stationary modes take no noise reference. Clean input: each method on the clean signal (blind).
 Targets: SNR improvement >= noisereduce's (same setting, same mode) on every case; clean-input error <= -20 dB.
+
+Speed, each sigconv row beside its peer in the same run: in memory, sigconv cuda against noisereduce's TorchGate
+(target 5x) and sigconv cpu against noisereduce on the CPU with n_jobs=-1 (target: faster), mono and stereo, both
+modes; file to file, whole `sigconv denoise --method spectral` commands on PCM_16 WAVs (wall time with start-up,
+peak RSS; target on cuda: 1500x real time, an hour in 2.4 s).
 
 Writes JSON and markdown to --out (default benchmarks/results/) named spectral-<machine>-<date>.
 """
@@ -23,6 +29,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -160,36 +167,83 @@ def _time(fn, reps=1):
     return best
 
 
-def speed(duration, gpu):
+#: A small parent for each measured command: it times its only child and reads that child's peak RSS
+#: (RUSAGE_CHILDREN; a child forked from this large process would inherit its high-water mark instead).
+_PARENT = ("import resource, subprocess, sys, time; t = time.perf_counter();"
+           "r = subprocess.run([sys.executable, '-m', 'sigconv', *sys.argv[1:]], stdout=subprocess.DEVNULL);"
+           "print(r.returncode, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def _command(args, reps):
+    """Best wall time (s) and that run's peak RSS (MB) of a whole ``python -m sigconv ...`` process, start-up
+    included, run from the repository's folder."""
+    best, rss = float("inf"), 0.0
+    for _ in range(reps):
+        p = subprocess.run([sys.executable, "-c", _PARENT, *args], cwd=ROOT, capture_output=True, text=True)
+        try:
+            rc, secs, kb = p.stdout.split()
+        except ValueError:
+            raise RuntimeError(f"sigconv {' '.join(args)}: {p.stderr.strip()[-500:]}") from None
+        if int(rc):
+            raise RuntimeError(f"sigconv {' '.join(args)}: exit {rc}: {p.stderr.strip()[-500:]}")
+        if float(secs) < best:
+            best, rss = float(secs), int(kb) / 1024
+    return best, rss
+
+
+def _pcm16(path, x, fs):
+    import soundfile as sf
+
+    sf.write(str(path), np.clip(x, -1, 1).T, fs, subtype="PCM_16")
+
+
+def speed(duration, gpu, stereo_duration, reps):
+    """Each sigconv row beside its peer, same input, same run. In memory: one hour (``duration``) of 48 kHz mono
+    float32 noise (noise is the worst case: every cell near the threshold); stereo: ``stereo_duration`` of two
+    channels. File to file: whole ``sigconv denoise`` commands on PCM_16 WAVs of the same signals."""
     import noisereduce as nr
 
     fs = 48000
     rng = np.random.default_rng(7)
     n = int(duration * fs)
     x = (0.1 * rng.standard_normal(n)).astype(np.float32)
-    res = {"duration_s": duration, "fs": fs, "rows": []}
+    n2 = int(stereo_duration * fs)
+    x2 = (0.1 * rng.standard_normal((2, n2))).astype(np.float32)
+    res = {"duration_s": duration, "stereo_duration_s": stereo_duration, "fs": fs, "rows": []}
 
-    def add(name, secs, kind):
-        res["rows"].append({"method": name, "kind": kind, "seconds": secs, "x_real_time": duration / secs})
-        print(f"  {name:44s} {kind:13s} {secs:9.3f} s  {duration / secs:10.0f}x real time", flush=True)
+    def add(name, secs, kind, dur, peer=None, rss_mb=None):
+        row = {"method": name, "kind": kind, "audio_s": dur, "seconds": secs, "x_real_time": dur / secs}
+        if peer is not None:
+            row["vs_peer"] = peer / secs
+        if rss_mb is not None:
+            row["peak_rss_mb"] = rss_mb
+        res["rows"].append(row)
+        extra = (f"  {peer / secs:5.2f}x the peer" if peer is not None else "") + (
+            f"  peak RSS {rss_mb:.0f} MB" if rss_mb is not None else "")
+        print(f"  {name:52s} {kind:13s} {secs:9.3f} s  {dur / secs:8.0f}x real time{extra}", flush=True)
+        return secs
 
     for mode, st in (("stationary", True), ("non-stationary", False)):
-        add(f"sigconv cpu {mode}", _time(lambda: sigconv.spectral_denoise(x, fs, stationary=st, backend="cpu")),
-            "in memory")
-        add(f"noisereduce cpu n_jobs=-1 {mode}",
-            _time(lambda: nr.reduce_noise(y=x, sr=fs, stationary=st, n_jobs=-1)), "in memory")
-        if gpu:
-            import cupy
+        peer = add(f"noisereduce cpu n_jobs=-1 {mode}",
+                   _time(lambda: nr.reduce_noise(y=x, sr=fs, stationary=st, n_jobs=-1)), "in memory", duration)
+        add(f"sigconv cpu {mode}", _time(lambda: sigconv.spectral_denoise(x, fs, stationary=st, backend="cpu"), reps),
+            "in memory", duration, peer)
+    if stereo_duration:
+        for mode, st in (("stationary", True), ("non-stationary", False)):
+            peer = add(f"noisereduce cpu n_jobs=-1 {mode}, stereo",
+                       _time(lambda: nr.reduce_noise(y=x2, sr=fs, stationary=st, n_jobs=-1)), "in memory",
+                       stereo_duration)
+            add(f"sigconv cpu {mode}, stereo",
+                _time(lambda: sigconv.spectral_denoise(x2, fs, stationary=st, backend="cpu"), reps), "in memory",
+                stereo_duration, peer)
+    if gpu:
+        import cupy
 
-            xd = cupy.asarray(x)
-            sigconv.spectral_denoise(xd[: fs * 10], fs, stationary=st)  # warm-up (compile, autotune, plans)
+        xd = cupy.asarray(x)
+        for mode, st in (("stationary", True), ("non-stationary", False)):
+            sigconv.spectral_denoise(xd[: fs * 10], fs, stationary=st)  # warm-up (compile, plans)
             cupy.cuda.Device().synchronize()
-
-            def run_gpu():
-                sigconv.spectral_denoise(xd, fs, stationary=st)
-                cupy.cuda.Device().synchronize()
-
-            add(f"sigconv cuda {mode}", _time(run_gpu, 3), "in memory")
+            peer = None
             try:
                 import torch
                 from noisereduce.torchgate import TorchGate
@@ -204,22 +258,35 @@ def speed(duration, gpu):
                         tg(xt)
                         torch.cuda.synchronize()
 
-                    add(f"noisereduce TorchGate cuda {mode}", _time(run_tg, 3), "in memory")
+                    peer = add(f"noisereduce TorchGate cuda {mode}", _time(run_tg, 3), "in memory", duration)
+                del tg, xt
+                torch.cuda.empty_cache()
             except Exception as exc:  # noqa: BLE001 (torch missing or out of memory: say so)
                 print(f"  TorchGate {mode}: not run ({str(exc).splitlines()[0]})")
-    import soundfile as sf
 
+            def run_gpu():
+                sigconv.spectral_denoise(xd, fs, stationary=st)
+                cupy.cuda.Device().synchronize()
+
+            add(f"sigconv cuda {mode}", _time(run_gpu, 3), "in memory", duration, peer)
+        del xd
+        cupy.get_default_memory_pool().free_all_blocks()
     with tempfile.TemporaryDirectory() as d:
-        inp = Path(d) / "in.wav"
-        sf.write(str(inp), x, fs, subtype="PCM_16")
-        from sigconv.cli import main
-
-        for be in ["cpu"] + (["cuda"] if gpu else []):
-            for flag in ("--stationary", "--non-stationary"):
-                out = Path(d) / "out.wav"
-                secs = _time(lambda: main(["denoise", str(inp), "--method", "spectral", flag, "--backend", be,
-                                           "-o", str(out), "-f", "-q"]))
-                add(f"sigconv {be} {flag[2:]}", secs, "file to file")
+        files = {"mono": (Path(d) / "mono.wav", duration)}
+        _pcm16(files["mono"][0], x[None], fs)
+        if stereo_duration:
+            files["stereo"] = (Path(d) / "stereo.wav", stereo_duration)
+            _pcm16(files["stereo"][0], x2, fs)
+        out = Path(d) / "out.wav"
+        for be in (["cuda"] if gpu else []) + ["cpu"]:
+            for name, (inp, dur) in files.items():
+                for flag in ("--stationary", "--non-stationary"):
+                    args = ["denoise", str(inp), "--method", "spectral", flag, "--backend", be, "-o", str(out),
+                            "-f", "-q"]
+                    _command(args, 1)  # warm: kernel cache, page cache
+                    secs, rss = _command(args, reps)
+                    add(f"sigconv denoise --backend {be} {flag[2:]}, {name} PCM_16", secs,
+                        "file to file", dur, rss_mb=rss)
     return res
 
 
@@ -238,26 +305,33 @@ def machine():
 
 
 def markdown(meta, rows, clean, ver, spd):
-    L = [f"# Spectral gate vs noisereduce ({meta['machine']}, {meta['date']})", "",
-         f"sigconv backend {meta['backend']}, noisereduce {meta['noisereduce']}; quality: {meta['seeds']} seeds x "
-         f"{meta['quality_duration_s']} s at {FS} Hz, mean SNR improvement (dB).", ""]
+    L = [f"# Spectral gate vs noisereduce ({meta['machine']}, {meta['date']})", ""]
     names = list(methods("cpu"))
-    L += ["| noise | SNR in | setting | " + " | ".join(names) + " |", "|---|---|---|" + "---|" * len(names)]
-    for r in rows:
-        L.append(f"| {r['noise']} | {r['snr_in_db']} dB | {r['setting']} | "
-                 + " | ".join(f"{r[m]:.2f}" if m in r else "-" for m in names) + " |")
-    L += ["", "Clean input error (dB, worst seed; target <= -20 for sigconv):", "",
-          "| " + " | ".join(names) + " |", "|" + "---|" * len(names),
-          "| " + " | ".join(f"{clean[m]:.1f}" for m in names) + " |", "", "Verdicts:", ""]
-    for v in ver:
-        val = f"margin {v['margin_db']:+.2f} dB" if "margin_db" in v else f"{v['error_db']:.1f} dB"
-        L.append(f"- {'PASS' if v['pass'] else 'FAIL'}: {v['case']} ({val})")
+    if rows:
+        L += [f"sigconv backend {meta['backend']}, noisereduce {meta['noisereduce']}; quality: {meta['seeds']} seeds "
+              f"x {meta['quality_duration_s']} s at {FS} Hz, mean SNR improvement (dB).", ""]
+        L += ["| noise | SNR in | setting | " + " | ".join(names) + " |", "|---|---|---|" + "---|" * len(names)]
+        for r in rows:
+            L.append(f"| {r['noise']} | {r['snr_in_db']} dB | {r['setting']} | "
+                     + " | ".join(f"{r[m]:.2f}" if m in r else "-" for m in names) + " |")
+        L += ["", "Clean input error (dB, worst seed; target <= -20 for sigconv):", "",
+              "| " + " | ".join(names) + " |", "|" + "---|" * len(names),
+              "| " + " | ".join(f"{clean[m]:.1f}" for m in names) + " |", "", "Verdicts:", ""]
+        for v in ver:
+            val = f"margin {v['margin_db']:+.2f} dB" if "margin_db" in v else f"{v['error_db']:.1f} dB"
+            L.append(f"- {'PASS' if v['pass'] else 'FAIL'}: {v['case']} ({val})")
     if spd:
         L += ["", f"## Speed: {spd['duration_s']:g} s of {spd['fs']} Hz mono"
+              + (f", {spd['stereo_duration_s']:g} s of stereo" if spd.get("stereo_duration_s") else "")
               + ("" if spd["duration_s"] >= 3600 else " (shorter than the one-hour target: --duration)"), "",
-              "| method | kind | seconds | x real time |", "|---|---|---|---|"]
+              f"{meta['cpus']} CPUs. File to file: the whole command's wall time, start-up included, best of "
+              f"{meta.get('reps', 1)} after a warm-up run.", "",
+              "| method | kind | audio s | seconds | x real time | vs peer | peak RSS MB |", "|---|---|---:|---:|---:|---:|---:|"]
         for r in spd["rows"]:
-            L.append(f"| {r['method']} | {r['kind']} | {r['seconds']:.3f} | {r['x_real_time']:.0f} |")
+            vs = f"{r['vs_peer']:.2f}x" if "vs_peer" in r else ""
+            rss = f"{r['peak_rss_mb']:.0f}" if "peak_rss_mb" in r else ""
+            L.append(f"| {r['method']} | {r['kind']} | {r['audio_s']:g} | {r['seconds']:.3f} | "
+                     f"{r['x_real_time']:.0f} | {vs} | {rss} |")
     return "\n".join(L) + "\n"
 
 
@@ -267,6 +341,9 @@ def main(argv=None):
     p.add_argument("--gpu", action="store_true", help="sigconv cuda and noisereduce TorchGate too")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--quality-duration", type=float, default=8.0)
+    p.add_argument("--stereo-duration", type=float, default=1800.0,
+                   help="stereo rows' length in seconds (default 30 min; 0: none)")
+    p.add_argument("--reps", type=int, default=3, help="runs per sigconv timing (best is kept)")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--skip-quality", action="store_true")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
@@ -275,7 +352,7 @@ def main(argv=None):
 
     backend = "cuda" if a.gpu else "cpu"
     meta = {"machine": machine(), "date": _dt.date.today().isoformat(), "backend": backend, "seeds": a.seeds,
-            "quality_duration_s": a.quality_duration, "cpus": os.cpu_count(),
+            "quality_duration_s": a.quality_duration, "cpus": os.cpu_count(), "reps": a.reps,
             "noisereduce": getattr(noisereduce, "__version__", "3.x")}
     rows, clean, ver = [], {}, []
     if not a.skip_quality:
@@ -294,14 +371,14 @@ def main(argv=None):
         print(f"  verdicts: {sum(v['pass'] for v in ver)}/{len(ver)} pass")
     spd = None
     if not a.skip_speed:
-        print(f"speed ({a.duration:g} s of 48 kHz mono):", flush=True)
-        spd = speed(a.duration, a.gpu)
+        print(f"speed ({a.duration:g} s of 48 kHz mono, {a.stereo_duration:g} s of stereo):", flush=True)
+        spd = speed(a.duration, a.gpu, a.stereo_duration, a.reps)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"spectral-{meta['machine']}-{meta['date']}"
     (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "quality": rows, "clean_error_db": clean,
                                                   "verdicts": ver, "speed": spd}, indent=1))
-    (out / f"{stem}.md").write_text(markdown(meta, rows, clean, ver, spd) if rows else json.dumps(spd))
+    (out / f"{stem}.md").write_text(markdown(meta, rows, clean, ver, spd))
     print(f"wrote {out / stem}.json and .md")
     return 0 if all(v["pass"] for v in ver) else 1
 

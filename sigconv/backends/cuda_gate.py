@@ -6,6 +6,7 @@ and cpu gates differ only by rounding:
 
 * :func:`frames`: windowed STFT frames ``x[c, t*H + k] * w[k]`` (one pass, no strided copy);
 * :func:`power`: ``|S|^2 * scale``, averaged over the channels for a shared mask;
+* :func:`box_time`: the running mean over frames of the non-stationary floor;
 * :func:`masks`: cell dB against a threshold (per frequency, or from a moving floor), the sigmoid gate and the
   "strong" gate, in one pass;
 * :func:`apply_gain`: ``S * (1 - prop * (1 - max(mask, strong)))``;
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["frames", "power", "masks", "apply_gain", "overlap_add", "hist_add"]
+__all__ = ["frames", "power", "box_time", "masks", "apply_gain", "overlap_add", "hist_add"]
 
 _K: dict = {}
 
@@ -88,6 +89,18 @@ def _kernel(name, itype=np.int32):
             out = acc * iw[k % H];
             """,
             "sigconv_gate_ola")
+    elif name == "box_time":
+        k = ElementwiseKernel(
+            "raw T a, IT n, IT F, IT size", "T out",
+            """
+            IT f = (IT)i % F; IT r = (IT)i / F; IT t = r % n; IT base = (r - t) * F + f;
+            T acc = 0;
+            for (IT j = t - size / 2; j < t - size / 2 + size; ++j) {
+                IT u = j < 0 ? 0 : (j >= n ? n - 1 : j); acc += a[base + u * F];
+            }
+            out = acc / (T)size;
+            """,
+            "sigconv_gate_box_time")
     elif name == "hist":
         k = ElementwiseKernel(
             "T pw, IT F, IT nF, T pfloor, float64 lo_db, float64 inv_step, float64 top", "raw float64 hist",
@@ -179,6 +192,19 @@ def overlap_add(y, w, inv_wsum, lo: int, count: int):
     if out.size:
         it = _itype(y.size, out.size, lo + count)
         _kernel("ola", it)(y, w, inv_wsum, it(nt), it(N), it(H), it(lo), it(count), out)
+    return out
+
+
+def box_time(a, size: int):
+    """Mean of ``a`` (Cm, n, F) over ``size`` frames centred on each (``size // 2`` before), the edge frames
+    repeated: SciPy's ``uniform_filter1d(a, size, axis=1, mode="nearest")``."""
+    import cupy
+
+    a = cupy.ascontiguousarray(a)
+    out = cupy.empty_like(a)
+    if a.size:
+        it = _itype(a.size)
+        _kernel("box_time", it)(a, it(a.shape[1]), it(a.shape[2]), it(size), out)
     return out
 
 

@@ -73,12 +73,12 @@ FRAME_BUDGET = {"cpu": 1 << 23, "cuda": 1 << 26}
 
 
 def _fft_and_ndimage(backend):
-    """The FFT and ndimage modules a backend computes with: cupy's on cuda, SciPy's on the cpu."""
+    """The FFT and ndimage modules a backend computes with: cupy.fft on cuda (no ndimage: the floor's filters are
+    :func:`~sigconv.backends.cuda_gate.box_time` and :func:`~.noise.sliding_min`), SciPy's on the cpu."""
     if backend == "cuda":
         import cupy.fft
-        import cupyx.scipy.ndimage
 
-        return cupy.fft, cupyx.scipy.ndimage
+        return cupy.fft, None
     import scipy.fft
     import scipy.ndimage
 
@@ -168,6 +168,12 @@ class HostOps:
         pw += S.imag ** 2
         pw *= scale
         return pw.mean(axis=0, keepdims=True) if share else pw
+
+    @staticmethod
+    def box_time(a, size):
+        import scipy.ndimage
+
+        return scipy.ndimage.uniform_filter1d(a, size, axis=1, mode="nearest")
 
     @staticmethod
     def masks(pw, *, thr=None, floor_power=None, offset=0.0, power_floor, slope_db, strong_db):
@@ -430,7 +436,7 @@ class Gate:
         const = dict(power_floor=POWER_FLOOR, slope_db=SLOPE_DB, strong_db=STRONG_DB)
         if self.stationary:
             return self.ops.masks(pw, thr=self.thr, **const)
-        sm = self.ndi.uniform_filter1d(pw, self.avg, axis=1, mode="nearest")
+        sm = self.ops.box_time(pw, self.avg)
         if self.backend == "cuda":
             fl = noise.sliding_min(self.xp, sm, 2 * self.win + 1, axis=1)  # = minimum_filter1d, log2(size) passes
         else:
