@@ -3,8 +3,8 @@ tests/reference_outputs.json (SHA-256 of every output file, recorded from a know
 
 A change that moves a sample of any output fails here. To record new references after an intended change of
 output, run with SIGCONV_RECORD_REFERENCES=1 and commit the JSON with the reason in the message. The references
-hold for the numeric libraries they were recorded with (FFT and float formatting differ between versions): with
-other versions the tests skip and name the difference.
+hold for the numeric libraries they were recorded with (FFT and float formatting differ between versions) and for
+the SIMD kernels NumPy dispatches to on the recording CPU: elsewhere the tests skip and name the difference.
 """
 
 from __future__ import annotations
@@ -79,8 +79,13 @@ def _environment() -> dict:
     import pyarrow
     import scipy
 
+    # NumPy picks its SIMD kernels by CPU at run time (float32 log10/exp and dot products round differently with
+    # AVX-512 than with AVX2): the dispatch targets this CPU enables are part of the environment
+    umath = np._core._multiarray_umath
+    simd = [t for t in getattr(umath, "__cpu_dispatch__", []) if umath.__cpu_features__.get(t)]
     return {"python": ".".join(platform.python_version_tuple()[:2]), "numpy": np.__version__,
-            "scipy": scipy.__version__, "pyarrow": pyarrow.__version__, "libsndfile": sf.__libsndfile_version__}
+            "scipy": scipy.__version__, "pyarrow": pyarrow.__version__, "libsndfile": sf.__libsndfile_version__,
+            "simd": " ".join(simd)}
 
 
 def _check(key: str, digests: dict) -> None:

@@ -513,3 +513,50 @@ def test_cuda_file_device_memory_is_bounded(tmp_path, rng):
     frames = fs * 60 * minutes // 512
     whole = 2 * (fs * 60 * minutes * 4 + frames * 2048 * 4 + frames * 1025 * (8 + 4 * 4))
     assert held <= limit < whole, (held, whole)
+
+
+# ------------------------------------------------------------------------------------ cpu threads
+
+
+@pytest.mark.parametrize("stationary", [True, False])
+def test_cpu_threads_equal_one_thread(monkeypatch, rng, stationary):
+    """The cpu backend's chunks run in threads (statistics and gating): the result is the one-thread result, bit
+    for bit (each chunk computes its own frames), with chunks small enough that every thread gets several."""
+    n = 6 * FS + 321
+    x = np.stack([harmonic(n, rng=rng) + 0.05 * rng.standard_normal(n),
+                  0.05 * rng.standard_normal(n)]).astype(np.float32)
+    monkeypatch.setattr(_gate, "CPU_CHUNK", 4096)
+    monkeypatch.setattr(_gate, "WORKERS", 1)
+    one = spectral_denoise(x, FS, stationary=stationary, n_fft=512, backend="cpu")
+    monkeypatch.setattr(_gate, "WORKERS", 4)
+    seen = set()
+    real = _gate.Gate.run_range
+
+    def spy(self, get, a, b):
+        import threading
+
+        seen.add(threading.current_thread().name)
+        return real(self, get, a, b)
+
+    monkeypatch.setattr(_gate.Gate, "run_range", spy)
+    many = spectral_denoise(x, FS, stationary=stationary, n_fft=512, backend="cpu")
+    assert len(seen) > 1  # the chunks did run in several threads
+    assert np.array_equal(one, many)
+
+
+def test_cpu_file_threads_fit_the_memory_budget(tmp_path, rng):
+    """In file mode the cpu threads of a block are capped so that their chunks fit FILE_WORK_BYTES, and the
+    default block gives each thread a chunk."""
+    from sigconv.engine.spectral import files as _files
+
+    x = 0.05 * rng.standard_normal((FS, 2))
+    info = probe(write_audio(tmp_path / "in.wav", x, fs=FS, subtype="PCM_16"))
+    spec = pcm_spec(info.subtype)
+    for kw in (dict(), dict(stationary=False), dict(n_fft=8192)):
+        g = gate_for(GateSpec(**kw), CPU2D, 2, info.frames, FS, spec.work_dtype)
+        flt = SpectralFileFilter(g, spec, path=info.path)
+        chunk = g.cpu_chunk()
+        assert g.max_threads >= 1 and (g.max_threads == 1 or g.max_threads * g.chunk_bytes(chunk)
+                                       <= _files.FILE_WORK_BYTES)
+        assert flt.preferred_frames <= _files.CPU_MAX_BLOCK
+        assert flt.preferred_frames >= min(g.chunk_samples(_files.CPU_MAX_BLOCK), chunk * g._threads(1 << 30))

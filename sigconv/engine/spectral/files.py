@@ -27,10 +27,10 @@ __all__ = ["SpectralFileFilter", "FILE_BLOCK", "FILE_WORK_BYTES"]
 FILE_BLOCK = 1 << 19
 CUDA_BLOCK_FACTOR = 4
 #: Largest block on the cpu, where the default grows to give every thread a chunk.
-CPU_MAX_BLOCK = 1 << 21
+CPU_MAX_BLOCK = 1 << 20
 #: Host memory the cpu threads of one block may hold at once (frames, spectra, masks of the chunks in flight):
 #: with the engine's queues, file mode stays within about 300 MB whatever the core count.
-FILE_WORK_BYTES = 160 << 20
+FILE_WORK_BYTES = 96 << 20
 
 _RAW_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0}
 
@@ -64,11 +64,12 @@ class SpectralFileFilter(BlockFilter):
                 block_frames *= CUDA_BLOCK_FACTOR
         else:
             # threads for a block's chunks, as many as the memory budget allows, and blocks that give each one
-            # a chunk (up to CPU_MAX_BLOCK frames)
-            chunk = gate.cpu_chunk()
-            gate.max_threads = max(1, FILE_WORK_BYTES // gate.chunk_bytes(chunk))
+            # a chunk (up to CPU_MAX_BLOCK frames); a thread of the statistics pass holds a histogram and a span
+            gate.fit_threads(FILE_WORK_BYTES)
+            span = gate.chunk_bytes(gate.frame_step() * gate.H) + gate.hist_bytes()
+            gate.max_stats_threads = max(1, (FILE_WORK_BYTES - gate.hist_bytes()) // span)
             if block_frames == FILE_BLOCK:
-                block_frames = max(FILE_BLOCK, min(CPU_MAX_BLOCK, chunk * gate._threads(1 << 30)))
+                block_frames = max(FILE_BLOCK, min(CPU_MAX_BLOCK, gate.cpu_chunk() * gate._threads(1 << 30)))
         self.preferred_frames = gate.chunk_samples(block_frames)
         self.buf = self.xp.zeros((gate.C, 0), spec.work_dtype)
         self.buf0 = 0  # global index of buf[:, 0]

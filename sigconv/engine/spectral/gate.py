@@ -63,6 +63,8 @@ MAX_BOX = 31
 MAX_SMOOTH_FRAMES = 256
 #: Samples per chunk of the array function and of the statistics passes (cpu, cuda).
 ARRAY_CHUNK = {"cpu": 1 << 20, "cuda": 1 << 23}
+#: Cells whose dB the host histogram bins at a time (its float64 temporaries: about 40 bytes a cell).
+HIST_BATCH_CELLS = 1 << 18
 #: Samples per task when the cpu backend spreads a range over its threads (each task is one chunk: its frames,
 #: spectra and masks stay in the CPU caches' reach, and 16 threads have work on a few minutes of audio).
 CPU_CHUNK = 1 << 18
@@ -212,9 +214,11 @@ class HostOps:
 
     @staticmethod
     def hist_add(hist, pw, *, power_floor, lo_db, step_db, bins):
-        d = np.log10(pw + power_floor)
-        d *= 10.0
-        noise.hist_add(np, hist, d)
+        step = max(1, HIST_BATCH_CELLS // (pw.shape[0] * pw.shape[2]))  # frames at a time: bounded temporaries
+        for t in range(0, pw.shape[1], step):
+            d = np.log10(pw[:, t:t + step] + power_floor)
+            d *= 10.0
+            noise.hist_add(np, hist, d)
 
 
 class Gate:
@@ -263,8 +267,12 @@ class Gate:
         self.ops = ops
         #: scipy.fft threads of one chunk (1 while the chunks themselves run in threads)
         self.fft_workers = WORKERS
-        #: most threads the cpu backend runs chunks in (None: one per core); the file engine caps it by memory
+        #: most threads the cpu backend runs chunks in (None: one per core) and samples per task (None: the
+        #: default); the file engine sets both by memory (:meth:`fit_threads`)
         self.max_threads = None
+        self.cpu_task = None
+        #: most threads of the statistics pass (each holds a histogram of its own; None: max_threads)
+        self.max_stats_threads = None
         w = _window(self.N)
         self.w = self.xp.asarray(w, dtype=self.dtype)
         # sum_t w[n - s_t]^2 depends on (n + P) mod H only (see the module docstring): one period, kept on the
@@ -335,14 +343,37 @@ class Gate:
         return max(1, min(WORKERS, tasks, self.max_threads or WORKERS))
 
     def cpu_chunk(self) -> int:
-        """Samples per cpu task: a chunk recomputes the R frames of context on each side, so it is long enough
-        to keep that under about a tenth of its work."""
+        """Samples per cpu task (unless :meth:`fit_threads` chose): a chunk recomputes the R frames of context on
+        each side, so it is long enough to keep that under about a tenth of its work."""
+        if self.cpu_task is not None:
+            return self.cpu_task
         return self.chunk_samples(max(CPU_CHUNK, 16 * self.R * self.H))
 
     def chunk_bytes(self, samples: int) -> int:
-        """About the memory one chunk of ``samples`` holds while it runs (frames, spectra, masks)."""
+        """About the memory one chunk of ``samples`` holds while it runs (frames, spectra, masks): an upper bound
+        of what it allocates (measured with tracemalloc: 0.7-0.9 of this)."""
         nfr = samples // self.H + 2 * self.R + -(-self.N // self.H)
-        return int(nfr * self.C * (self.N + 8 * self.F) * self.dtype.itemsize)
+        return int(nfr * self.C * (2 * self.N + 12 * self.F) * self.dtype.itemsize)
+
+    def hist_bytes(self) -> int:
+        """The statistics histogram (float64 per channel, frequency and bin); a thread of the statistics pass
+        holds one of its own."""
+        return self.Cm * self.F * noise.HIST_BINS * 8
+
+    def fit_threads(self, budget: int) -> None:
+        """Choose the cpu chunk and thread count so that the chunks in flight fit ``budget`` bytes: of the chunk
+        sizes from the default down to a quarter of it, the one whose threads do the most useful work (a chunk's
+        work is its own frames plus 2 R of context)."""
+        base = self.cpu_chunk()
+        best = None
+        for chunk in (base, base // 2, base // 4):
+            chunk = self.chunk_samples(max(self.H, chunk))
+            threads = max(1, min(WORKERS, budget // max(1, self.chunk_bytes(chunk))))
+            useful = chunk / self.H
+            rate = threads * useful / (useful + 2 * self.R + -(-self.N // self.H))
+            if best is None or rate > best[0] * 1.05:
+                best = (rate, chunk, threads)
+        _, self.cpu_task, self.max_threads = best
 
     # ---------------------------------------------------------------- statistics
 
@@ -389,6 +420,8 @@ class Gate:
         each with a histogram of its own (summed at the end: memory stays one histogram per thread)."""
         spans = list(spans)
         n = self._threads(len(spans))
+        if self.max_stats_threads is not None:
+            n = max(1, min(n, self.max_stats_threads))
         if n == 1:
             for f0, f1 in spans:
                 self.hist_add(get, f0, f1)
