@@ -197,7 +197,7 @@ def _pcm16(path, x, fs):
     sf.write(str(path), np.clip(x, -1, 1).T, fs, subtype="PCM_16")
 
 
-def speed(duration, gpu, stereo_duration, reps):
+def speed(duration, gpu, stereo_duration, reps, partial=None, cpu_files=True):
     """Each sigconv row beside its peer, same input, same run. In memory: one hour (``duration``) of 48 kHz mono
     float32 noise (noise is the worst case: every cell near the threshold); stereo: ``stereo_duration`` of two
     channels. File to file: whole ``sigconv denoise`` commands on PCM_16 WAVs of the same signals."""
@@ -221,6 +221,8 @@ def speed(duration, gpu, stereo_duration, reps):
         extra = (f"  {peer / secs:5.2f}x the peer" if peer is not None else "") + (
             f"  peak RSS {rss_mb:.0f} MB" if rss_mb is not None else "")
         print(f"  {name:52s} {kind:13s} {secs:9.3f} s  {dur / secs:8.0f}x real time{extra}", flush=True)
+        if partial is not None:  # the rows so far survive a run cut short
+            partial.write_text(json.dumps(res, indent=1))
         return secs
 
     for mode, st in (("stationary", True), ("non-stationary", False)):
@@ -272,19 +274,22 @@ def speed(duration, gpu, stereo_duration, reps):
         del xd
         cupy.get_default_memory_pool().free_all_blocks()
     with tempfile.TemporaryDirectory() as d:
-        files = {"mono": (Path(d) / "mono.wav", duration)}
+        # 10 s: the start-up floor (imports, CUDA context) that every command pays, in time and memory
+        files = {"10 s mono": (Path(d) / "short.wav", 10.0), "mono": (Path(d) / "mono.wav", duration)}
+        _pcm16(files["10 s mono"][0], x[None, :10 * fs], fs)
         _pcm16(files["mono"][0], x[None], fs)
         if stereo_duration:
             files["stereo"] = (Path(d) / "stereo.wav", stereo_duration)
             _pcm16(files["stereo"][0], x2, fs)
         out = Path(d) / "out.wav"
-        for be in (["cuda"] if gpu else []) + ["cpu"]:
+        for be in (["cuda"] if gpu else []) + (["cpu"] if cpu_files else []):
             for name, (inp, dur) in files.items():
                 for flag in ("--stationary", "--non-stationary"):
                     args = ["denoise", str(inp), "--method", "spectral", flag, "--backend", be, "-o", str(out),
                             "-f", "-q"]
-                    _command(args, 1)  # warm: kernel cache, page cache
-                    secs, rss = _command(args, reps)
+                    if be == "cuda":
+                        _command(args, 1)  # warm: CuPy's kernel cache on disk, the page cache
+                    secs, rss = _command(args, reps if be == "cuda" else 1)
                     add(f"sigconv denoise --backend {be} {flag[2:]}, {name} PCM_16", secs,
                         "file to file", dur, rss_mb=rss)
     return res
@@ -324,8 +329,9 @@ def markdown(meta, rows, clean, ver, spd):
         L += ["", f"## Speed: {spd['duration_s']:g} s of {spd['fs']} Hz mono"
               + (f", {spd['stereo_duration_s']:g} s of stereo" if spd.get("stereo_duration_s") else "")
               + ("" if spd["duration_s"] >= 3600 else " (shorter than the one-hour target: --duration)"), "",
-              f"{meta['cpus']} CPUs. File to file: the whole command's wall time, start-up included, best of "
-              f"{meta.get('reps', 1)} after a warm-up run.", "",
+              f"{meta['cpus']} CPUs. In memory: best of {meta.get('reps', 1)} (sigconv), of 1 (noisereduce on the CPU) "
+              f"and of 3 (TorchGate, sigconv cuda). File to file: the whole command's wall time, start-up "
+              f"included; cuda: best of {meta.get('reps', 1)} after a warm-up run, cpu: one run.", "",
               "| method | kind | audio s | seconds | x real time | vs peer | peak RSS MB |", "|---|---|---:|---:|---:|---:|---:|"]
         for r in spd["rows"]:
             vs = f"{r['vs_peer']:.2f}x" if "vs_peer" in r else ""
@@ -344,6 +350,7 @@ def main(argv=None):
     p.add_argument("--stereo-duration", type=float, default=1800.0,
                    help="stereo rows' length in seconds (default 30 min; 0: none)")
     p.add_argument("--reps", type=int, default=3, help="runs per sigconv timing (best is kept)")
+    p.add_argument("--skip-cpu-files", action="store_true", help="no cpu file-to-file rows (the slowest)")
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--skip-quality", action="store_true")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
@@ -372,13 +379,16 @@ def main(argv=None):
     spd = None
     if not a.skip_speed:
         print(f"speed ({a.duration:g} s of 48 kHz mono, {a.stereo_duration:g} s of stereo):", flush=True)
-        spd = speed(a.duration, a.gpu, a.stereo_duration, a.reps)
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        spd = speed(a.duration, a.gpu, a.stereo_duration, a.reps, Path(a.out) / "spectral-speed-partial.json",
+                    cpu_files=not a.skip_cpu_files)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"spectral-{meta['machine']}-{meta['date']}"
     (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "quality": rows, "clean_error_db": clean,
                                                   "verdicts": ver, "speed": spd}, indent=1))
     (out / f"{stem}.md").write_text(markdown(meta, rows, clean, ver, spd))
+    (out / "spectral-speed-partial.json").unlink(missing_ok=True)
     print(f"wrote {out / stem}.json and .md")
     return 0 if all(v["pass"] for v in ver) else 1
 

@@ -454,18 +454,20 @@ def test_cuda_gate_stages_equal_host_rules(rng, dtype, C, n_fft, hop):
 @pytest.mark.parametrize("subtype", ["PCM_16", "PCM_24", "FLOAT"])
 @pytest.mark.parametrize("stationary", [True, False])
 def test_cuda_file_equals_cpu_file(tmp_path, rng, subtype, stationary):
-    """`denoise --method spectral` on cuda (raw PCM to the device, rounding and saturation there) writes what
-    the cpu run writes, to the last bit or within one step of the subtype; stereo, loud enough to clip."""
+    """The spectral file filter on cuda (raw PCM to the device, rounding and saturation there) writes what the
+    cpu one writes, to the last bit or within one step of the subtype; stereo, loud enough to clip."""
     n = 5 * FS + 77
     s = harmonic(n, rng=rng)
     x = np.stack([3.5 * s + 0.05 * rng.standard_normal(n), s + 0.05 * rng.standard_normal(n)]).T
+    from sigconv.engine.spectral import spectral_file_filter
+
     path = write_audio(tmp_path / "in.wav", np.clip(x, -1, 1), fs=FS, subtype=subtype)
+    info = probe(path)
     outs = {}
     for be in ("cpu", "cuda"):
         outs[be] = tmp_path / f"{be}.wav"
-        flag = "--stationary" if stationary else "--non-stationary"
-        r = run_cli("denoise", path, "--method", "spectral", flag, "--backend", be, "-o", outs[be])
-        assert r.returncode == 0, r.stderr
+        make, _ = spectral_file_filter(GateSpec(stationary=stationary), KernelChoice(op="conv2d", backend=be), info)
+        filter_file(info, outs[be], make)
     a = sf.read(str(outs["cpu"]), dtype="int32" if subtype != "FLOAT" else "float64")[0]
     b = sf.read(str(outs["cuda"]), dtype="int32" if subtype != "FLOAT" else "float64")[0]
     assert a.shape == b.shape == x.shape
@@ -526,6 +528,7 @@ def test_cpu_threads_equal_one_thread(monkeypatch, rng, stationary):
     x = np.stack([harmonic(n, rng=rng) + 0.05 * rng.standard_normal(n),
                   0.05 * rng.standard_normal(n)]).astype(np.float32)
     monkeypatch.setattr(_gate, "CPU_CHUNK", 4096)
+    monkeypatch.setattr(_gate, "NS_WINDOW_S", 0.1)  # a short floor window: short non-stationary chunks
     monkeypatch.setattr(_gate, "WORKERS", 1)
     one = spectral_denoise(x, FS, stationary=stationary, n_fft=512, backend="cpu")
     monkeypatch.setattr(_gate, "WORKERS", 4)

@@ -103,7 +103,7 @@ def _kernel(name, itype=np.int32):
             "sigconv_gate_box_time")
     elif name == "hist":
         k = ElementwiseKernel(
-            "T pw, IT F, IT nF, T pfloor, float64 lo_db, float64 inv_step, float64 top", "raw float64 hist",
+            "T pw, IT F, IT nF, IT CF, T pfloor, float64 lo_db, float64 inv_step, float64 top", "raw float64 hist",
             """
             double d = (double)((T)10 * log10(pw + pfloor));
             double p = (d - lo_db) * inv_step;
@@ -111,9 +111,9 @@ def _kernel(name, itype=np.int32):
             double j = floor(p); if (j > top - 1.0) j = top - 1.0;
             double fr = p - j;
             IT c = (IT)i / nF; IT f = (IT)i % F;
-            long long b = ((long long)c * F + f) * (long long)(top + 1.0) + (long long)j;
+            long long b = (long long)j * CF + (long long)c * F + f;  // bin-major, as the host's
             atomicAdd(&hist[b], 1.0 - fr);
-            atomicAdd(&hist[b + 1], fr);
+            atomicAdd(&hist[b + CF], fr);
             """,
             "sigconv_gate_hist")
     else:  # pragma: no cover
@@ -209,13 +209,13 @@ def box_time(a, size: int):
 
 
 def hist_add(hist, pw, *, power_floor, lo_db, step_db, bins):
-    """Count the dB of the cells ``pw`` (Cm, n, F) into ``hist`` (flat float64, Cm * F * bins), linearly binned
-    as :func:`sigconv.engine.spectral.noise.hist_add` does on the host."""
+    """Count the dB of the cells ``pw`` (Cm, n, F) into ``hist`` (flat float64, bin-major), linearly binned as
+    :func:`sigconv.engine.spectral.noise.hist_add` does on the host."""
     import cupy
 
     pw = cupy.ascontiguousarray(pw)
     Cm, n, F = pw.shape
     if pw.size:
-        it = _itype(pw.size, n * F)
-        _kernel("hist", it)(pw, it(F), it(n * F), pw.dtype.type(power_floor), float(lo_db), 1.0 / step_db,
-                        float(bins - 1), hist)
+        it = _itype(pw.size, n * F, hist.size)
+        _kernel("hist", it)(pw, it(F), it(n * F), it(Cm * F), pw.dtype.type(power_floor), float(lo_db),
+                            1.0 / step_db, float(bins - 1), hist)

@@ -442,7 +442,7 @@ class Gate:
             self.fft_workers = WORKERS
 
     def hist_finish(self):
-        h = to_host(self.hist).reshape(self.Cm, self.F, noise.HIST_BINS)
+        h = noise.hist_view(to_host(self.hist), self.Cm, self.F)
         self.set_threshold(noise.noise_db_from_hist(h, self.n_std))
         del self.hist
 

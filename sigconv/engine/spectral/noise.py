@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 __all__ = ["HIST_LO_DB", "HIST_HI_DB", "HIST_STEP_DB", "HIST_BINS", "EST_QUANTILE", "RAYLEIGH_MEAN_DB",
-           "RAYLEIGH_STD_DB", "hist_add", "noise_db_from_hist", "sliding_min"]
+           "RAYLEIGH_STD_DB", "hist_add", "hist_view", "noise_db_from_hist", "sliding_min"]
 
 #: Histogram of cell dB for the estimated statistics: range and step; grid point j is at LO + j * STEP dB.
 HIST_LO_DB, HIST_HI_DB, HIST_STEP_DB = -160.0, 40.0, 0.1
@@ -30,22 +30,30 @@ RAYLEIGH_STD_DB = 10.0 / math.log(10.0) * math.pi / math.sqrt(6.0)
 
 
 def hist_add(xp, hist, d):
-    """Count cell dB ``d`` (Cm, frames, F) into ``hist`` (flat float64, Cm * F * HIST_BINS), linearly binned: a
-    cell at grid position p (in steps from HIST_LO_DB, clipped to the grid) adds 1 - (p - j) at j = floor(p) and
-    p - j at j + 1, so the counts are continuous in p (no hard bin edge to cross)."""
+    """Count cell dB ``d`` (Cm, frames, F) into ``hist`` (flat float64, bin-major: grid point j of channel c and
+    frequency f at ``(j * Cm + c) * F + f``, see :func:`hist_view`), linearly binned: a cell at grid position p
+    (in steps from HIST_LO_DB, clipped to the grid) adds 1 - (p - j) at j = floor(p) and p - j at j + 1, so the
+    counts are continuous in p (no hard bin edge to cross). Bin-major keeps the cells of one frame, whose levels
+    are close, within a few bins' rows of the histogram: cache-friendly where frequency-major jumps a row a cell.
+    """
     Cm, _, F = d.shape
     p = (d.astype(xp.float64) - HIST_LO_DB) * (1.0 / HIST_STEP_DB)
     p = xp.clip(p, 0.0, HIST_BINS - 1.0)
     j = xp.minimum(xp.floor(p), HIST_BINS - 2.0)  # p = HIST_BINS - 1 goes to (j, j+1) with weight 1 at j+1
     frac = (p - j).ravel()
-    base = (xp.arange(Cm)[:, None, None] * F + xp.arange(F)[None, None, :]) * HIST_BINS
-    idx = (j.astype(xp.int64) + base).ravel()  # (Cm, frames, F) -> flat bin of grid point j
+    base = xp.arange(Cm)[:, None, None] * F + xp.arange(F)[None, None, :]
+    idx = (j.astype(xp.int64) * (Cm * F) + base).ravel()  # (Cm, frames, F) -> flat bin of grid point j
     if xp is np:  # in place: no histogram-sized temporaries per call (bincount's are 16 MB for one channel)
         np.add.at(hist, idx, 1.0 - frac)
-        np.add.at(hist, idx + 1, frac)
+        np.add.at(hist, idx + Cm * F, frac)
         return
     hist += xp.bincount(idx, weights=1.0 - frac, minlength=hist.size)
-    hist += xp.bincount(idx + 1, weights=frac, minlength=hist.size)
+    hist += xp.bincount(idx + Cm * F, weights=frac, minlength=hist.size)
+
+
+def hist_view(hist: np.ndarray, Cm: int, F: int) -> np.ndarray:
+    """The flat bin-major histogram of :func:`hist_add` as (Cm, F, HIST_BINS) (a view)."""
+    return hist.reshape(HIST_BINS, Cm, F).transpose(1, 2, 0)
 
 
 def noise_db_from_hist(h: np.ndarray, n_std: float) -> np.ndarray:
