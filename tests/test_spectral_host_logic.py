@@ -363,6 +363,13 @@ def fake_gate_ops(monkeypatch):
     for name in cuda_gate.__all__:
         monkeypatch.setattr(cuda_gate, name, device(getattr(HostOps, name), name))
 
+    from sigconv.engine import audio, gpu_file
+
+    def quantise_device(y, spec):  # the device quantiser's kernel: the host rule on the array's storage
+        return audio.quantise(_dev(y, "y").T, spec)
+
+    monkeypatch.setattr(gpu_file, "quantise_device", quantise_device)
+
 
 @pytest.fixture
 def fake_cuda(monkeypatch):

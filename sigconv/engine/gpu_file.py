@@ -16,7 +16,7 @@ import numpy as np
 from sigconv.backends import cuda1d
 from sigconv.engine.settings import phase_delay
 
-__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "DEVICE_LOCK"]
+__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "quantise_device", "DEVICE_LOCK"]
 
 #: Held while one of this process's threads uses the GPU for a batch log (``filter_span``, or a block filter over
 #: a log): transfers and kernels of one log at a time; the host's share of the work (edges, conversions) is done
@@ -44,12 +44,41 @@ def _ek(name):
                 "float32 y, float64 scale, float64 lo, float64 hi", "O out, uint8 flag",
                 "double v = rint((double)y * scale); flag = (v < lo || v > hi); out = (O)fmin(fmax(v, lo), hi);",
                 "sigconv_fe_to_int")
+        elif name == "quantise":  # any float type; integers scaled by ``mult`` after saturation (24-bit in int32)
+            k = cupy.ElementwiseKernel(
+                "T y, float64 scale, float64 lo, float64 hi, float64 mult", "O out, uint8 flag",
+                "double v = rint((double)y * scale); flag = (v < lo || v > hi); out = (O)(fmin(fmax(v, lo), hi) * mult);",
+                "sigconv_fe_quantise")
+        elif name == "clip_any":
+            k = cupy.ElementwiseKernel(
+                "T y, float64 lo, float64 hi", "O out, uint8 flag",
+                "flag = (y < lo || y > hi); out = (O)fmin(fmax((double)y, lo), hi);", "sigconv_fe_clip_any")
         elif name == "clip_float":
             k = cupy.ElementwiseKernel(
                 "float32 y", "O out, uint8 flag",
                 "flag = (y < -1.0f || y > 1.0f); out = (O)fminf(fmaxf(y, -1.0f), 1.0f);", "sigconv_fe_clip")
         _EK[name] = k
     return k
+
+
+def quantise_device(y, spec) -> tuple:
+    """(C, n) float samples on the device -> ((n, C) host array of ``spec.out_dtype``, samples clipped): what
+    :func:`sigconv.engine.audio.quantise` does on the host, in one kernel (round, saturate, interleave), so only
+    the samples to write travel back."""
+    import cupy
+
+    C, n = y.shape
+    out = cupy.empty((n, C), dtype=spec.out_dtype)
+    if not spec.clip:
+        out[...] = y.T
+        return cupy.asnumpy(out), 0
+    flag = cupy.empty((n, C), dtype=np.uint8)
+    if spec.scale:
+        mult = 256.0 if spec.out_dtype == "int32" and spec.scale == 8388608.0 else 1.0  # 24-bit: top of an int32
+        _ek("quantise")(y.T, float(spec.scale), float(spec.lo), float(spec.hi), mult, out, flag)
+    else:
+        _ek("clip_any")(y.T, float(spec.lo), float(spec.hi), out, flag)
+    return cupy.asnumpy(out), int(cupy.count_nonzero(flag))
 
 
 def _is_oom(exc) -> bool:

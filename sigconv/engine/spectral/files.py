@@ -15,7 +15,6 @@ import threading
 import numpy as np
 import soundfile as sf
 
-from sigconv._core.xp import to_host
 from sigconv.engine.audio import quantise
 from sigconv.engine.file import BlockFilter
 from sigconv.engine.spectral.gate import Gate
@@ -105,9 +104,14 @@ class SpectralFileFilter(BlockFilter):
             k = min(self._to_drop, y.shape[1])
             y = y[:, k:]
             self._to_drop -= k
-        q, c = quantise(y.T, self.spec)  # on the device for cuda: only the samples to write come back
+        if self.device:  # one kernel: only the samples to write come back
+            from sigconv.engine.gpu_file import quantise_device
+
+            q, c = quantise_device(y, self.spec)
+        else:
+            q, c = quantise(y.T, self.spec)
         self.clipped += c
-        return to_host(self.xp.ascontiguousarray(q))
+        return np.ascontiguousarray(q)
 
     # ---------------------------------------------------------------- statistics
 
