@@ -44,15 +44,6 @@ def _ek(name):
                 "float32 y, float64 scale, float64 lo, float64 hi", "O out, uint8 flag",
                 "double v = rint((double)y * scale); flag = (v < lo || v > hi); out = (O)fmin(fmax(v, lo), hi);",
                 "sigconv_fe_to_int")
-        elif name == "quantise":  # any float type; integers scaled by ``mult`` after saturation (24-bit in int32)
-            k = cupy.ElementwiseKernel(
-                "T y, float64 scale, float64 lo, float64 hi, float64 mult", "O out, uint8 flag",
-                "double v = rint((double)y * scale); flag = (v < lo || v > hi); out = (O)(fmin(fmax(v, lo), hi) * mult);",
-                "sigconv_fe_quantise")
-        elif name == "clip_any":
-            k = cupy.ElementwiseKernel(
-                "T y, float64 lo, float64 hi", "O out, uint8 flag",
-                "flag = (y < lo || y > hi); out = (O)fmin(fmax((double)y, lo), hi);", "sigconv_fe_clip_any")
         elif name == "clip_float":
             k = cupy.ElementwiseKernel(
                 "float32 y", "O out, uint8 flag",
@@ -63,22 +54,31 @@ def _ek(name):
 
 def quantise_device(y, spec) -> tuple:
     """(C, n) float samples on the device -> ((n, C) host array of ``spec.out_dtype``, samples clipped): what
-    :func:`sigconv.engine.audio.quantise` does on the host, in one kernel (round, saturate, interleave), so only
-    the samples to write travel back."""
+    :func:`sigconv.engine.audio.quantise` does on the host, done on the device so that only the samples to write
+    travel back. 16-bit output from float32 goes through the FIR path's conversion kernel (round, saturate,
+    interleave in one pass; ``cupy.rint`` would import cupyx.scipy.special, and SciPy with it: a quarter of a
+    second of every command's start); other subtypes through CuPy's elementwise functions."""
     import cupy
 
     C, n = y.shape
-    out = cupy.empty((n, C), dtype=spec.out_dtype)
+    if spec.clip and spec.scale and spec.out_dtype == "int16" and y.dtype == np.float32:
+        out = cupy.empty((n, C), dtype=np.int16)
+        flag = cupy.empty((n, C), dtype=np.uint8)
+        _ek("to_int")(y.T, float(spec.scale), float(spec.lo), float(spec.hi), out, flag)
+        return cupy.asnumpy(out), int(cupy.count_nonzero(flag))
+    y = y.T
     if not spec.clip:
-        out[...] = y.T
-        return cupy.asnumpy(out), 0
-    flag = cupy.empty((n, C), dtype=np.uint8)
+        return cupy.asnumpy(cupy.ascontiguousarray(y.astype(spec.out_dtype, copy=False))), 0
     if spec.scale:
-        mult = 256.0 if spec.out_dtype == "int32" and spec.scale == 8388608.0 else 1.0  # 24-bit: top of an int32
-        _ek("quantise")(y.T, float(spec.scale), float(spec.lo), float(spec.hi), mult, out, flag)
-    else:
-        _ek("clip_any")(y.T, float(spec.lo), float(spec.hi), out, flag)
-    return cupy.asnumpy(out), int(cupy.count_nonzero(flag))
+        q = cupy.rint(y * spec.scale)
+        clipped = int(cupy.count_nonzero((q < spec.lo) | (q > spec.hi)))
+        cupy.clip(q, spec.lo, spec.hi, out=q)
+        q = q.astype(spec.out_dtype)
+        if spec.out_dtype == "int32" and spec.scale == 8388608.0:
+            q <<= 8
+        return cupy.asnumpy(cupy.ascontiguousarray(q)), clipped
+    clipped = int(cupy.count_nonzero((y < spec.lo) | (y > spec.hi)))
+    return cupy.asnumpy(cupy.ascontiguousarray(cupy.clip(y, spec.lo, spec.hi).astype(spec.out_dtype))), clipped
 
 
 def _is_oom(exc) -> bool:
