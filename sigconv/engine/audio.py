@@ -12,6 +12,7 @@ import numpy as np
 import soundfile as sf
 
 from sigconv._core.errors import InputError
+from sigconv._core.xp import array_namespace
 
 __all__ = ["AudioInfo", "probe", "audio_extent", "PCMSpec", "pcm_spec", "quantise"]
 
@@ -236,17 +237,18 @@ def pcm_spec(subtype: str) -> PCMSpec:
 
 
 def quantise(y: np.ndarray, spec: PCMSpec) -> tuple[np.ndarray, int]:
-    """(frames, C) float -> what soundfile writes, and how many samples were clipped (device samples:
-    :func:`sigconv.engine.gpu_file.quantise_device`)."""
+    """(frames, C) float -> what soundfile writes, and how many samples were clipped (numpy or cupy: a device
+    array is quantised on the device; :func:`sigconv.engine.gpu_file.quantise_device` brings it back)."""
+    xp = array_namespace(y)
     if not spec.clip:
         return y.astype(spec.out_dtype, copy=False), 0
     if spec.scale:
-        q = np.rint(y * spec.scale)
-        clipped = int(np.count_nonzero((q < spec.lo) | (q > spec.hi)))
-        np.clip(q, spec.lo, spec.hi, out=q)
+        q = xp.rint(y * spec.scale)
+        clipped = int(xp.count_nonzero((q < spec.lo) | (q > spec.hi)))
+        xp.clip(q, spec.lo, spec.hi, out=q)
         q = q.astype(spec.out_dtype)
         if spec.out_dtype == "int32" and spec.scale == 8388608.0:
             q <<= 8
         return q, clipped
-    clipped = int(np.count_nonzero((y < spec.lo) | (y > spec.hi)))
-    return np.clip(y, spec.lo, spec.hi).astype(spec.out_dtype, copy=False), clipped
+    clipped = int(xp.count_nonzero((y < spec.lo) | (y > spec.hi)))
+    return xp.clip(y, spec.lo, spec.hi).astype(spec.out_dtype, copy=False), clipped

@@ -57,7 +57,7 @@ def quantise_device(y, spec) -> tuple:
     :func:`sigconv.engine.audio.quantise` does on the host, done on the device so that only the samples to write
     travel back. 16-bit output from float32 goes through the FIR path's conversion kernel (round, saturate,
     interleave in one pass; ``cupy.rint`` would import cupyx.scipy.special, and SciPy with it: a quarter of a
-    second of every command's start); other subtypes through CuPy's elementwise functions."""
+    second of every command's start); other subtypes through the host rule on device arrays."""
     import cupy
 
     C, n = y.shape
@@ -66,19 +66,10 @@ def quantise_device(y, spec) -> tuple:
         flag = cupy.empty((n, C), dtype=np.uint8)
         _ek("to_int")(y.T, float(spec.scale), float(spec.lo), float(spec.hi), out, flag)
         return cupy.asnumpy(out), int(cupy.count_nonzero(flag))
-    y = y.T
-    if not spec.clip:
-        return cupy.asnumpy(cupy.ascontiguousarray(y.astype(spec.out_dtype, copy=False))), 0
-    if spec.scale:
-        q = cupy.rint(y * spec.scale)
-        clipped = int(cupy.count_nonzero((q < spec.lo) | (q > spec.hi)))
-        cupy.clip(q, spec.lo, spec.hi, out=q)
-        q = q.astype(spec.out_dtype)
-        if spec.out_dtype == "int32" and spec.scale == 8388608.0:
-            q <<= 8
-        return cupy.asnumpy(cupy.ascontiguousarray(q)), clipped
-    clipped = int(cupy.count_nonzero((y < spec.lo) | (y > spec.hi)))
-    return cupy.asnumpy(cupy.ascontiguousarray(cupy.clip(y, spec.lo, spec.hi).astype(spec.out_dtype))), clipped
+    from sigconv.engine.audio import quantise
+
+    q, clipped = quantise(y.T, spec)
+    return cupy.asnumpy(cupy.ascontiguousarray(q)), clipped
 
 
 def _is_oom(exc) -> bool:
