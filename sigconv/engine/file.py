@@ -54,23 +54,34 @@ class BlockFilter:
     def _filter_block(self, x: np.ndarray) -> np.ndarray:  # (C, n) -> (C, n)
         raise NotImplementedError
 
-    def _emit(self, y: np.ndarray) -> np.ndarray:
+    def _to_work(self, block: np.ndarray):
+        """(n, C) as read -> (C, n) in the work dtype, where ``_filter_block`` computes."""
+        return np.ascontiguousarray(block.T, dtype=self.spec.work_dtype)
+
+    def _quantise(self, y) -> tuple[np.ndarray, int]:
+        """(C, m) filtered -> ((m, C) host samples to write, samples clipped)."""
+        return quantise(y.T, self.spec)
+
+    def _zeros(self, n: int):
+        return np.zeros((self.C, n), self.spec.work_dtype)
+
+    def _emit(self, y) -> np.ndarray:
         if self._to_drop:
             k = min(self._to_drop, y.shape[1])
             y = y[:, k:]
             self._to_drop -= k
-        q, c = quantise(y.T, self.spec)
+        q, c = self._quantise(y)
         self.clipped += c
         return q
 
     def process(self, block: np.ndarray) -> np.ndarray:
         """(n, C) samples as read -> (m, C) ready to write (m < n only at the start, by the delay)."""
-        return self._emit(self._filter_block(np.ascontiguousarray(block.T, dtype=self.spec.work_dtype)))
+        return self._emit(self._filter_block(self._to_work(block)))
 
     def finish(self) -> np.ndarray:
         if not self.delay:
             return np.zeros((0, self.C), self.spec.out_dtype)
-        return self._emit(self._filter_block(np.zeros((self.C, self.delay), self.spec.work_dtype)))
+        return self._emit(self._filter_block(self._zeros(self.delay)))
 
 
 class CPUFileFilter(BlockFilter):

@@ -15,7 +15,6 @@ import threading
 import numpy as np
 import soundfile as sf
 
-from sigconv.engine.audio import quantise
 from sigconv.engine.file import BlockFilter
 from sigconv.engine.spectral.gate import Gate
 
@@ -82,9 +81,9 @@ class SpectralFileFilter(BlockFilter):
 
     def _to_work(self, block):
         """(n, C) as read -> (C, n) work dtype on the backend (raw integers scaled on the device)."""
-        xp = self.xp
         if not self.device:
-            return np.ascontiguousarray(block.T, dtype=self.spec.work_dtype)
+            return super()._to_work(block)
+        xp = self.xp
         d = xp.asarray(block)
         x = xp.ascontiguousarray(d.T).astype(self.spec.work_dtype, copy=False)
         scale = _RAW_SCALE.get(d.dtype.name)
@@ -92,26 +91,16 @@ class SpectralFileFilter(BlockFilter):
             x *= scale
         return x
 
-    def process(self, block):
-        """(n, C) samples as read -> (m, C) ready to write (m < n only at the start, by the delay)."""
-        return self._emit(self._filter_block(self._to_work(block)))
+    def _zeros(self, n):
+        return self.xp.zeros((self.C, n), self.spec.work_dtype)
 
-    def finish(self):
-        return self._emit(self._filter_block(self.xp.zeros((self.C, self.delay), self.spec.work_dtype)))
+    def _quantise(self, y):
+        if not self.device:
+            q, c = super()._quantise(y)
+            return np.ascontiguousarray(q), c
+        from sigconv.engine.gpu_file import quantise_device
 
-    def _emit(self, y):
-        if self._to_drop:
-            k = min(self._to_drop, y.shape[1])
-            y = y[:, k:]
-            self._to_drop -= k
-        if self.device:  # one kernel: only the samples to write come back
-            from sigconv.engine.gpu_file import quantise_device
-
-            q, c = quantise_device(y, self.spec)
-        else:
-            q, c = quantise(y.T, self.spec)
-        self.clipped += c
-        return np.ascontiguousarray(q)
+        return quantise_device(y, self.spec)  # only the samples to write come back
 
     # ---------------------------------------------------------------- statistics
 
@@ -154,10 +143,9 @@ class SpectralFileFilter(BlockFilter):
         # frames [f0, f1) need samples [s_f0, s_(f1-1) + N): a sliding buffer from s_f0 on, samples [-P, 0) zeros
         g.hist_init()
         step = g.frame_step()
-        per_block = self.preferred_frames
         buf, buf0 = xp.zeros((g.C, g.P), self.spec.work_dtype), -g.P
         f0 = 0
-        blocks = self._blocks(per_block)
+        blocks = self._blocks(self.preferred_frames)
         while f0 < g.T:
             blk = next(blocks, None)
             parts = [buf]
