@@ -28,6 +28,13 @@ CU_FILES = sorted(KDIR.glob("*.cu"))
 NVCC = shutil.which("nvcc")
 
 
+def _grid(cases, slow):
+    """``cases`` as pytest parameters, those at the indices ``slow`` marked slow: the default run keeps one case
+    of each feature, --runslow runs the whole grid."""
+    return [pytest.param(*c, marks=pytest.mark.slow) if i in slow else c for i, c in enumerate(cases)]
+
+
+
 def _ptxas(cu: Path) -> str:
     cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-DSIGCONV_NVCC_CHECK", f"-I{KDIR}",
            "-o", "/dev/null", str(cu)]
@@ -468,7 +475,8 @@ C1D_CASES = [
 ]
 
 
-@pytest.mark.parametrize("variant,dtype,K,L,C,mode,block,xoff", C1D_CASES,
+@pytest.mark.parametrize("variant,dtype,K,L,C,mode,block,xoff",
+                         _grid(C1D_CASES, {1, 2, 4, 7, 8, 10, 11, 13, 14}),
                          ids=[f"{c[0]}-{np.dtype(c[1]).name}-K{c[2]}-L{c[3]}-C{c[4]}-{c[5]}-b{c[6]}-o{c[7]}"
                               for c in C1D_CASES])
 def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K, L, C, mode, block, xoff, rng):
@@ -521,7 +529,8 @@ C2D_CASES = [
 ]
 
 
-@pytest.mark.parametrize("variant,dtype,N,Cin,H,W,Cout,k,stride,pad,out_hw,block,bias", C2D_CASES,
+@pytest.mark.parametrize("variant,dtype,N,Cin,H,W,Cout,k,stride,pad,out_hw,block,bias",
+                         _grid(C2D_CASES, {1, 4, 5, 7}),
                          ids=[f"{c[0]}-{np.dtype(c[1]).name}-{c[2]}x{c[3]}x{c[4]}x{c[5]}-co{c[6]}-k{c[7][0]}x{c[7][1]}"
                               f"-s{c[8][0]}{c[8][1]}" for c in C2D_CASES])
 def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype, N, Cin, H, W, Cout, k, stride, pad,
@@ -578,7 +587,7 @@ SHFL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", SHFL_CASES)
+@pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", _grid(SHFL_CASES, {2, 3, 4, 5, 7, 9}))
 def test_shfl_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap, rng):
     exe = host_build("shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=pad[1], SHFL_ROWS=rows), std="c++20")
     _single_channel_on_host(rng, exe, tmp_path, "shfl", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
