@@ -279,6 +279,17 @@ def make_fake_cupy():
     fft.rfft, fft.irfft = rfft, irfft
     cp.fft = fft
 
+    class Device:  # cupy.cuda.Device(): the current device, a context manager that makes it current
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.Device = Device
+    cp.cuda = cuda
+
     def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):  # noqa: A002
         assert output is None
         a = _dev(input, "input")
@@ -295,7 +306,7 @@ def make_fake_cupy():
     cpx_sp = types.ModuleType("cupyx.scipy")
     cpx_sp.ndimage = ndi
     cpx.scipy = cpx_sp
-    return {"cupy": cp, "cupy.fft": fft, "cupy.lib": lib, "cupy.lib.stride_tricks": st, "cupyx": cpx,
+    return {"cupy": cp, "cupy.fft": fft, "cupy.cuda": cuda, "cupy.lib": lib, "cupy.lib.stride_tricks": st, "cupyx": cpx,
             "cupyx.scipy": cpx_sp, "cupyx.scipy.ndimage": ndi}
 
 
@@ -366,9 +377,16 @@ def fake_gate_ops(monkeypatch):
     from sigconv.engine import audio, gpu_file
 
     def quantise_device(y, spec):  # the device quantiser's kernel: the host rule on the array's storage
-        return audio.quantise(_dev(y, "y").T, spec)
+        q, clipped = audio.quantise(_dev(y, "y").T, spec)
+        return DevArray(np.ascontiguousarray(q)), (_wrap(np.asarray(clipped)) if spec.clip else None)
+
+    def to_work_device(raw, dtype="float32"):  # the device conversion kernel: raw samples scaled, (n, C) -> (C, n)
+        a = _dev(raw, "raw")
+        scale = np.dtype(dtype).type(gpu_file._READ_SCALE.get(a.dtype.name, 1.0))
+        return DevArray(np.ascontiguousarray(a.T).astype(dtype) * scale)
 
     monkeypatch.setattr(gpu_file, "quantise_device", quantise_device)
+    monkeypatch.setattr(gpu_file, "to_work_device", to_work_device)
 
 
 @pytest.fixture

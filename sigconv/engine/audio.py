@@ -215,6 +215,12 @@ class PCMSpec:
     hi: float
     clip: bool
 
+    @property
+    def align(self) -> int:
+        """What a rounded value is multiplied by to sit where ``out_dtype`` keeps it: 256 for 24-bit samples in
+        the top of an int32 (libsndfile keeps the top 24 bits), else 1."""
+        return 256 if self.out_dtype == "int32" and self.scale == 8388608.0 else 1
+
 
 def pcm_spec(subtype: str) -> PCMSpec:
     """Read/work/write dtypes for a libsndfile subtype; integer outputs are rounded and clipped by sigconv
@@ -238,7 +244,8 @@ def pcm_spec(subtype: str) -> PCMSpec:
 
 def quantise(y: np.ndarray, spec: PCMSpec) -> tuple[np.ndarray, int]:
     """(frames, C) float -> what soundfile writes, and how many samples were clipped (numpy or cupy: a device
-    array is quantised on the device; :func:`sigconv.engine.gpu_file.quantise_device` brings it back)."""
+    array is quantised on the device; :func:`sigconv.engine.gpu_file.quantise_device` is the same rule in one
+    kernel)."""
     xp = array_namespace(y)
     if not spec.clip:
         return y.astype(spec.out_dtype, copy=False), 0
@@ -247,8 +254,8 @@ def quantise(y: np.ndarray, spec: PCMSpec) -> tuple[np.ndarray, int]:
         clipped = int(xp.count_nonzero((q < spec.lo) | (q > spec.hi)))
         xp.clip(q, spec.lo, spec.hi, out=q)
         q = q.astype(spec.out_dtype)
-        if spec.out_dtype == "int32" and spec.scale == 8388608.0:
-            q <<= 8
+        if spec.align != 1:
+            q *= spec.align
         return q, clipped
     clipped = int(xp.count_nonzero((y < spec.lo) | (y > spec.hi)))
     return xp.clip(y, spec.lo, spec.hi).astype(spec.out_dtype, copy=False), clipped

@@ -7,12 +7,18 @@ whole array at once, for any block size. The output is written to a temporary fi
 folder and renamed at the end: an error or Ctrl-C midway leaves no partial output.
 
 A block filter is any object with ``read_dtype``, ``preferred_frames``, ``process(block)``,
-``finish()`` and ``clipped`` (see :class:`BlockFilter`); the cpu one is here, the cuda one is
+``finish()`` and ``clipped`` (see :class:`BlockFilter`), and optionally ``stage(block)`` (run in the reader
+thread on each block read: a device filter copies it to the device there) and ``fetch(out)`` (run in the writer
+thread on each block to write: a device filter copies it back there); the cpu one is here, the cuda one is
 ``sigconv.engine.gpu_file.GPUFileFilter``.
+
+libsndfile syncs the output to disk when it is closed (before the rename); the writer starts the write-back of
+each block as it goes (``posix_fadvise``), so that sync has only the last blocks left to wait for.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -73,6 +79,15 @@ class BlockFilter:
         q, c = self._quantise(y)
         self.clipped += c
         return q
+
+    def stage(self, block):
+        """In the engine's reader thread, on each block read; what it returns is what ``process`` gets."""
+        return block
+
+    def fetch(self, out):
+        """In the engine's writer thread, on each block ``process`` or ``finish`` returned: the host array to
+        write."""
+        return out
 
     def process(self, block: np.ndarray) -> np.ndarray:
         """(n, C) samples as read -> (m, C) ready to write (m < n only at the start, by the delay)."""
@@ -162,6 +177,15 @@ def _keep_freed_memory() -> None:
         pass
 
 
+def _start_writeback(fd: int) -> None:
+    """Start writing what is in the page cache for ``fd`` to disk, without waiting (Linux: POSIX_FADV_DONTNEED
+    starts the write-back of dirty pages and drops the clean ones); a no-op where it is not available."""
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except (AttributeError, OSError):
+        pass
+
+
 def _first_nonfinite(block: np.ndarray, offset: int, info: AudioInfo) -> str:
     bad = np.argwhere(~np.isfinite(block))[0]
     frame, ch = int(bad[0]) + offset, int(bad[1])
@@ -197,6 +221,8 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
     flt = make_filter(info, spec)
     bf = int(block_frames or flt.preferred_frames)
     check_finite = np.dtype(flt.read_dtype).kind == "f"
+    stage = getattr(flt, "stage", None)
+    fetch = getattr(flt, "fetch", None)
     q_in: queue.Queue = queue.Queue(maxsize=3)
     q_out: queue.Queue = queue.Queue(maxsize=3)
     errors: list[BaseException] = []
@@ -233,6 +259,8 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
                     if check_finite and not np.isfinite(blk).all():
                         raise InputError(_first_nonfinite(blk, offset, info))
                     offset += blk.shape[0]
+                    if stage is not None:
+                        blk = stage(blk)
                     if not put(q_in, blk):
                         return
                 if offset != info.frames and not stop.is_set():
@@ -249,15 +277,24 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
         if stop.is_set():  # started late, after a Ctrl-C: the temporary file may be gone; do not make it again
             return
         try:
-            with sf.SoundFile(str(tmp), "w", samplerate=info.samplerate, channels=info.channels,
-                              format=info.format, subtype=info.subtype, endian=info.endian) as f:
+            fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)  # by descriptor: the writer starts its write-back
+            try:
+                out = sf.SoundFile(fd, "w", samplerate=info.samplerate, channels=info.channels, format=info.format,
+                                   subtype=info.subtype, endian=info.endian, closefd=True)
+            except BaseException:
+                os.close(fd)
+                raise
+            with out as f:
                 while True:
                     item = get(q_out)
                     if item is None:
                         return
                     if item is _STOP:
                         break
+                    if fetch is not None:
+                        item = fetch(item)
                     f.write(item)
+                    _start_writeback(fd)
                     done += item.shape[0]
                     if progress:
                         progress(done)

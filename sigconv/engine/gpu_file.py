@@ -14,9 +14,11 @@ import threading
 import numpy as np
 
 from sigconv.backends import cuda1d
+from sigconv.engine.audio import PCMSpec
 from sigconv.engine.settings import phase_delay
 
-__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "quantise_device", "DEVICE_LOCK"]
+__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "quantise_device", "to_work_device",
+           "DEVICE_LOCK"]
 
 #: Held while one of this process's threads uses the GPU for a batch log (``filter_span``, or a block filter over
 #: a log): transfers and kernels of one log at a time; the host's share of the work (edges, conversions) is done
@@ -24,8 +26,6 @@ __all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "q
 DEVICE_LOCK = threading.RLock()
 
 _READ_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0, "float32": 1.0, "float64": 1.0}
-#: float -> integer: v = rint(y * scale), saturated to [lo, hi].
-_INT_OUT = {"int16": (32768.0, -32768.0, 32767.0), "int32": (2147483648.0, -2147483648.0, 2147483647.0)}
 _OUT_DTYPES = ("int16", "int32", "float32", "float64")
 
 _EK: dict = {}
@@ -37,39 +37,53 @@ def _ek(name):
     if k is None:
         import cupy
 
-        if name == "to_float":
-            k = cupy.ElementwiseKernel("T x, float32 s", "float32 y", "y = (float)x * s", "sigconv_fe_to_float")
-        elif name == "to_int":
+        if name == "to_float":  # raw samples -> work dtype: y = x * s (integers scaled to [-1, 1))
+            k = cupy.ElementwiseKernel("T x, float64 s", "F y", "y = (F)((double)x * s)", "sigconv_fe_to_float")
+        elif name == "quantise":  # audio.quantise's rule: scale and round (scale != 0), saturate (clip), align
             k = cupy.ElementwiseKernel(
-                "float32 y, float64 scale, float64 lo, float64 hi", "O out, uint8 flag",
-                "double v = rint((double)y * scale); flag = (v < lo || v > hi); out = (O)fmin(fmax(v, lo), hi);",
-                "sigconv_fe_to_int")
-        elif name == "clip_float":
-            k = cupy.ElementwiseKernel(
-                "float32 y", "O out, uint8 flag",
-                "flag = (y < -1.0f || y > 1.0f); out = (O)fminf(fmaxf(y, -1.0f), 1.0f);", "sigconv_fe_clip")
+                "T y, float64 scale, float64 lo, float64 hi, float64 mult, int32 clip", "O out, uint8 flag",
+                "double v = (double)y; if (scale != 0.0) v = rint(v * scale);"
+                " flag = clip && (v < lo || v > hi); if (clip) v = fmin(fmax(v, lo), hi); out = (O)(v * mult);",
+                "sigconv_fe_quantise")
         _EK[name] = k
     return k
 
 
+def to_work_device(raw, dtype="float32"):
+    """(n, C) raw samples on the device (int16 / int32 as read, or float) -> (C, n) ``dtype`` in [-1, 1):
+    deinterleaved and scaled in one pass (the host does ``x.astype(dtype) * scale``; the scales are powers of
+    two, so both give the same values)."""
+    import cupy
+
+    n, C = raw.shape
+    out = cupy.empty((C, n), dtype=dtype)
+    _ek("to_float")(raw.T, _READ_SCALE.get(raw.dtype.name, 1.0), out)
+    return out
+
+
 def quantise_device(y, spec) -> tuple:
-    """(C, n) float samples on the device -> ((n, C) host array of ``spec.out_dtype``, samples clipped): what
-    :func:`sigconv.engine.audio.quantise` does on the host, done on the device so that only the samples to write
-    travel back. 16-bit output from float32 goes through the FIR path's conversion kernel (round, saturate,
-    interleave in one pass; ``cupy.rint`` would import cupyx.scipy.special, and SciPy with it: a quarter of a
-    second of every command's start); other subtypes through the host rule on device arrays."""
+    """(C, n) float samples on the device -> ((n, C) device array of ``spec.out_dtype``, the count of clipped
+    samples as a 0-d device array, or None when ``spec`` does not clip): :func:`sigconv.engine.audio.quantise`'s
+    rule (round, saturate, align 24-bit in the top of an int32, interleave) in one pass, with no host sync, so
+    the caller chooses when the samples and the count travel back."""
     import cupy
 
     C, n = y.shape
-    if spec.clip and spec.scale and spec.out_dtype == "int16" and y.dtype == np.float32:
-        out = cupy.empty((n, C), dtype=np.int16)
-        flag = cupy.empty((n, C), dtype=np.uint8)
-        _ek("to_int")(y.T, float(spec.scale), float(spec.lo), float(spec.hi), out, flag)
-        return cupy.asnumpy(out), int(cupy.count_nonzero(flag))
-    from sigconv.engine.audio import quantise
+    out = cupy.empty((n, C), dtype=spec.out_dtype)
+    flag = cupy.empty((n, C), dtype=np.uint8)
+    scale = float(spec.scale) if spec.clip else 0.0
+    _ek("quantise")(y.T, scale, float(spec.lo), float(spec.hi), float(spec.align), int(spec.clip), out, flag)
+    return out, (cupy.count_nonzero(flag) if spec.clip else None)
 
-    q, clipped = quantise(y.T, spec)
-    return cupy.asnumpy(cupy.ascontiguousarray(q)), clipped
+
+def _fir_out_spec(out_dtype: str, clip: bool) -> PCMSpec:
+    """What the FIR filter writes: integers rint(y * 2^15) or rint(y * 2^31), always saturated; floats clipped
+    to [-1, 1] when ``clip``."""
+    if out_dtype == "int16":
+        return PCMSpec("int16", "float32", "int16", 32768.0, -32768.0, 32767.0, True)
+    if out_dtype == "int32":
+        return PCMSpec("int32", "float32", "int32", 2147483648.0, -2147483648.0, 2147483647.0, True)
+    return PCMSpec("float32", "float32", out_dtype, 0.0, -1.0, 1.0, bool(clip))
 
 
 def _is_oom(exc) -> bool:
@@ -127,6 +141,7 @@ class GPUFileFilter:
         self.K = K
         self.read_dtype, self.out_dtype = str(read_dtype), str(out_dtype)
         self.phase, self.clip = phase, bool(clip)
+        self._out_spec = _fir_out_spec(self.out_dtype, self.clip)
         self._core = cuda1d.StreamFilter(h, self.C, np.float32, variant=variant, block=block)
         self.variant = variant
         self.delay = phase_delay(K, phase)
@@ -155,10 +170,7 @@ class GPUFileFilter:
         import cupy
 
         n, C = block.shape
-        xg = cupy.asarray(block)  # (n, C) interleaved, read dtype
-        xf = cupy.empty((C, n), dtype=np.float32)
-        _ek("to_float")(xg.T, np.float32(_READ_SCALE.get(xg.dtype.name, 1.0)), xf)  # deinterleave + scale
-        del xg
+        xf = to_work_device(cupy.asarray(block))  # (n, C) interleaved read dtype -> (C, n) float32, scaled
         self._fix_variant(xf)
         y = self._core._filter(xf)
         del xf
@@ -166,17 +178,9 @@ class GPUFileFilter:
         if d:
             y = y[:, d:]
             self._to_drop -= d
-        m = y.shape[1]
-        out = cupy.empty((m, C), dtype=self.out_dtype)
-        if self.out_dtype in _INT_OUT or self.clip:
-            flag = cupy.empty((m, C), dtype=np.uint8)
-            if self.out_dtype in _INT_OUT:
-                _ek("to_int")(y.T, *_INT_OUT[self.out_dtype], out, flag)  # scale, round, saturate, interleave
-            else:
-                _ek("clip_float")(y.T, out, flag)
-            self.clipped += int(cupy.count_nonzero(flag))
-        else:
-            out[...] = y.T
+        out, clipped = quantise_device(y, self._out_spec)  # scale, round, saturate, interleave
+        if clipped is not None:
+            self.clipped += int(clipped)
         return cupy.asnumpy(out)
 
     def _run(self, block: np.ndarray) -> np.ndarray:

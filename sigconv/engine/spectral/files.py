@@ -3,8 +3,10 @@
 On cuda the samples live on the device from the moment they are read: the engine reads raw PCM (int16 for 16-bit
 files, int32 for 24/32-bit, float32 for float), the device scales it, gates it, rounds and saturates it for the
 output subtype and hands back what soundfile writes; the buffers of context stay on the device, so nothing
-proportional to the signal is done on the host but the reading and writing. The statistics pass (stationary
-mode without a noise reference) reads the file once more, a block ahead of the device, in a thread of its own.
+proportional to the signal is done on the host but the reading and writing. The copies to the device are made in
+the engine's reader thread and those back in its writer thread (:meth:`SpectralFileFilter.stage`,
+:meth:`SpectralFileFilter.fetch`), so the main thread only launches kernels. The statistics pass (stationary mode
+without a noise reference) reads the file once more, a block ahead of the device, in a thread of its own.
 """
 
 from __future__ import annotations
@@ -30,13 +32,12 @@ CPU_MAX_BLOCK = 1 << 20
 #: with the engine's queues, file mode stays within about 300 MB whatever the core count.
 FILE_WORK_BYTES = 96 << 20
 
-_RAW_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0}
 
 
 def _raw_dtype(spec) -> str:
     """What the engine reads for the device: the file's integers as they are (the device scales them), else
     the float type soundfile gives."""
-    if spec.out_dtype in _RAW_SCALE and spec.scale:
+    if spec.out_dtype in ("int16", "int32") and spec.scale:
         return spec.out_dtype
     return spec.read_dtype
 
@@ -56,8 +57,10 @@ class SpectralFileFilter(BlockFilter):
         self.gate, self.path, self.estimate = gate, path, estimate
         self.xp = gate.xp
         self.device = gate.backend == "cuda"
+        self._clipped_dev = []
         if self.device:
             self.read_dtype = _raw_dtype(spec)
+            self._cuda_device = self.xp.cuda.Device()  # the current one: the engine's threads use it too
             if block_frames == FILE_BLOCK:
                 block_frames *= CUDA_BLOCK_FACTOR
         else:
@@ -79,17 +82,25 @@ class SpectralFileFilter(BlockFilter):
 
     # ---------------------------------------------------------------- samples in and out
 
+    def stage(self, block):
+        """In the engine's reader thread: the raw block goes to the device there, so the copy overlaps the
+        gating of the block before it (cpu: unchanged)."""
+        if not self.device:
+            return block
+        with self._cuda_device:
+            return self.xp.asarray(block)
+
+    def fetch(self, q):
+        """In the engine's writer thread: the samples to write come back from the device there."""
+        return q if isinstance(q, np.ndarray) else q.get()
+
     def _to_work(self, block):
-        """(n, C) as read -> (C, n) work dtype on the backend (raw integers scaled on the device)."""
+        """(n, C) as read (on the device when staged) -> (C, n) work dtype on the backend."""
         if not self.device:
             return super()._to_work(block)
-        xp = self.xp
-        d = xp.asarray(block)
-        x = xp.ascontiguousarray(d.T).astype(self.spec.work_dtype, copy=False)
-        scale = _RAW_SCALE.get(d.dtype.name)
-        if scale is not None:
-            x *= scale
-        return x
+        from sigconv.engine.gpu_file import to_work_device
+
+        return to_work_device(self.xp.asarray(block), self.spec.work_dtype)
 
     def _zeros(self, n):
         return self.xp.zeros((self.C, n), self.spec.work_dtype)
@@ -100,12 +111,23 @@ class SpectralFileFilter(BlockFilter):
             return np.ascontiguousarray(q), c
         from sigconv.engine.gpu_file import quantise_device
 
-        return quantise_device(y, self.spec)  # only the samples to write come back
+        q, clipped = quantise_device(y, self.spec)  # stays on the device until the writer fetches it
+        if clipped is not None:
+            self._clipped_dev.append(clipped)  # counted on the device; read once, at the end
+        return q, 0
+
+    def finish(self):
+        tail = super().finish()
+        if self._clipped_dev:
+            self.clipped += sum(int(c) for c in self._clipped_dev)
+            self._clipped_dev.clear()
+        return tail
 
     # ---------------------------------------------------------------- statistics
 
     def _blocks(self, frames):
-        """The file's blocks of ``frames`` (n, C), read a block ahead in a thread (disk and device overlap)."""
+        """The file's blocks of ``frames`` (n, C), read (and staged) a block ahead in a thread (disk, copies and
+        device overlap)."""
         q: queue.Queue = queue.Queue(maxsize=2)
         stop = threading.Event()
 
@@ -114,9 +136,10 @@ class SpectralFileFilter(BlockFilter):
                 with sf.SoundFile(str(self.path)) as f:
                     while not stop.is_set():
                         blk = f.read(frames, dtype=self.read_dtype, always_2d=True)
-                        q.put(blk)
                         if blk.shape[0] == 0:
+                            q.put(blk)
                             return
+                        q.put(self.stage(blk))
             except BaseException as exc:  # noqa: BLE001 (handed to the consumer)
                 q.put(exc)
 
