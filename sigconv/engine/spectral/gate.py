@@ -63,7 +63,7 @@ MAX_BOX = 31
 MAX_SMOOTH_FRAMES = 256
 #: Samples per chunk of the array function and of the statistics passes (cpu, cuda).
 ARRAY_CHUNK = {"cpu": 1 << 20, "cuda": 1 << 23}
-#: Cells whose dB the host histogram bins at a time (its float64 temporaries: about 40 bytes a cell).
+#: Cells whose dB the host histogram bins at a time (its temporaries: about 50 bytes a cell).
 HIST_BATCH_CELLS = 1 << 18
 #: Samples per task when the cpu backend spreads a range over its threads (each task is one chunk: its frames,
 #: spectra and masks stay in the CPU caches' reach, and 16 threads have work on a few minutes of audio).
@@ -214,11 +214,19 @@ class HostOps:
 
     @staticmethod
     def hist_add(hist, pw, *, power_floor, lo_db, step_db, bins):
-        step = max(1, HIST_BATCH_CELLS // (pw.shape[0] * pw.shape[2]))  # frames at a time: bounded temporaries
-        for t in range(0, pw.shape[1], step):
-            d = np.log10(pw[:, t:t + step] + power_floor)
+        Cm, nfr, F = pw.shape
+        step = max(1, HIST_BATCH_CELLS // (Cm * F))  # frames at a time: bounded temporaries
+        for t in range(0, nfr, step):
+            # each (channel, frequency) a row along the frames, sorted: dB is increasing in power, so the cells
+            # that share a grid point become neighbours (noise.hist_add sums such runs once)
+            q = np.empty((Cm, F, min(step, nfr - t)), pw.dtype)
+            np.copyto(q, pw[:, t:t + step].transpose(0, 2, 1))
+            q = q.reshape(Cm * F, -1)
+            q.sort(axis=1)
+            q += power_floor
+            d = np.log10(q, out=q)
             d *= 10.0
-            noise.hist_add(np, hist, d)
+            noise.hist_add(hist, d)
 
 
 class Gate:

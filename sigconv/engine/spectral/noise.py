@@ -29,30 +29,43 @@ RAYLEIGH_MEAN_DB = -10.0 * 0.5772156649015329 / math.log(10.0)
 RAYLEIGH_STD_DB = 10.0 / math.log(10.0) * math.pi / math.sqrt(6.0)
 
 
-def hist_add(xp, hist, d):
-    """Count cell dB ``d`` (Cm, frames, F) into ``hist`` (flat float64, bin-major: grid point j of channel c and
-    frequency f at ``(j * Cm + c) * F + f``, see :func:`hist_view`), linearly binned: a cell at grid position p
-    (in steps from HIST_LO_DB, clipped to the grid) adds 1 - (p - j) at j = floor(p) and p - j at j + 1, so the
-    counts are continuous in p (no hard bin edge to cross). Bin-major keeps the cells of one frame, whose levels
-    are close, within a few bins' rows of the histogram: cache-friendly where frequency-major jumps a row a cell.
+def hist_add(hist, d):
+    """Count cell dB ``d`` into ``hist`` (flat float64, bin-major: grid point j of row r at ``j * rows + r``, see
+    :func:`hist_view`; a row is one channel and frequency, ``r = c * F + f``), linearly binned: a cell at grid
+    position p (in steps from HIST_LO_DB, clipped to the grid) adds 1 - (p - j) at j = floor(p) and p - j at
+    j + 1, so the counts are continuous in p (no hard bin edge to cross).
+
+    ``d`` is (rows, n) with each row in ascending order, so the cells of a row that share a grid point are
+    neighbours: each such run is summed first (``reduceat``) and added once, through indices that are then
+    unique (plain fancy indexing, which releases the GIL where ``np.add.at`` holds it: threads scale). The host
+    rule; the cuda backend's kernel does the same with atomics.
     """
-    Cm, _, F = d.shape
-    p = (d.astype(xp.float64) - HIST_LO_DB) * (1.0 / HIST_STEP_DB)
-    p = xp.clip(p, 0.0, HIST_BINS - 1.0)
-    j = xp.minimum(xp.floor(p), HIST_BINS - 2.0)  # p = HIST_BINS - 1 goes to (j, j+1) with weight 1 at j+1
-    frac = (p - j).ravel()
-    base = xp.arange(Cm)[:, None, None] * F + xp.arange(F)[None, None, :]
-    idx = (j.astype(xp.int64) * (Cm * F) + base).ravel()  # (Cm, frames, F) -> flat bin of grid point j
-    if xp is np:  # in place: no histogram-sized temporaries per call (bincount's are 16 MB for one channel)
-        np.add.at(hist, idx, 1.0 - frac)
-        np.add.at(hist, idx + Cm * F, frac)
-        return
-    hist += xp.bincount(idx, weights=1.0 - frac, minlength=hist.size)
-    hist += xp.bincount(idx + Cm * F, weights=frac, minlength=hist.size)
+    rows = d.shape[0]
+    p = d.astype(np.float64)
+    p -= HIST_LO_DB
+    p *= 1.0 / HIST_STEP_DB
+    np.clip(p, 0.0, HIST_BINS - 1.0, out=p)
+    j = np.floor(p)
+    np.minimum(j, HIST_BINS - 2.0, out=j)  # p = HIST_BINS - 1 goes to (j, j+1) with weight 1 at j+1
+    p -= j  # the weight at j + 1
+    key = j.astype(np.int64)
+    key *= rows
+    key += np.arange(rows)[:, None]
+    key, frac = key.ravel(), p.ravel()
+    first = np.empty(key.size, bool)
+    first[:1] = True
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    hi = np.add.reduceat(frac, starts) if key.size else frac[:0]
+    lo = np.diff(starts, append=key.size) - hi  # sum of 1 - frac over a run
+    u = key[starts]
+    hist[u] += lo
+    u += rows
+    hist[u] += hi
 
 
 def hist_view(hist: np.ndarray, Cm: int, F: int) -> np.ndarray:
-    """The flat bin-major histogram of :func:`hist_add` as (Cm, F, HIST_BINS) (a view)."""
+    """The flat bin-major histogram of :func:`hist_add` (rows = Cm * F) as (Cm, F, HIST_BINS) (a view)."""
     return hist.reshape(HIST_BINS, Cm, F).transpose(1, 2, 0)
 
 
