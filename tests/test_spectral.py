@@ -520,6 +520,29 @@ def test_cuda_file_device_memory_is_bounded(tmp_path, rng):
 # ------------------------------------------------------------------------------------ cpu threads
 
 
+@pytest.mark.parametrize("shape", [(1, 700, 257), (2, 300, 129), (1, 1, 3), (2, 5, 1)])
+def test_histogram_ways_count_the_same(rng, shape):
+    """The statistics histogram's two ways of adding on the cpu (np.add.at in frame order, and sorted runs by
+    fancy indexing, which scales with threads) give the same counts: cells at both ends of the grid, exact zeros,
+    repeated values (long runs) and levels that change from frame to frame."""
+    from sigconv.engine.spectral import noise
+    from sigconv.engine.spectral.gate import HostOps, POWER_FLOOR
+
+    Cm, T, F = shape
+    pw = (rng.exponential(1.0, shape) * 10.0 ** rng.uniform(-20, 5, (1, T, 1))).astype(np.float32)
+    pw[:, : max(1, T // 3), :1] = 0.0  # below the grid
+    pw[:, -1:, -1:] = 1e8  # above it
+    pw[:, :, F // 2] = pw[:, :1, F // 2]  # one frequency with the same value in every frame: one run
+    kw = dict(power_floor=POWER_FLOOR, lo_db=noise.HIST_LO_DB, step_db=noise.HIST_STEP_DB, bins=noise.HIST_BINS)
+    h_at, h_runs = np.zeros(Cm * F * noise.HIST_BINS), np.zeros(Cm * F * noise.HIST_BINS)
+    HostOps.hist_add(h_at, pw, **kw)
+    HostOps.hist_add(h_runs, pw, runs=True, **kw)
+    assert np.allclose(h_runs, h_at, rtol=0, atol=1e-9)
+    assert abs(h_runs.sum() - pw.size) <= 1e-9 * pw.size
+    counts = noise.hist_view(h_runs, Cm, F).sum(axis=-1)  # every (channel, frequency) row counts its T frames
+    assert np.allclose(counts, T, rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("stationary", [True, False])
 def test_cpu_threads_equal_one_thread(monkeypatch, rng, stationary):
     """The cpu backend's chunks run in threads (statistics and gating): the result is the one-thread result, bit

@@ -177,13 +177,17 @@ def _keep_freed_memory() -> None:
         pass
 
 
-def _start_writeback(fd: int) -> None:
-    """Start writing what is in the page cache for ``fd`` to disk, without waiting (Linux: POSIX_FADV_DONTNEED
-    starts the write-back of dirty pages and drops the clean ones); a no-op where it is not available."""
+def _start_writeback(fd: int, start: int) -> int:
+    """Start writing bytes ``start`` up to the file position of ``fd`` to disk, without waiting (Linux:
+    POSIX_FADV_DONTNEED starts the write-back of dirty pages and drops clean ones); returns that position, where
+    the next call starts. A no-op where it is not available."""
     try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        if end > start:
+            os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
+        return end
     except (AttributeError, OSError):
-        pass
+        return start
 
 
 def _first_nonfinite(block: np.ndarray, offset: int, info: AudioInfo) -> str:
@@ -284,6 +288,7 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
             except BaseException:
                 os.close(fd)
                 raise
+            synced = 0
             with out as f:
                 while True:
                     item = get(q_out)
@@ -294,7 +299,7 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
                     if fetch is not None:
                         item = fetch(item)
                     f.write(item)
-                    _start_writeback(fd)
+                    synced = _start_writeback(fd, synced)
                     done += item.shape[0]
                     if progress:
                         progress(done)

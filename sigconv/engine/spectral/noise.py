@@ -29,18 +29,19 @@ RAYLEIGH_MEAN_DB = -10.0 * 0.5772156649015329 / math.log(10.0)
 RAYLEIGH_STD_DB = 10.0 / math.log(10.0) * math.pi / math.sqrt(6.0)
 
 
-def hist_add(hist, d):
+def hist_add(hist, d, row, rows: int, *, runs: bool = False):
     """Count cell dB ``d`` into ``hist`` (flat float64, bin-major: grid point j of row r at ``j * rows + r``, see
-    :func:`hist_view`; a row is one channel and frequency, ``r = c * F + f``), linearly binned: a cell at grid
-    position p (in steps from HIST_LO_DB, clipped to the grid) adds 1 - (p - j) at j = floor(p) and p - j at
-    j + 1, so the counts are continuous in p (no hard bin edge to cross).
+    :func:`hist_view`; a row is one channel and frequency, ``r = c * F + f``; ``row`` gives each cell's row,
+    broadcast against ``d``), linearly binned: a cell at grid position p (in steps from HIST_LO_DB, clipped to the
+    grid) adds 1 - (p - j) at j = floor(p) and p - j at j + 1, so the counts are continuous in p (no hard bin
+    edge to cross). The host rule; the cuda backend's kernel does the same with atomics.
 
-    ``d`` is (rows, n) with each row in ascending order, so the cells of a row that share a grid point are
-    neighbours: each such run is summed first (``reduceat``) and added once, through indices that are then
-    unique (plain fancy indexing, which releases the GIL where ``np.add.at`` holds it: threads scale). The host
-    rule; the cuda backend's kernel does the same with atomics.
+    Two ways to add, the same counts: ``runs=False``, ``np.add.at`` (fastest on one thread, but it holds the GIL,
+    so threads running it take turns); ``runs=True`` for ``d`` given as (rows, n) with each row in ascending
+    order: the cells of a row that share a grid point are then neighbours, each such run is summed
+    (``reduceat``) and added once through indices that are unique, by fancy indexing, which releases the GIL
+    (about 3x the work of one add.at, but threads scale).
     """
-    rows = d.shape[0]
     p = d.astype(np.float64)
     p -= HIST_LO_DB
     p *= 1.0 / HIST_STEP_DB
@@ -50,8 +51,13 @@ def hist_add(hist, d):
     p -= j  # the weight at j + 1
     key = j.astype(np.int64)
     key *= rows
-    key += np.arange(rows)[:, None]
+    key += row
     key, frac = key.ravel(), p.ravel()
+    if not runs:
+        np.add.at(hist, key, 1.0 - frac)
+        key += rows
+        np.add.at(hist, key, frac)
+        return
     first = np.empty(key.size, bool)
     first[:1] = True
     np.not_equal(key[1:], key[:-1], out=first[1:])
