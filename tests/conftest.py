@@ -39,6 +39,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"no GPU: {gpu_reason}"))
 
 
+def pytest_collection_finish(session):
+    """A test module may start slow preparations for its selected tests at once (its ``prefetch(items)``): the
+    kernel host builds compile on a spare core while the earlier modules run."""
+    by_module: dict = {}
+    for item in session.items:
+        mod = getattr(item, "module", None)
+        if mod is not None and callable(getattr(mod, "prefetch", None)):
+            by_module.setdefault(mod, []).append(item)
+    for mod, items in by_module.items():
+        mod.prefetch(items)
+
+
 #: Seed of every test's random inputs: $SIGCONV_TEST_SEED to replay a failure, else a fresh one for each run.
 SEED = int(os.environ.get("SIGCONV_TEST_SEED") or np.random.SeedSequence().entropy % 2**32)
 

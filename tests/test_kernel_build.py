@@ -9,10 +9,14 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -216,32 +220,77 @@ CXX = shutil.which("g++") or shutil.which("c++")
 EMU = Path(__file__).resolve().parent / "host_emulation"
 
 
-@pytest.fixture(scope="session")
-def host_build(tmp_path_factory):
-    """build(harness, defines=None, std="c++17") -> path of tests/host_emulation/<harness> compiled for the host
-    with kernels/ on the include path, under AddressSanitizer and UBSan where the compiler has them; memoised."""
-    root = tmp_path_factory.mktemp("emu")
-    built: dict = {}
+def _build_key(harness: str, defines: dict | None = None, std: str = "c++17") -> tuple:
+    return harness, std, tuple(sorted((defines or {}).items()))
 
-    def build(harness: str, defines: dict | None = None, std: str = "c++17") -> Path:
+
+class _HostBuilds:
+    """Host builds of the emulation harnesses (tests/host_emulation/<harness> with kernels/ on the include path,
+    under AddressSanitizer and UBSan where the compiler has them), memoised. The builds that the session's
+    selected tests need start in the background as soon as those tests are known (``prefetch``, from
+    conftest's pytest_collection_finish), at low priority on the spare cores, so the compiler runs while the
+    earlier test modules do; a test waits only for the build it needs."""
+
+    def __init__(self):
+        self.futures: dict = {}
+        self.pool = None
+        self.root = None
+
+    def _compile(self, key):
+        """(exe, skip reason, error) of one build."""
+        harness, std, defines = key
+        exe = self.root / (Path(harness).stem + "".join(f"_{k}{v}" for k, v in defines))
+        base = [CXX, f"-std={std}", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", *(f"-D{k}={v}" for k, v in defines),
+                "-o", str(exe), str(EMU / harness), "-pthread"]
+        nice = (lambda: os.nice(10)) if hasattr(os, "nice") else None
+        res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
+                             capture_output=True, text=True, timeout=600, preexec_fn=nice)
+        if res.returncode != 0:  # a compiler without the sanitizer runtimes: still run, unsanitized
+            res = subprocess.run(base, capture_output=True, text=True, timeout=600, preexec_fn=nice)
+        if res.returncode != 0 and "barrier" in res.stderr:
+            return None, "the C++ compiler lacks C++20 <barrier>: threaded host emulation skipped", None
+        if res.returncode != 0:
+            return None, None, f"host build of {harness} failed:\n{res.stderr[-4000:]}"
+        return exe, None, None
+
+    def submit(self, key):
+        if key not in self.futures:
+            if self.pool is None:
+                self.root = Path(tempfile.mkdtemp(prefix="sigconv-emu-"))
+                atexit.register(shutil.rmtree, self.root, True)
+                self.pool = ThreadPoolExecutor(max(1, (os.cpu_count() or 2) - 1))
+            self.futures[key] = self.pool.submit(self._compile, key)
+        return self.futures[key]
+
+    def get(self, harness: str, defines: dict | None = None, std: str = "c++17") -> Path:
         if CXX is None:
             pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the kernels skipped")
-        key = (harness, std, tuple(sorted((defines or {}).items())))
-        if key not in built:
-            exe = root / (Path(harness).stem + "".join(f"_{k}{v}" for k, v in key[2]))
-            base = [CXX, f"-std={std}", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", *(f"-D{k}={v}" for k, v in key[2]),
-                    "-o", str(exe), str(EMU / harness), "-pthread"]
-            res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
-                                 capture_output=True, text=True, timeout=600)
-            if res.returncode != 0:  # a compiler without the sanitizer runtimes: still run, unsanitized
-                res = subprocess.run(base, capture_output=True, text=True, timeout=600)
-            if res.returncode != 0 and "barrier" in res.stderr:
-                pytest.skip("the C++ compiler lacks C++20 <barrier>: threaded host emulation skipped")
-            assert res.returncode == 0, f"host build of {harness} failed:\n{res.stderr[-4000:]}"
-            built[key] = exe
-        return built[key]
+        exe, skip, error = self.submit(_build_key(harness, defines, std)).result()
+        if skip:
+            pytest.skip(skip)
+        assert error is None, error
+        return exe
 
-    return build
+
+_BUILDS = _HostBuilds()
+
+
+def prefetch(items) -> None:
+    """Start the host builds that the selected, not skipped ``items`` of this module will ask for."""
+    if CXX is None:
+        return
+    for item in items:
+        if item.get_closest_marker("skip") is not None or not hasattr(item, "callspec"):
+            continue
+        key = _KEYS.get(item.originalname)
+        if key is not None:
+            _BUILDS.submit(key(**item.callspec.params))
+
+
+@pytest.fixture(scope="session")
+def host_build():
+    """build(harness, defines=None, std="c++17") -> path of the harness compiled for the host (see _HostBuilds)."""
+    return _BUILDS.get
 
 
 def _emu_run(cmd: list, what: str) -> None:
@@ -253,7 +302,7 @@ def _emu_run(cmd: list, what: str) -> None:
 
 @pytest.fixture(scope="module")
 def os_harness(host_build):
-    return host_build("os_harness.cpp")
+    return host_build(*_OS_BUILD)
 
 
 def _emu(exe, tmp, op, dtype, grid, block, params, a_in, a_inout):
@@ -417,7 +466,7 @@ def _single_channel_on_host(rng, exe, tmp, kernel, N, H, W, kH, kW, pad, out_hw,
 
 @pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", STRIP_CASES)
 def test_strip_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap, rng):
-    exe = host_build("strip_harness.cpp", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=rows))
+    exe = host_build(*_strip_build(kH=kH, kW=kW, pad=pad, rows=rows))
     _single_channel_on_host(rng, exe, tmp_path, "strip", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
 
 
@@ -431,7 +480,7 @@ def test_strip_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, o
 
 @pytest.fixture(scope="module")
 def conv1d_harness(host_build):
-    return host_build("conv1d_harness.cpp", std="c++20")
+    return host_build(*_CONV1D_BUILD)
 
 
 def _run_conv1d_emu(exe, tmp, variant, dtype, x, w, pad, out_len, block, xoff):
@@ -547,13 +596,12 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
     if variant == "shared":
         pitch, smem = cuda2d.shared_geometry(block, kH, kW, stride, itemsize)
         grid = cuda2d.generic_grid(N * Cout, Ho, Wo, block)
-        defines = {}
         name = "shared"
     else:
         plan = cuda2d.tiled_plan(block, kH, kW, stride, px, Cout, variant == "prefetch")
-        pitch, smem, defines, name = 0, plan["smem"], plan["defines"], "tiled"
+        pitch, smem, name = 0, plan["smem"], "tiled"
         grid = cuda2d.tiled_grid(plan, N, Cout, Ho, Wo)
-    exe = host_build("conv2d_harness.cpp", defines, std="c++20")
+    exe = host_build(*_conv2d_build(variant=variant, k=k, stride=stride, pad=pad, block=block, Cout=Cout))
     tmp = tmp_path_factory.mktemp("c2d")
     files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
     for f, a in zip(files, (x, w, b, np.full((N, Cout, Ho, Wo), np.nan))):
@@ -589,7 +637,7 @@ SHFL_CASES = [
 
 @pytest.mark.parametrize("N,H,W,kH,kW,pad,out_hw,block,rows,bias,zcap", _grid(SHFL_CASES, {2, 3, 4, 5, 7, 9}))
 def test_shfl_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap, rng):
-    exe = host_build("shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=pad[1], SHFL_ROWS=rows), std="c++20")
+    exe = host_build(*_shfl_build(kH=kH, kW=kW, pad=pad, rows=rows))
     _single_channel_on_host(rng, exe, tmp_path, "shfl", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
 
 
@@ -602,3 +650,36 @@ def test_shfl_applies_only_within_its_halos():
     assert "halo" in shfl_applies(x, np.zeros((1, 1, 3, 3), np.float32), (1, 1), (1, 5))
     assert "stride" in shfl_applies(x, np.zeros((1, 1, 3, 3), np.float32), (2, 1), (1, 1))
     assert "float32" in shfl_applies(x.astype(np.float64), np.zeros((1, 1, 3, 3)), (1, 1), (1, 1))
+
+
+# ------------------------------------------------------------------ the host build each emulation test needs
+
+_OS_BUILD = ("os_harness.cpp", None, "c++17")
+_CONV1D_BUILD = ("conv1d_harness.cpp", None, "c++20")
+
+
+def _strip_build(kH, kW, pad, rows, **_):
+    return "strip_harness.cpp", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=rows), "c++17"
+
+
+def _shfl_build(kH, kW, pad, rows, **_):
+    return "shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=pad[1], SHFL_ROWS=rows), "c++20"
+
+
+def _conv2d_build(variant, k, stride, pad, block, Cout, **_):
+    from sigconv.backends import cuda2d
+
+    defines = {}
+    if variant != "shared":
+        defines = cuda2d.tiled_plan(block, k[0], k[1], stride, pad[1], Cout, variant == "prefetch")["defines"]
+    return "conv2d_harness.cpp", defines, "c++20"
+
+
+#: test function -> its build's key, from the test's parameters (for prefetch)
+_KEYS = {
+    "test_overlap_save_kernels_run_on_host": lambda **_: _build_key(*_OS_BUILD),
+    "test_conv1d_kernels_run_on_host": lambda **_: _build_key(*_CONV1D_BUILD),
+    "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
+    "test_shfl_kernel_runs_on_host": lambda **p: _build_key(*_shfl_build(**p)),
+    "test_conv2d_kernels_run_on_host": lambda **p: _build_key(*_conv2d_build(**p)),
+}

@@ -177,14 +177,19 @@ def _keep_freed_memory() -> None:
         pass
 
 
+#: Bytes written between two starts of write-back (tiny blocks would otherwise pay a system call each).
+WRITEBACK_BYTES = 4 << 20
+
+
 def _start_writeback(fd: int, start: int) -> int:
     """Start writing bytes ``start`` up to the file position of ``fd`` to disk, without waiting (Linux:
-    POSIX_FADV_DONTNEED starts the write-back of dirty pages and drops clean ones); returns that position, where
-    the next call starts. A no-op where it is not available."""
+    POSIX_FADV_DONTNEED starts the write-back of dirty pages and drops clean ones), once at least
+    :data:`WRITEBACK_BYTES` are waiting; returns where the next call starts. A no-op where it is not available."""
     try:
         end = os.lseek(fd, 0, os.SEEK_CUR)
-        if end > start:
-            os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
+        if end - start < WRITEBACK_BYTES:
+            return start
+        os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_DONTNEED)
         return end
     except (AttributeError, OSError):
         return start
