@@ -2,8 +2,8 @@
 
     python benchmarks/spectral_hist_threads.py [--threads 1 4 16]
 
-``np.add.at`` (the way on one or two threads) holds the GIL, so threads running it take turns; the sorted runs
-(fancy indexing) release it. Each thread counts into a histogram of its own, as the statistics pass does; the
+``np.add.at`` (the way on up to ``gate.HIST_RUNS_THREADS`` threads) holds the GIL, so threads running it take
+turns; the sorted runs (fancy indexing) release it. Each thread counts into a histogram of its own, as the statistics pass does; the
 cells are one chunk of frames (512) of 48 kHz noise whose level changes from frame to frame, mono and stereo.
 Sets ``sigconv.engine.spectral.gate.HIST_RUNS_THREADS``'s value.
 """

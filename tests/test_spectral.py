@@ -546,7 +546,8 @@ def test_histogram_ways_count_the_same(rng, shape):
 @pytest.mark.parametrize("stationary", [True, False])
 def test_cpu_threads_equal_one_thread(monkeypatch, rng, stationary):
     """The cpu backend's chunks run in threads (statistics and gating): the result is the one-thread result, bit
-    for bit (each chunk computes its own frames), with chunks small enough that every thread gets several."""
+    for bit (each chunk computes its own frames, and the threads' histogram, added in sorted runs, gives the
+    one thread's np.add.at threshold), with chunks small enough that every thread gets several."""
     n = 6 * FS + 321
     x = np.stack([harmonic(n, rng=rng) + 0.05 * rng.standard_normal(n),
                   0.05 * rng.standard_normal(n)]).astype(np.float32)
@@ -555,6 +556,7 @@ def test_cpu_threads_equal_one_thread(monkeypatch, rng, stationary):
     monkeypatch.setattr(_gate, "WORKERS", 1)
     one = spectral_denoise(x, FS, stationary=stationary, n_fft=512, backend="cpu")
     monkeypatch.setattr(_gate, "WORKERS", 4)
+    monkeypatch.setattr(_gate, "HIST_RUNS_THREADS", 1)  # 4 threads count the histogram in sorted runs
     seen = set()
     real = _gate.Gate.run_range
 

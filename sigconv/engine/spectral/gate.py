@@ -66,9 +66,10 @@ ARRAY_CHUNK = {"cpu": 1 << 20, "cuda": 1 << 23}
 #: Cells whose dB the host histogram bins at a time (its temporaries: about 50 bytes a cell).
 HIST_BATCH_CELLS = 1 << 18
 #: Threads counting the statistics histogram at once beyond which the cpu takes the way that scales (sorted
-#: runs, fancy indexing: the GIL released) over np.add.at (fastest alone, GIL held): on the 16-core H200 host
-#: the runs are 2.9x faster at 16 threads and 1.2x at 4, and about even at 2.
-HIST_RUNS_THREADS = 2
+#: runs, fancy indexing: the GIL released) over np.add.at (fastest alone, GIL held). On the 16-core H200 host
+#: (benchmarks/spectral_hist_threads.py), ns per cell, stereo: add.at 17.7 / 11.6 / 16.4 / 18.0 / 18.6 at 1 / 2 /
+#: 4 / 8 / 16 threads, sorted runs 44.7 / 32.0 / 17.4 / 9.6 / 6.6.
+HIST_RUNS_THREADS = 4
 #: Samples per task when the cpu backend spreads a range over its threads (each task is one chunk: its frames,
 #: spectra and masks stay in the CPU caches' reach, and 16 threads have work on a few minutes of audio).
 CPU_CHUNK = 1 << 18
