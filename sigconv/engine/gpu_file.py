@@ -169,7 +169,6 @@ class GPUFileFilter:
     def _process_device(self, block: np.ndarray) -> np.ndarray:
         import cupy
 
-        n, C = block.shape
         xf = to_work_device(cupy.asarray(block))  # (n, C) interleaved read dtype -> (C, n) float32, scaled
         self._fix_variant(xf)
         y = self._core._filter(xf)

@@ -33,7 +33,6 @@ CPU_MAX_BLOCK = 1 << 20
 FILE_WORK_BYTES = 96 << 20
 
 
-
 def _raw_dtype(spec) -> str:
     """What the engine reads for the device: the file's integers as they are (the device scales them), else
     the float type soundfile gives."""
