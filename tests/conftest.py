@@ -41,7 +41,10 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_collection_finish(session):
     """A test module may start slow preparations for its selected tests at once (its ``prefetch(items)``): the
-    kernel host builds compile on a spare core while the earlier modules run."""
+    kernel host builds compile on a spare core while the earlier modules run. Not in pytest-xdist workers: each
+    collects every test but runs a share, and would build them all."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     by_module: dict = {}
     for item in session.items:
         mod = getattr(item, "module", None)

@@ -218,6 +218,7 @@ def test_tiled_index_maths_emulated(K, L, B, mode, mis, rng):
 
 CXX = shutil.which("g++") or shutil.which("c++")
 EMU = Path(__file__).resolve().parent / "host_emulation"
+NICE = shutil.which("nice")
 
 
 def _build_key(harness: str, defines: dict | None = None, std: str = "c++17") -> tuple:
@@ -242,11 +243,11 @@ class _HostBuilds:
         exe = self.root / (Path(harness).stem + "".join(f"_{k}{v}" for k, v in defines))
         base = [CXX, f"-std={std}", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", *(f"-D{k}={v}" for k, v in defines),
                 "-o", str(exe), str(EMU / harness), "-pthread"]
-        nice = (lambda: os.nice(10)) if hasattr(os, "nice") else None
-        res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
-                             capture_output=True, text=True, timeout=600, preexec_fn=nice)
+        nice = [NICE, "-n", "10"] if NICE else []  # not preexec_fn: these run in threads
+        res = subprocess.run(nice + base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
+                             capture_output=True, text=True, timeout=600)
         if res.returncode != 0:  # a compiler without the sanitizer runtimes: still run, unsanitized
-            res = subprocess.run(base, capture_output=True, text=True, timeout=600, preexec_fn=nice)
+            res = subprocess.run(nice + base, capture_output=True, text=True, timeout=600)
         if res.returncode != 0 and "barrier" in res.stderr:
             return None, "the C++ compiler lacks C++20 <barrier>: threaded host emulation skipped", None
         if res.returncode != 0:
