@@ -13,7 +13,7 @@ from sigconv._api import apply_fir, convolve, convolve2d, correlate, correlate2d
 from sigconv._conv2d import conv2d
 from sigconv._core.blocks import format_block, parse_block
 from sigconv._core.devices import cuda_reason, resolve_backend
-from sigconv._core.errors import InputError, OutputError
+from sigconv._core.errors import InputError, OutputError, Terminated, raise_terminated
 from sigconv.engine.design import design_fir, design_notch
 from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, signal_kind
 from sigconv.engine.spectral import spectral_denoise
@@ -58,6 +58,8 @@ __all__ = [
     "signal_kind",
     "InputError",
     "OutputError",
+    "Terminated",
+    "raise_terminated",
     "cuda_reason",
     "resolve_backend",
     "format_block",

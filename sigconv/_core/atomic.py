@@ -2,8 +2,8 @@
 
 ``with atomic_output(path) as tmp:`` yields a temporary file beside ``path`` (same folder, so the final
 rename is atomic); when the block completes the file gets an ordinary mode (0666 less the umask) and
-replaces ``path``; when it raises, KeyboardInterrupt included, the temporary file is removed. Ctrl-C is held
-back (blocked, not lost) from the moment the temporary file is created until the clean-up is in place, so
+replaces ``path``; when it raises, KeyboardInterrupt (and :class:`Terminated`) included, the temporary file is removed. Ctrl-C,
+SIGTERM and SIGHUP are held back (blocked, not lost) from the moment the temporary file is created until the clean-up is in place, so
 no interruption can leave one behind.
 """
 
@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from sigconv._core.errors import OutputError
+from sigconv._core.errors import STOP_SIGNALS, OutputError
 
 __all__ = ["atomic_output", "write_error", "PART_SUFFIX"]
 
@@ -61,17 +61,18 @@ def write_error(exc: BaseException, out) -> BaseException:
     return exc
 
 
-def _hold_sigint() -> bool:
-    """Block SIGINT in the main thread (it stays pending); True when it was blocked here."""
+def _hold_sigint() -> frozenset:
+    """Block the stop signals (SIGINT, SIGTERM, SIGHUP) in the main thread (they stay pending); the ones blocked
+    here."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        return False
-    return signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        return frozenset()
+    return frozenset(STOP_SIGNALS) - signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
 
 
-def _release_sigint(held: bool) -> None:
-    """Unblock SIGINT if _hold_sigint blocked it; a pending Ctrl-C is raised at the next bytecode."""
+def _release_sigint(held: frozenset) -> None:
+    """Unblock what _hold_sigint blocked; a pending signal's handler runs at the next bytecode."""
     if held:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def _read_umask() -> int:

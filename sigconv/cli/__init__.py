@@ -1,15 +1,19 @@
 """The ``sigconv`` command line: argparse, one-line errors and exit codes, over sigconv's public API.
 
 Exit codes: 0 ok, 1 bad data or I/O error (or the asked-for backend cannot run), 2 usage error,
-130 interrupted. Every user error is one line on stderr, never a traceback.
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP): SIGTERM and SIGHUP stop a command as
+Ctrl-C does, leaving no temporary file. Every user error is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 
-from sigconv import InputError, OutputError, __version__, format_block, variants
+from sigconv import InputError, OutputError, __version__, format_block, raise_terminated, variants
 from sigconv.cli import batch as cli_batch
 from sigconv.cli import bench as cli_bench
 from sigconv.cli import tui as cli_tui
@@ -66,7 +70,28 @@ def make_parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextlib.contextmanager
+def _stop_signals():
+    """SIGTERM and SIGHUP raise ``sigconv.Terminated`` (a KeyboardInterrupt) in the main thread while a command
+    runs; the handlers before are put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    names = [n for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    before = {n: signal.signal(getattr(signal, n), raise_terminated) for n in names}
+    try:
+        yield
+    finally:
+        for n, h in before.items():
+            signal.signal(getattr(signal, n), h)
+
+
 def main(argv=None) -> int:
+    with _stop_signals():
+        return _main(argv)
+
+
+def _main(argv) -> int:
     parser = make_parser()
     try:
         args = parser.parse_args(argv)
@@ -80,9 +105,13 @@ def main(argv=None) -> int:
     except (InputError, OutputError) as exc:
         print_error(str(exc))
         return EXIT_DATA
-    except KeyboardInterrupt:
-        print_error("interrupted; no output written")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", None)
+        if signum is None:
+            print_error("interrupted; no output written")
+            return EXIT_INTERRUPTED
+        print_error(f"stopped by {signal.Signals(signum).name}; no output written")
+        return 128 + signum
     except MemoryError:
         print_error("out of memory")
         return EXIT_DATA
