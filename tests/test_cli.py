@@ -231,8 +231,11 @@ def test_variants_command():
     assert r.returncode == 0 and "cpu  fft" in r.stdout
 
 
-def test_ctrl_c_midway_leaves_no_output(tmp_path, rng):
-    """SIGINT while filtering: exit 130, one line, neither the output nor a temporary file is left."""
+@pytest.mark.parametrize("signame, code, method", [("SIGINT", 130, "fir"), ("SIGTERM", 143, "fir"),
+                                                    ("SIGHUP", 129, "fir"), ("SIGTERM", 143, "spectral")])
+def test_stop_signal_midway_leaves_no_output(tmp_path, rng, signame, code, method):
+    """Ctrl-C, SIGTERM (timeout, systemd, job schedulers) or SIGHUP while filtering: exit 128 + the signal, one
+    line, neither the output nor a temporary file is left."""
     import signal
     import subprocess
     import sys
@@ -247,16 +250,17 @@ def test_ctrl_c_midway_leaves_no_output(tmp_path, rng):
             f.write(block)
     out = tmp_path / "long.out.wav"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen([sys.executable, "-m", "sigconv", "denoise", str(src), "-o", str(out), "--quiet"],
-                         stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen([sys.executable, "-m", "sigconv", "denoise", str(src), "-o", str(out), "--quiet",
+                          "--method", method], stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.time() + 60
     while time.time() < deadline and not any(q.name.endswith(".part") for q in tmp_path.iterdir()):
         time.sleep(0.01)  # wait until the temporary output exists: filtering has started
     assert p.poll() is None, "finished before it could be interrupted"
-    p.send_signal(signal.SIGINT)
+    p.send_signal(getattr(signal, signame))
     _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
-    assert err.strip() == "sigconv: error: interrupted; no output written"
+    assert p.returncode == code, err
+    said = "interrupted" if signame == "SIGINT" else f"stopped by {signame}"
+    assert err.strip() == f"sigconv: error: {said}; no output written"
     assert sorted(q.name for q in tmp_path.iterdir()) == ["long.wav"]
 
 

@@ -1,5 +1,9 @@
 """Atomic file output, shared by every writer in sigconv (engine, batch, manifest, autotune cache, TUI).
 
+Only regular files are ever replaced: an output path that is a folder, a device (``/dev/null`` included), a FIFO
+or a socket is refused (:func:`replace_problem`), before any work and again just before the rename. An output
+that is a symbolic link to a regular file is written through: the link's target is replaced, the link kept.
+
 ``with atomic_output(path) as tmp:`` yields a temporary file beside ``path`` (same folder, so the final
 rename is atomic); when the block completes the file gets an ordinary mode (0666 less the umask) and
 replaces ``path``; when it raises, KeyboardInterrupt (and :class:`Terminated`) included, the temporary file is removed. Ctrl-C,
@@ -13,6 +17,7 @@ import contextlib
 import errno
 import os
 import signal
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -20,7 +25,7 @@ from typing import Callable, Iterator, Optional
 
 from sigconv._core.errors import STOP_SIGNALS, OutputError
 
-__all__ = ["atomic_output", "write_error", "PART_SUFFIX"]
+__all__ = ["atomic_output", "write_error", "replace_problem", "PART_SUFFIX"]
 
 #: Suffix of sigconv's temporary outputs (``.<name>.<random>.part``).
 PART_SUFFIX = ".part"
@@ -61,6 +66,30 @@ def write_error(exc: BaseException, out) -> BaseException:
     return exc
 
 
+_KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+          (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"))
+
+
+def replace_problem(out) -> Optional[str]:
+    """Why a finished output may not replace ``out`` (one line), or None when ``out`` is absent or a regular file
+    (or a symbolic link to one). Anything else (a folder, a device, a FIFO, a socket, a link to one, a broken
+    link) is never replaced."""
+    out = Path(out)
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        if os.path.islink(out):
+            return f"{out}: is a symbolic link to a missing file; give a regular file as the output"
+        return None
+    except OSError as exc:
+        return f"{out}: cannot check the output path ({exc.strerror})"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), "special file")
+    via = " (through a symbolic link)" if os.path.islink(out) else ""
+    return f"{out}: is a {kind}{via}, not a regular file; sigconv writes regular files only, give a file path"
+
+
 def _hold_sigint() -> frozenset:
     """Block the stop signals (SIGINT, SIGTERM, SIGHUP) in the main thread (they stay pending); the ones blocked
     here."""
@@ -97,9 +126,14 @@ def atomic_output(out, *, before_replace: Optional[Callable[[], None]] = None) -
     """Write ``out`` through a temporary file beside it; see the module docstring.
 
     ``before_replace`` runs after the block and before the rename (a last check that may raise).
-    Raises :class:`OutputError` (one line) when the folder takes no files or the rename fails.
+    Raises :class:`OutputError` (one line) when ``out`` is not a regular file (:func:`replace_problem`), the
+    folder takes no files or the rename fails.
     """
-    out = Path(out)
+    given = Path(out)
+    why = replace_problem(given)
+    if why:
+        raise OutputError(why)
+    out = Path(os.path.realpath(given)) if os.path.islink(given) else given  # a link: write its target
     folder = out.parent if str(out.parent) else Path(".")
     held = _hold_sigint()
     try:
@@ -114,6 +148,9 @@ def atomic_output(out, *, before_replace: Optional[Callable[[], None]] = None) -
             yield tmp
             if before_replace is not None:
                 before_replace()
+            why = replace_problem(out)  # again: something other than a file may have appeared meanwhile
+            if why:
+                raise OutputError(why)
             _ordinary_mode(tmp)
             try:
                 os.replace(tmp, out)
