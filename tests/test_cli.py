@@ -300,3 +300,34 @@ def test_progress_bar_on_a_terminal(tmp_path, rng):
     short = write_audio(tmp_path / "short.wav", 0.1 * rng.standard_normal(48000))
     r = run_cli("denoise", short, "-o", tmp_path / "s.wav")
     assert "filtering" not in r.stderr
+
+
+@pytest.mark.parametrize("args, names", [
+    (("--noise-from", "0", "1"), "--noise-from is an option of --method spectral"),
+    (("--strength", "0.5", "--hop", "128"), "--strength and --hop are options of --method spectral"),
+    (("--non-stationary",), "--stationary/--non-stationary is an option of --method spectral"),
+    (("--method", "spectral", "--lowpass", "100"), "--lowpass is an option of --method fir"),
+    (("--method", "spectral", "--notch-width", "3"), "--notch-width is an option of --method fir"),
+    (("--method", "spectral", "--phase", "linear"), "--phase is an option of --method fir"),
+])
+def test_an_option_of_the_other_method_is_refused(tmp_path, rng, args, names):
+    """An option that the chosen method would ignore: exit 2, one line naming it and the fix, nothing written."""
+    src = write_audio(tmp_path / "in.wav", 0.1 * rng.standard_normal(4801))
+    r = run_cli("denoise", src, "-o", tmp_path / "out.wav", *args)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and names in r.stderr and "drop" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.wav"]
+
+
+def test_options_not_given_take_the_settings_defaults():
+    """Filter options default to 'not given'; the values then come from FirSpec and GateSpec alone."""
+    from sigconv.cli import make_parser
+    from sigconv.cli.options import fir_spec_from_args, gate_spec_from_args
+
+    args = make_parser().parse_args(["denoise", "x.wav", "--method", "spectral"])
+    assert gate_spec_from_args(args) == sigconv.GateSpec()
+    args = make_parser().parse_args(["denoise", "x.wav", "--strength", "0.25", "--non-stationary", "--method",
+                                     "spectral", "--time-smooth", "20"])
+    assert gate_spec_from_args(args) == sigconv.GateSpec(strength=0.25, stationary=False, time_smooth_ms=20.0)
+    args = make_parser().parse_args(["denoise", "x.wav", "--notch", "50", "60"])
+    assert fir_spec_from_args(args) == sigconv.FirSpec(notch=(50.0, 60.0))

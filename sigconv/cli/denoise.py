@@ -9,7 +9,7 @@ from typing import Optional
 import sigconv
 from sigconv.cli.errors import EXIT_OK
 from sigconv.cli.options import (add_backend_arguments, add_filter_arguments, add_spectral_arguments,
-                                 fir_spec_from_args, gate_spec_from_args, kernel_from_args)
+                                 check_method_options, fir_spec_from_args, gate_spec_from_args, kernel_from_args)
 
 #: A run still going after this many seconds of wall time gets a progress bar (shorter runs print nothing extra).
 PROGRESS_DELAY_S = 1.0
@@ -84,6 +84,7 @@ class _LazyProgress:
 
 
 def cmd_denoise(args) -> int:
+    check_method_options(args)
     spectral = args.method == "spectral"
     job = sigconv.prepare_denoise(
         args.input, args.output, method=args.method, fir=None if spectral else fir_spec_from_args(args),

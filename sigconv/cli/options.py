@@ -1,7 +1,9 @@
 """The command-line options shared by `denoise`, `batch` and `tune`, and the typed settings they become.
 
 argparse lives here and in the command modules only: :func:`fir_spec_from_args`, :func:`gate_spec_from_args` and
-:func:`kernel_from_args` turn parsed options into the engine's frozen settings.
+:func:`kernel_from_args` turn parsed options into the engine's frozen settings. The filter options default to None
+(not given): the defaults live in :class:`sigconv.FirSpec` and :class:`sigconv.GateSpec` alone, and
+:func:`check_method_options` can refuse an option of the other method (it would have no effect).
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from sigconv import FirSpec, GateSpec, KernelChoice, parse_block
 from sigconv.cli.errors import UsageError
 
 __all__ = ["positive_float", "positive_int", "add_filter_arguments", "add_spectral_arguments",
-           "add_backend_arguments", "fir_spec_from_args", "gate_spec_from_args", "kernel_from_args"]
+           "add_backend_arguments", "fir_spec_from_args", "gate_spec_from_args", "kernel_from_args",
+           "check_method_options"]
+
+#: Options of the FIR method and of the spectral gate: argparse dest -> the flag as typed.
+FIR_OPTIONS = {"lowpass": "--lowpass", "highpass": "--highpass", "band": "--band", "notch": "--notch",
+               "notch_width": "--notch-width", "taps": "--taps", "transition": "--transition", "phase": "--phase"}
+SPECTRAL_OPTIONS = {"noise_clip": "--noise-clip", "noise_from": "--noise-from", "strength": "--strength",
+                    "stationary": "--stationary/--non-stationary", "n_std": "--n-std", "freq_smooth": "--freq-smooth",
+                    "time_smooth": "--time-smooth", "n_fft": "--n-fft", "hop": "--hop", "share_mask": "--share-mask"}
 
 
 def _number(name: str, cast, ok, not_a_number: str, out_of_range: str, show=None):
@@ -57,14 +67,14 @@ def add_filter_arguments(p) -> None:
     g.add_argument("--band", type=positive_float("--band"), nargs=2, metavar=("LO", "HI"), help="band-pass edges")
     g.add_argument("--notch", type=positive_float("--notch"), nargs="+", metavar="HZ",
                    help="remove these frequencies (e.g. 50 100 150)")
-    g.add_argument("--notch-width", type=positive_float("--notch-width"), default=5.0, metavar="HZ",
-                   help="width of each notch (default 5 Hz)")
+    g.add_argument("--notch-width", type=positive_float("--notch-width"), metavar="HZ",
+                   help=f"width of each notch (default {FirSpec.notch_width:g} Hz)")
     g.add_argument("--taps", type=positive_int("--taps"), metavar="N",
                    help="filter length (default: from the transition width)")
     g.add_argument("--transition", type=positive_float("--transition"), metavar="HZ",
                    help="transition width (default: 25%% of the lowest edge)")
-    g.add_argument("--phase", choices=("zero", "linear"), default="zero",
-                   help="zero: centred, no delay (default); linear: causal, delayed by (taps-1)/2")
+    g.add_argument("--phase", choices=("zero", "linear"),
+                   help=f"zero: centred, no delay; linear: causal, delayed by (taps-1)/2 (default {FirSpec.phase})")
 
 
 def _fraction(name):
@@ -84,21 +94,22 @@ def add_spectral_arguments(p) -> None:
     src.add_argument("--noise-clip", metavar="FILE", help="a recording of the noise alone (same rate and channels)")
     src.add_argument("--noise-from", type=_seconds("--noise-from"), nargs=2, metavar=("START", "END"),
                      help="a time range of the input (seconds) that holds only noise")
-    g.add_argument("--strength", type=_fraction("--strength"), default=1.0, metavar="0..1",
-                   help="how much of the gated energy is removed (prop_decrease; default 1)")
-    g.add_argument("--stationary", dest="stationary", action="store_true", default=True,
+    g.add_argument("--strength", type=_fraction("--strength"), metavar="0..1",
+                   help=f"how much of the gated energy is removed (prop_decrease; default {GateSpec.strength:g})")
+    g.add_argument("--stationary", dest="stationary", action="store_const", const=True,
                    help="one noise floor per frequency (default)")
-    g.add_argument("--non-stationary", dest="stationary", action="store_false",
+    g.add_argument("--non-stationary", dest="stationary", action="store_const", const=False,
                    help="follow a slowly varying noise floor")
-    g.add_argument("--n-std", type=positive_float("--n-std"), default=1.5, metavar="X",
-                   help="gate threshold in standard deviations above the noise mean (default 1.5)")
-    g.add_argument("--freq-smooth", type=positive_float("--freq-smooth"), default=500.0, metavar="HZ",
-                   help="mask smoothing across frequency (default 500 Hz)")
-    g.add_argument("--time-smooth", type=positive_float("--time-smooth"), default=50.0, metavar="MS",
-                   help="mask smoothing across time (default 50 ms)")
-    g.add_argument("--n-fft", type=positive_int("--n-fft"), default=2048, metavar="N", help="STFT size (default 2048)")
-    g.add_argument("--hop", type=positive_int("--hop"), default=None, metavar="N", help="STFT hop (default n_fft/4)")
-    g.add_argument("--share-mask", action="store_true", help="one mask for all channels (keeps the stereo image)")
+    g.add_argument("--n-std", type=positive_float("--n-std"), metavar="X",
+                   help=f"gate threshold in standard deviations above the noise mean (default {GateSpec.n_std:g})")
+    g.add_argument("--freq-smooth", type=positive_float("--freq-smooth"), metavar="HZ",
+                   help=f"mask smoothing across frequency (default {GateSpec.freq_smooth_hz:g} Hz)")
+    g.add_argument("--time-smooth", type=positive_float("--time-smooth"), metavar="MS",
+                   help=f"mask smoothing across time (default {GateSpec.time_smooth_ms:g} ms)")
+    g.add_argument("--n-fft", type=positive_int("--n-fft"), metavar="N", help=f"STFT size (default {GateSpec.n_fft})")
+    g.add_argument("--hop", type=positive_int("--hop"), metavar="N", help="STFT hop (default n_fft/4)")
+    g.add_argument("--share-mask", action="store_const", const=True,
+                   help="one mask for all channels (keeps the stereo image)")
 
 
 def add_backend_arguments(p) -> None:
@@ -107,22 +118,41 @@ def add_backend_arguments(p) -> None:
     p.add_argument("--block", type=_block, metavar="N", help="CUDA threads per block (multiple of 32, <= 1024)")
 
 
+def _given(args, names: dict) -> dict:
+    """``{field: value}`` of the options given on the command line (not None), ``names`` mapping dest -> field."""
+    return {field: getattr(args, dest) for dest, field in names.items() if getattr(args, dest, None) is not None}
+
+
+def check_method_options(args) -> None:
+    """Refuse an option of the method not chosen (it would be silently ignored): UsageError, exit 2."""
+    other, theirs = ("spectral", SPECTRAL_OPTIONS) if args.method == "fir" else ("fir", FIR_OPTIONS)
+    given = [flag for dest, flag in theirs.items() if getattr(args, dest, None) is not None]
+    if given:
+        which = " and ".join(given) if len(given) <= 2 else f"{', '.join(given[:-1])} and {given[-1]}"
+        raise UsageError(f"{which} {'is an option' if len(given) == 1 else 'are options'} of --method {other} and "
+                         f"would have no effect with --method {args.method}; drop "
+                         f"{'it' if len(given) == 1 else 'them'} or pass --method {other}")
+
+
 def fir_spec_from_args(args) -> FirSpec:
     """The FIR options as a FirSpec (a value that cannot fit: UsageError, exit 2)."""
+    kw = _given(args, {d: d for d in FIR_OPTIONS})
+    for name in ("band", "notch"):
+        if name in kw:
+            kw[name] = tuple(kw[name])
     try:
-        return FirSpec(band=tuple(args.band) if args.band else None, lowpass=args.lowpass, highpass=args.highpass,
-                       notch=tuple(args.notch or ()), notch_width=args.notch_width, taps=args.taps,
-                       transition=args.transition, phase=args.phase)
+        return FirSpec(**kw)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
 def gate_spec_from_args(args) -> GateSpec:
     """The spectral-gate options as a GateSpec (ValueError, exit 2, on options that do not combine)."""
-    return GateSpec(noise_clip=args.noise_clip, noise_from=tuple(args.noise_from) if args.noise_from else None,
-                    strength=args.strength, stationary=args.stationary, n_std=args.n_std,
-                    freq_smooth_hz=args.freq_smooth, time_smooth_ms=args.time_smooth, n_fft=args.n_fft, hop=args.hop,
-                    share_mask=args.share_mask)
+    kw = _given(args, {**{d: d for d in SPECTRAL_OPTIONS}, "freq_smooth": "freq_smooth_hz",
+                       "time_smooth": "time_smooth_ms"})
+    if "noise_from" in kw:
+        kw["noise_from"] = tuple(kw["noise_from"])
+    return GateSpec(**kw)
 
 
 def kernel_from_args(args, op: str = "conv1d") -> KernelChoice:
