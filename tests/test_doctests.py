@@ -1,4 +1,4 @@
-"""The Examples in the public docstrings run and print what they say."""
+"""The Examples in the public docstrings run and print what they say; the READMEs cite only files of the repository."""
 
 from __future__ import annotations
 
@@ -17,3 +17,19 @@ def test_docstring_examples(module):
         res = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert res.attempted > 0, f"{module} has no examples"
     assert res.failed == 0
+
+
+def test_readme_figures_come_from_files_in_the_repository():
+    """The READMEs cite no file outside the repository, and every results file or folder they cite exists."""
+    import re
+
+    from conftest import ROOT
+
+    for readme, base in ((ROOT / "README.md", ROOT), (ROOT / "benchmarks" / "README.md", ROOT / "benchmarks")):
+        text = readme.read_text(encoding="utf-8")
+        assert "../" not in text, f"{readme.name} cites a path outside the repository"
+        cited = re.findall(r"`((?:benchmarks/)?results/[^`\s]*)`", text)
+        assert cited, f"{readme.name} cites no results file"
+        for path in cited:
+            where = ROOT / path if path.startswith("benchmarks/") else base / path
+            assert where.exists(), f"{readme.name} cites {path}, which is not in the repository"

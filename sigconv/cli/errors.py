@@ -11,6 +11,13 @@ class UsageError(Exception):
     """A bad command line (exit 2)."""
 
 
+def one_line(text: str) -> str:
+    """``text`` as one printable line: control characters (a newline or an escape sequence in a file name) are
+    shown escaped, as Python writes them (``\\n``, ``\\x1b``), so they can neither split the line nor drive the
+    terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def print_error(msg: str) -> None:
     """One line on stderr: ``sigconv: error: MSG``."""
-    print(f"sigconv: error: {msg}", file=sys.stderr)
+    print(f"sigconv: error: {one_line(msg)}", file=sys.stderr)
