@@ -331,3 +331,12 @@ def test_options_not_given_take_the_settings_defaults():
     assert gate_spec_from_args(args) == sigconv.GateSpec(strength=0.25, stationary=False, time_smooth_ms=20.0)
     args = make_parser().parse_args(["denoise", "x.wav", "--notch", "50", "60"])
     assert fir_spec_from_args(args) == sigconv.FirSpec(notch=(50.0, 60.0))
+
+
+def test_a_file_name_with_a_newline_stays_on_one_line(tmp_path):
+    """A newline or an escape sequence in a file name is shown escaped: the error is still one line."""
+    bad = tmp_path / "two\nlines\x1b[31m.wav"
+    bad.write_bytes(b"not audio at all")
+    r = run_cli("denoise", bad, "-o", tmp_path / "out.wav")
+    assert r.returncode == 1
+    assert len(r.stderr.splitlines()) == 1 and "two\\nlines\\x1b[31m.wav" in r.stderr and "\x1b" not in r.stderr
