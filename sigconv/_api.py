@@ -12,7 +12,8 @@ import numbers
 import numpy as np
 
 from sigconv._core.blocks import check_block, check_block2d
-from sigconv._core.checks import LAST_AXIS, check_axis, check_finite_array, check_mode, check_orientation, float_dtype
+from sigconv._core.checks import (LAST_AXIS, check_axis, check_finite_array, check_mode, check_numeric, check_orientation,
+                                  float_dtype)
 from sigconv._core.xp import array_namespace, is_cupy, like, to_backend
 from sigconv.engine.ops import backend_for, check_taps, corr1d, corr2d, window_1d, window_2d
 
@@ -25,6 +26,7 @@ __all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "apply_fir"]
 def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, causal: bool = False):
     xp = array_namespace(x)
     x = xp.asarray(x)
+    check_numeric(x, "x")
     h = check_taps(h, "h")
     check_block(block)
     if x.ndim == 0:
@@ -182,6 +184,8 @@ def _filter2d(x, k, mode, backend, variant, block, reverse: bool):
     xp = array_namespace(x)
     x = xp.asarray(x)
     k = array_namespace(k).asarray(k)
+    check_numeric(x, "x")
+    check_numeric(k, "k")
     check_mode(mode)
     check_block2d(block)
     if x.ndim != 2 or k.ndim != 2:

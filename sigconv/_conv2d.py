@@ -9,7 +9,7 @@ import numpy as np
 from sigconv._core.blocks import check_block2d
 from sigconv._core.xp import array_namespace, is_cupy, like, to_backend
 from sigconv.engine.ops import backend_for, corr2d
-from sigconv._core.checks import check_finite_array, float_dtype
+from sigconv._core.checks import check_finite_array, check_numeric, float_dtype
 
 __all__ = ["conv2d", "conv2d_geometry"]
 
@@ -117,6 +117,8 @@ def conv2d(x, w, bias=None, stride=1, padding=0, *, backend: str = "auto", varia
     """
     x = array_namespace(x).asarray(x)
     w = array_namespace(w).asarray(w)
+    check_numeric(x, "x")
+    check_numeric(w, "w")
     if x.ndim not in (3, 4):
         raise ValueError(f"x must be 4-D (N, Cin, H, W) or 3-D (Cin, H, W), got shape {tuple(x.shape)}")
     if w.ndim != 4:
@@ -135,6 +137,7 @@ def conv2d(x, w, bias=None, stride=1, padding=0, *, backend: str = "auto", varia
     arrays = [x4, w]
     if bias is not None:
         bias = array_namespace(bias).asarray(bias)
+        check_numeric(bias, "bias")
         if bias.ndim != 1 or int(bias.shape[0]) != Cout:
             raise ValueError(f"bias must have shape ({Cout},) (one value per output channel), got "
                              f"{tuple(bias.shape)}")

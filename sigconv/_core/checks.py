@@ -36,7 +36,25 @@ def check_positive_int(value, name: str, minimum: int = 1):
     return int(value)
 
 
+#: dtype kinds the array functions take: booleans, signed and unsigned integers, real floats.
+NUMERIC_KINDS = "biuf"
+
+
+def check_numeric(a, name: str) -> None:
+    """``TypeError`` (one line naming ``name`` and its dtype) unless ``a`` holds real numbers; complex data is a
+    ``ValueError`` (a supported type, but not what a real filter takes). Object, string, bytes, datetime,
+    timedelta and structured arrays would otherwise fail deep inside NumPy with a message about ufuncs."""
+    d = np.dtype(a.dtype)
+    if d.kind == "c":
+        raise ValueError(f"{name}: complex inputs are not supported (got dtype {d}); filter the real and "
+                         "imaginary parts separately")
+    if d.kind not in NUMERIC_KINDS or d.fields is not None:
+        raise TypeError(f"{name} must be a real numeric array (bool, integer or float), got dtype {d}; convert it "
+                        "with numpy.asarray(..., dtype=float) first")
+
+
 def check_finite_array(a: np.ndarray, name: str) -> None:
+    check_numeric(a, name)
     if a.size and not np.all(np.isfinite(a)):
         bad = np.flatnonzero(~np.isfinite(np.asarray(a).ravel()))[0]
         raise ValueError(f"{name} must be finite; element {bad} is {np.asarray(a).ravel()[bad]}")
@@ -45,11 +63,8 @@ def check_finite_array(a: np.ndarray, name: str) -> None:
 def float_dtype(*arrays) -> np.dtype:
     """float32 only when every input is float32 (or float16); integers and float64 give float64."""
     kinds = [np.dtype(a.dtype) for a in arrays]
-    for d in kinds:
-        if d.kind == "c":
-            raise ValueError(f"complex inputs are not supported (got dtype {d})")
-        if d.kind not in "fiub":
-            raise ValueError(f"inputs must be numeric arrays, got dtype {d}")
+    for a in arrays:
+        check_numeric(a, "inputs")
     if all(d.kind == "f" and d.itemsize <= 4 for d in kinds):
         return np.dtype(np.float32)
     return np.dtype(np.float64)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["is_cupy", "array_namespace", "namespace_of_backend", "to_backend", "like", "to_host"]
+__all__ = ["is_cupy", "array_namespace", "namespace_of_backend", "to_backend", "like", "to_host", "peak_exponents",
+           "FFT_SAFE_EXPONENT"]
 
 
 def is_cupy(a) -> bool:
@@ -54,3 +55,21 @@ def like(y, template):
 
         return cupy.asarray(y)
     return to_host(y) if is_cupy(y) else y
+
+
+#: FFT convolution needs no rescaling while every operand's peak is within 2^+-this (by dtype): the transforms'
+#: intermediates (at most the peaks' product times N * K < 2^42) then neither overflow nor fall into the
+#: subnormals, where an FFT would lose the accuracy a direct sum keeps.
+FFT_SAFE_EXPONENT = {"float32": 40, "float64": 448}
+
+
+def peak_exponents(a, axis=-1):
+    """The exponent ``e`` of each row's peak along ``axis``, max |a| = m * 2^e with 0.5 <= m < 1, as int32 in
+    ``a``'s namespace (no host sync on cupy); 0 for rows that are all zero or hold inf/NaN. Scaling by 2^-e is
+    exact, so an FFT path can run on operands of peak ~1 and undo the scale on its output (``ldexp``)."""
+    xp = array_namespace(a)
+    if a.shape[axis] == 0:
+        return xp.zeros(a.shape[:axis % a.ndim] + a.shape[axis % a.ndim + 1:], xp.int32)
+    peak = xp.maximum(a.max(axis=axis), -a.min(axis=axis))
+    e = xp.frexp(peak)[1]
+    return xp.where(xp.isfinite(peak), e, 0).astype(xp.int32, copy=False)

@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from sigconv._core.xp import FFT_SAFE_EXPONENT, peak_exponents
 from sigconv.registry import auto as _auto
 from sigconv.registry.table import Conv2dJob, Variant, register
 
@@ -44,15 +45,50 @@ def corr1d_direct(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, block=No
     return _window_from_full(full.astype(x.dtype, copy=False), w.size, pad, out_len)
 
 
+def fft_shifts(a: np.ndarray, axis=-1):
+    """Power-of-two exponents that bring each row of ``a`` (along ``axis``) to a peak in [0.5, 1) before an FFT
+    path, or None when every row's peak is in the range where the FFT needs none (:data:`FFT_SAFE_EXPONENT`):
+    huge samples (1e306) overflow a transform's sums and tiny ones (1e-310) lose their bits in the subnormals,
+    where a direct sum is exact. The scaling and its undoing (``np.ldexp``) are exact; a normal signal pays one
+    max/min pass."""
+    e = peak_exponents(a, axis=axis)
+    lim = FFT_SAFE_EXPONENT[a.dtype.name] if a.dtype.name in FFT_SAFE_EXPONENT else FFT_SAFE_EXPONENT["float32"]
+    return e if e.size and bool(np.any(np.abs(e) > lim)) else None
+
+
+def scaled(a: np.ndarray, shifts, axis=-1) -> np.ndarray:
+    """``a`` times 2^-shifts (per row along ``axis``; unchanged when ``shifts`` is None)."""
+    if shifts is None:
+        return a
+    return np.ldexp(a, -np.expand_dims(shifts, axis)).astype(a.dtype, copy=False)
+
+
+def unscaled(y: np.ndarray, shift, axis=-1) -> np.ndarray:
+    """``y`` times 2^shift (exact; inf where the true value is beyond the dtype's range, without a warning)."""
+    if shift is None:
+        return y
+    with np.errstate(over="ignore", under="ignore"):
+        return np.ldexp(y, np.expand_dims(shift, axis)).astype(y.dtype, copy=False)
+
+
+def _total_shift(*shifts):
+    """The sum of the operands' shifts (None when no operand was scaled)."""
+    given = [np.asarray(s, dtype=np.int64) for s in shifts if s is not None]
+    return sum(given[1:], given[0]) if given else None
+
+
 def corr1d_fft(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, block=None) -> np.ndarray:
-    """Overlap-add through scipy.signal.oaconvolve along the last axis."""
+    """Overlap-add through scipy.signal.oaconvolve along the last axis, each channel and the taps brought to a
+    peak near 1 first when their magnitudes would overflow or underflow the transforms (:func:`fft_shifts`)."""
     import scipy.fft
     import scipy.signal
 
-    h = w[::-1][None, :]
-    with scipy.fft.set_workers(WORKERS):
-        full = scipy.signal.oaconvolve(x, h, mode="full", axes=-1)
-    return _window_from_full(full.astype(x.dtype, copy=False), w.size, pad, out_len)
+    sx, sw = fft_shifts(x), fft_shifts(w[None])
+    h = scaled(w[None], sw)[:, ::-1]
+    with scipy.fft.set_workers(WORKERS), np.errstate(over="ignore", invalid="ignore"):  # inf/NaN in x: NaN out
+        full = scipy.signal.oaconvolve(scaled(x, sx), h, mode="full", axes=-1)
+    y = _window_from_full(full.astype(x.dtype, copy=False), w.size, pad, out_len)
+    return unscaled(y, _total_shift(sx, None if sw is None else sw[0]))
 
 
 def corr1d(x: np.ndarray, w: np.ndarray, pad: int, out_len: int, *, variant: str = "auto", block=None) -> np.ndarray:
@@ -99,6 +135,10 @@ class OverlapSave:
         self.K = self.taps.size
         self.C = int(channels)
         self.nfft = choose_fft_size(self.K)
+        # the fft method transforms taps of peak ~1 when theirs would overflow or underflow it (see fft_shifts)
+        sh = fft_shifts(self.taps[None])
+        self._tap_shift = None if sh is None else int(sh[0])
+        self._fft_taps = scaled(self.taps, None if sh is None else sh[0])
         self._spectra: dict[int, np.ndarray] = {}
         self.ran = {"direct": 0, "fft": 0}
         self.reset()
@@ -112,7 +152,7 @@ class OverlapSave:
 
         H = self._spectra.get(n)
         if H is None:
-            H = scipy.fft.rfft(self.taps, n)
+            H = scipy.fft.rfft(self._fft_taps, n)
             self._spectra[n] = H
         return H
 
@@ -143,11 +183,17 @@ class OverlapSave:
         need = (nseg - 1) * step + N
         if need > ext.shape[1]:
             ext = np.concatenate([ext, np.zeros((C, need - ext.shape[1]), self.dtype)], axis=1)
+        # each call's output depends only on ``ext`` (the history is kept as it came), so scaling it per call by a
+        # power of two and undoing that on the output is exact and the same whatever the block boundaries
+        sx = fft_shifts(ext)
+        ext = scaled(ext, sx)
         segs = np.lib.stride_tricks.sliding_window_view(ext, N, axis=1)[:, ::step][:, :nseg]
-        X = scipy.fft.rfft(segs, axis=-1, workers=WORKERS)
-        X *= self._spectrum(N)
-        y = scipy.fft.irfft(X, N, axis=-1, workers=WORKERS)[:, :, K - 1:]
-        return y.reshape(C, nseg * step)[:, :n].astype(self.dtype, copy=False)
+        with np.errstate(over="ignore", invalid="ignore"):  # an inf sample makes NaN outputs, not a warning
+            X = scipy.fft.rfft(segs, axis=-1, workers=WORKERS)
+            X *= self._spectrum(N)
+            y = scipy.fft.irfft(X, N, axis=-1, workers=WORKERS)[:, :, K - 1:]
+        y = y.reshape(C, nseg * step)[:, :n].astype(self.dtype, copy=False)
+        return unscaled(y, _total_shift(sx, self._tap_shift))
 
     def flush(self) -> np.ndarray:
         """The filter's tail (C, K-1): the rest of the full convolution. Resets the state."""
@@ -218,15 +264,23 @@ def corr2d_fft(x, w, bias, stride, pad, out_hw, block=None):
     import scipy.fft
     import scipy.signal
 
-    xp = _padded(x, pad[0], pad[1], (Ho - 1) * sy + kH, (Wo - 1) * sx + kW)
+    # one power of two for the whole input and one for the weights (their channels are summed together), when
+    # their magnitudes would overflow or underflow the transforms (see fft_shifts)
+    ex, ew = fft_shifts(x.reshape(1, -1)), fft_shifts(w.reshape(1, -1))
+    xp = _padded(scaled(x.reshape(1, -1), ex).reshape(x.shape), pad[0], pad[1], (Ho - 1) * sy + kH,
+                 (Wo - 1) * sx + kW)
+    w = scaled(w.reshape(1, -1), ew).reshape(w.shape)
     y = np.zeros((N, Cout, Ho, Wo), dtype=x.dtype)
-    with scipy.fft.set_workers(WORKERS):
+    with scipy.fft.set_workers(WORKERS), np.errstate(over="ignore", invalid="ignore"):
         for n in range(N):
             for co in range(Cout):
                 acc = 0
                 for ci in range(Cin):
                     acc = acc + scipy.signal.oaconvolve(xp[n, ci], w[co, ci, ::-1, ::-1], mode="valid")
                 y[n, co] = acc[::sy, ::sx][:Ho, :Wo]
+    shift = _total_shift(ex, ew)
+    if shift is not None:
+        y = unscaled(y.reshape(1, -1), shift).reshape(y.shape)
     if bias is not None:
         y += np.asarray(bias, x.dtype)[None, :, None, None]
     return y

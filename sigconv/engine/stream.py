@@ -8,7 +8,7 @@ import numpy as np
 
 from sigconv._core import devices as _devices
 from sigconv._core.blocks import check_block
-from sigconv._core.checks import check_positive_int, float_dtype
+from sigconv._core.checks import check_numeric, check_positive_int, float_dtype
 from sigconv._core.xp import array_namespace, is_cupy
 from sigconv.engine.ops import check_taps
 
@@ -79,6 +79,7 @@ class FIRStream:
 
     def _as_cn(self, packet):
         a = array_namespace(packet).asarray(packet)
+        check_numeric(a, "packet")
         if a.ndim == 1 and self.channels == 1:
             return a[None, :], "1d"
         if a.ndim != 2:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sigconv._core.checks import LAST_AXIS, check_axis, check_orientation, float_dtype
+from sigconv._core.checks import LAST_AXIS, check_axis, check_numeric, check_orientation, float_dtype
 from sigconv._core.xp import array_namespace, like, to_backend, to_host
 from sigconv.engine.ops import backend_for
 from sigconv.engine.settings import KernelChoice
@@ -95,6 +95,7 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
     """
     xp_in = array_namespace(x)
     x = xp_in.asarray(x)
+    check_numeric(x, "x")
     if x.ndim == 0:
         raise ValueError("x must be at least 1-D, got a scalar")
     explicit = axis is not LAST_AXIS
@@ -135,6 +136,7 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
 def _noise_stats(gate: Gate, noise, ax: int, dtype) -> None:
     """The stationary threshold from a noise recording (time along ``ax``, the channels of the input)."""
     nz = array_namespace(noise).asarray(noise)
+    check_numeric(nz, "noise")
     nz_shape = tuple(nz.shape)  # noise may be a list: no .shape of its own
     nz = nz[None] if nz.ndim == 1 else array_namespace(nz).moveaxis(nz, ax, -1).reshape(-1, nz.shape[ax])
     if int(nz.shape[0]) != gate.C:
