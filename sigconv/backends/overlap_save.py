@@ -14,6 +14,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from sigconv._core.xp import peak_exponents
 from sigconv.backends import cuda1d as _c1
 from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry.table import BLOCKS_1D, Variant, register
@@ -115,11 +116,18 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     nseg = -(-out_len // M)
     sfx = _c1._sfx(x.dtype)
     mod = _c1._module()
-    H = _filter_spectrum(w, N, taps_key)
+    # the taps, and each channel's segments below, are brought to a peak in [0.5, 1) by a power of two (exact, on
+    # the device: no host sync), so huge values do not overflow the transforms nor tiny ones lose their bits;
+    # undone on the output. The cached spectrum is always that of the scaled taps (a function of the taps the
+    # key names). A segment's outputs depend on its samples only, so a stream filtered block by block is unchanged.
+    tap_shift = peak_exponents(w[None])
+    H = _filter_spectrum(cupy.ldexp(w, -tap_shift), N, taps_key)
     segs = cupy.empty((C * nseg, N), dtype=x.dtype)
     mod.get_function(f"conv1d_os_gather_{sfx}")(
         os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
         (x, segs, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))
+    shift = peak_exponents(x)
+    cupy.ldexp(segs, -cupy.repeat(shift, nseg)[:, None], out=segs)
     X = cupy.fft.rfft(segs, axis=-1)
     del segs
     NF = N // 2 + 1
@@ -135,6 +143,7 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     mod.get_function(f"conv1d_os_scatter_{sfx}")(
         os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M), (block,),
         (Ys, out, np.int32(C), np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg), np.int32(K)))
+    cupy.ldexp(out, (shift + tap_shift)[:, None], out=out)
     return out
 
 

@@ -202,6 +202,16 @@ def _first_nonfinite(block: np.ndarray, offset: int, info: AudioInfo) -> str:
             f"(t={frame / info.samplerate:.6f} s), channel {ch}; refusing to filter")
 
 
+def _first_unwritable(out: np.ndarray, offset: int, info: AudioInfo) -> str:
+    """The one-line refusal of a filtered block that holds inf or NaN (the input held none: the reader refuses
+    those): the filter's result there is beyond what the output's samples can hold."""
+    bad = np.argwhere(~np.isfinite(out))[0]
+    frame, ch = int(bad[0]) + offset, int(bad[1])
+    return (f"{info.path}: the filtered sample at frame {frame} (t={frame / info.samplerate:.6f} s), channel {ch} "
+            f"is beyond the range of {out.dtype} samples ({info.subtype} output; the input peaks too close to it); "
+            "scale the input down first; no output written")
+
+
 def filter_file(info: AudioInfo, out_path, make_filter: Callable[[AudioInfo, PCMSpec], object], *,
                 overwrite: bool = False, progress: Optional[Callable[[int], None]] = None,
                 cancel: Optional[threading.Event] = None, block_frames: Optional[int] = None) -> FilterResult:
@@ -303,6 +313,8 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
                         break
                     if fetch is not None:
                         item = fetch(item)
+                    if item.dtype.kind == "f" and not np.isfinite(item).all():  # never inf/NaN with success
+                        raise InputError(_first_unwritable(item, done, info))
                     f.write(item)
                     synced = _start_writeback(fd, synced)
                     done += item.shape[0]

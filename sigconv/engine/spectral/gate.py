@@ -79,6 +79,13 @@ CPU_CHUNK = 1 << 18
 FRAME_BUDGET = {"cpu": 1 << 23, "cuda": 1 << 26}
 
 
+def _QUIET():
+    """NumPy's error state for the gate's arithmetic: samples near the top of float32 overflow a cell's power to
+    inf, which the gate handles as a cell far above its threshold (open); no RuntimeWarning reaches the user (the
+    file engine refuses an output that is not finite)."""
+    return np.errstate(over="ignore", invalid="ignore")
+
+
 def _fft_and_ndimage(backend):
     """The FFT and ndimage modules a backend computes with: cupy.fft on cuda (no ndimage: the floor's filters are
     :func:`~sigconv.backends.cuda_gate.box_time` and :func:`~.noise.sliding_min`), SciPy's on the cpu."""
@@ -412,7 +419,8 @@ class Gate:
             for f0 in range(0, nfr, batch):
                 nb = min(batch, nfr - f0)
                 s0 = f0 * self.H
-                _, pw = self.frame_power(xp.asarray(buf[:, s0:s0 + (nb - 1) * self.H + self.N]), nb)
+                with _QUIET():
+                    _, pw = self.frame_power(xp.asarray(buf[:, s0:s0 + (nb - 1) * self.H + self.N]), nb)
                 d = self.db(pw).astype(xp.float64)
                 acc[0] += to_host(d.sum(axis=1))
                 acc[1] += to_host((d * d).sum(axis=1))
@@ -433,7 +441,8 @@ class Gate:
         """Count the cell dB of frames [f0, f1) into the per-(channel, frequency) histogram (``hist``, or the
         gate's own); ``threads``: how many threads are counting at once (on the cpu, beyond
         :data:`HIST_RUNS_THREADS` the way that scales is taken)."""
-        _, pw = self.frame_power(get(self.s(f0), self.s(f1 - 1) + self.N), f1 - f0)
+        with _QUIET():
+            _, pw = self.frame_power(get(self.s(f0), self.s(f1 - 1) + self.N), f1 - f0)
         kw = {"runs": threads > HIST_RUNS_THREADS} if self.ops is HostOps else {}
         self.ops.hist_add(self.hist if hist is None else hist, pw, power_floor=POWER_FLOOR, lo_db=noise.HIST_LO_DB,
                           step_db=noise.HIST_STEP_DB, bins=noise.HIST_BINS, **kw)
@@ -529,6 +538,10 @@ class Gate:
     def run_range(self, get, a, b):
         """Output samples [a, b) (0 <= a < b <= L); ``get(lo, hi)`` returns (C, hi - lo) input samples on the
         backend (zeros outside [0, L))."""
+        with _QUIET():  # in the thread that runs the chunk (NumPy's error state is per thread)
+            return self._run_range(get, a, b)
+
+    def _run_range(self, get, a, b):
         H, N, T = self.H, self.N, self.T
         tA = (a + self.P - N) // H + 1  # first frame with s_t + N > a
         tB = (b - 1 + self.P) // H  # last frame with s_t <= b - 1
