@@ -7,14 +7,13 @@ window of the full result that SciPy's ``mode`` names.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from sigconv._core.blocks import check_block, check_block2d
 from sigconv._core.checks import (LAST_AXIS, check_axis, check_finite_array, check_mode, check_numeric, check_orientation,
                                   float_dtype)
 from sigconv._core.xp import array_namespace, is_cupy, like, to_backend
+from sigconv.engine.design import check_fs
 from sigconv.engine.ops import backend_for, check_taps, corr1d, corr2d, window_1d, window_2d
 
 __all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "apply_fir"]
@@ -162,8 +161,8 @@ def apply_fir(x, taps, fs=None, *, phase: str = "zero", axis=LAST_AXIS, backend:
     >>> sigconv.apply_fir(np.array([0.0, 1.0, 0.0, 0.0]), np.array([0.25, 0.5, 0.25]), backend="cpu")
     array([0.25, 0.5 , 0.25, 0.  ])
     """
-    if fs is not None and not (isinstance(fs, numbers.Real) and np.isfinite(fs) and fs > 0):
-        raise ValueError(f"fs must be a positive sample rate in Hz, got {fs!r}")
+    if fs is not None:
+        check_fs(fs)
     taps = check_taps(taps, "taps")
     if phase == "zero":
         if taps.size % 2 == 0:

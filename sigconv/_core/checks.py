@@ -19,6 +19,19 @@ class _DefaultAxis(int):
 
 LAST_AXIS = _DefaultAxis(-1)
 
+
+class DefaultValue(float):
+    """A float default that remembers it was not given: where the default does not fit the input (a time in ms
+    at an extreme sample rate, say) it may be adapted, and the user is not told about an option they never set."""
+
+    def __repr__(self) -> str:
+        return repr(float(self))
+
+
+def is_default(value) -> bool:
+    """True for a :class:`DefaultValue` (a default nobody gave explicitly)."""
+    return isinstance(value, DefaultValue)
+
 #: A 2-D input whose filtered axis is this many times shorter than the other is refused unless
 #: ``axis`` was given: (frames, channels) data filtered along the channels is a costly mistake.
 ORIENTATION_FACTOR = 32

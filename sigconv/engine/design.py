@@ -55,37 +55,74 @@ def firwin(numtaps: int, cutoff, window="hamming", pass_zero: str = "lowpass", f
     return h / gain
 
 
-def _check_fs(fs) -> float:
+#: The sample rates (Hz) the engine filters: from one sample in about 30 years to a terahertz. Outside it the
+#: sizes derived from the rate (a filter's taps, its band edges, a file's duration, an STFT's frames per second)
+#: overflow, fall into the subnormals or are absurd, so such a rate is refused before anything is sized by it.
+RATE_RANGE = (1e-9, 1e12)
+
+
+def check_fs(fs, name: str = "fs") -> float:
+    """``fs`` as a float; ``ValueError`` naming ``name`` and the rate when it is not a positive number in
+    :data:`RATE_RANGE` (the one home of that rule for the design functions, the settings and the spectral gate)."""
     if isinstance(fs, bool) or not isinstance(fs, numbers.Real) or not math.isfinite(fs) or fs <= 0:
-        raise ValueError(f"fs must be a positive sample rate in Hz, got {fs!r}")
+        raise ValueError(f"{name} must be a positive sample rate in Hz, got {fs!r}")
+    lo, hi = RATE_RANGE
+    if not lo <= fs <= hi:
+        raise ValueError(f"{name} {float(fs):g} Hz is outside the sample rates sigconv filters ({lo:g} to {hi:g} Hz)")
     return float(fs)
 
 
-def taps_for_transition(transition: float, fs: float) -> int:
+_check_fs = check_fs
+
+
+#: No filter is designed with more taps than this (2^40: 8 TB of float64 taps); a count beyond it is not
+#: a filter anyone can hold, and is refused as such before any other check.
+MAX_TAPS = 1 << 40
+
+
+def count_text(n: int) -> str:
+    """A tap count for a message: the digits up to 10^15, beyond that 3 significant figures."""
+    return str(int(n)) if n < 10**15 else f"{float(n):.3g}"
+
+
+def taps_for_transition(transition: float, fs: float, what: str = "transition", fix: str = "use a wider transition"
+                        ) -> int:
     """Hamming-window length for a transition band (MNE's rule): about 3.3 / (transition / fs), odd.
-    ``ValueError`` when the band is so narrow that the length is not a number at all."""
+    ``ValueError`` when the band is so narrow that the length is beyond :data:`MAX_TAPS`: ``what`` names where the
+    width came from (an option, or the default), ``fix`` says what to change."""
     q = transition / fs
     n = 3.3 / q if q > 0 else math.inf
-    if not math.isfinite(n):
-        raise ValueError(f"transition {transition:g} Hz is too narrow for {fs:g} Hz (no filter has that many taps)")
+    if not n <= MAX_TAPS:
+        count = "more taps than can be counted" if not math.isfinite(n) else f"{n:.3g} taps"
+        raise ValueError(f"{what} {transition:g} Hz is too narrow for {fs:g} Hz: it needs {count}, at most "
+                         f"{MAX_TAPS:.3g} can be designed; {fix}")
     n = int(math.ceil(n))
     return n + 1 if n % 2 == 0 else n
 
 
 #: Bytes per tap that designing a filter takes at its peak (float64 temporaries of firwin's windowed sincs).
 DESIGN_BYTES_PER_TAP = 56
+#: Most memory one design may take, whatever is free (about 77 million taps: a filter of half an hour at
+#: 44.1 kHz, far beyond any use; designing it takes tens of seconds).
+DESIGN_BUDGET = 4 << 30
 
 
 def check_design_memory(numtaps: int) -> None:
-    """``ValueError`` (one line) when designing a ``numtaps`` filter would take more memory than this process can
-    still have: refused at once rather than swapping or being killed midway. Designs under 256 MB pass unchecked."""
+    """``ValueError`` (one line) when designing a ``numtaps`` filter would take more than :data:`DESIGN_BUDGET` or
+    more memory than this process can still have: refused at once rather than swapping or being killed midway.
+    Designs under 256 MB pass unchecked."""
     need = DESIGN_BYTES_PER_TAP * int(numtaps)
     if need < 256 << 20:
         return
+    gib = need / 2**30
+    what = f"a filter of {count_text(numtaps)} taps needs about {gib:.1f} GiB to design" if gib < 1e6 else \
+        f"a filter of {count_text(numtaps)} taps needs about {gib:.3g} GiB to design"
+    fix = "use fewer --taps or a wider --transition"
     free = available_memory()
-    if free is not None and need > free:
-        raise ValueError(f"a filter of {numtaps} taps needs about {need / 2**30:.1f} GiB to design, more than the "
-                         f"{free / 2**30:.1f} GiB of memory free; use fewer --taps or a wider --transition")
+    if free is not None and need > free and free < DESIGN_BUDGET:
+        raise ValueError(f"{what}, more than the {free / 2**30:.1f} GiB of memory free; {fix}")
+    if need > DESIGN_BUDGET:
+        raise ValueError(f"{what}, more than the {DESIGN_BUDGET / 2**30:.0f} GiB a design may take; {fix}")
 
 
 def available_memory():
@@ -194,14 +231,17 @@ def _fir_plan(kind: str, cutoff, fs, numtaps, transition):
     if want == 2 and not edges[0] < edges[1]:
         raise ValueError(f"cutoff band must satisfy low < high, got ({edges[0]:g}, {edges[1]:g}) Hz")
     if numtaps is None:
+        what, fix = "transition", "use a wider transition"
         if transition is None:
             room = min(min(edges), nyq - max(edges))
             if want == 2:
                 room = min(room, edges[1] - edges[0])
             transition = min(max(0.25 * min(edges), 2.0), room)
+            what = "the default transition (a quarter of the lowest edge, at most its distance to 0 Hz and Nyquist)"
+            fix = "move the edges or give the transition (or the number of taps)"
         if isinstance(transition, bool) or not isinstance(transition, numbers.Real) or not transition > 0:
             raise ValueError(f"transition must be a positive width in Hz, got {transition!r}")
-        numtaps = taps_for_transition(float(transition), fs)
+        numtaps = taps_for_transition(float(transition), fs, what, fix)
     elif transition is not None:
         if isinstance(transition, bool) or not isinstance(transition, numbers.Real) or not transition > 0:
             raise ValueError(f"transition must be a positive width in Hz, got {transition!r}")
@@ -270,7 +310,7 @@ def _notch_plan(freqs, fs, width, numtaps):
     if np.any(np.diff(f) <= width):
         raise ValueError(f"notch frequencies must be more than width ({width:g} Hz) apart, got {list(f)}")
     if numtaps is None:
-        numtaps = taps_for_transition(width, fs)
+        numtaps = taps_for_transition(width, fs, "notch width", "use a wider notch width")
     if isinstance(numtaps, bool) or not isinstance(numtaps, numbers.Integral) or numtaps < 1 or numtaps % 2 == 0:
         raise ValueError(f"numtaps must be a positive odd integer for a notch filter, got {numtaps!r}")
     edges = np.ravel([(v - width / 2, v + width / 2) for v in f])

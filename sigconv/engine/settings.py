@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from sigconv._core import devices
+from sigconv._core.checks import DefaultValue
 from sigconv._core.errors import InputError
 from sigconv._core.blocks import check_block_for
 from sigconv.registry import table
@@ -192,9 +193,9 @@ class FirSpec:
         more memory to design than is free. With ``frames`` (the length of the signal to filter, ``source`` its
         name for the message), :func:`check_filter_fits` refuses a filter longer than that; every check runs on
         the tap count, before any tap is designed."""
-        n, steps, descs, default = self._plan(float(fs), signal)
+        n, steps, descs, default, origin = self._plan(float(fs), signal)
         if frames is not None:
-            check_filter_fits(n, frames, fs, source)
+            check_filter_fits(n, frames, fs, source, origin=origin)
         if self.phase == "zero" and n % 2 == 0 and default != "log":
             raise ValueError(f"--phase zero needs an odd number of taps, got {n}; use an odd --taps")
         from sigconv.engine.design import check_design_memory
@@ -207,19 +208,21 @@ class FirSpec:
         return FirDesign(taps, " + ".join(descs), default)
 
     def _plan(self, fs: float, signal: str):
-        """(tap count, the designs to make, their descriptions, the default's kind): every check of
-        :meth:`design` that needs no taps."""
+        """(tap count, the designs to make, their descriptions, the default's kind, the option that set the
+        count): every check of :meth:`design` that needs no taps."""
         from functools import partial
 
-        from sigconv.engine.design import design_fir, design_notch, fir_length, notch_length
+        from sigconv.engine.design import check_fs, design_fir, design_notch, fir_length, notch_length
 
+        fs = check_fs(fs)  # a rate whose derived sizes are absurd is named before anything is sized by it
         if signal not in SIGNAL_KINDS:
             raise ValueError(f"signal must be one of {', '.join(SIGNAL_KINDS)}, got {signal!r}")
         if self.is_default and signal == "log":
             lo, hi = LOG_HIGHPASS * fs, LOG_LOWPASS * fs
             args = ("bandpass", (lo, hi), fs, self.taps, None if self.taps else LOG_TRANSITION * fs)
             n = fir_length(*args)
-            return n, [partial(design_fir, *args)], [_describe("bandpass", (lo, hi))], "log"
+            origin = "--taps" if self.taps else f"the sensor-log default transition ({LOG_TRANSITION * fs:g} Hz)"
+            return n, [partial(design_fir, *args)], [_describe("bandpass", (lo, hi))], "log", origin
         main = None
         if self.band is not None:
             main = ("bandpass", self.band)
@@ -235,19 +238,23 @@ class FirSpec:
                 raise ValueError(f"the default band ({RECORDING_BAND[0]:g}-{RECORDING_BAND[1]:g} Hz) does not fit a "
                                  f"{fs:g} Hz file; choose --lowpass, --highpass or --band")
             main = ("bandpass", (lo, hi))
-        lengths, steps, descs = [], [], []
+        lengths, steps, descs, origins = [], [], [], []
         if main is not None:
             kind, edges = main
             args = (kind, edges, fs, self.taps, self.transition)
             lengths.append(fir_length(*args))
             steps.append(partial(design_fir, *args))
             descs.append(_describe(kind, edges))
+            origins.append("--taps" if self.taps else f"--transition {self.transition:g} Hz" if self.transition
+                           else "the default transition of the band's edges")
         if self.notch:
+            origins.append(f"--notch-width {self.notch_width:g} Hz")
             lengths.append(notch_length(list(self.notch), fs, width=self.notch_width))
             steps.append(partial(design_notch, list(self.notch), fs, width=self.notch_width))
             descs.append("notch " + ", ".join(f"{f:g}" for f in self.notch) + f" Hz (width {self.notch_width:g} Hz)")
         n = sum(lengths) - (len(lengths) - 1)  # a cascade of filters is as long as their full convolution
-        return n, steps, descs, "recording" if self.is_default else None
+        origin = origins[max(range(len(lengths)), key=lengths.__getitem__)]
+        return n, steps, descs, "recording" if self.is_default else None, origin
 
 
 def _cascade(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -260,13 +267,19 @@ def _cascade(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.fft.irfft(np.fft.rfft(a, m) * np.fft.rfft(b, m), m)[:n]
 
 
-def check_filter_fits(taps: int, frames: int, fs: float, source: object = None, unit: str = "frames") -> None:
-    """``InputError`` (one line naming ``source``) when a filter of ``taps`` taps is longer than the ``frames`` it
-    is to filter: the one home of that rule and its message, for denoise and batch."""
+def check_filter_fits(taps: int, frames: int, fs: float, source: object = None, unit: str = "frames",
+                      origin: Optional[str] = None) -> None:
+    """``InputError`` (one line naming ``source``, and ``origin``, the option that set the length, when given) when a
+    filter of ``taps`` taps is longer than the ``frames`` it is to filter: the one home of that rule and its
+    message, for denoise and batch. Checked on the count alone, before anything is designed."""
     if taps > frames:
+        from sigconv.engine.design import count_text
+
         name = f"{source}: " if source is not None else ""
-        raise InputError(f"{name}the filter ({taps} taps, {taps / fs:.3g} s) is longer than the file ({frames} "
-                         f"{unit}, {frames / fs:.3g} s); use fewer --taps or a wider --transition")
+        seconds = float(taps) / fs if taps < 10**300 else math.inf
+        by = f", from {origin}" if origin else ""
+        raise InputError(f"{name}the filter ({count_text(taps)} taps, {seconds:.3g} s{by}) is longer than the file "
+                         f"({frames} {unit}, {frames / fs:.3g} s); use fewer --taps or a wider --transition")
 
 
 @dataclass(frozen=True)
@@ -284,7 +297,7 @@ class GateSpec:
     stationary: bool = True
     n_std: float = 1.5
     freq_smooth_hz: float = 500.0
-    time_smooth_ms: float = 50.0
+    time_smooth_ms: float = DefaultValue(50.0)  # not given: shortened where the rate allows no 50 ms
     n_fft: int = 2048
     hop: Optional[int] = None
     share_mask: bool = False

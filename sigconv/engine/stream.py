@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from sigconv._core import devices as _devices
 from sigconv._core.blocks import check_block
 from sigconv._core.checks import check_numeric, check_positive_int, float_dtype
 from sigconv._core.xp import array_namespace, is_cupy
+from sigconv.engine.design import check_fs
 from sigconv.engine.ops import check_taps
 
 __all__ = ["FIRStream"]
@@ -54,8 +53,8 @@ class FIRStream:
                  variant: str = "auto", block=None):
         taps = check_taps(taps, "taps")
         self.channels = check_positive_int(channels, "channels")
-        if fs is not None and not (isinstance(fs, numbers.Real) and np.isfinite(fs) and fs > 0):
-            raise ValueError(f"fs must be a positive sample rate in Hz, got {fs!r}")
+        if fs is not None:
+            check_fs(fs)
         self.fs = fs
         if axis not in (-1, 0, 1):
             raise ValueError(f"axis must be -1 (channels, frames) or 0 (frames, channels), got {axis!r}")

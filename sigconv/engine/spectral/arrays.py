@@ -7,14 +7,14 @@ import numpy as np
 from sigconv._core.checks import LAST_AXIS, check_axis, check_numeric, check_orientation, float_dtype
 from sigconv._core.xp import array_namespace, like, to_backend, to_host
 from sigconv.engine.ops import backend_for
-from sigconv.engine.settings import KernelChoice
+from sigconv.engine.settings import GateSpec, KernelChoice
 from sigconv.engine.spectral.gate import ARRAY_CHUNK, Gate, array_getter
 
 __all__ = ["spectral_denoise"]
 
 
 def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decrease=1.0, freq_smooth_hz=500,
-                     time_smooth_ms=50, n_fft=2048, hop=None, *, axis=LAST_AXIS, share_mask=False,
+                     time_smooth_ms=GateSpec.time_smooth_ms, n_fft=2048, hop=None, *, axis=LAST_AXIS, share_mask=False,
                      backend="auto", variant="auto", block=None):
     """Spectral-gating noise reduction: attenuate time-frequency cells that are not clearly above the noise floor.
 
@@ -36,7 +36,8 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
     prop_decrease : float
         How much of the gated energy is removed, in [0, 1] (0: output equals input).
     freq_smooth_hz, time_smooth_ms : float
-        Total widths of the mask smoothing kernel across frequency (Hz) and time (ms); >= 0.
+        Total widths of the mask smoothing kernel across frequency (Hz) and time (ms); >= 0. Left at its default,
+        the time width is shortened to what ``fs``/``hop`` allow (at most 256 frames each side) at extreme rates.
     n_fft : int
         STFT size, in [16, 65536].
     hop : int, optional

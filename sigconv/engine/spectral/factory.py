@@ -118,6 +118,7 @@ def spectral_file_filter(gate: GateSpec, kernel: KernelChoice, info: AudioInfo) 
 
     mode = "stationary" if gate.stationary else "non-stationary"
     desc = (f"spectral gate ({mode}, {source}, strength {gate.strength:g}, n_fft {gate0.N}, hop {gate0.H}"
-            + (", shared mask" if gate0.share else "") + ")")
+            + (", shared mask" if gate0.share else "") + (f"; {gate0.smooth_note}" if gate0.smooth_note else "")
+            + ")")
     return make, desc
 

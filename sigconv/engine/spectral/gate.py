@@ -38,13 +38,16 @@ from functools import lru_cache
 
 import numpy as np
 
+from sigconv._core.checks import is_default
 from sigconv._core.xp import namespace_of_backend, to_backend, to_host
 from sigconv.backends.cpu import WORKERS
+from sigconv.engine.design import check_fs
 from sigconv.engine.ops import corr2d
 from sigconv.engine.spectral import noise
 from sigconv.engine.spectral.noise import RAYLEIGH_MEAN_DB, RAYLEIGH_STD_DB
 
-__all__ = ["Gate", "HostOps", "array_getter", "ARRAY_CHUNK", "FRAME_BUDGET", "POWER_FLOOR", "CPU_CHUNK"]
+__all__ = ["Gate", "HostOps", "array_getter", "ARRAY_CHUNK", "FRAME_BUDGET", "POWER_FLOOR", "CPU_CHUNK",
+           "SPECTRAL_BUDGET"]
 
 #: Power floor (relative to full scale) before taking dB: -160 dB.
 POWER_FLOOR = 1e-16
@@ -77,6 +80,9 @@ CPU_CHUNK = 1 << 18
 #: frames of a chunk of samples (hop 1 with n_fft 2048 would make a 1 M-sample chunk 16 GB of spectra), so
 #: chunks shrink to keep memory bounded; the defaults (hop n_fft/4, up to 2 channels) stay within it.
 FRAME_BUDGET = {"cpu": 1 << 23, "cuda": 1 << 26}
+#: Most memory (bytes) the gate's spectrogram-sized arrays may take at once (also bounded by the memory free):
+#: the defaults need a few hundred MB at most; a hop of 1 or a rate in GHz would need terabytes.
+SPECTRAL_BUDGET = 2 << 30
 
 
 def _QUIET():
@@ -135,6 +141,8 @@ def _smooth_plan(freq_smooth_hz, time_smooth_ms, fs, n_fft, hop):
     """
     hf = min(n_fft // 2, int(round(freq_smooth_hz / 2.0 / (fs / n_fft))))  # beyond the band changes nothing
     ht = int(round(time_smooth_ms * 1e-3 * fs / 2.0 / hop))
+    if ht > MAX_SMOOTH_FRAMES and is_default(time_smooth_ms):
+        ht = MAX_SMOOTH_FRAMES  # the default, not the user's value: shortened to fit (see smooth_note)
     if ht > MAX_SMOOTH_FRAMES:
         limit = MAX_SMOOTH_FRAMES * 2.0 * hop / fs * 1e3
         raise ValueError(f"time_smooth_ms must be in [0, {limit:.6g}] for fs={fs:g} and hop={hop} "
@@ -265,7 +273,7 @@ class Gate:
 
     def __init__(self, C, L, fs, *, stationary, n_std, prop_decrease, freq_smooth_hz, time_smooth_ms, n_fft, hop,
                  share_mask, kernel, dtype):
-        fs = _check_real(fs, "fs", 0.0, lo_open=True)
+        fs = check_fs(fs)
         _check_real(n_std, "n_std", 0.0)
         _check_real(prop_decrease, "prop_decrease", 0.0, 1.0)
         _check_real(freq_smooth_hz, "freq_smooth_hz", 0.0)
@@ -313,6 +321,12 @@ class Gate:
         self.inv_wsum = self.xp.asarray(1.0 / wsum, dtype=self.dtype)
         self.pscale = (2.0 / w.sum()) ** 2  # |S|^2 * pscale: a full-scale sine reads ~1 (0 dB)
         self.passes, self.box_t, self.box_f = _smooth_plan(freq_smooth_hz, time_smooth_ms, self.fs, self.N, self.H)
+        #: what to tell the user about a default that was adapted to this rate (None when none was)
+        self.smooth_note = None
+        if int(round(time_smooth_ms * 1e-3 * self.fs / 2.0 / self.H)) > MAX_SMOOTH_FRAMES:  # a default, shortened
+            self.smooth_note = (f"time smoothing {MAX_SMOOTH_FRAMES * 2.0 * self.H / self.fs * 1e3:.3g} ms (the default "
+                                f"{float(time_smooth_ms):g} ms is more than {MAX_SMOOTH_FRAMES} frames each side at "
+                                f"{self.fs:g} Hz with hop {self.H})")
         self.r_s = self.passes * (self.box_t // 2)  # smoothing half-support in frames
         if self.stationary:
             self.avg, self.win, self.r_f = 0, 0, 0
@@ -320,8 +334,10 @@ class Gate:
             self.avg = max(1, int(round(NS_AVG_MS * 1e-3 * self.fs / self.H))) | 1  # odd
             self.win = max(1, int(round(NS_WINDOW_S * self.fs / self.H)))
             self.r_f = self.avg // 2 + self.win
-            self.ns_offset = 10.0 * math.log10(_ns_bias(self.N, self.H, self.avg, self.win))
         self.R = self.r_s + self.r_f
+        self._check_size()
+        if not self.stationary:
+            self.ns_offset = 10.0 * math.log10(_ns_bias(self.N, self.H, self.avg, self.win))
         self.thr = None  # (Cm, 1, F) dB threshold (stationary), on the backend
         if self.backend == "cuda":  # one rank-1 kernel: the separable variant does the row and column passes
             boxes = [(self.box_t, self.box_f)]
@@ -332,6 +348,30 @@ class Gate:
         for bt, bf in boxes:
             k = (np.ones((1, 1, bt, bf)) / (bt * bf)).astype(self.dtype)
             self.kernels.append((k, to_backend(k, self.backend)))
+
+    def _check_size(self) -> None:
+        """``ValueError`` naming hop, n_fft and the size, before anything is allocated, when the spectrogram-sized
+        arrays the gate needs at once exceed :data:`SPECTRAL_BUDGET` or the memory free: the smallest chunk (one hop
+        of output needs its frames plus R frames of context on each side) and, non-stationary, the calibration of
+        the floor's bias (white noise through the same STFT over 8 floor windows). A hop of 1, or a rate in GHz,
+        makes either reach terabytes."""
+        from sigconv.engine.design import available_memory
+
+        sizes = [(self.chunk_bytes(self.H), self.H // self.H + 2 * self.R + -(-self.N // self.H), self.C,
+                  "the smallest chunk of the gate")]
+        if not self.stationary:
+            frames = max(8 * (2 * self.win + 1), 512)
+            sizes.append((frames * (16 * self.N + 40 * self.F), frames, 1, "the non-stationary floor's calibration"))
+        need, frames, chans, what = max(sizes)
+        free = available_memory()
+        limit = SPECTRAL_BUDGET if free is None else min(SPECTRAL_BUDGET, free)
+        if need > limit:
+            floor = (f"; the non-stationary floor spans {self.win} frames each side ({NS_WINDOW_S:g} s)"
+                     if not self.stationary else "")
+            raise ValueError(
+                f"hop={self.H} and n_fft={self.N} at fs={self.fs:g} Hz need {need / 2**30:.3g} GiB for {what} "
+                f"({frames} frames x {self.F} bins x {chans} channel(s)), more than the {limit / 2**30:.3g} GiB "
+                f"the spectral gate may use{floor}; use a larger hop (or n_fft){'' if self.stationary else ' or the stationary gate'}")
 
     # ---------------------------------------------------------------- frames
 
