@@ -196,11 +196,11 @@ class FirSpec:
         n, steps, descs, default, origin = self._plan(float(fs), signal)
         if frames is not None:
             check_filter_fits(n, frames, fs, source, origin=origin)
-        if self.phase == "zero" and n % 2 == 0 and default != "log":
-            raise ValueError(f"--phase zero needs an odd number of taps, got {n}; use an odd --taps")
         from sigconv.engine.design import check_design_memory
 
-        check_design_memory(n)
+        check_design_memory(n)  # the size first: what a too-long filter hears, whatever its parity
+        if self.phase == "zero" and n % 2 == 0 and default != "log":
+            raise ValueError(f"--phase zero needs an odd number of taps, got {n}; use an odd --taps")
         parts = [make() for make in steps]
         taps = parts[0]
         for p in parts[1:]:
