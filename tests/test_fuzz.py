@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
