@@ -14,7 +14,7 @@ import soundfile as sf
 from sigconv._core.errors import InputError
 from sigconv._core.xp import array_namespace
 
-__all__ = ["AudioInfo", "probe", "audio_extent", "PCMSpec", "pcm_spec", "quantise"]
+__all__ = ["AudioInfo", "probe", "audio_extent", "PCMSpec", "pcm_spec", "quantise", "read_failure"]
 
 
 @dataclass
@@ -73,6 +73,14 @@ def probe(path, allow_truncated: bool = False) -> AudioInfo:
             raise InputError(f"{p}: truncated {info.format} file ({_shortfall(extent, info)}); "
                              "pass --allow-truncated to filter what is there")
     return info
+
+
+def read_failure(path, exc: BaseException, frame: int, subtype: str = "") -> InputError:
+    """The one-line InputError for a decoding error met while reading ``path`` from ``frame`` on (libsndfile's
+    "flac decoder lost sync", "Internal psf_fseek() failed", ...): the file, where, and libsndfile's words."""
+    what = f"its {subtype} audio" if subtype else "its audio"
+    return InputError(f"{path}: cannot decode {what} at frame {frame} ({_reason(exc).rstrip('.')}); "
+                      "the file is damaged")
 
 
 def _reason(exc) -> str:
