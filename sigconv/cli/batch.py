@@ -10,10 +10,16 @@ and the other formats libsndfile reads).
 Folders are walked through symbolic links (each real folder once); files found there with another suffix
 are skipped and counted. Outputs mirror the input tree under OUTDIR in the same format, each written to a
 temporary file and renamed when complete. ``OUTDIR/sigconv-batch.jsonl`` records every file (input, size, mtime, hash of
-the filter settings, status, output, reason); a rerun skips what is done and unchanged and redoes
-what failed or changed. Exit codes: 0 all done, 1 some file failed (each listed with its reason),
-2 usage error, 130 interrupted (Ctrl-C: no more files start, the files in flight stop and leave no output, finished
-files are complete and recorded; rerun to finish; a second Ctrl-C quits at once).
+the filter settings, status, output and its size and mtime, reason); a rerun skips what is done and unchanged (its
+input and its output) and redoes what failed or changed. The batch replaces no file it did not write: a file at an
+output path that the manifest does not record as the batch's own output, unchanged (a file put there by hand, or
+an output edited since), fails with the reason; ``--force`` replaces it (and redoes every file). A folder, FIFO,
+device or socket at an output path is never replaced, not even with ``--force``.
+
+Exit codes: 0 all done, 1 some file failed (each listed with its reason), 2 usage error, 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM: ``timeout``, systemd, job schedulers), 129 hung up (SIGHUP: the terminal closed). Each of
+the three stops the batch alike: no more files start, the files in flight stop and leave no output (nor a
+temporary file), finished files are complete and recorded; rerun to finish. A second signal quits at once.
 
 With no filter option, each file gets a default that suits its rate: recordings (>= 8 kHz) the
 `denoise` band-pass 80-8000 Hz; sensor logs a band-pass fs/200 .. 0.4 fs (0.5-40 Hz at 100 Hz), which
@@ -78,11 +84,13 @@ def add_batch_arguments(p) -> None:
     add_backend_arguments(p)
     g = p.add_argument_group("execution")
     g.add_argument("-j", "--jobs", type=positive_int("--jobs"), metavar="N",
-                   help="worker processes (default: CPU count, at most one per file; --scheduler local: "
-                        "one worker per GPU, else per CPU)")
+                   help="worker processes (default: CPU count; --scheduler local: one worker per GPU, else per "
+                        "CPU); never more than the files to run")
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on a Dask cluster: 'local' starts a LocalCluster, else a scheduler address")
-    g.add_argument("--force", action="store_true", help="redo every file, even those the manifest has as done")
+    g.add_argument("--force", action="store_true",
+                   help="redo every file, even those the manifest has as done, and replace files at the output "
+                        "paths that the batch did not write (never a folder, FIFO, device or socket)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary (failures still listed)")
 
 
@@ -168,6 +176,6 @@ def run_batch(args) -> int:
     with _Progress(not args.quiet and sys.stderr.isatty()) as bar:
         report = sigconv.run_batch(request, on_result=bar.advance)
     _print_summary(report, args.quiet)
-    if report.interrupted:
-        return EXIT_INTERRUPTED
+    if report.interrupted:  # 130 for Ctrl-C (or a stop not by a signal), 143 for SIGTERM, 129 for SIGHUP
+        return 128 + report.stop_signal if report.stop_signal else EXIT_INTERRUPTED
     return EXIT_DATA if report.failed else EXIT_OK

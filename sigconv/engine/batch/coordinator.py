@@ -6,12 +6,15 @@ runs the rest in this process (serially), a local process pool (with one GPU: th
 the pool's logs, recordings then run in threads here) or on Dask (:mod:`.runners`), records every result as it
 arrives (:mod:`.manifest`) and returns a :class:`BatchReport`. With several GPUs, pool and Dask workers get
 their GPU (and create their CUDA context) themselves; the coordinator makes one only when files run in its own
-threads or serially, after any pool has forked. Ctrl-C (or ``cancel.STOP``) stops the batch: no file starts
-after it, the files in flight stop, and the report and manifest hold exactly the outputs left.
+threads or serially, after any pool has forked. Ctrl-C, SIGTERM or SIGHUP (or ``cancel.STOP``) stops the batch:
+no file starts after it, the files in flight stop and leave no temporary file, and the report and manifest hold
+exactly the outputs left. A file whose output path already holds a file the batch did not write (by its manifest)
+fails, unless ``force``; one that holds anything but a regular file always fails (:mod:`.discovery`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -25,9 +28,9 @@ from typing import Callable, Optional, Sequence
 
 from sigconv._core import devices
 from sigconv._core.atomic import PART_SUFFIX
-from sigconv._core.errors import InputError, OutputError
+from sigconv._core.errors import STOP_SIGNALS, InputError, OutputError, Terminated
 from sigconv.engine.batch import cancel, gpu_service, runners, stream
-from sigconv.engine.batch.discovery import DiscoveryError, find_inputs, output_problem
+from sigconv.engine.batch.discovery import DiscoveryError, find_inputs, output_problem, overwrite_problem
 from sigconv.engine.batch.manifest import Manifest, settings_hash
 from sigconv.engine.batch.settings import BatchSettings
 
@@ -43,8 +46,9 @@ class BatchRequest:
     """What to filter and where: ``inputs`` (files, folders, glob patterns) into ``outdir``, mirroring the
     input tree. ``recursive`` looks into subfolders (and ``**`` in patterns); ``jobs`` is the number of worker
     processes (default: the CPU count, at most one per file; on a local Dask cluster one per GPU, else per
-    CPU); ``scheduler`` runs on Dask ("local" starts a LocalCluster, else a scheduler address); ``force``
-    redoes files the manifest has as done."""
+    CPU; never more than the files to run); ``scheduler`` runs on Dask ("local" starts a LocalCluster, else a
+    scheduler address); ``force`` redoes files the manifest has as done, and replaces files at their output paths
+    that the batch did not write (never a folder, FIFO, device or socket)."""
 
     inputs: Sequence
     outdir: object
@@ -97,6 +101,8 @@ class BatchReport:
     stale: int = 0
     #: files stopped in flight by an interruption: nothing of them was left (the manifest does not list them)
     stopped: int = 0
+    #: the signal that stopped the batch (SIGINT, SIGTERM or SIGHUP; the first of them), None when none did
+    stop_signal: Optional[int] = None
     #: lines worth a user's eye that concern no single file (files of other suffixes left out of folders)
     notes: list = field(default_factory=list)
 
@@ -218,6 +224,21 @@ def _tasks(found, outdir: Path, settings: BatchSettings):
     return tasks, refused
 
 
+def _replaceable(todo: list, refused: list, manifest: Manifest, force: bool) -> list:
+    """The tasks of ``todo`` whose output path holds nothing, or a file the batch may replace (``force``, or the
+    file the manifest records it wrote there, unchanged: ``task["replace"]`` tells the worker, which checks again
+    just before its rename); the others go to ``refused`` with the reason."""
+    keep = []
+    for t in todo:
+        t["replace"] = True if force else manifest.written(t["output"])
+        why = overwrite_problem(Path(t["output"]), t["replace"])
+        if why:
+            refused.append(t | {"why": why})
+        else:
+            keep.append(t)
+    return keep
+
+
 def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
     """Whether this process's files filter on a GPU: "cuda", or "auto" where CuPy is installed and a GPU is
     visible (should CUDA then fail to start, "auto" files filter on the cpu backend, in the same threads)."""
@@ -247,7 +268,8 @@ def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict, gpu=N
     a stop is cooperative (threads, pool, Dask) or Ctrl-C interrupts this process's file (serial)). ``feed(tasks)``
     hands tasks of ``todo`` to a runner as it takes them; ``gpu``: the GPU's process, started already (the runner
     takes it over, or it is closed here). When "auto" settles on the CPU pool although a GPU is here,
-    ``info["settings"]`` holds the tasks' settings on "cpu"."""
+    ``info["settings"]`` holds the tasks' settings on "cpu". No more workers (processes, threads, Dask workers)
+    start than there are files for them, and the description says how many did."""
     n_todo = len(todo)
     total_bytes = sum(t["size"] for t in todo)
     n_gpus = 0 if request.settings.kernel.backend == "cpu" else runners.visible_gpu_count()
@@ -263,16 +285,21 @@ def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict, gpu=N
             import distributed  # noqa: F401
         except ImportError:
             raise InputError("--scheduler needs Dask: pip install 'sigconv[dask]'") from None
-        return runners.run_dask(feed(todo), request.scheduler, request.jobs, n_gpus, info), None, True
+        jobs = request.jobs
+        if request.scheduler == "local":  # a cluster of our own: no more workers than files
+            jobs = max(1, min(jobs or n_gpus or os.cpu_count() or 1, n_todo))
+        return runners.run_dask(feed(todo), request.scheduler, jobs, n_gpus, info), None, True
     cuda = request.settings.kernel.backend == "cuda"
     if n_gpus == 1 and jobs > 1 and n_todo > 1 and _on_gpu(request, n_gpus):
         # one GPU, one CUDA context: logs in a process pool that parses and writes while one more process filters
         # them on the GPU; then recordings and streamed tables in threads of this process
         served = [t for t in todo if gpu_service.served(t, stream.STREAM_MIN_BYTES)]
         rest = [t for t in todo if not gpu_service.served(t, stream.STREAM_MIN_BYTES)]
-        where = " then ".join(w for w in (f"{jobs} worker processes and 1 GPU process" if served else "",
-                                          f"{jobs} threads sharing 1 GPU" if rest else "") if w)
-        return runners.run_gpu(feed(served), feed(rest), jobs, check_cuda=cuda, info=info, service=gpu), where, True
+        procs, threads = min(jobs, len(served)), min(jobs, len(rest))
+        where = " then ".join(w for w in (f"{procs} worker processes and 1 GPU process" if served else "",
+                                          f"{threads} threads sharing 1 GPU" if rest else "") if w)
+        return runners.run_gpu(feed(served), feed(rest), max(1, procs), check_cuda=cuda, info=info, service=gpu,
+                               threads=max(1, threads)), where, True
     if gpu is not None:
         gpu.close(timeout=0)  # not needed after all: ended at once, whatever it is doing
     if cuda:
@@ -282,51 +309,96 @@ def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict, gpu=N
             raise InputError(str(exc)) from None
     if jobs <= 1 or n_todo <= 1:
         return runners.run_serial(feed(todo)), "in this process", False
+    jobs = min(jobs, n_todo)
     return runners.run_pool(feed(todo), jobs, n_gpus), f"{jobs} worker processes" + (
         f" sharing {n_gpus} GPU(s)" if n_gpus else ""), True
 
 
-def _part_files(out: Path) -> list:
-    """Temporary outputs of ``out`` (a file stopped in flight in a process that was then killed)."""
-    try:
-        names = os.listdir(out.parent)
-    except OSError:
-        return []
-    pat = re.compile(r"^\." + re.escape(out.name) + r"\.[A-Za-z0-9_]{8}" + re.escape(PART_SUFFIX) + "$")
-    return [out.parent / n for n in names if pat.match(n)]
+def _remove_parts(outputs) -> None:
+    """Remove the temporary outputs of ``outputs`` (files stopped in flight in a process that was then killed):
+    one look into each folder."""
+    by_folder: dict = {}
+    for out in outputs:
+        out = Path(out)
+        by_folder.setdefault(out.parent, set()).add(out.name)
+    pat = re.compile(r"^\.(.+)\.[A-Za-z0-9_]{8}" + re.escape(PART_SUFFIX) + "$")
+    for folder, names in by_folder.items():
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for n in entries:
+            m = pat.match(n)
+            if m and m.group(1) in names:
+                try:
+                    os.unlink(folder / n)
+                except OSError:
+                    pass
 
 
-class _StopOnSigint:
-    """Ctrl-C during a batch: the first one stops it (``cancel.STOP``; ``interrupt``: also raise
-    KeyboardInterrupt in this thread, for files that run here), a second one interrupts at once. Only in the
-    main thread; elsewhere the default handling stays."""
+class _StopOnSignals:
+    """The stop signals while a batch runs: Ctrl-C's SIGINT, and SIGTERM and SIGHUP (what ``timeout``, systemd, job
+    schedulers and a closed terminal send), each handled alike. The first one stops the batch (``cancel.STOP``;
+    ``interrupt``: also raise KeyboardInterrupt, or :class:`Terminated` for the others, in this thread, for the file
+    that runs here); a second one raises at once. Either is raised once at most: after that, and within
+    :meth:`held` (a result being recorded), signals are only noted, so that no clean-up is cut short. ``signum``:
+    the first signal. Only in the main thread; elsewhere the handling before stays."""
 
     def __init__(self, interrupt: bool):
         self.interrupt = interrupt
-        self.prev = None
+        self.prev: dict = {}
+        self.signum: Optional[int] = None
+        self.raised = False
+        self.depth = 0
+        self.pending: Optional[BaseException] = None
 
     def _handler(self, signum, frame):
-        if cancel.STOP.is_set():
-            raise KeyboardInterrupt
+        if self.signum is None:
+            self.signum = signum
+        again = cancel.STOP.is_set()
         cancel.STOP.set()
-        if self.interrupt:
-            raise KeyboardInterrupt
+        if (again or self.interrupt) and not self.raised:
+            self.raised = True
+            exc = KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+            if self.depth:
+                self.pending = exc  # raised when the result being recorded is
+            else:
+                raise exc
+
+    @contextlib.contextmanager
+    def held(self):
+        """A block that a stop signal does not cut short: what it raises comes at the block's end."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if not self.depth and self.pending is not None:
+                exc, self.pending = self.pending, None
+                raise exc
+
+    def closing(self) -> None:
+        """From now on signals are only noted (the batch is cleaning up)."""
+        self.raised = True
+        self.pending = None
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self.prev = signal.signal(signal.SIGINT, self._handler)
+            for sig in STOP_SIGNALS:
+                self.prev[sig] = signal.signal(sig, self._handler)
         return self
 
     def __exit__(self, *exc):
-        if self.prev is not None:
-            signal.signal(signal.SIGINT, self.prev)
+        for sig, prev in self.prev.items():
+            signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
 
 
 def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgress], None]] = None) -> BatchReport:
     """Filter every file of ``request``; see the module docstring.
 
-    ``on_result(BatchProgress)`` is called in this process after each file run (a progress bar). Ctrl-C stops
-    the workers: the files in flight leave no output, the report says ``interrupted`` and a rerun finishes.
+    ``on_result(BatchProgress)`` is called in this process after each file run (a progress bar). Ctrl-C, SIGTERM
+    or SIGHUP stops the workers: the files in flight leave no output, the report says ``interrupted`` (and
+    ``stop_signal``) and a rerun finishes.
 
     Raises ValueError (a request that cannot work: no input found, OUTDIR is a file or busy, spectral missing),
     InputError (the backend asked for cannot run, Dask missing) or OutputError (OUTDIR cannot be created or
@@ -353,7 +425,7 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
         report.notes.append(inputs.skipped_note())
     cancel.STOP.clear()
     launched: dict = {}  # tasks handed to the runner, by rel, until their result is recorded
-    stopped: list = []  # tasks stopped in flight
+    ran: list = []  # the outputs of every task handed to the runner
 
     def feed(part):
         for t in part:
@@ -363,6 +435,7 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
                 t["settings"] = info["settings"]
             t["before"] = _out_stamp(t["output"])
             launched[t["rel"]] = t
+            ran.append(t["output"])
             yield t
 
     try:
@@ -370,6 +443,7 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
         tasks, refused = _tasks(found, outdir, request.settings)
         todo = [t for t in tasks if request.force or not manifest.up_to_date(t)]
         report.skipped = len(tasks) - len(todo)
+        todo = _replaceable(todo, refused, manifest, request.force)
         info: dict = {}
         total_bytes = sum(t["size"] for t in todo)
         gen, where, cooperative = _runner(request, todo, feed, info, gpu)
@@ -382,15 +456,16 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
         raise
 
     def record(t, r):
-        launched.pop(t["rel"], None)
-        if r["status"] == "cancelled":
+        if r["status"] == "cancelled" or r.get("lost"):
             if _out_stamp(t["output"]) in (t.get("before"), None):
-                report.stopped += 1
-                stopped.append(t)
-                return
-            # its output was moved into place as the stop came: it is complete, so it is recorded as done
-            r = r | {"status": "done", "output": t["output"], "reason": None}
+                if r["status"] == "cancelled":
+                    launched.pop(t["rel"], None)
+                    report.stopped += 1
+                    return
+            else:  # its output was moved into place as the stop (or its worker's death) came: it is complete
+                r = r | {"status": "done", "output": t["output"], "reason": None}
         manifest.append(t, r)
+        launched.pop(t["rel"], None)
         if r["status"] == "done":
             report.done.append(t["rel"])
             report.bytes += t["size"]
@@ -403,33 +478,38 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
         if on_result is not None:
             on_result(BatchProgress(t["rel"], t["size"], r["status"], len(todo), total_bytes))
 
-    try:
-        with _StopOnSigint(interrupt=not cooperative):
-            for t in refused:
-                manifest.append(t, runners.failed(t, t["why"]))
-                report.failed.append((t["rel"], t["why"]))
+    stopper = _StopOnSignals(interrupt=not cooperative)
+    with stopper:
+        try:
+            with stopper.held():
+                for t in refused:
+                    manifest.append(t, runners.failed(t, t["why"]))
+                    report.failed.append((t["rel"], t["why"]))
             try:
                 for t, r in gen:
-                    record(t, r)
+                    with stopper.held():
+                        record(t, r)
             finally:
                 gen.close()
-    except KeyboardInterrupt:
-        cancel.STOP.set()
-    finally:
-        try:
-            # files in flight whose result never came (their process was stopped or killed): an output moved
-            # into place counts as done; the temporary files of every stopped file are removed (a worker still
-            # running one, on a remote cluster, then fails to move it into place)
-            for t in list(launched.values()):
-                record(t, runners.cancelled(t))
-            for t in stopped:
-                for part in _part_files(Path(t["output"])):
-                    part.unlink(missing_ok=True)
-            report.interrupted = cancel.STOP.is_set()
+        except KeyboardInterrupt as exc:
+            cancel.STOP.set()
+            stopper.signum = stopper.signum or getattr(exc, "signum", None)
         finally:
-            cancel.STOP.clear()
-            manifest.close()
-            lock.close()
+            stopper.closing()
+            try:
+                # files in flight whose result never came (their process was stopped or killed): an output moved
+                # into place counts as done; then the temporary files of every file run are removed (those of a
+                # worker killed in flight; a worker still running one, on a remote cluster, then fails to move it
+                # into place)
+                for t in list(launched.values()):
+                    record(t, runners.cancelled(t))
+                _remove_parts(ran)
+                report.interrupted = cancel.STOP.is_set()
+                report.stop_signal = stopper.signum if report.interrupted else None
+            finally:
+                cancel.STOP.clear()
+                manifest.close()
+                lock.close()
     if info.get("gpu_error"):
         raise InputError(info["gpu_error"])
     report.seconds = time.perf_counter() - t_start

@@ -11,6 +11,12 @@ found in (a folder argument, or the fixed prefix of a glob pattern; a plain file
 A ``rel`` that is absolute or holds ``..`` is refused, and so is an output whose real path (after
 symbolic links) leaves OUTDIR or equals the input: the batch never writes outside OUTDIR and never
 overwrites an input.
+
+Nor does it replace a file it did not write: an output path that already holds a file is replaced only when the
+manifest records that file as the batch's own (same size and mtime), or with ``--force``; one that holds anything
+but a regular file (a folder, FIFO, device, socket, or a symbolic link to one) is never replaced
+(:func:`overwrite_problem`). The file being filtered in a thread says which output may be replaced
+(:func:`replacing`); the rule is checked before its folder is made and again just before the rename.
 """
 
 from __future__ import annotations
@@ -19,16 +25,19 @@ import collections
 import functools
 import glob
 import os
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Iterator, Optional
 
-from sigconv._core.atomic import atomic_output
+from sigconv._core.atomic import atomic_output, replace_problem
 from sigconv._core.errors import OutputError
+from sigconv.engine.batch import cancel
 
 __all__ = ["Found", "Inputs", "DiscoveryError", "find_inputs", "discover", "kind_of", "supported_suffixes",
-           "supported_text", "rel_problem", "output_problem", "prepare_output", "safe_output"]
+           "supported_text", "rel_problem", "output_problem", "overwrite_problem", "replacing", "check_output",
+           "prepare_output", "safe_output"]
 
 #: Suffix -> format name of the tables and arrays.
 TABLE_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}
@@ -144,26 +153,74 @@ def output_problem(inp: Path, out: Path, outdir: Path) -> Optional[str]:
     return None
 
 
-def prepare_output(inp: Path, out: Path, outdir: Path) -> None:
-    """Check ``out`` (``output_problem``: OutputError) and create its folder."""
+def overwrite_problem(out: Path, may_replace) -> Optional[str]:
+    """Why the batch must not replace what is at ``out`` now, or None (nothing there, or a file it may replace).
+
+    Anything but a regular file (or a symbolic link to one) is never replaced (``atomic.replace_problem``).
+    ``may_replace``: True (``--force``: any regular file), the (size, mtime_ns) the manifest records for the file
+    the batch wrote there (that file, unchanged, may be replaced), or None (no file may be replaced)."""
+    why = replace_problem(out)
+    if why or may_replace is True:
+        return why
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{out}: cannot check the output path ({exc.strerror})"
+    if may_replace is not None and tuple(may_replace) == (st.st_size, st.st_mtime_ns):
+        return None
+    changed = " or was changed since" if may_replace is not None else ""
+    return f"output {out} exists and was not written by sigconv batch{changed}; pass --force to replace it " \
+           "(or remove it)"
+
+
+_GUARD = threading.local()
+
+
+@contextmanager
+def replacing(out: Path, may_replace) -> Iterator[None]:
+    """While one file runs in this thread: :func:`prepare_output` and :func:`safe_output` replace what is at its
+    output ``out`` only as :func:`overwrite_problem` allows with ``may_replace``. Other outputs written meanwhile
+    (an NPY log's sidecar) and outputs written outside such a block follow the rule for non-regular files only."""
+    prev = getattr(_GUARD, "rule", None)
+    _GUARD.rule = (os.path.abspath(out), may_replace)
+    try:
+        yield
+    finally:
+        _GUARD.rule = prev
+
+
+def check_output(inp: Path, out: Path, outdir: Path) -> None:
+    """OutputError (one line) when writing ``out`` now is unsafe: :func:`output_problem`, or what is there
+    already may not be replaced (:func:`overwrite_problem`, with the rule :func:`replacing` set)."""
     why = output_problem(inp, out, outdir)
+    if not why:
+        rule = getattr(_GUARD, "rule", None)
+        may_replace = rule[1] if rule is not None and rule[0] == os.path.abspath(out) else True
+        why = overwrite_problem(out, may_replace)
     if why:
         raise OutputError(why)
+
+
+def prepare_output(inp: Path, out: Path, outdir: Path) -> None:
+    """Check ``out`` (:func:`check_output`) and create its folder."""
+    check_output(inp, out, outdir)
     out.parent.mkdir(parents=True, exist_ok=True)
 
 
 @contextmanager
 def safe_output(inp: Path, out: Path, outdir: Path) -> Iterator[Path]:
     """``sigconv._core.atomic.atomic_output`` for ``out``, checked before and again just before the rename
-    (a link may have appeared meanwhile)."""
+    (a link, or a file the batch may not replace, may have appeared meanwhile; the batch may have been stopped:
+    :class:`.cancel.Cancelled`)."""
     prepare_output(inp, out, outdir)
 
-    def recheck():
-        why = output_problem(inp, out, outdir)
-        if why:
-            raise OutputError(why)
+    def last_look():
+        cancel.check()
+        check_output(inp, out, outdir)
 
-    with atomic_output(out, before_replace=recheck) as tmp:
+    with atomic_output(out, before_replace=last_look) as tmp:
         yield tmp
 
 

@@ -97,7 +97,7 @@ class GPUService:
         if not served:  # it said nothing: make sure it ends (after "stop" it ends by itself, CUDA's teardown and all)
             self._proc.join(timeout)
             if self._proc.is_alive():
-                self._proc.terminate()
+                self._proc.kill()  # it ignores SIGTERM (see _serve)
                 self._proc.join(timeout)
         return served
 
@@ -110,7 +110,11 @@ def _serve(control, authkey: bytes) -> None:
     import signal
     from multiprocessing.connection import Listener, wait
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the group: the coordinator decides
+    # Ctrl-C, and SIGTERM or SIGHUP sent to the whole group (systemd, a closed terminal), are the coordinator's to
+    # handle: it stops the batch, then this process (``GPUService.close``), which writes no file
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
     listener = Listener(family="AF_UNIX", authkey=authkey)
     control.send(listener.address)
     conns: list = []

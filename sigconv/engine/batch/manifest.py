@@ -1,7 +1,13 @@
 """The batch manifest: one JSON object per line in ``OUTDIR/sigconv-batch.jsonl``.
 
 Each record: input (absolute path), size, mtime_ns, settings (hash of the filter settings), status
-("done" or "failed"), output, reason, warnings, fs, filter, seconds, finished (UTC time). Only the
+("done" or "failed"), output, reason, warnings, fs, filter, seconds, finished (UTC time); a done file also
+output_size and output_mtime_ns (its output as written: a rerun skips the file only while its output still
+matches, and the batch replaces no file but one it wrote, unchanged) and, for tables and NPY logs, columns (the
+channels filtered). A failed file whose output from an earlier run stays in place, unchanged, keeps it as
+kept_output (path, size, mtime_ns), so that the batch may still replace it. A done record without output_size
+(written by an older sigconv) is redone; its output counts as the batch's own while its mtime is no later than
+the record's finished time. Only the
 coordinating process writes it (workers return results; the coordinator appends one line per result
 as it arrives, flushed and fsynced), so parallel workers never interleave writes. A line cut short by
 a crash is ignored when reading. At the end of a run the file is rewritten (temp + rename) with the
@@ -10,9 +16,11 @@ latest record per input, so it never holds duplicates.
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Optional
@@ -35,6 +43,46 @@ def settings_hash(settings: dict, kind: Optional[str] = None) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _stamp(path) -> Optional[tuple]:
+    """(size, mtime_ns) of the regular file at ``path`` (through a symbolic link, which outputs are written
+    through); None when there is none."""
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+def _written(rec: dict) -> Optional[tuple]:
+    """(path, (size, mtime_ns)) of the output a record says the batch wrote and left in place, or None."""
+    if rec.get("status") == "done" and isinstance(rec.get("output"), str):
+        size, mtime = rec.get("output_size"), rec.get("output_mtime_ns")
+        path = rec["output"]
+    elif isinstance(rec.get("kept_output"), dict):
+        k = rec["kept_output"]
+        path, size, mtime = k.get("path"), k.get("size"), k.get("mtime_ns")
+    else:
+        return None
+    if isinstance(path, str) and isinstance(size, int) and isinstance(mtime, int):
+        return path, (size, mtime)
+    return None
+
+
+def _written_before(rec: dict) -> Optional[tuple]:
+    """:func:`_written` for a done record without output_size (an older sigconv's): (path, its file's (size,
+    mtime_ns) now) when that file was last modified before the record was written (``finished``, whole seconds,
+    allowing a second for clocks); else None."""
+    path, finished = rec.get("output"), rec.get("finished")
+    if rec.get("status") != "done" or "output_size" in rec or not (isinstance(path, str) and isinstance(finished, str)):
+        return None
+    try:
+        limit = (calendar.timegm(time.strptime(finished, "%Y-%m-%dT%H:%M:%SZ")) + 2) * 1_000_000_000
+    except (ValueError, OverflowError):
+        return None
+    now = _stamp(path)
+    return (path, now) if now is not None and now[1] < limit else None
+
+
 class Manifest:
     def __init__(self, outdir: Path):
         self.path = Path(outdir) / NAME
@@ -52,13 +100,28 @@ class Manifest:
                     except (ValueError, KeyError, TypeError):
                         self.bad_lines += 1  # a line cut short by a crash
         self._f = None
+        self._written: Optional[dict] = None  # output -> (size, mtime_ns) of what the batch wrote there
 
     def up_to_date(self, task: dict) -> bool:
-        """Done before with the same file (size, mtime), the same settings, and the output still there."""
+        """Done before with the same file (size, mtime), the same settings, and its output still there as it was
+        written (same size and mtime; a record without them, from an older sigconv, is not up to date)."""
         rec = self.records.get(task["input"])
         return bool(rec and rec.get("status") == "done" and rec.get("size") == task["size"]
                     and rec.get("mtime_ns") == task["mtime_ns"] and rec.get("settings") == task["hash"]
-                    and rec.get("output") == task["output"] and Path(rec["output"]).exists())
+                    and rec.get("output") == task["output"]
+                    and _written(rec) == (rec["output"], _stamp(rec["output"])))
+
+    def written(self, output: str) -> Optional[tuple]:
+        """(size, mtime_ns) of the file this manifest records the batch wrote at ``output`` (a done record's output,
+        or a failed record's kept_output), or None when it records none. For a record of an older sigconv, which
+        has no output size: the file there now, when it was not modified after the record was written."""
+        if self._written is None:
+            self._written = {}
+            for rec in self.records.values():
+                w = _written(rec) or _written_before(rec)
+                if w is not None:
+                    self._written[w[0]] = w[1]
+        return self._written.get(output)
 
     def append(self, task: dict, result: dict) -> dict:
         rec = {"input": task["input"], "size": task["size"], "mtime_ns": task["mtime_ns"], "settings": task["hash"],
@@ -66,6 +129,16 @@ class Manifest:
                "warnings": result.get("warnings") or [], "fs": result.get("fs"), "filter": result.get("filter"),
                "seconds": round(float(result.get("seconds") or 0.0), 4),
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        if rec["status"] == "done" and rec["output"]:
+            stamp = _stamp(rec["output"])
+            if stamp is not None:
+                rec["output_size"], rec["output_mtime_ns"] = stamp
+        else:  # the output an earlier run wrote, still in place and unchanged, stays the batch's own
+            w = _written(self.records.get(task["input"]) or {})
+            if w is not None and _stamp(w[0]) == w[1]:
+                rec["kept_output"] = {"path": w[0], "size": w[1][0], "mtime_ns": w[1][1]}
+        if result.get("columns") is not None:
+            rec["columns"] = list(result["columns"])
         if result.get("backend"):  # where it ran: the backend, and the GPU the worker was pinned to
             rec["backend"] = result["backend"]
             if result["backend"] == "cuda" and result.get("gpu") is not None:
@@ -78,6 +151,7 @@ class Manifest:
         self._f.flush()
         os.fsync(self._f.fileno())
         self.records[rec["input"]] = rec
+        self._written = None
         return rec
 
     def compact(self) -> None:

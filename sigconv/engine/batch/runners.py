@@ -4,11 +4,13 @@ Every runner is a generator of (task, result) in completion order; the coordinat
 result (manifest, progress) as it arrives. Runners take tasks from their iterable only as they launch
 them, and at most ``2 * workers`` files are in flight, so a Ctrl-C or a dead worker affects only those.
 
-Stopping (Ctrl-C: the coordinator sets :data:`.cancel.STOP`): a runner launches nothing more, tells the
-files in flight to stop (threads see the flag; pool workers get SIGTERM, which aborts the file in hand
+Stopping (Ctrl-C, SIGTERM or SIGHUP: the coordinator sets :data:`.cancel.STOP`): a runner launches nothing more,
+tells the files in flight to stop (threads see the flag; pool workers get SIGTERM, which aborts the file in hand
 through its atomic output and makes every queued file return at once; Dask workers get
 :func:`.cancel.stop_batch`), yields every result that comes back within ``STOP_GRACE`` seconds (done:
-its output is complete; "cancelled": nothing of it remains) and ends.
+its output is complete; "cancelled": nothing of it remains) and ends. Pool workers ignore SIGINT (Ctrl-C reaches
+the whole process group: the coordinator decides) and take SIGTERM and SIGHUP, from the coordinator or sent to the
+whole group (systemd, a closed terminal), as that stop.
 
 CPU or GPU: on the cpu backend files run in a process pool (``run_pool``). On one GPU (``run_gpu``) logs run
 in a process pool too, whose workers parse and write while one more process, the only one with a CUDA context,
@@ -214,13 +216,13 @@ def start_gpu_process():
 
 
 def run_gpu(served: Iterable[dict], rest: Iterable[dict], jobs: int, check_cuda: bool = False,
-            info: Optional[dict] = None, service=None):
+            info: Optional[dict] = None, service=None, threads: Optional[int] = None):
     """One GPU: the logs in ``served`` in a pool of ``jobs`` worker processes whose filtering one more process does
     on the GPU (:class:`.gpu_service.GPUService`, started first: CUDA starts while the pool starts and the first
-    files are parsed), then ``rest`` (recordings, streamed tables) in ``jobs`` threads of this process, which then
-    makes its own CUDA context. ``check_cuda``: as in ``run_threads``; ``info["gpu_served"]``: the logs the GPU's
-    process filtered. ``service``: the GPU's process, started already (:func:`start_gpu_process`); it is closed
-    here either way."""
+    files are parsed), then ``rest`` (recordings, streamed tables) in ``threads`` (default ``jobs``) threads of this
+    process, which then makes its own CUDA context. ``check_cuda``: as in ``run_threads``; ``info["gpu_served"]``:
+    the logs the GPU's process filtered. ``service``: the GPU's process, started already
+    (:func:`start_gpu_process`); it is closed here either way."""
     info = info if info is not None else {}
     served = iter(served)
     first = next(served, None)
@@ -241,7 +243,7 @@ def run_gpu(served: Iterable[dict], rest: Iterable[dict], jobs: int, check_cuda:
             info["gpu_served"] = service.close()
             watch()
     if not cancel.STOP.is_set():
-        yield from run_threads(rest, jobs, check_cuda=check_cuda, info=info)
+        yield from run_threads(rest, threads or jobs, check_cuda=check_cuda, info=info)
 
 
 def _warm_gpu(check_cuda: bool, info: dict) -> None:
@@ -271,9 +273,12 @@ def _thread_outcome(fut, task: dict) -> dict:
 
 
 def _pool_worker_init(gpu_queue, service, arrow_threads: int) -> None:
-    # Ctrl-C goes to the whole process group: the coordinator alone decides what to stop
+    # Ctrl-C goes to the whole process group: the coordinator alone decides what to stop. SIGTERM (the coordinator's,
+    # or one sent to the group) and SIGHUP stop this worker's files, leaving no temporary file
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop_on_term)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, _stop_on_term)
     import pyarrow
 
     pyarrow.set_cpu_count(arrow_threads)  # the workers share the CPUs: no pool of Arrow threads each
@@ -291,10 +296,13 @@ _IN_TASK = False
 
 
 def _stop_on_term(signum, frame):
-    """SIGTERM from the coordinator: stop. The file in hand unwinds through its atomic output (the temporary
-    file is removed) and every file still queued for this worker returns "cancelled" without starting."""
+    """SIGTERM (or SIGHUP): stop. The file in hand unwinds through its atomic output (the temporary file is
+    removed) and every file still queued for this worker returns "cancelled" without starting. Raised once: a
+    second signal (the group's, then the coordinator's) must not cut that clean-up short."""
+    global _IN_TASK
     cancel.STOP.set()
     if _IN_TASK:
+        _IN_TASK = False
         raise SystemExit(128 + signum)
 
 
@@ -346,6 +354,12 @@ def _pool_context(served: bool = False):
 
 _DIED = object()
 _DIED_TEXT = "a worker process died (killed or crashed) while this file was in flight; rerun to retry"
+
+
+def _died(task: dict) -> dict:
+    """The result of a file whose worker died in flight: failed, and ``lost`` (its output may have been moved into
+    place before the worker died: the coordinator looks)."""
+    return failed(task, _DIED_TEXT) | {"lost": True}
 
 
 def _outcome(fut, task: dict):
@@ -404,7 +418,7 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0, service=None, wa
                     t = inflight.pop(f)
                     r = _outcome(f, t)
                     broken = broken or r is _DIED
-                    yield t, failed(t, _DIED_TEXT) if r is _DIED else r
+                    yield t, _died(t) if r is _DIED else r
             if cancel.STOP.is_set() and not broken:
                 # stopped: SIGTERM aborts the file each worker has in hand, the queued ones return at once
                 procs = list((getattr(pool, "_processes", None) or {}).values())
@@ -422,7 +436,7 @@ def run_pool(tasks: Iterable[dict], jobs: int, n_gpus: int = 0, service=None, wa
                 for f, t in list(inflight.items()):
                     inflight.pop(f)
                     r = _outcome(f, t) if f.done() else _DIED
-                    yield t, failed(t, _DIED_TEXT) if r is _DIED else r
+                    yield t, _died(t) if r is _DIED else r
             clean = not broken
         finally:
             if not clean:
@@ -499,7 +513,7 @@ def run_dask(tasks: Iterable[dict], scheduler: str, jobs: Optional[int], n_gpus:
                 return f.result()
             except Exception as exc:  # noqa: BLE001 - KilledWorker, lost connections: a failed file
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                return failed(t, f"Dask worker failed: {type(exc).__name__}: {first}; rerun to retry")
+                return failed(t, f"Dask worker failed: {type(exc).__name__}: {first}; rerun to retry") | {"lost": True}
 
         stopping_since = None
         while futs or (pending and stopping_since is None):
