@@ -116,15 +116,19 @@ def _first_line(exc: BaseException) -> str:
 
 
 def process_task(task: dict) -> dict:
-    """Filter one file; the result (a dict) says how it went. See the module docstring for ``task``."""
+    """Filter one file; the result (a dict) says how it went. See the module docstring for ``task``; its
+    ``replace`` says what may be replaced at its output (``discovery.overwrite_problem``: True, the manifest's
+    (size, mtime_ns) of the batch's own output there, or None: nothing)."""
     t0 = time.perf_counter()
     inp, out, outdir = Path(task["input"]), Path(task["output"]), Path(task["outdir"])
     s: BatchSettings = task["settings"]
     res = {"input": task["input"], "rel": task["rel"], "status": "failed", "output": None, "reason": None,
            "warnings": [], "fs": None, "filter": None, "pid": os.getpid(),
            "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    from sigconv.engine.batch.discovery import replacing
+
     try:
-        with cancel.running(task.get("batch")):
+        with cancel.running(task.get("batch")), replacing(out, task.get("replace")):
             cancel.check()
             if s.method == "spectral" and task["kind"] != "audio":
                 raise InputError(f"{inp}: --method spectral applies to audio files only")
