@@ -4,7 +4,11 @@ Taps per rate come from ``FirSpec.design`` (with no filter option: the default f
 its rate), memoised per process. Logs run through the engine's block filter
 (:func:`sigconv.engine.file.fir_block_filter`) as float64 samples: float64 on the CPU, float32 on the GPU.
 Each filtered run of a table or NPY log is extended at its ends per ``BatchSettings.edges``
-(:mod:`.edges`); gaps per ``BatchSettings.gaps``.
+(:mod:`.edges`); gaps per ``BatchSettings.gaps``. A wide log (hundreds of channels and more) is filtered in
+shorter blocks and, where its channels times the filter's length are many, by groups of channels
+(:func:`block_filter`), so that a block's working memory stays bounded whatever the column count.
+Outputs that are not finite where the input was (samples too large for the arithmetic) fail the file
+(:func:`check_finite`); the arithmetic's overflow warnings never reach the user.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from sigconv.engine.settings import FirSpec, KernelChoice, check_filter_fits, ph
 from sigconv.registry import table
 
 __all__ = ["kernel_here", "computed_dtype", "taps_for", "block_filter", "filter_run", "filter_columns",
-           "check_length"]
+           "check_length", "check_finite", "quiet", "ColumnGroups"]
 
 _EDGE_TEXT = {"odd": "odd-reflected edges", "zero": "zero-padded edges"}
 _TAPS: dict = {}
@@ -81,8 +85,10 @@ def taps_for(fir: FirSpec, fs: float, edges=None, frames=None, source=None):
             if frames is not None:
                 check_length(fir.length(fs, signal_kind(fs)), frames, fs, source)
             d = fir.design(fs, signal_kind(fs))
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise ValueError(f"at {fs:g} Hz: {exc}") from None
+        except MemoryError:
+            raise ValueError(f"at {fs:g} Hz: the filter needs more memory to design than there is") from None
         taps = d.taps
         more = f", {_EDGE_TEXT[edges]}" if edges else ""
         hit = _TAPS[key] = (taps, f"{d.labelled} ({taps.size} taps, {fir.phase} phase{more})")
@@ -91,13 +97,94 @@ def taps_for(fir: FirSpec, fs: float, edges=None, frames=None, source=None):
     return hit
 
 
+#: Samples (frames x channels) of a wide log's filter block.
+BLOCK_SAMPLES = 1 << 20
+#: Logs of at most this many channels keep the engine's block length (about 2^18 frames).
+NARROW_CHANNELS = 8
+#: The fewest frames in a block of a wide log.
+MIN_BLOCK_FRAMES = 256
+
+
+class ColumnGroups:
+    """Block filters over consecutive groups of channels, driven as one block filter (``process``, ``finish``,
+    ``delay``, ``preferred_frames``, ``read_dtype``): each block is cut into its groups' columns and the outputs
+    put side by side. A channel's outputs are those its group's filter gives alone."""
+
+    def __init__(self, parts: list, frames: int):
+        self.parts = parts
+        self.bounds = np.cumsum([0] + [p.C for p in parts]).tolist()
+        self.C = self.bounds[-1]
+        self.delay, self.read_dtype = parts[0].delay, parts[0].read_dtype
+        self.preferred_frames = frames
+
+    @property
+    def variant(self) -> str:
+        return self.parts[0].variant
+
+    def process(self, block: np.ndarray) -> np.ndarray:
+        return np.concatenate([p.process(block[:, a:b]) for p, a, b in zip(self.parts, self.bounds, self.bounds[1:])],
+                              axis=1)
+
+    def finish(self) -> np.ndarray:
+        return np.concatenate([p.finish() for p in self.parts], axis=1)
+
+
 def block_filter(taps, channels: int, settings: BatchSettings, kernel: Optional[KernelChoice] = None):
-    """A block filter for float64 (frames, channels) samples on the settings' kernel (or ``kernel``, resolved)."""
+    """A block filter for float64 (frames, channels) samples on the settings' kernel (or ``kernel``, resolved).
+
+    A block of the engine's length (about 2^18 frames) over all channels of a wide log would take gigabytes (a
+    20,000 x 700 CSV ran out of memory): beyond ``NARROW_CHANNELS`` channels a block has ``BLOCK_SAMPLES`` samples
+    at most (``MIN_BLOCK_FRAMES`` frames at least), and where the channels times (block + filter) length exceed it too the
+    channels go to several filters (:class:`ColumnGroups`). Both ways the same for a log read whole or streamed,
+    since both feed the filter this returns (the block cut decides an output's last bits)."""
     from sigconv.engine.audio import pcm_spec
     from sigconv.engine.file import fir_block_filter
 
-    return fir_block_filter(taps, channels, pcm_spec("DOUBLE"), kernel=kernel or kernel_here(settings.kernel),
-                            phase=settings.fir.phase)
+    kernel = kernel or kernel_here(settings.kernel)
+
+    def make(c: int):
+        return fir_block_filter(taps, c, pcm_spec("DOUBLE"), kernel=kernel, phase=settings.fir.phase)
+
+    flt = make(channels)
+    pf = int(flt.preferred_frames)
+    if channels <= NARROW_CHANNELS:
+        return flt
+    frames = max(MIN_BLOCK_FRAMES, min(pf, BLOCK_SAMPLES // channels))
+    group = max(1, BLOCK_SAMPLES // (frames + len(taps)))
+    if group >= channels:
+        flt.preferred_frames = frames
+        return flt
+    del flt
+    return ColumnGroups([make(min(group, channels - a)) for a in range(0, channels, group)], frames)
+
+
+def quiet():
+    """NumPy's floating-point warnings off, while filtering: samples too large for the arithmetic overflow, and
+    :func:`check_finite` says so in one line instead."""
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore")
+
+
+def check_finite(y: np.ndarray, path, labels, unit: str, first: int = 0, x: Optional[np.ndarray] = None,
+                 dtype=np.float64) -> None:
+    """InputError (one line) naming the first output of (n, C) ``y`` that is not finite, or not finite once written
+    as ``dtype`` (one, or one per channel: float32 outputs overflow sooner), where the input ``x`` was (``x`` None:
+    the input had no gaps). ``labels[c]`` names channel c ("column 'x'"), ``unit`` its rows ("data row"), ``first``
+    the number of y's row 0. Such an output comes from finite samples too large for the filter's arithmetic; the
+    caller never writes it."""
+    if isinstance(dtype, (list, tuple)):
+        limit = np.array([np.finfo(d).max for d in dtype], np.float64)
+    else:
+        limit = float(np.finfo(dtype).max)
+    with quiet():
+        ok = np.abs(y) <= limit
+        if ok.all():
+            return
+        bad = ~ok if x is None else ~ok & np.isfinite(x)
+    if not bad.any():
+        return
+    r, c = (int(v) for v in np.argwhere(bad)[0])
+    raise InputError(f"{path}: {labels[c]} {unit} {first + r}: the filtered value is not finite ({int(bad.sum())} "
+                     f"such value(s)): the samples are too large for the filter's arithmetic; scale the channel down")
 
 
 def run_extension(flt, taps, settings: BatchSettings) -> tuple[int, int]:
@@ -115,6 +202,11 @@ def filter_run(taps, x, out, settings: BatchSettings) -> None:
     ``GPU_WHOLE_RUN_SAMPLES`` goes in one piece, and in a pool worker served by the GPU's process (:mod:`.gpu_service`)
     every run goes in pieces of at most that size; else through a fresh block filter. The outputs are the same either
     way (float32 on the device)."""
+    with quiet():
+        _filter_run(taps, x, out, settings)
+
+
+def _filter_run(taps, x, out, settings: BatchSettings) -> None:
     kernel = kernel_here(settings.kernel)
     n, C = x.shape
     if kernel.backend == "cuda":

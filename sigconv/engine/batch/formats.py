@@ -15,13 +15,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
 from sigconv._core.errors import InputError
+from sigconv.engine.batch.logs import check_rate
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def sidecar_path(path: Path) -> Path:
@@ -72,13 +77,26 @@ def csv_header_line(names) -> bytes:
 
 def replace_column(table, name, y: np.ndarray, nulls: np.ndarray, kind: str = "parquet", computed=np.float64):
     """``table`` with channel ``name`` holding ``y`` (null where ``nulls``), typed per :func:`channel_type`."""
+    return replace_columns(table, {name: (y, nulls)}, kind, computed)
+
+
+def replace_columns(table, new: dict, kind: str = "parquet", computed=np.float64):
+    """``table`` with each channel of ``new`` (name -> (values, null mask or None)) replaced, typed per
+    :func:`channel_type`; the table is built once, so the time is linear in the column count (replacing
+    columns one by one copies the column list each time: minutes for a table of 10,000 columns). The
+    names must be unique (``logs.check_names``)."""
     import pyarrow as pa
 
-    old = table.schema.field(name)
-    typ = channel_type(old.type, kind, computed)
-    arr = channel_array(y, typ, nulls)
-    i = table.column_names.index(name)
-    return table.set_column(i, pa.field(name, typ, metadata=old.metadata), arr)
+    schema = table.schema
+    fields, cols = list(schema), list(table.columns)
+    for i, f in enumerate(fields):
+        hit = new.get(f.name)
+        if hit is None:
+            continue
+        typ = channel_type(f.type, kind, computed)
+        cols[i] = channel_array(hit[0], typ, hit[1])
+        fields[i] = pa.field(f.name, typ, metadata=f.metadata)
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields, metadata=schema.metadata))
 
 
 def write_table(table, kind: str, tmp: Path) -> None:
@@ -116,6 +134,8 @@ def read_npy(path: Path, fs: Optional[float]):
     except (ValueError, OSError, EOFError) as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: not a readable NPY file ({msg})") from None
+    except Exception:  # noqa: BLE001 - a damaged header makes NumPy's parser raise what it meets (TokenError ...)
+        raise InputError(f"{path}: not a readable NPY file (its header is damaged)") from None
     if a.dtype.kind not in "iuf":
         raise InputError(f"{path}: holds {a.dtype} values; only real numbers can be filtered")
     if a.ndim not in (1, 2):
@@ -129,11 +149,16 @@ def read_npy(path: Path, fs: Optional[float]):
                              '(JSON: {"fs": RATE})')
         try:
             meta = json.loads(side.read_text())
-            fs = float(meta["fs"])
+            fs = meta["fs"]
         except (ValueError, KeyError, TypeError, OSError) as exc:
-            raise InputError(f"{side}: not a sidecar JSON with a numeric 'fs' ({type(exc).__name__}: {exc})") from None
-        if not math.isfinite(fs) or fs <= 0:
-            raise InputError(f"{side}: 'fs' must be a positive rate in Hz, got {fs:g}")
+            what = f"no key {exc}" if isinstance(exc, KeyError) else _first_line(exc)
+            raise InputError(f"{side}: not a sidecar JSON holding {{\"fs\": RATE}} ({what})") from None
+        if isinstance(fs, str):  # {"fs": "100"}: a number written as text
+            try:
+                fs = float(fs)
+            except ValueError:
+                pass
+        check_rate(fs, side, "'fs'")
     was_1d = a.ndim == 1
     return (a[:, None] if was_1d else a), float(fs), was_1d
 

@@ -7,7 +7,10 @@ channels. The time column is the one asked for, else one named like a time axis 
 (:func:`detect_time_column`). A CSV time column is read as text (the batch writes it back byte for byte)
 and parsed to seconds only to infer the rate (:func:`infer_rate`: by the span of the timestamps, irregular
 steps left out and warned about).
-Channels are the numeric columns but time; nulls and NaN are gaps. Problems raise ``InputError`` (one line).
+Channels are the numeric columns but time; nulls and NaN are gaps. A CSV column read as text although most of its
+cells are numbers is a channel with a damaged cell (:class:`NumberCells`): the file is refused, naming the first such
+cell, rather than passed through unfiltered. Integers are filtered as float64 (the nearest one where they have more
+than 53 bits). Problems raise ``InputError`` (one line).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from typing import Optional
 import numpy as np
 
 from sigconv._core.errors import InputError
+from sigconv.engine.batch.settings import rate_problem
 
 __all__ = ["LogData", "read_log", "TIME_NAMES", "detect_time_column", "read_table", "time_seconds", "infer_rate",
-           "file_rate", "choose_channels", "column_values", "table_kind"]
+           "file_rate", "choose_channels", "column_values", "table_kind", "check_names", "csv_read_options",
+           "NumberCells", "check_rate"]
 
 #: Column names taken as the time column (case-insensitive), in order of preference.
 TIME_NAMES = ("timestamp", "time", "datetime", "date_time", "t", "ts", "time_s", "seconds", "epoch", "date")
@@ -38,6 +43,12 @@ _RESOLUTION_SAMPLE = 1 << 12
 _TIME_WITH_UNIT = re.compile(r"^(time|timestamp)[ _]?\(?(s|ms|us|ns|sec|seconds)?\)?$")
 #: Suffix -> table kind.
 _KINDS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+#: pyarrow's CSV block (bytes): its default. A block must hold whole lines, so a longer header or first row gets a
+#: larger block (:func:`csv_read_options`).
+CSV_BLOCK_BYTES = 1 << 20
+#: A CSV cell that reads as a number (what pyarrow's float parser takes, spaces around it allowed).
+_NUMBER = (r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$|"
+           r"^\s*[-+]?(?:[iI][nN][fF]|[iI][nN][fF][iI][nN][iI][tT][yY]|[nN][aA][nN])\s*$")
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,6 +113,91 @@ def csv_header(path: Path) -> list[str]:
     return next(csv.reader([line]))
 
 
+def csv_read_options(path: Path, block: int = CSV_BLOCK_BYTES):
+    """pyarrow ReadOptions for CSV ``path`` in blocks of ``block`` bytes, or more where its first lines are long
+    (a block must hold a whole line: a header of a million names is longer than pyarrow's default block)."""
+    import pyarrow.csv as pcsv
+
+    longest = 0
+    with open(path, "rb") as f:
+        for _ in range(2):
+            longest = max(longest, len(f.readline(1 << 30)))
+    return pcsv.ReadOptions(block_size=int(max(block, 4 * longest + 1024)))
+
+
+def check_names(names, path) -> None:
+    """InputError when two columns share a name (their values could not be told apart, nor written back)."""
+    if len(set(names)) == len(names):
+        return
+    seen: dict = {}
+    for i, n in enumerate(names):
+        if n in seen:
+            raise InputError(f"{path}: columns {seen[n] + 1} and {i + 1} are both named {n!r}; "
+                             "give each column its own name")
+        seen[n] = i
+
+
+def check_rate(fs: float, path, source: str, fix: str = "") -> float:
+    """``fs`` when it is a rate a log can have (:func:`~sigconv.engine.batch.settings.rate_problem`), else
+    InputError naming the file, ``source`` (where the rate came from) and ``fix``."""
+    problem = rate_problem(fs)
+    if problem:
+        raise InputError(f"{path}: {source} {problem}{fix}")
+    return float(fs)
+
+
+class NumberCells:
+    """Finds a CSV's channels that pyarrow read as text because of a few cells that are not numbers.
+
+    A text column (not the time column) most of whose filled cells are numbers is such a channel, as is a text
+    column named by ``--columns`` that holds numbers at all: :meth:`check` raises InputError naming its first
+    cell that is not a number (empty cells and pyarrow's null markers, "NA" ..., are gaps, not damage). Fed
+    the whole table at once (in memory) or record batch by record batch (streamed): the same counts, the
+    same verdict."""
+
+    def __init__(self, schema, time_column, columns, path):
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        self.path, self.asked = path, set(columns or ())
+        self.names = [n for n, t in zip(schema.names, schema.types)
+                      if n != time_column and (pa.types.is_string(t) or pa.types.is_large_string(t))]
+        self._nulls = pa.array(list(pcsv.ConvertOptions().null_values), pa.string())
+        self.numbers = dict.fromkeys(self.names, 0)
+        self.filled = dict.fromkeys(self.names, 0)
+        self.bad = dict.fromkeys(self.names, 0)
+        self.first: dict = {}  # name -> (row, text) of the first cell that is not a number
+        self.rows = 0
+
+    def add(self, table) -> None:
+        """Count the cells of the next rows (a table or record batch with the schema's columns)."""
+        import pyarrow.compute as pc
+
+        for n in self.names:
+            col = table.column(n)
+            empty = pc.or_(pc.is_null(col), pc.is_in(pc.utf8_trim_whitespace(col), value_set=self._nulls))
+            num = pc.match_substring_regex(col, _NUMBER)
+            bad = pc.and_not(pc.invert(empty), num)
+            k = pc.sum(bad).as_py() or 0
+            self.numbers[n] += pc.sum(num).as_py() or 0
+            self.filled[n] += len(col) - (pc.sum(empty).as_py() or 0)
+            self.bad[n] += k
+            if k and n not in self.first:
+                i = pc.index(bad, True).as_py()
+                self.first[n] = (self.rows + i, col[i].as_py())
+        self.rows += table.num_rows
+
+    def check(self) -> None:
+        """InputError (one line) for the first damaged channel, in column order."""
+        for n in self.names:
+            damaged = 2 * self.numbers[n] > self.filled[n] or (n in self.asked and self.numbers[n])
+            if damaged and n in self.first:
+                row, text = self.first[n]
+                more = f" (and {self.bad[n] - 1} more such cell(s))" if self.bad[n] > 1 else ""
+                raise InputError(f"{self.path}: column {n!r} data row {row + 1} (line {row + 2}): {text!r} is not "
+                                 f"a number{more}; fix or empty the cell (an empty cell is a gap)")
+
+
 def unreadable(path, kind: str, exc: BaseException) -> InputError:
     """The one-line error for a table pyarrow cannot read."""
     what = "CSV" if kind == "csv" else "Parquet"
@@ -122,8 +218,10 @@ def reading(path, kind: str):
         raise unreadable(path, kind, exc) from None
 
 
-def read_table(path: Path, kind: str, time_column: Optional[str]):
-    """(pyarrow table, time column name or None) of a CSV or Parquet file; a CSV time column is read as text."""
+def read_table(path: Path, kind: str, time_column: Optional[str], columns=None):
+    """(pyarrow table, time column name or None) of a CSV or Parquet file; a CSV time column is read as text.
+    InputError for columns sharing a name, and for a CSV channel with a cell that is not a number (:class:`NumberCells`;
+    ``columns``: the channels asked for)."""
     import pyarrow as pa
 
     with reading(path, kind):
@@ -132,29 +230,40 @@ def read_table(path: Path, kind: str, time_column: Optional[str]):
         if kind == "csv":
             import pyarrow.csv as pcsv
 
-            tc = detect_time_column(csv_header(path), None, time_column, path)
+            names = csv_header(path)
+            check_names(names, path)
+            tc = detect_time_column(names, None, time_column, path)
             types = {tc: pa.string()} if tc is not None else {}
-            table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types,
-                                                                           strings_can_be_null=False))
+            table = pcsv.read_csv(path, read_options=csv_read_options(path),
+                                  convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False))
         else:
             import pyarrow.parquet as pq
 
             table = pq.read_table(path)
+            check_names(table.column_names, path)
             tc = detect_time_column(table.column_names, table.schema.types, time_column, path)
     if table.num_rows == 0:
         raise InputError(f"{path}: holds no data rows")
+    if kind == "csv":
+        cells = NumberCells(table.schema, tc, columns, path)
+        if cells.names:
+            cells.add(table)
+            cells.check()
     return table, tc
 
 
-def arrow_values(col, dtype, fill) -> tuple[np.ndarray, np.ndarray]:
-    """(values, null mask) of a pyarrow array or chunked array of float64 or int64 (``dtype``), ``fill`` where null,
-    read from its buffers. (Arrow's own conversion to NumPy imports pandas, where installed, on its first use in a
-    process: a few tenths of a second, holding the interpreter.)"""
+def arrow_values(col, dtype, fill, out=None) -> tuple[np.ndarray, np.ndarray]:
+    """(values, null mask) of a pyarrow array or chunked array whose values are NumPy's ``dtype`` (float64, int64,
+    ...), as ``out`` (default ``dtype``), ``fill`` where null, read from its buffers. (Arrow's own conversion to NumPy
+    imports pandas, where installed, on its first use in a process: a few tenths of a second, holding the
+    interpreter.)"""
+    import pyarrow as pa
+
     dtype = np.dtype(dtype)
-    chunks = col.chunks if hasattr(col, "chunks") else [col]
-    vals = np.empty(len(col), dtype)
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    vals = np.empty(len(col), dtype if out is None else out)
     nulls = np.zeros(len(col), bool)
-    at = 0
+    at, any_null = 0, False
     for c in chunks:
         n = len(c)
         if not n:
@@ -162,12 +271,23 @@ def arrow_values(col, dtype, fill) -> tuple[np.ndarray, np.ndarray]:
         bufs = c.buffers()
         vals[at:at + n] = np.frombuffer(bufs[1], dtype, count=c.offset + n)[c.offset:]
         if c.null_count:
+            any_null = True
             bits = np.unpackbits(np.frombuffer(bufs[0], np.uint8), bitorder="little", count=c.offset + n)
             nulls[at:at + n] = bits[c.offset:] == 0
         at += n
-    if nulls.any():
+    if any_null:
         vals[nulls] = fill
     return vals, nulls
+
+
+def _numpy_type(t) -> Optional[np.dtype]:
+    """The NumPy dtype holding the values of pyarrow number type ``t`` as they lie in its buffer, else None."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(t) or (pa.types.is_floating(t) and not pa.types.is_float16(t)):
+        kind = "f" if pa.types.is_floating(t) else "u" if pa.types.is_unsigned_integer(t) else "i"
+        return np.dtype(f"{kind}{t.bit_width // 8}")
+    return None
 
 
 def time_seconds(col, name: str, path) -> np.ndarray:
@@ -180,7 +300,7 @@ def time_seconds(col, name: str, path) -> np.ndarray:
     try:
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             try:
-                col = pc.cast(col, pa.float64())
+                col = pc.cast(col, pa.float64())  # text: numbers as written, else timestamps
             except pa.ArrowInvalid:
                 col = pc.cast(col, pa.timestamp("ns"))
             t = col.type
@@ -195,7 +315,7 @@ def time_seconds(col, name: str, path) -> np.ndarray:
             v[~valid] = np.nan
             return v
         if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-            return arrow_values(pc.cast(col, pa.float64()), np.float64, np.nan)[0]
+            return arrow_values(pc.cast(col, pa.float64(), safe=False), np.float64, np.nan)[0]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     raise InputError(f"{path}: time column {name!r} holds neither numbers (seconds) nor timestamps; "
@@ -276,7 +396,7 @@ def infer_rate(t: np.ndarray, path, fs: Optional[float] = None) -> tuple[float, 
             raise InputError(f"{path}: {'; '.join(problems)}; cannot infer the rate (pass --fs to filter anyway)")
         if n < 2 or not pos.size:
             raise InputError(f"{path}: needs at least 2 rows with increasing timestamps to infer the rate; pass --fs")
-        return nice_rate(rate), warnings
+        return check_rate(nice_rate(rate), path, "the timestamps' rate:", "; pass --fs"), warnings
     warnings = problems + warnings
     if pos.size and abs(rate - fs) > IRREGULAR_TOL * fs:
         warnings.append(f"--fs {fs:g} Hz differs from the rate of the timestamps ({nice_rate(rate):g} Hz)")
@@ -304,8 +424,9 @@ def choose_channels(table, time_column, columns, path) -> list[str]:
     """``columns`` when given (each must exist and be numeric), else every numeric column but time."""
     names = table.column_names
     if columns:
+        known = set(names)
         for c in columns:
-            if c not in names:
+            if c not in known:
                 raise InputError(f"{path}: no column named {c!r} for --columns")
             if c == time_column:
                 raise InputError(f"{path}: --columns names the time column {c!r}")
@@ -313,18 +434,23 @@ def choose_channels(table, time_column, columns, path) -> list[str]:
             if not numeric_type(t):
                 raise InputError(f"{path}: column {c!r} is not numeric ({t}); it cannot be filtered")
         return list(columns)
-    chans = [n for n in names if n != time_column and numeric_type(table.schema.field(n).type)]
+    chans = [n for n, t in zip(names, table.schema.types) if n != time_column and numeric_type(t)]
     if not chans:
         raise InputError(f"{path}: no numeric columns to filter")
     return chans
 
 
 def column_values(table, name) -> tuple[np.ndarray, np.ndarray]:
-    """(float64 values with NaN for nulls, null mask)."""
+    """(float64 values with NaN for nulls, null mask); ``name`` a column name or index. Integers beyond 2**53
+    become the nearest float64 (they are filtered as float64 anyway)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    return arrow_values(pc.cast(table.column(name), pa.float64()), np.float64, np.nan)
+    col = table.column(name)
+    native = _numpy_type(col.type)
+    if native is not None:  # read as it lies and converted by NumPy: no cast through Arrow for each column
+        return arrow_values(col, native, np.nan, out=np.float64)
+    return arrow_values(pc.cast(col, pa.float64(), safe=False), np.float64, np.nan)
 
 
 def read_log(path, *, time_column: Optional[str] = None, columns=None, fs: Optional[float] = None) -> LogData:
@@ -360,7 +486,7 @@ def read_log(path, *, time_column: Optional[str] = None, columns=None, fs: Optio
     kind = table_kind(path)
     if kind is None:
         raise InputError(f"{path}: not a sensor log (CSV or Parquet: .csv, .parquet, .pq)")
-    table, tc = read_table(path, kind, time_column)
+    table, tc = read_table(path, kind, time_column, columns)
     if tc is None:
         timestamps = None
         fs, warnings = file_rate(None, None, fs, path)

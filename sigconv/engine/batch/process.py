@@ -32,11 +32,12 @@ __all__ = ["process_task"]
 
 
 def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res: dict) -> None:
-    """A CSV or Parquet log: streamed when large (and the stream can promise the in-memory result), else
-    read whole; the channels filtered, every other column written back as it was."""
+    """A CSV or Parquet log: streamed when large or wide (and the stream can promise the in-memory result), else
+    read whole; the channels filtered, every other column written back as it was. ``res["columns"]``: the
+    channels filtered. A filtered value that is not finite where its input was fails the file."""
     if stream.wanted(inp, task["kind"]) and stream.do_table(task, s, inp, out, outdir, res):
         return  # streamed (large files); else redone here, in memory
-    table, tc = logs.read_table(inp, task["kind"], s.time_column)
+    table, tc = logs.read_table(inp, task["kind"], s.time_column, s.columns)
     warnings = res["warnings"]
     fs, w = logs.file_rate(tc, lambda: table.column(tc), s.fs, inp)
     warnings.extend(w)
@@ -45,19 +46,25 @@ def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
     cols = [logs.column_values(table, c) for c in chans]
     x = np.stack([v for v, _ in cols], axis=1)
     y = filters.filter_columns(x, taps, s, warnings, chans)
-    for j, (c, (_, nulls)) in enumerate(zip(chans, cols)):
-        keep = nulls if s.gaps == "split" else np.zeros_like(nulls)
-        table = formats.replace_column(table, c, y[:, j], keep, task["kind"], filters.computed_dtype(s))
+    computed = filters.computed_dtype(s)
+    types = [formats.channel_type(table.schema.field(c).type, task["kind"], computed) for c in chans]
+    filters.check_finite(y, inp, [f"column {c!r}" for c in chans], "data row", 1, x=x,
+                         dtype=[formats.channel_dtype(t) for t in types])
+    split = s.gaps == "split"
+    table = formats.replace_columns(table, {c: (y[:, j], nulls if split else None)
+                                            for j, (c, (_, nulls)) in enumerate(zip(chans, cols))},
+                                    task["kind"], computed)
     cancel.check()
     with safe_output(inp, out, outdir) as tmp:
         formats.write_table(table, task["kind"], tmp)
         cancel.check()  # the last moment before the output is moved into place
-    res.update(fs=fs, filter=desc, frames=table.num_rows, channels=chans, time_column=tc)
+    res.update(fs=fs, filter=desc, frames=table.num_rows, channels=chans, columns=list(chans), time_column=tc)
 
 
 def do_npy(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res: dict) -> None:
     """An NPY log: memory-mapped in and out (streamed block by block when it holds no gaps); its sidecar
-    (the rate) is copied beside the output."""
+    (the rate) is copied beside the output. ``res["columns"]``: the channels filtered ("channel 0", ...). A
+    filtered value that is not finite where its input was fails the file."""
     a, fs, was_1d = formats.read_npy(inp, s.fs)
     n, C = a.shape
     taps, desc = filters.taps_for(s.fir, fs, s.edges, frames=n, source=inp)
@@ -65,21 +72,28 @@ def do_npy(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res
     step = 1 << 20
     finite = all(np.isfinite(a[i:i + step]).all() for i in range(0, n, step))
     side = formats.sidecar_path(inp)
+    labels = [f"channel {c}" for c in range(C)]
     with safe_output(inp, out, outdir) as tmp:
         y = np.lib.format.open_memmap(tmp, mode="w+", dtype=odt, shape=(n,) if was_1d else (n, C))
         y2 = y[:, None] if was_1d else y
         if finite:  # streamed: memory-mapped in, memory-mapped out
             filters.filter_run(taps, a, y2, s)
+            for i in range(0, n, step):
+                filters.check_finite(y2[i:i + step], inp, labels, "sample index", i, dtype=odt)
         else:
-            y2[...] = filters.filter_columns(np.asarray(a, dtype=np.float64), taps, s, res["warnings"],
-                                             [f"channel {c}" for c in range(C)])
+            x = np.asarray(a, dtype=np.float64)
+            yc = filters.filter_columns(x, taps, s, res["warnings"], labels)
+            filters.check_finite(yc, inp, labels, "sample index", 0, x=x, dtype=odt)
+            with filters.quiet():
+                y2[...] = yc
+            del x, yc
         y.flush()
         del y, y2
         cancel.check()  # the last moment before the output is moved into place
         if side.exists() and s.fs is None:
             with safe_output(side, formats.sidecar_path(out), outdir) as tmp_side:
                 tmp_side.write_bytes(side.read_bytes())
-    res.update(fs=fs, filter=desc, frames=n, channels=C)
+    res.update(fs=fs, filter=desc, frames=n, channels=C, columns=labels)
 
 
 def do_audio(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, res: dict) -> None:

@@ -1,7 +1,9 @@
 """Large CSV / Parquet logs filtered in a stream: memory bounded by a few blocks, not by the file.
 
-Used for tables of at least ``STREAM_MIN_BYTES`` (smaller ones take the simple in-memory path of
-``process.do_table``). The result is the one the in-memory path gives: byte for byte for CSV, value
+Used for tables of at least ``STREAM_MIN_BYTES``, and for wide ones of at least ``STREAM_MIN_CELLS`` cells
+(their float64 copies in memory would be many times the file: a 28 MB CSV of 20,000 x 700 small integers);
+smaller ones take the simple in-memory path of ``process.do_table``. Record batches hold about
+``BATCH_CELLS`` cells at most (fewer rows for wide tables), the filter blocks ``filters.BLOCK_SAMPLES``. The result is the one the in-memory path gives: byte for byte for CSV, value
 for value for Parquet (its row groups may be cut differently).
 
 Two passes:
@@ -27,7 +29,8 @@ output is removed) and the file is redone in memory, exactly as before:
   the types of all blocks: an integer column holding a decimal later becomes float64 there), or a
   ``--columns`` choice refused on the first block's types.
 A CSV value that needs quoting restarts the stream with ``quoting_style="needed"`` (what
-``formats.write_table`` falls back to).
+``formats.write_table`` falls back to). A CSV channel read as text for a damaged cell, and a filtered value
+that is not finite, fail the file as in memory (``logs.NumberCells``, ``filters.check_finite``).
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ from sigconv._core.errors import InputError
 from sigconv.engine.batch import cancel, filters
 from sigconv.engine.batch.discovery import safe_output
 from sigconv.engine.batch.edges import ExtendedFeed
-from sigconv.engine.batch.formats import channel_array, channel_type, csv_header_line
-from sigconv.engine.batch.logs import arrow_values, choose_channels, csv_header, detect_time_column, file_rate, reading, unreadable
+from sigconv.engine.batch.formats import channel_array, channel_dtype, channel_type, csv_header_line
+from sigconv.engine.batch.logs import (NumberCells, check_names, choose_channels, column_values, csv_header,
+                                       csv_read_options, detect_time_column, file_rate, reading, unreadable)
 from sigconv.engine.batch.settings import BatchSettings
 
 #: Tables at least this large (bytes) are streamed.
@@ -51,8 +55,12 @@ STREAM_MIN_BYTES = 64 << 20
 #: CSV block read at a time. The same as ``pyarrow.csv.read_csv``'s, so the first block (whose
 #: inferred types the stream keeps) is the first block ``read_csv`` infers from.
 CSV_BLOCK_BYTES = 1 << 20
-#: Parquet rows per record batch.
+#: Parquet rows per record batch (fewer for wide tables: ``BATCH_CELLS``).
 PARQUET_BATCH_ROWS = 1 << 16
+#: Tables of at least this many cells (rows x columns; a CSV's at most one per two bytes) are streamed too.
+STREAM_MIN_CELLS = 4 << 20
+#: Cells of a Parquet record batch at most.
+BATCH_CELLS = 1 << 20
 
 
 class Fallback(Exception):
@@ -64,9 +72,20 @@ class _NeedsQuoting(Exception):
 
 
 def wanted(path: Path, kind: str) -> bool:
+    """Stream table ``path``: large (``STREAM_MIN_BYTES``) or of many cells (``STREAM_MIN_CELLS``)."""
+    if kind not in ("csv", "parquet"):
+        return False
     try:
-        return kind in ("csv", "parquet") and path.stat().st_size >= STREAM_MIN_BYTES
-    except OSError:
+        size = path.stat().st_size
+        if size >= STREAM_MIN_BYTES:
+            return True
+        if kind == "csv":
+            return size // 2 >= STREAM_MIN_CELLS
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        return meta.num_rows * meta.num_columns >= STREAM_MIN_CELLS
+    except Exception:  # noqa: BLE001 - unreadable: the in-memory path says why, in one line
         return False
 
 
@@ -77,13 +96,17 @@ class _Source:
         self.path, self.kind = path, kind
         with reading(path, kind):
             if kind == "csv":
-                self.tc = detect_time_column(csv_header(path), None, time_column, path)
+                names = csv_header(path)
+                check_names(names, path)
+                self.tc = detect_time_column(names, None, time_column, path)
                 self.rows = None
+                self.read_options = csv_read_options(path, CSV_BLOCK_BYTES)
             else:
                 import pyarrow.parquet as pq
 
                 self.pf = pq.ParquetFile(path)
                 schema = self.pf.schema_arrow
+                check_names(schema.names, path)
                 self.tc = detect_time_column(schema.names, schema.types, time_column, path)
                 self.rows = self.pf.metadata.num_rows
         if self.rows == 0:
@@ -105,7 +128,7 @@ class _Source:
             if self.kind == "csv":
                 import pyarrow.csv as pcsv
 
-                reader = pcsv.open_csv(self.path, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+                reader = pcsv.open_csv(self.path, read_options=self.read_options,
                                        convert_options=self._convert([self.tc]))
                 col = pa.chunked_array([b.column(0) for b in reader], type=pa.string())
             else:
@@ -121,31 +144,28 @@ class _Source:
             if self.kind == "csv":
                 import pyarrow.csv as pcsv
 
-                reader = pcsv.open_csv(self.path, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES),
-                                       convert_options=self._convert())
+                reader = pcsv.open_csv(self.path, read_options=self.read_options, convert_options=self._convert())
                 return reader.schema, iter(reader)
-            return self.pf.schema_arrow, self.pf.iter_batches(batch_size=PARQUET_BATCH_ROWS)
+            rows = max(1, min(PARQUET_BATCH_ROWS, BATCH_CELLS // max(1, len(self.pf.schema_arrow))))
+            return self.pf.schema_arrow, self.pf.iter_batches(batch_size=rows)
 
 
 def out_schema(schema, chans, kind: str = "parquet", computed=np.float64):
-    """The output schema: each channel typed per ``formats.channel_type`` (as ``formats.replace_column``)."""
+    """The output schema: each channel typed per ``formats.channel_type`` (as ``formats.replace_columns``), built
+    once (linear in the column count)."""
     import pyarrow as pa
 
-    for c in chans:
-        old = schema.field(c)
-        schema = schema.set(schema.get_field_index(c), pa.field(c, channel_type(old.type, kind, computed),
-                                                                metadata=old.metadata))
-    return schema
+    chans = set(chans)
+    fields = [pa.field(f.name, channel_type(f.type, kind, computed), metadata=f.metadata) if f.name in chans else f
+              for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
 
 
 def channel_block(rb, chans) -> np.ndarray:
-    """(rows, C) float64 of the channels of record batch ``rb`` (nulls as NaN), as logs.column_values."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    """(rows, C) float64 of the channels of record batch ``rb`` (nulls as NaN), by logs.column_values."""
     x = np.empty((rb.num_rows, len(chans)), np.float64)
     for j, c in enumerate(chans):
-        x[:, j] = arrow_values(pc.cast(rb.column(c), pa.float64()), np.float64, np.nan)[0]
+        x[:, j] = column_values(rb, c)[0]
     return x
 
 
@@ -186,23 +206,27 @@ class _Writer:
                 self.f.close()
 
 
-def pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
+def pump(batches, chans, flt, ext, writer, schema_out, path, cells: Optional[NumberCells] = None) -> int:
     """Filter the record batches through ``flt`` and write them; returns the rows written.
 
     The rows go through ``edges.ExtendedFeed`` (edge extension ``ext``), as ``filter_into`` feeds
     them in memory: the same blocks, so the same bytes. pending: the input batches whose filtered
-    values are not all out yet (the filter lags by its delay, and by the left extension's wait)."""
+    values are not all out yet (the filter lags by its delay, and by the left extension's wait).
+    ``cells`` counts the text columns' cells (a CSV channel with a damaged cell fails at the end);
+    a filtered value that is not finite fails the file before it is written."""
     import pyarrow as pa
 
     pending: collections.deque = collections.deque()  # record batches waiting for their filtered values
     written = 0
     types = [schema_out.field(c).type for c in chans]
     idx = [schema_out.get_field_index(c) for c in chans]
+    labels, dtypes = [f"column {c!r}" for c in chans], [channel_dtype(t) for t in types]
 
     def emit(y: np.ndarray) -> None:
         """Write len(y) rows: the oldest pending input rows with their channels replaced by y."""
         nonlocal written
         y = np.asarray(y, dtype=np.float64)
+        filters.check_finite(y, path, labels, "data row", written + 1, dtype=dtypes)
         pieces, used = [], 0
         while used < y.shape[0]:
             rb = pending[0]
@@ -229,9 +253,15 @@ def pump(batches, chans, flt, ext, writer, schema_out, path) -> int:
         x = channel_block(rb, chans)
         if not np.isfinite(x).all():
             raise Fallback("a gap in a filtered channel")
+        if cells is not None:
+            cells.add(rb)
         pending.append(rb)
-        feed.push(x)
-    feed.close()
+        with filters.quiet():
+            feed.push(x)
+    with filters.quiet():
+        feed.close()
+    if cells is not None:
+        cells.check()
     if pending:
         raise RuntimeError(f"{path}: block filter left {sum(b.num_rows for b in pending)} rows unfiltered")
     if written == 0:
@@ -267,9 +297,10 @@ def do_table(task: dict, settings: BatchSettings, inp: Path, out: Path, outdir: 
                 writer = _Writer(tmp, kind, schema_out, quoting)
                 try:
                     flt = filters.block_filter(taps, len(chans), settings)
+                    cells = NumberCells(schema, tc, settings.columns, inp) if kind == "csv" else None
                     try:
                         n = pump(batches, chans, flt, filters.run_extension(flt, taps, settings), writer, schema_out,
-                                 inp)
+                                 inp, cells if cells is not None and cells.names else None)
                     except pa.ArrowInvalid as exc:  # reading: a bad row, or a value the first block's
                         if kind == "csv":  # types do not take: read_csv has the final word
                             raise Fallback(str(exc)) from None
@@ -287,5 +318,5 @@ def do_table(task: dict, settings: BatchSettings, inp: Path, out: Path, outdir: 
         except Fallback:
             return False
     res["warnings"].extend(warnings)
-    res.update(fs=fs, filter=desc, frames=n, channels=chans, time_column=tc, streamed=True)
+    res.update(fs=fs, filter=desc, frames=n, channels=chans, columns=list(chans), time_column=tc, streamed=True)
     return True
