@@ -70,6 +70,25 @@ def peak_exponents(a, axis=-1):
     xp = array_namespace(a)
     if a.shape[axis] == 0:
         return xp.zeros(a.shape[:axis % a.ndim] + a.shape[axis % a.ndim + 1:], xp.int32)
+    if xp is not np:  # one fused pass on the device (max and min would be two)
+        return _device_peak_exponents()(a, axis=axis)
     peak = xp.maximum(a.max(axis=axis), -a.min(axis=axis))
     e = xp.frexp(peak)[1]
     return xp.where(xp.isfinite(peak), e, 0).astype(xp.int32, copy=False)
+
+
+_PEAK_KERNEL = []
+
+
+def _device_peak_exponents():
+    """The cupy reduction of :func:`peak_exponents`: |x| reduced by max, then the exponent of the peak (0 for a
+    zero or non-finite peak), built on first use."""
+    if not _PEAK_KERNEL:
+        import cupy
+
+        _PEAK_KERNEL.append(cupy.ReductionKernel(
+            "T val_in", "int32 pexp_out", "abs((double)val_in)", "max(a, b)", "pexp_out = sigconv_peak_exp(a)", "0.0",
+            "sigconv_peak_exponent", reduce_type="double",
+            preamble="__device__ int sigconv_peak_exp(double a) {"
+                     " int ex = 0; if (isfinite(a) && a != 0.0) frexp(a, &ex); return ex; }"))
+    return _PEAK_KERNEL[0]

@@ -116,18 +116,17 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     nseg = -(-out_len // M)
     sfx = _c1._sfx(x.dtype)
     mod = _c1._module()
-    # the taps, and each channel's segments below, are brought to a peak in [0.5, 1) by a power of two (exact, on
-    # the device: no host sync), so huge values do not overflow the transforms nor tiny ones lose their bits;
-    # undone on the output. The cached spectrum is always that of the scaled taps (a function of the taps the
-    # key names). A segment's outputs depend on its samples only, so a stream filtered block by block is unchanged.
+    # the taps, and each segment below, are brought to a peak in [0.5, 1) by a power of two (exact, on the device:
+    # no host sync), so huge values do not overflow the transforms nor tiny ones lose their bits; undone before the
+    # scatter. The cached spectrum is always that of the scaled taps (a function of the taps the key names).
     tap_shift = peak_exponents(w[None])
     H = _filter_spectrum(cupy.ldexp(w, -tap_shift), N, taps_key)
     segs = cupy.empty((C * nseg, N), dtype=x.dtype)
     mod.get_function(f"conv1d_os_gather_{sfx}")(
         os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
         (x, segs, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))
-    shift = peak_exponents(x)
-    cupy.ldexp(segs, -cupy.repeat(shift, nseg)[:, None], out=segs)
+    shift = peak_exponents(segs)  # one per segment: its outputs depend on its samples only
+    cupy.ldexp(segs, -shift[:, None], out=segs)
     X = cupy.fft.rfft(segs, axis=-1)
     del segs
     NF = N // 2 + 1
@@ -140,10 +139,10 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     del X
     if Ys.dtype != x.dtype:  # irfft keeps the precision, but be explicit
         Ys = Ys.astype(x.dtype)
+    cupy.ldexp(Ys, (shift + tap_shift)[:, None], out=Ys)
     mod.get_function(f"conv1d_os_scatter_{sfx}")(
         os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M), (block,),
         (Ys, out, np.int32(C), np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg), np.int32(K)))
-    cupy.ldexp(out, (shift + tap_shift)[:, None], out=out)
     return out
 
 
