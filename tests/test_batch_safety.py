@@ -220,6 +220,41 @@ def test_sigterm_and_sighup_stop_a_batch_as_ctrl_c_does(tmp_path, rng, how):
     assert not any(q.name.startswith(".sigconv-batch") for q in out.iterdir())
 
 
+def test_a_program_calling_run_batch_keeps_its_signal_handling(tmp_path, rng):
+    """run_batch in a program of its own: SIGHUP ignored there (nohup) is ignored by the batch too; SIGTERM, left to
+    its default action, still ends the program (-SIGTERM), but only after the batch cleaned up: no temporary file,
+    no lock, the outputs exactly those the manifest has as done."""
+    src = _logs(tmp_path / "in", rng, ["c00.csv"], rows=40_000)
+    for i in range(1, 16):
+        shutil.copy(src / "c00.csv", src / f"c{i:02d}.csv")
+    out = tmp_path / "out"
+    code = ("import signal, sys, sigconv\n"
+            "signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+            "s = sigconv.BatchSettings(kernel=sigconv.KernelChoice(backend='cpu'))\n"
+            "rep = sigconv.run_batch(sigconv.BatchRequest([sys.argv[1]], sys.argv[2], s, jobs=2))\n"
+            "print('returned', len(rep.done))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.Popen([sys.executable, "-c", code, str(src), str(out)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not ((out / MANIFEST).exists() and _parts(out)):
+            time.sleep(0.01)
+        p.send_signal(signal.SIGHUP)
+        time.sleep(0.2)
+        assert p.poll() is None, "SIGHUP stopped it, or it finished before SIGTERM came"
+        p.send_signal(signal.SIGTERM)
+        stdout, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == -signal.SIGTERM and "returned" not in stdout and "Traceback" not in err, err
+    assert not _parts(out), _parts(out)
+    done = {n for n, r in _records(out).items() if r["status"] == "done"}
+    assert {q.name for q in out.iterdir() if q.suffix == ".csv"} == done and len(done) < 16
+    assert not any(q.name.startswith(".sigconv-batch") for q in out.iterdir())
+
+
 def test_the_gpu_process_outlives_a_group_sigterm_and_still_closes(monkeypatch):
     """The GPU's process writes nothing and is the coordinator's to end: SIGTERM sent to the whole group leaves it
     running (no traceback from it), and close() ends it."""

@@ -342,7 +342,9 @@ class _StopOnSignals:
     ``interrupt``: also raise KeyboardInterrupt, or :class:`Terminated` for the others, in this thread, for the file
     that runs here); a second one raises at once. Either is raised once at most: after that, and within
     :meth:`held` (a result being recorded), signals are only noted, so that no clean-up is cut short. ``signum``:
-    the first signal. Only in the main thread; elsewhere the handling before stays."""
+    the first signal. Only in the main thread; elsewhere the handling before stays, and so does an ignored signal
+    (``nohup``'s SIGHUP). Where SIGTERM or SIGHUP had their default action (a program calling ``run_batch``), the
+    process still ends by that signal, once the batch has cleaned up and released OUTDIR."""
 
     def __init__(self, interrupt: bool):
         self.interrupt = interrupt
@@ -385,12 +387,15 @@ class _StopOnSignals:
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for sig in STOP_SIGNALS:
-                self.prev[sig] = signal.signal(sig, self._handler)
+                if signal.getsignal(sig) != signal.SIG_IGN:
+                    self.prev[sig] = signal.signal(sig, self._handler)
         return self
 
     def __exit__(self, *exc):
         for sig, prev in self.prev.items():
             signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
+        if self.signum != signal.SIGINT and self.prev.get(self.signum) == signal.SIG_DFL:
+            signal.raise_signal(self.signum)
 
 
 def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgress], None]] = None) -> BatchReport:
