@@ -36,7 +36,6 @@ import signal
 import sys
 import threading
 import time
-from collections import deque
 from pathlib import Path
 from typing import Iterable, Optional
 
