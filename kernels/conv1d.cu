@@ -20,8 +20,9 @@
 //             through NVRTC name expressions). conv1d_tiled_rt<R>: any K up to 8192 (runtime tap loop
 //             of 4 taps a step, a register sliding window of R+4 inputs).
 //   fft       (Python, sigconv/backends/overlap_save.py) overlap-save with cuFFT; its three helper kernels
-//             are wrapped here: conv1d_os_gather_* (build the segments), conv1d_os_cmul_* (spectrum
-//             product), conv1d_os_scatter_* (keep the valid part of each segment); their bodies and
+//             are wrapped here: conv1d_os_peak_* (each segment's peak exponent, for exact power-of-two
+//             scaling), conv1d_os_gather_* (build the scaled segments), conv1d_os_cmul_* (spectrum
+//             product), conv1d_os_scatter_* (keep the valid part of each segment, unscaled); their bodies and
 //             launch geometry are in overlap_save.cuh.
 //
 // Compile alone (checks, register and spill report):
@@ -299,12 +300,21 @@ __global__ void __launch_bounds__(1024) conv1d_tiled_rt(const float* __restrict_
 #include "overlap_save.cuh"
 
 extern "C" __global__ void conv1d_os_gather_f32(const float* x, float* segs, int C, sc_i64 L, sc_i64 pad, sc_i64 M,
-                                                int N, sc_i64 nseg) {
-    os_gather_body<float>(x, segs, C, L, pad, M, N, nseg);
+                                                int N, sc_i64 nseg, const int* shift) {
+    os_gather_body<float>(x, segs, C, L, pad, M, N, nseg, shift);
 }
 extern "C" __global__ void conv1d_os_gather_f64(const double* x, double* segs, int C, sc_i64 L, sc_i64 pad,
-                                                sc_i64 M, int N, sc_i64 nseg) {
-    os_gather_body<double>(x, segs, C, L, pad, M, N, nseg);
+                                                sc_i64 M, int N, sc_i64 nseg, const int* shift) {
+    os_gather_body<double>(x, segs, C, L, pad, M, N, nseg, shift);
+}
+
+extern "C" __global__ void conv1d_os_peak_f32(const float* x, int* shift, int C, sc_i64 L, sc_i64 pad, sc_i64 M, int N,
+                                              sc_i64 nseg) {
+    os_peak_body<float>(x, shift, C, L, pad, M, N, nseg);
+}
+extern "C" __global__ void conv1d_os_peak_f64(const double* x, int* shift, int C, sc_i64 L, sc_i64 pad, sc_i64 M,
+                                              int N, sc_i64 nseg) {
+    os_peak_body<double>(x, shift, C, L, pad, M, N, nseg);
 }
 
 extern "C" __global__ void conv1d_os_cmul_f32(float2* X, const float2* H, sc_i64 rows, int NF) {
@@ -315,12 +325,12 @@ extern "C" __global__ void conv1d_os_cmul_f64(double2* X, const double2* H, sc_i
 }
 
 extern "C" __global__ void conv1d_os_scatter_f32(const float* Ys, float* y, int C, sc_i64 out_len, sc_i64 M, int N,
-                                                 sc_i64 nseg, int K) {
-    os_scatter_body<float>(Ys, y, C, out_len, M, N, nseg, K);
+                                                 sc_i64 nseg, int K, const int* shift, const int* tap_shift) {
+    os_scatter_body<float>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift);
 }
 extern "C" __global__ void conv1d_os_scatter_f64(const double* Ys, double* y, int C, sc_i64 out_len, sc_i64 M,
-                                                 int N, sc_i64 nseg, int K) {
-    os_scatter_body<double>(Ys, y, C, out_len, M, N, nseg, K);
+                                                 int N, sc_i64 nseg, int K, const int* shift, const int* tap_shift) {
+    os_scatter_body<double>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift);
 }
 
 // ============================================================================ compile check

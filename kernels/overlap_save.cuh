@@ -1,5 +1,6 @@
-// overlap_save.cuh: bodies of the fft variant's three helper kernels (kernels/conv1d.cu wraps them as
-// conv1d_os_gather_*, conv1d_os_cmul_*, conv1d_os_scatter_*; sigconv/backends/overlap_save.py launches them).
+// overlap_save.cuh: bodies of the fft variant's four helper kernels (kernels/conv1d.cu wraps them as
+// conv1d_os_peak_*, conv1d_os_gather_*, conv1d_os_cmul_*, conv1d_os_scatter_*; sigconv/backends/overlap_save.py
+// launches them).
 //
 // Overlap-save with segment length N (a power of two >= 1024) and step M = N - K + 1: output block b
 // (outputs [b*M, b*M + M)) is the circular convolution of segment b, seg[i] = x[b*M - pad + i] (i < N),
@@ -13,6 +14,15 @@
 //   scatter: grid (ceil(M / B), gy <= nseg, gz <= C): output r = x*B + t of each segment's valid part.
 // Every loop is a grid-stride loop, so any grid.y / grid.z caps are correct (the launcher caps them at
 // 65535, the hardware limit, or lower).
+//
+//   peak   : grid (1, gy <= nseg, gz <= C): a block folds one segment's samples, one atomicMax per thread.
+//
+// Scaling: peak writes each segment's peak exponent, shift[c*nseg + b] (frexp's: peak = m * 2^e, m in
+// [0.5, 1)); gather divides the segment by 2^e and scatter multiplies its outputs by 2^(e + tap_shift[0])
+// (the taps' spectrum holds the taps divided by 2^tap_shift[0]). The transforms so run on operands of peak
+// ~1: huge samples do not overflow and tiny ones keep their bits. A segment's outputs depend on its own
+// samples only, so a stream filtered block by block gets the same values however it is cut. Powers of two
+// are exact; the exponents never leave the device (no host sync); a null pointer means no scaling.
 //
 // No shared memory, no intrinsics: tests/test_kernel_build.py compiles these exact bodies for the host
 // (g++, SIGCONV_HOST_EMULATION) and runs every block and thread of a launch on the CPU.
@@ -37,16 +47,69 @@ template <> __device__ __forceinline__ void os_store4<double>(double* p, double 
     reinterpret_cast<double2*>(p)[1] = make_double2(c, d);
 }
 
-// segs[(c*nseg + b)*N + i] = x[c, b*M - pad + i] (zero outside [0, L)).
+// The peak kernel's slot values: no sample yet (all zero) and a non-finite sample; both mean "no scaling".
+#define SC_OS_NO_PEAK (-2147483647 - 1)
+#define SC_OS_NONFINITE 2147483647
+
+// The exponent a segment is scaled by: its slot, or 0 for an all-zero segment, one holding inf/NaN, or none.
+__device__ __forceinline__ int os_exponent(const int* __restrict__ shift, sc_i64 k) {
+    if (!shift) return 0;
+    const int e = shift[k];
+    return (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE) ? 0 : e;
+}
+
+// Multiplying by 2^e: by the factor f = 2^e when it is a normal number (one multiply, exact but for a result
+// below the normal range, as ldexp), else by ldexp itself.
+template <typename T> struct OsScale;
+template <> struct OsScale<float> {
+    int e; float f;
+    __device__ __forceinline__ explicit OsScale(int e_) : e(e_), f(e_ >= -126 && e_ <= 127 ? ldexpf(1.0f, e_) : 0.0f) {}
+    __device__ __forceinline__ float operator()(float v) const { return f != 0.0f ? v * f : ldexpf(v, e); }
+};
+template <> struct OsScale<double> {
+    int e; double f;
+    __device__ __forceinline__ explicit OsScale(int e_) : e(e_), f(e_ >= -1022 && e_ <= 1023 ? ldexp(1.0, e_) : 0.0) {}
+    __device__ __forceinline__ double operator()(double v) const { return f != 0.0 ? v * f : ldexp(v, e); }
+};
+
+template <typename T> __device__ __forceinline__ int os_frexp_exp(T v);
+template <> __device__ __forceinline__ int os_frexp_exp<float>(float v) { int e; frexpf(v, &e); return e; }
+template <> __device__ __forceinline__ int os_frexp_exp<double>(double v) { int e; frexp(v, &e); return e; }
+
+// shift[c*nseg + b] (SC_OS_NO_PEAK before the launch) = the largest exponent among segment b's samples
+// x[c, b*M - pad + i], i < N (SC_OS_NONFINITE when one is inf or NaN; left SC_OS_NO_PEAK when all are zero).
+template <typename T>
+__device__ __forceinline__ void os_peak_body(const T* __restrict__ x, int* __restrict__ shift, int C, sc_i64 L,
+                                             sc_i64 pad, sc_i64 M, int N, sc_i64 nseg) {
+    for (int c = (int)blockIdx.z; c < C; c += (int)gridDim.z) {
+        const T* xc = x + (sc_i64)c * L;
+        for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
+            const sc_i64 s0 = b * M - pad;  // x index of the segment's sample 0
+            int e = SC_OS_NO_PEAK;
+            for (int i = (int)threadIdx.x; i < N; i += (int)blockDim.x) {
+                const T v = sc_load_or_zero(xc, s0 + i, L);
+                if (v != T(0)) {
+                    const int ev = isfinite(v) ? os_frexp_exp<T>(v) : SC_OS_NONFINITE;
+                    e = ev > e ? ev : e;
+                }
+            }
+            if (e != SC_OS_NO_PEAK) atomicMax(shift + (sc_i64)c * nseg + b, e);
+        }
+    }
+}
+
+// segs[(c*nseg + b)*N + i] = x[c, b*M - pad + i] / 2^e (zero outside [0, L)), e = os_exponent(shift, c*nseg + b).
 template <typename T>
 __device__ __forceinline__ void os_gather_body(const T* __restrict__ x, T* __restrict__ segs, int C, sc_i64 L,
-                                               sc_i64 pad, sc_i64 M, int N, sc_i64 nseg) {
+                                               sc_i64 pad, sc_i64 M, int N, sc_i64 nseg,
+                                               const int* __restrict__ shift) {
     const int i = 4 * (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= N) return;
     for (int c = (int)blockIdx.z; c < C; c += (int)gridDim.z) {
         const T* xc = x + (sc_i64)c * L;
         T* sc = segs + (sc_i64)c * nseg * N + i;
         for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
+            const int e = -os_exponent(shift, (sc_i64)c * nseg + b);
             const sc_i64 s = b * M - pad + i;  // x index of segs[c, b, i]
             T v0, v1, v2, v3;
             if (s >= 0 && s + 3 < L) {  // interior: no bounds per element
@@ -59,6 +122,13 @@ __device__ __forceinline__ void os_gather_body(const T* __restrict__ x, T* __res
                 v1 = sc_load_or_zero(xc, s + 1, L);
                 v2 = sc_load_or_zero(xc, s + 2, L);
                 v3 = sc_load_or_zero(xc, s + 3, L);
+            }
+            if (e != 0) {
+                const OsScale<T> sc2(e);
+                v0 = sc2(v0);
+                v1 = sc2(v1);
+                v2 = sc2(v2);
+                v3 = sc2(v3);
             }
             os_store4<T>(sc + b * N, v0, v1, v2, v3);
         }
@@ -81,17 +151,22 @@ __device__ __forceinline__ void os_cmul_body(T2* __restrict__ X, const T2* __res
     }
 }
 
-// y[c, b*M + r] = Ys[(c*nseg + b)*N + K-1 + r] for r < M and b*M + r < out_len.
+// y[c, b*M + r] = Ys[(c*nseg + b)*N + K-1 + r] * 2^(e + tap_shift[0]) for r < M and b*M + r < out_len,
+// e = os_exponent(shift, c*nseg + b).
 template <typename T>
 __device__ __forceinline__ void os_scatter_body(const T* __restrict__ Ys, T* __restrict__ y, int C, sc_i64 out_len,
-                                                sc_i64 M, int N, sc_i64 nseg, int K) {
+                                                sc_i64 M, int N, sc_i64 nseg, int K, const int* __restrict__ shift,
+                                                const int* __restrict__ tap_shift) {
     const sc_i64 r = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= M) return;
+    const int et = tap_shift ? tap_shift[0] : 0;
     for (int c = (int)blockIdx.z; c < C; c += (int)gridDim.z) {
         const T* src = Ys + (sc_i64)c * nseg * N + (K - 1) + r;
         T* dst = y + (sc_i64)c * out_len + r;
         for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
-            if (b * M + r < out_len) dst[b * M] = src[b * N];
+            if (b * M + r >= out_len) continue;
+            const int e = os_exponent(shift, (sc_i64)c * nseg + b) + et;
+            dst[b * M] = e != 0 ? OsScale<T>(e)(src[b * N]) : src[b * N];
         }
     }
 }

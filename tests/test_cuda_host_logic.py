@@ -14,7 +14,7 @@ import pytest
 def numpy_as_cupy(monkeypatch):
     fake = types.SimpleNamespace(
         fft=np.fft, ascontiguousarray=np.ascontiguousarray, float32=np.float32, float64=np.float64,
-        complex64=np.complex64, complex128=np.complex128, ndarray=np.ndarray,
+        complex64=np.complex64, complex128=np.complex128, ndarray=np.ndarray, ldexp=np.ldexp, int32=np.int32,
         cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0)),
     )
     monkeypatch.setitem(sys.modules, "cupy", fake)
@@ -30,9 +30,12 @@ def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     c = numpy_as_cupy
     w = rng.standard_normal(1023).astype(dtype)
     N = c.fft_size(w.size)
-    want = np.fft.rfft(w[::-1].astype(np.float64), N) / N
-    H = c._filter_spectrum(w, N)  # no key: computed, not cached
+    w = np.ldexp(w, 90).astype(dtype)  # huge taps: the spectrum is that of the taps divided by 2^tap_shift
+    tap_shift = np.frexp(np.abs(w.astype(np.float64)).max())[1]
+    want = np.fft.rfft(np.ldexp(w[::-1].astype(np.float64), -tap_shift), N) / N
+    H, shift = c._filter_spectrum(w, N)  # no key: computed, not cached
     assert H.dtype == (np.complex64 if dtype == np.float32 else np.complex128) and H.shape == (N // 2 + 1,)
+    assert shift.tolist() == [tap_shift] and tap_shift == 92
     tol = 1e-7 if dtype == np.float32 else 1e-15
     assert np.abs(H - want).max() <= tol * np.abs(want).max()
     assert not c._SPECTRA
@@ -40,7 +43,7 @@ def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     H1 = c._filter_spectrum(w, N, key)
     assert c._filter_spectrum(w, N, key) is H1 and len(c._SPECTRA) == 1  # computed once, then cached
     w2 = w.copy()
-    w2[7] += 1
+    w2[7] *= 2
     assert c.host_taps_key(w2) != key and c.host_taps_key(w.astype(np.float64 if dtype == np.float32 else
                                                                       np.float32)) != key
     assert c._filter_spectrum(w2, N, c.host_taps_key(w2)) is not H1 and len(c._SPECTRA) == 2

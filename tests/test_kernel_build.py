@@ -307,10 +307,18 @@ def os_harness(host_build):
 
 
 def _emu(exe, tmp, op, dtype, grid, block, params, a_in, a_inout):
-    fin, fio = tmp / f"{op}_in.bin", tmp / f"{op}_io.bin"
-    a_in.tofile(fin)
+    """Run one harness op: ``a_in`` an input array or a list of them (None for a null pointer), ``a_inout``
+    rewritten by the launch and returned."""
+    ins = []
+    for k, a in enumerate(a_in if isinstance(a_in, list) else [a_in]):
+        if a is None:
+            ins.append("-")
+            continue
+        ins.append(tmp / f"{op}_in{k}.bin")
+        np.ascontiguousarray(a).tofile(ins[-1])
+    fio = tmp / f"{op}_io.bin"
     a_inout.tofile(fio)
-    _emu_run([exe, op, "f32" if dtype == np.float32 else "f64", *grid, block, *params, fin, fio], op)
+    _emu_run([exe, op, "f32" if dtype == np.float32 else "f64", *grid, block, *params, *ins, fio], op)
     return np.fromfile(fio, dtype=a_inout.dtype).reshape(a_inout.shape)
 
 
@@ -342,47 +350,104 @@ OS_CASES = [
 ]
 
 
+#: Channel magnitudes (powers of two) by dtype, cycled over channels: ordinary, beyond what an unscaled float
+#: transform survives, and deep in the small numbers; the kernels' power-of-two scaling must keep all exact.
+_OS_MAGNITUDES = {np.float32: (0, 120, -100), np.float64: (0, 1000, -1000)}
+_NO_PEAK, _NONFINITE = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+
+
+def _segment_exponents(x, pad, M, N, nseg):
+    """NumPy definition of the peak kernel: per (channel, segment) the largest frexp exponent of its samples,
+    _NONFINITE when one is inf/NaN, _NO_PEAK when all are zero."""
+    C, L = x.shape
+    idx = np.arange(nseg)[:, None] * M - pad + np.arange(N)[None, :]
+    ok = (idx >= 0) & (idx < L)
+    win = np.where(ok[None], x[:, np.clip(idx, 0, L - 1)], 0)
+    with np.errstate(invalid="ignore"):
+        peak = np.abs(win).max(axis=-1)
+    e = np.where(peak > 0, np.frexp(np.where(np.isfinite(peak), peak, 1))[1], _NO_PEAK)
+    return np.where(np.isfinite(peak), e, _NONFINITE).astype(np.int32).reshape(C * nseg), win
+
+
+def _effective(e):
+    return np.where((e == _NO_PEAK) | (e == _NONFINITE), 0, e)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("K,L,mode,C,block,cap_y,cap_z", OS_CASES)
 def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mode, C, block, cap_y, cap_z, rng):
-    """gather -> rfft (NumPy) -> cmul -> irfft (NumPy) -> scatter, the kernels being the real source: each
-    stage equals its NumPy definition exactly (gather, scatter) or to rounding (cmul), every element is
-    written (outputs poisoned with NaN), and the whole equals the float64 reference convolution."""
+    """peak -> gather -> rfft (NumPy) -> cmul -> irfft (NumPy) -> scatter, the kernels being the real source:
+    each stage equals its NumPy definition exactly (peak, gather, scatter: the power-of-two scaling is exact) or
+    to rounding (cmul), every element is written (outputs poisoned with NaN), and the whole equals the float64
+    reference convolution per channel, for channels of ordinary, huge and tiny magnitude."""
     from sigconv.backends.overlap_save import os_grid
 
     caps = {k: v for k, v in (("cap_y", cap_y), ("cap_z", cap_z)) if v is not None}
-    x = rng.standard_normal((C, L)).astype(dtype)
+    mags = _OS_MAGNITUDES[dtype]
+    x = np.ldexp(rng.standard_normal((C, L)), np.array([mags[c % 3] for c in range(C)])[:, None]).astype(dtype)
     w = rng.standard_normal(K)
     pad, out_len, N, M, nseg = _os_reference_geometry(K, L, mode)
     cdt = np.complex64 if dtype == np.float32 else np.complex128
     rtol = 1e-5 if dtype == np.float32 else 1e-10
 
-    # gather: segs[c, b, i] = x[c, b*M - pad + i], zero outside [0, L)
+    # peak: each segment's largest exponent
+    shift = _emu(os_harness, tmp_path, "peak", dtype, os_grid("peak", block, N=N, C=C, nseg=nseg, **caps), block,
+                 (C, L, pad, M, N, nseg), x, np.full(C * nseg, _NO_PEAK, np.int32))
+    want_shift, win = _segment_exponents(x, pad, M, N, nseg)
+    assert np.array_equal(shift, want_shift), f"peak differs at {np.argwhere(shift != want_shift)[:3].tolist()}"
+    e = _effective(shift).reshape(C, nseg)
+
+    # gather: segs[c, b, i] = x[c, b*M - pad + i] / 2^e[c, b], zero outside [0, L)
     segs = _emu(os_harness, tmp_path, "gather", dtype, os_grid("gather", block, N=N, C=C, nseg=nseg, **caps), block,
-                (C, L, pad, M, N, nseg), x, np.full((C, nseg, N), np.nan, dtype))
-    idx = np.arange(nseg)[:, None] * M - pad + np.arange(N)[None, :]
-    ok = (idx >= 0) & (idx < L)
-    want = np.where(ok[None], x[:, np.clip(idx, 0, L - 1)], 0).astype(dtype)
+                (C, L, pad, M, N, nseg), [x, shift], np.full((C, nseg, N), np.nan, dtype))
+    want = np.ldexp(win, -e[..., None]).astype(dtype)
     assert np.array_equal(segs, want), f"gather differs at {np.argwhere(segs != want)[:3].tolist()}"
 
-    # cmul: X[row, k] *= H[k]
-    H = (np.fft.rfft(w[::-1], N) / N).astype(cdt)
+    # cmul: X[row, k] *= H[k], H of the taps divided by 2^tap_shift
+    tap_shift = np.frexp(np.abs(w).max())[1]
+    H = (np.fft.rfft(np.ldexp(w[::-1], -tap_shift), N) / N).astype(cdt)
     X0 = np.fft.rfft(segs.astype(np.float64), axis=-1).astype(cdt).reshape(C * nseg, N // 2 + 1)
     X = _emu(os_harness, tmp_path, "cmul", dtype, os_grid("cmul", block, N=N, rows=C * nseg, **caps), block,
              (C * nseg, N // 2 + 1), H, X0.copy())
     want = X0.astype(np.complex128) * H.astype(np.complex128)
     assert not np.isnan(X).any() and not _first_bad(X, want, rtol), _first_bad(X, want, rtol)
 
-    # scatter: y[c, b*M + r] = Ys[c, b, K-1+r]
+    # scatter: y[c, b*M + r] = Ys[c, b, K-1+r] * 2^(e[c, b] + tap_shift)
     Ys = np.fft.irfft(X.astype(np.complex128), N, axis=-1, norm="forward").astype(dtype).reshape(C, nseg, N)
     y = _emu(os_harness, tmp_path, "scatter", dtype, os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M, **caps),
-             block, (C, out_len, M, N, nseg, K), Ys, np.full((C, out_len), np.nan, dtype))
+             block, (C, out_len, M, N, nseg, K), [Ys, shift, np.array([tap_shift], np.int32)],
+             np.full((C, out_len), np.nan, dtype))
     n = np.arange(out_len)
-    assert np.array_equal(y, Ys[:, n // M, (K - 1) + n % M]), "scatter differs from its definition"
+    want = np.ldexp(Ys[:, n // M, (K - 1) + n % M], e[:, n // M] + tap_shift).astype(dtype)
+    assert np.array_equal(y, want), "scatter differs from its definition"
 
     ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
-    err = np.linalg.norm(y - ref) / max(np.linalg.norm(ref), 1e-300)
-    assert err <= (2e-5 if dtype == np.float32 else 1e-10), f"overlap-save result off by {err:.2e} (K={K}, L={L})"
+    for c in range(C):
+        s = max(float(np.abs(ref[c]).max()), np.finfo(np.float64).tiny)  # norms of 2^1000 values would overflow
+        err = np.linalg.norm((y[c] - ref[c]) / s) / max(np.linalg.norm(ref[c] / s), 1e-300)
+        assert err <= (2e-5 if dtype == np.float32 else 1e-10), \
+            f"overlap-save channel {c} (2^{mags[c % 3]}) off by {err:.2e} (K={K}, L={L})"
+
+
+def test_overlap_save_peak_marks_zero_and_non_finite_segments(os_harness, tmp_path):
+    """The peak kernel leaves an all-zero segment unmarked and marks one holding inf or NaN; gather and scatter
+    then leave both unscaled, and null exponent pointers mean no scaling at all."""
+    from sigconv.backends.overlap_save import os_grid
+
+    K, L, mode, block = 7, 3001, "same", 64
+    pad, out_len, N, M, nseg = _os_reference_geometry(K, L, mode)
+    assert nseg >= 3
+    x = np.zeros((1, L), np.float32)
+    x[0, M + 5] = np.inf  # segment 1 (and 2, whose window reaches back K-1 samples, if it does)
+    x[0, -1] = np.float32(3e-40)  # a subnormal in the last segment
+    shift = _emu(os_harness, tmp_path, "peak", np.float32, os_grid("peak", block, N=N, nseg=nseg), block,
+                 (1, L, pad, M, N, nseg), x, np.full(nseg, _NO_PEAK, np.int32))
+    want, win = _segment_exponents(x, pad, M, N, nseg)
+    assert np.array_equal(shift, want) and shift[0] == _NO_PEAK and shift[1] == _NONFINITE
+    assert shift[-1] == np.frexp(np.float64(np.float32(3e-40)))[1]
+    segs = _emu(os_harness, tmp_path, "gather", np.float32, os_grid("gather", block, N=N, nseg=nseg), block,
+                (1, L, pad, M, N, nseg), [x, None], np.full((1, nseg, N), np.nan, np.float32))
+    assert np.array_equal(segs, win.astype(np.float32))
 
 
 def test_os_grid_caps_and_hardware_limits():

@@ -34,11 +34,13 @@ _SPECTRA_MAX = 32
 
 
 def _filter_spectrum(w, N: int, key=None):
-    """rfft of the convolution taps (w reversed), zero-padded to N, times 1/N, computed on the device in
-    float64 and cast to the working precision; the inverse transform then runs unscaled (norm="forward").
+    """(H, tap_shift): the rfft of the convolution taps (w reversed) divided by 2^tap_shift (the exponent of their
+    peak, a 1-element int32 device array: exact, and the transforms then see taps of peak ~1), zero-padded to N,
+    times 1/N, computed on the device in float64 and cast to the working precision; the inverse transform then
+    runs unscaled (norm="forward") and the scatter multiplies by 2^tap_shift.
 
     With ``key`` (:func:`host_taps_key` of the host copy the caller already has: the array API and the stream
-    filters pass it) the spectrum is computed once and cached per (key, N, device). Without one (taps that
+    filters pass it) the pair is computed once and cached per (key, N, device). Without one (taps that
     only exist on the device) it is recomputed, a few small launches: identifying the taps would mean reading
     them back, which waits for the GPU on every call."""
     cupy = _c1._cupy()
@@ -46,21 +48,26 @@ def _filter_spectrum(w, N: int, key=None):
     if key is not None:
         ck = (key, int(N), w.dtype.name, cupy.cuda.Device().id)
         with _SPECTRA_LOCK:
-            H = _SPECTRA.get(ck)
-            if H is not None:
+            got = _SPECTRA.get(ck)
+            if got is not None:
                 _SPECTRA.move_to_end(ck)
-                return H
+                return got
     cdt = cupy.complex64 if w.dtype == cupy.float32 else cupy.complex128
-    Hd = cupy.fft.rfft(cupy.ascontiguousarray(w[::-1], dtype=cupy.float64), n=N)
+    tap_shift = peak_exponents(w[None])
+    wd = cupy.ldexp(cupy.ascontiguousarray(w[::-1], dtype=cupy.float64), -tap_shift.astype(cupy.int32))
+    Hd = cupy.fft.rfft(wd, n=N)
     Hd *= 1.0 / N
-    H = Hd.astype(cdt, copy=False)
+    got = (Hd.astype(cdt, copy=False), tap_shift)
     if ck is not None:
         with _SPECTRA_LOCK:
-            _SPECTRA[ck] = H
+            _SPECTRA[ck] = got
             while len(_SPECTRA) > _SPECTRA_MAX:
                 _SPECTRA.popitem(last=False)
-    return H
+    return got
 
+
+#: The peak kernel's "no sample yet" slot value (SC_OS_NO_PEAK in kernels/overlap_save.cuh): INT32_MIN.
+_NO_PEAK = np.iinfo(np.int32).min
 
 #: grid.y / grid.z limit of the hardware
 _GRID_YZ_MAX = 65535
@@ -73,7 +80,8 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
     """Launch grid of an overlap-save helper (kernels/overlap_save.cuh documents the layout).
 
     gather: x covers N/4 threads of 4 samples, y segments, z channels; scatter: x covers the M valid
-    outputs of a segment, y segments, z channels; cmul: x covers the N/2+1 bins, y the C*nseg rows.
+    outputs of a segment, y segments, z channels; cmul: x covers the N/2+1 bins, y the C*nseg rows; peak: one
+    block per segment (x 1), y segments, z channels.
     y and z are capped (the kernels loop over the rest), ``cap_y``/``cap_z`` only lower the caps (tests)."""
     if kind == "gather":
         gx = -(-(N // 4) // block)
@@ -84,6 +92,9 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
     elif kind == "cmul":
         gx = -(-(N // 2 + 1) // block)
         ny, nz = rows, 1
+    elif kind == "peak":
+        gx = 1
+        ny, nz = nseg, C
     else:
         raise ValueError(f"unknown overlap-save kernel {kind!r}")
     gz = max(1, min(nz, _GRID_YZ_MAX, cap_z))
@@ -116,17 +127,17 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     nseg = -(-out_len // M)
     sfx = _c1._sfx(x.dtype)
     mod = _c1._module()
-    # the taps, and each segment below, are brought to a peak in [0.5, 1) by a power of two (exact, on the device:
-    # no host sync), so huge values do not overflow the transforms nor tiny ones lose their bits; undone before the
-    # scatter. The cached spectrum is always that of the scaled taps (a function of the taps the key names).
-    tap_shift = peak_exponents(w[None])
-    H = _filter_spectrum(cupy.ldexp(w, -tap_shift), N, taps_key)
+    # Each segment, and the taps, are scaled by a power of two to a peak ~1 (kernels/overlap_save.cuh, "Scaling"):
+    # peak finds the segments' exponents, gather and scatter apply them, all on the device (no host sync).
+    H, tap_shift = _filter_spectrum(w, N, taps_key)
+    shift = cupy.full(C * nseg, _NO_PEAK, dtype=cupy.int32)
+    mod.get_function(f"conv1d_os_peak_{sfx}")(
+        os_grid("peak", block, N=N, C=C, nseg=nseg), (block,),
+        (x, shift, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))
     segs = cupy.empty((C * nseg, N), dtype=x.dtype)
     mod.get_function(f"conv1d_os_gather_{sfx}")(
         os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
-        (x, segs, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))
-    shift = peak_exponents(segs)  # one per segment: its outputs depend on its samples only
-    cupy.ldexp(segs, -shift[:, None], out=segs)
+        (x, segs, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg), shift))
     X = cupy.fft.rfft(segs, axis=-1)
     del segs
     NF = N // 2 + 1
@@ -139,10 +150,10 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     del X
     if Ys.dtype != x.dtype:  # irfft keeps the precision, but be explicit
         Ys = Ys.astype(x.dtype)
-    cupy.ldexp(Ys, (shift + tap_shift)[:, None], out=Ys)
     mod.get_function(f"conv1d_os_scatter_{sfx}")(
         os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M), (block,),
-        (Ys, out, np.int32(C), np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg), np.int32(K)))
+        (Ys, out, np.int32(C), np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg), np.int32(K), shift,
+         tap_shift))
     return out
 
 

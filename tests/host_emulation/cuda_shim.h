@@ -27,6 +27,9 @@ struct alignas(16) double2 { double x, y; };
 inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
 inline double2 make_double2(double a, double b) { return double2{a, b}; }
 
+// Blocks and threads run one at a time here, so an atomic is a plain read-modify-write.
+inline int atomicMax(int* p, int v) { const int old = *p; if (v > old) *p = v; return old; }
+
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 
