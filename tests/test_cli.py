@@ -340,3 +340,41 @@ def test_a_file_name_with_a_newline_stays_on_one_line(tmp_path):
     r = run_cli("denoise", bad, "-o", tmp_path / "out.wav")
     assert r.returncode == 1
     assert len(r.stderr.splitlines()) == 1 and "two\\nlines\\x1b[31m.wav" in r.stderr and "\x1b" not in r.stderr
+
+
+def test_batch_refuses_an_option_of_the_other_method(tmp_path):
+    """batch shares denoise's rule: a FIR option with --method spectral (or the reverse) is exit 2, one line."""
+    (tmp_path / "log.csv").write_text("time,a\n0,1\n0.01,2\n")
+    r = run_cli("batch", tmp_path / "log.csv", "-o", tmp_path / "out", "--method", "spectral", "--notch", "50")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "--notch is an option of --method fir" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_nohup_keeps_a_command_running_when_its_terminal_closes(tmp_path, rng):
+    """A SIGHUP ignored when the command starts (nohup) stays ignored; SIGTERM still stops it (exit 143)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    src = write_audio(tmp_path / "in.wav", 0.1 * rng.standard_normal(48000 * 400))
+    out = tmp_path / "out.wav"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-m", "sigconv", "denoise", str(src), "-o", str(out), "--quiet",
+                          "--method", "spectral"],
+                         stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(q.name.endswith(".part") for q in tmp_path.iterdir()):
+        time.sleep(0.01)
+    assert p.poll() is None, "finished before the signals"
+    p.send_signal(signal.SIGHUP)
+    time.sleep(0.2)
+    hup_ignored = p.poll() is None
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert hup_ignored, err
+    assert p.returncode == 143 and err.strip() == "sigconv: error: stopped by SIGTERM; no output written"
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["in.wav"]

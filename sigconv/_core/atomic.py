@@ -79,7 +79,7 @@ def replace_problem(out) -> Optional[str]:
         st = os.stat(out)
     except FileNotFoundError:
         if os.path.islink(out):
-            return f"{out}: is a symbolic link to a missing file; give a regular file as the output"
+            return f"{out}: is a symbolic link to a missing file; remove the link or choose another output"
         return None
     except OSError as exc:
         return f"{out}: cannot check the output path ({exc.strerror})"
@@ -87,7 +87,7 @@ def replace_problem(out) -> Optional[str]:
         return None
     kind = next((name for test, name in _KINDS if test(st.st_mode)), "special file")
     via = " (through a symbolic link)" if os.path.islink(out) else ""
-    return f"{out}: is a {kind}{via}, not a regular file; sigconv writes regular files only, give a file path"
+    return f"{out}: is a {kind}{via}, not a regular file; sigconv replaces regular files only, choose another output"
 
 
 def _hold_sigint() -> frozenset:

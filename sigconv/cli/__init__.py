@@ -73,11 +73,13 @@ def make_parser() -> argparse.ArgumentParser:
 @contextlib.contextmanager
 def _stop_signals():
     """SIGTERM and SIGHUP raise ``sigconv.Terminated`` (a KeyboardInterrupt) in the main thread while a command
-    runs; the handlers before are put back after."""
+    runs; the handlers before are put back after. A signal ignored when the command starts stays ignored
+    (``nohup sigconv ...`` keeps running when its terminal closes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    names = [n for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    names = [n for n in ("SIGTERM", "SIGHUP")
+             if hasattr(signal, n) and signal.getsignal(getattr(signal, n)) is not signal.SIG_IGN]
     before = {n: signal.signal(getattr(signal, n), raise_terminated) for n in names}
     try:
         yield

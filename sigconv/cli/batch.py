@@ -36,10 +36,10 @@ import argparse
 import sys
 
 import sigconv
-from sigconv.cli.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK
+from sigconv.cli.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, one_line
 from sigconv.cli.options import (add_backend_arguments, add_filter_arguments, add_spectral_arguments,
-                                 fir_spec_from_args, gate_spec_from_args, kernel_from_args, positive_float,
-                                 positive_int)
+                                 check_method_options, fir_spec_from_args, gate_spec_from_args, kernel_from_args,
+                                 positive_float, positive_int)
 
 __all__ = ["add_batch_arguments", "run_batch"]
 
@@ -97,7 +97,7 @@ def add_batch_arguments(p) -> None:
 def _request(args) -> "sigconv.BatchRequest":
     """The parsed options as the engine's typed request."""
     spectral = args.method == "spectral"
-    gate = gate_spec_from_args(args) if spectral else sigconv.GateSpec()  # the gate's options: spectral only
+    gate = gate_spec_from_args(args) if spectral else sigconv.GateSpec()  # check_method_options: spectral only
     settings = sigconv.BatchSettings(method=args.method, fir=fir_spec_from_args(args), gate=gate,
                                      kernel=kernel_from_args(args, "conv2d" if spectral else "conv1d"), fs=args.fs,
                                      time_column=args.time_column, columns=args.columns, gaps=args.gaps,
@@ -154,11 +154,11 @@ def _print_summary(report, quiet: bool) -> None:
             for fs in sorted(report.filters):
                 print(f"  {fs:g} Hz: {report.filters[fs]}", file=out)
         for rel, w in report.warnings:
-            print(f"warning: {rel}: {w}", file=out)
+            print(one_line(f"warning: {rel}: {w}"), file=out)
         for note in report.notes:
-            print(f"note: {note}", file=out)
+            print(one_line(f"note: {note}"), file=out)
     for rel, why in report.failed:
-        print(f"failed: {rel}: {why}", file=out)
+        print(one_line(f"failed: {rel}: {why}"), file=out)
     if not quiet or report.interrupted:
         secs, n = report.seconds, len(report.done)
         rate = f"{n / secs:.1f} files/s, {report.bytes / 1e6 / secs:.2f} MB/s" if secs > 0 else ""
@@ -172,6 +172,7 @@ def _print_summary(report, quiet: bool) -> None:
 
 
 def run_batch(args) -> int:
+    check_method_options(args)
     request = _request(args)
     with _Progress(not args.quiet and sys.stderr.isatty()) as bar:
         report = sigconv.run_batch(request, on_result=bar.advance)
