@@ -267,9 +267,9 @@ def test_absurd_rates_refused_before_design(tmp_path, rng):
     npy_log(src / "ok.npy", rng.standard_normal(300), sidecar='{"fs": "100"}')
     rep = run(src, tmp_path / "out")
     f = failed(rep)
-    assert one_line(f["tiny.csv"]) == ("the timestamps' rate: 1e+300 Hz is outside the rates a log can have "
+    assert one_line(f["tiny.csv"]) == ("the timestamps' rate: 1e+300 Hz is outside the sample rates sigconv filters "
                                        "(1e-09 to 1e+12 Hz); pass --fs")
-    assert one_line(f["huge.npy"]).endswith("huge.npy.json: 'fs' 1e+300 Hz is outside the rates a log can have "
+    assert one_line(f["huge.npy"]).endswith("huge.npy.json: 'fs' 1e+300 Hz is outside the sample rates sigconv filters "
                                             "(1e-09 to 1e+12 Hz)")
     assert one_line(f["bool.npy"]).endswith("bool.npy.json: 'fs' must be a rate in Hz (a number), got True")
     assert one_line(f["neg.npy"]).endswith("neg.npy.json: 'fs' must be a positive rate in Hz, got -5")
@@ -277,7 +277,7 @@ def test_absurd_rates_refused_before_design(tmp_path, rng):
     assert "nokey.npy.json: not a sidecar JSON holding" in one_line(f["nokey.npy"])
     assert rep.done == ["ok.npy"]
     no_leftovers(tmp_path / "out", *f)
-    with pytest.raises(ValueError, match=r"^fs 1e\+300 Hz is outside the rates a log can have"):
+    with pytest.raises(ValueError, match=r"^fs 1e\+300 Hz is outside the sample rates sigconv filters"):
         sigconv.BatchSettings(fs=1e300)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Optional
 
 import numpy as np
 
@@ -61,14 +62,27 @@ def firwin(numtaps: int, cutoff, window="hamming", pass_zero: str = "lowpass", f
 RATE_RANGE = (1e-9, 1e12)
 
 
-def check_fs(fs, name: str = "fs") -> float:
-    """``fs`` as a float; ``ValueError`` naming ``name`` and the rate when it is not a positive number in
-    :data:`RATE_RANGE` (the one home of that rule for the design functions, the settings and the spectral gate)."""
-    if isinstance(fs, bool) or not isinstance(fs, numbers.Real) or not math.isfinite(fs) or fs <= 0:
-        raise ValueError(f"{name} must be a positive sample rate in Hz, got {fs!r}")
+def rate_problem(fs) -> Optional[str]:
+    """What is wrong with ``fs`` as a sample rate, as a phrase to put after its name or source ("must be a rate in
+    Hz (a number), got True"), or None: a boolean, a non-number, a non-finite or non-positive number, or a rate
+    outside :data:`RATE_RANGE`. The one home of that rule: :func:`check_fs`, the settings, the spectral gate, and
+    the batch's ``--fs``, NPY sidecars and rates inferred from timestamps."""
+    if isinstance(fs, bool) or not isinstance(fs, numbers.Real):
+        return f"must be a rate in Hz (a number), got {fs!r}"
+    fs = float(fs)
+    if not math.isfinite(fs) or fs <= 0:
+        return f"must be a positive rate in Hz, got {fs:g}"
     lo, hi = RATE_RANGE
     if not lo <= fs <= hi:
-        raise ValueError(f"{name} {float(fs):g} Hz is outside the sample rates sigconv filters ({lo:g} to {hi:g} Hz)")
+        return f"{fs:g} Hz is outside the sample rates sigconv filters ({lo:g} to {hi:g} Hz)"
+    return None
+
+
+def check_fs(fs, name: str = "fs") -> float:
+    """``fs`` as a float; ``ValueError`` naming ``name`` and the rate when :func:`rate_problem` finds one."""
+    why = rate_problem(fs)
+    if why:
+        raise ValueError(f"{name} {why}")
     return float(fs)
 
 

@@ -32,7 +32,7 @@ import soundfile as sf
 from sigconv._core.atomic import atomic_output, write_error
 from sigconv._core.errors import InputError, OutputError
 from sigconv.backends.cpu import OverlapSave
-from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise
+from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise, read_failure
 from sigconv.engine.settings import phase_delay
 from sigconv.registry.auto import choose_conv1d
 
@@ -214,13 +214,15 @@ def _first_unwritable(out: np.ndarray, offset: int, info: AudioInfo) -> str:
 
 def filter_file(info: AudioInfo, out_path, make_filter: Callable[[AudioInfo, PCMSpec], object], *,
                 overwrite: bool = False, progress: Optional[Callable[[int], None]] = None,
-                cancel: Optional[threading.Event] = None, block_frames: Optional[int] = None) -> FilterResult:
+                cancel: Optional[threading.Event] = None, block_frames: Optional[int] = None,
+                before_replace: Optional[Callable[[], None]] = None) -> FilterResult:
     """Filter ``info.path`` into ``out_path`` with the block filter from ``make_filter(info, spec)``.
 
     The output keeps the input's sample rate, channels, format and subtype. It is written to a
     temporary file beside ``out_path`` and renamed when complete; any exception (including
     KeyboardInterrupt) removes the temporary file. ``progress(frames_done)`` is called as blocks
-    are written; setting ``cancel`` stops the run with ``KeyboardInterrupt``.
+    are written; setting ``cancel`` stops the run with ``KeyboardInterrupt``; ``before_replace`` is
+    atomic_output's last check before the rename (the batch's: the output is still one it may replace).
     """
     out_path = Path(out_path)
     spec = pcm_spec(info.subtype)
@@ -229,7 +231,7 @@ def filter_file(info: AudioInfo, out_path, make_filter: Callable[[AudioInfo, PCM
     folder = out_path.parent if str(out_path.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(f"{folder}: output folder does not exist")
-    with atomic_output(out_path) as tmp:  # no partial output: renamed into place only when complete
+    with atomic_output(out_path, before_replace=before_replace) as tmp:  # renamed into place only when complete
         return _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, out_path)
 
 
@@ -272,7 +274,10 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
             with sf.SoundFile(str(info.path)) as f:
                 offset = 0
                 while not stop.is_set():
-                    blk = f.read(bf, dtype=flt.read_dtype, always_2d=True)
+                    try:
+                        blk = f.read(bf, dtype=flt.read_dtype, always_2d=True)
+                    except (sf.LibsndfileError, RuntimeError) as exc:  # a decoder giving up mid-file
+                        raise read_failure(info.path, exc, offset, info.subtype) from None
                     if blk.shape[0] == 0:
                         break
                     if check_finite and not np.isfinite(blk).all():

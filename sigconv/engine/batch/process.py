@@ -25,7 +25,7 @@ import numpy as np
 
 from sigconv._core.errors import InputError, OutputError
 from sigconv.engine.batch import cancel, filters, formats, logs, stream
-from sigconv.engine.batch.discovery import prepare_output, safe_output
+from sigconv.engine.batch.discovery import check_output, prepare_output, safe_output
 from sigconv.engine.batch.settings import BatchSettings
 
 __all__ = ["process_task"]
@@ -115,9 +115,14 @@ def do_audio(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
             return fir_block_filter(taps, info.channels, spec, kernel=kernel, phase=s.fir.phase)
 
     prepare_output(inp, out, outdir)
+
+    def last_look():  # as safe_output's: stopped meanwhile, or something the batch may not replace appeared
+        cancel.check()
+        check_output(inp, out, outdir)
+
     # its own temporary file and rename; a stopped batch stops it between blocks. Not under the device section:
     # a recording's decoding and encoding (FLAC, ...) take longer than its filtering, so recordings share the GPU
-    r = filter_file(info, out, make, overwrite=True, cancel=cancel.STOP)
+    r = filter_file(info, out, make, overwrite=True, cancel=cancel.STOP, before_replace=last_look)
     res.update(fs=fs, filter=desc, frames=info.frames, channels=info.channels, clipped=r.clipped)
 
 

@@ -7,12 +7,11 @@ one line), and pickles as it is, for the local process pool and for Dask.
 
 from __future__ import annotations
 
-import math
-import numbers
 import os
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
+from sigconv.engine.design import RATE_RANGE, rate_problem
 from sigconv.engine.settings import FirSpec, GateSpec, KernelChoice, _positive
 
 __all__ = ["BatchSettings", "METHODS", "GAP_RULES", "EDGE_RULES", "RATE_RANGE", "rate_problem"]
@@ -23,27 +22,8 @@ METHODS = ("fir", "spectral")
 GAP_RULES = ("split", "interpolate")
 #: Edges of each filtered run of a table or NPY log: odd reflection (the default) or zero padding.
 EDGE_RULES = ("odd", "zero")
-#: The sample rates (Hz) a log may have: from one sample in about 30 years to a terahertz. Outside it the sizes
-#: derived from the rate (the filter's taps, its band edges) overflow or are absurd, so such a rate is refused
-#: before any filter is designed.
-RATE_RANGE = (1e-9, 1e12)
 #: The kernel's operation for each method.
 _OPS = {"fir": "conv1d", "spectral": "conv2d"}
-
-
-def rate_problem(fs) -> Optional[str]:
-    """What is wrong with ``fs`` as the sample rate of a log (a phrase to put after its source), or None: a
-    boolean, a non-number, a non-finite or non-positive number, or a rate outside :data:`RATE_RANGE`. The one
-    home of that rule for ``--fs``, NPY sidecars and rates inferred from timestamps."""
-    if isinstance(fs, bool) or not isinstance(fs, numbers.Real):
-        return f"must be a rate in Hz (a number), got {fs!r}"
-    fs = float(fs)
-    if not math.isfinite(fs) or fs <= 0:
-        return f"must be a positive rate in Hz, got {fs:g}"
-    lo, hi = RATE_RANGE
-    if not lo <= fs <= hi:
-        return f"{fs:g} Hz is outside the rates a log can have ({lo:g} to {hi:g} Hz)"
-    return None
 
 
 def _choice(value, name: str, choices) -> str:

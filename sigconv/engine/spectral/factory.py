@@ -34,11 +34,16 @@ def _read_range(path, lo, hi, dtype, step=1 << 20):
     """(C, n) chunks of frames [lo, hi) of a sound file."""
     import soundfile as sf
 
+    from sigconv.engine.audio import read_failure
+
     with sf.SoundFile(str(path)) as f:
         f.seek(lo)
         pos = lo
         while pos < hi:
-            blk = f.read(min(step, hi - pos), dtype=dtype, always_2d=True)
+            try:
+                blk = f.read(min(step, hi - pos), dtype=dtype, always_2d=True)
+            except (sf.LibsndfileError, RuntimeError) as exc:  # a decoder giving up mid-file
+                raise read_failure(path, exc, pos) from None
             if blk.shape[0] == 0:
                 break
             pos += blk.shape[0]

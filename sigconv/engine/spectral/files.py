@@ -17,6 +17,7 @@ import threading
 import numpy as np
 import soundfile as sf
 
+from sigconv.engine.audio import read_failure
 from sigconv.engine.file import BlockFilter
 from sigconv.engine.spectral.gate import Gate
 
@@ -133,11 +134,16 @@ class SpectralFileFilter(BlockFilter):
         def reader():
             try:
                 with sf.SoundFile(str(self.path)) as f:
+                    done = 0
                     while not stop.is_set():
-                        blk = f.read(frames, dtype=self.read_dtype, always_2d=True)
+                        try:
+                            blk = f.read(frames, dtype=self.read_dtype, always_2d=True)
+                        except (sf.LibsndfileError, RuntimeError) as exc:  # a decoder giving up mid-file
+                            raise read_failure(self.path, exc, done) from None
                         if blk.shape[0] == 0:
                             q.put(blk)
                             return
+                        done += blk.shape[0]
                         q.put(self.stage(blk))
             except BaseException as exc:  # noqa: BLE001 (handed to the consumer)
                 q.put(exc)

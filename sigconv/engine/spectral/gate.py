@@ -519,7 +519,11 @@ class Gate:
         del self.hist
 
     def set_threshold(self, thr):
-        self.thr = self.xp.asarray(np.asarray(thr, np.float64).reshape(self.Cm, 1, self.F), dtype=self.dtype)
+        """The per (channel, frequency) threshold in dB, saturated to the work dtype's range (an ``n_std`` of 1e300
+        asks for a gate that never opens; its float32 value is the largest one, not an overflow)."""
+        big = float(np.finfo(self.dtype).max)
+        thr = np.clip(np.asarray(thr, np.float64).reshape(self.Cm, 1, self.F), -big, big)
+        self.thr = self.xp.asarray(thr, dtype=self.dtype)
 
     def frame_step(self) -> int:
         """Frames per statistics chunk."""
