@@ -8,6 +8,7 @@ import os
 import socket
 import stat
 
+import numpy as np
 import pytest
 
 import sigconv
@@ -114,3 +115,37 @@ def test_denoise_with_force_refuses_a_device_or_fifo_output(tmp_path, rng, kind)
     after = os.lstat(node)
     assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.wav", "node.wav"]
+
+
+@pytest.mark.parametrize("method", ["fir", "spectral"])
+def test_a_damaged_flac_fails_naming_the_file(tmp_path, rng, method):
+    """A FLAC whose middle is overwritten makes the decoder give up mid-file: one line naming the file, where and
+    libsndfile's words; exit 1; nothing written."""
+    import soundfile as sf
+
+    src = tmp_path / "rec.flac"
+    sf.write(str(src), (0.3 * rng.standard_normal((48000 * 3, 2))).astype(np.float32), 48000, subtype="PCM_16")
+    data = bytearray(src.read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + 4096] = bytes(4096)
+    src.write_bytes(bytes(data))
+    r = run_cli("denoise", src, "-o", tmp_path / "out.flac", "--method", method, "-q", timeout=120)
+    assert r.returncode == 1, r.stderr
+    line = r.stderr.strip()
+    assert len(r.stderr.splitlines()) == 1 and line.startswith(f"sigconv: error: {src}: cannot decode its PCM_16 audio")
+    assert "past frame" in line and "the file is damaged" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.flac"]
+
+
+def test_a_huge_gate_threshold_saturates_without_a_warning(tmp_path, rng):
+    """--n-std 1e300 asks for a gate that never opens: the output is silence, exit 0, nothing on stderr (its float32
+    threshold is the largest float, not an overflow warning)."""
+    import soundfile as sf
+
+    src = write_audio(tmp_path / "in.wav", 0.3 * rng.standard_normal(16000), fs=16000)
+    for extra in ((), ("--non-stationary",)):
+        out = tmp_path / "out.wav"
+        r = run_cli("denoise", src, "-o", out, "--method", "spectral", "--n-std", "1e300", "--force", "-q", *extra,
+                    env={"PYTHONWARNINGS": "error"})
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert np.abs(sf.read(str(out))[0]).max() == 0.0

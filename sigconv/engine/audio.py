@@ -76,10 +76,11 @@ def probe(path, allow_truncated: bool = False) -> AudioInfo:
 
 
 def read_failure(path, exc: BaseException, frame: int, subtype: str = "") -> InputError:
-    """The one-line InputError for a decoding error met while reading ``path`` from ``frame`` on (libsndfile's
-    "flac decoder lost sync", "Internal psf_fseek() failed", ...): the file, where, and libsndfile's words."""
+    """The one-line InputError for a decoding error met while reading ``path`` in a block starting at ``frame``
+    (libsndfile's "flac decoder lost sync", "Internal psf_fseek() failed", ...): the file, where, and libsndfile's
+    words."""
     what = f"its {subtype} audio" if subtype else "its audio"
-    return InputError(f"{path}: cannot decode {what} at frame {frame} ({_reason(exc).rstrip('.')}); "
+    return InputError(f"{path}: cannot decode {what} past frame {frame} ({_reason(exc).rstrip('.')}); "
                       "the file is damaged")
 
 
