@@ -162,7 +162,9 @@ class NumberCells:
         self.path, self.asked = path, set(columns or ())
         self.names = [n for n, t in zip(schema.names, schema.types)
                       if n != time_column and (pa.types.is_string(t) or pa.types.is_large_string(t))]
-        self._nulls = pa.array(list(pcsv.ConvertOptions().null_values), pa.string())
+        # the cells pyarrow reads as null, as one anchored regex (a value_set array would need pa.array of Python
+        # strings, whose conversion imports pandas where installed)
+        self._nulls = "^(?:" + "|".join(re.escape(v) for v in pcsv.ConvertOptions().null_values) + ")$"
         self.numbers = dict.fromkeys(self.names, 0)
         self.filled = dict.fromkeys(self.names, 0)
         self.bad = dict.fromkeys(self.names, 0)
@@ -175,7 +177,7 @@ class NumberCells:
 
         for n in self.names:
             col = table.column(n)
-            empty = pc.or_(pc.is_null(col), pc.is_in(pc.utf8_trim_whitespace(col), value_set=self._nulls))
+            empty = pc.or_(pc.is_null(col), pc.match_substring_regex(pc.utf8_trim_whitespace(col), self._nulls))
             num = pc.match_substring_regex(col, _NUMBER)
             bad = pc.and_not(pc.invert(empty), num)
             k = pc.sum(bad).as_py() or 0
