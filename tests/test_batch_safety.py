@@ -126,7 +126,7 @@ def test_a_folder_fifo_or_link_to_one_at_an_output_path_is_never_replaced(tmp_pa
     (out / "c.csv").symlink_to(out / "fifo")
     assert main(["batch", str(src), "-o", str(out), *CPU, "-j", "1", "--force"]) == 1
     err = capsys.readouterr().err
-    never = "not a regular file; sigconv writes regular files only"
+    never = "not a regular file; sigconv replaces regular files only"
     assert f"failed: a.csv: {out / 'a.csv'}: is a folder, {never}" in err, err
     assert f"failed: b.csv: {out / 'b.csv'}: is a FIFO, {never}" in err, err
     assert f"failed: c.csv: {out / 'c.csv'}: is a FIFO (through a symbolic link), {never}" in err, err
