@@ -3,8 +3,8 @@
     python benchmarks/fft_stages.py [--L 26] [--K 255 1023 4095]
 
 Times (CUDA events, median of 20 after warm-up) the six stages of launch_fft for C=1, L=2^L, float32:
-peak (each segment's exponent, for the power-of-two scaling), gather (scaled segments), rfft, spectrum
-product, irfft, scatter (unscaled); prints each stage's ms, the bytes it must
+gather (segments, and each one's peak exponent), rescale (the segments of extreme magnitude: none here),
+rfft, spectrum product, irfft, scatter (unscaled); prints each stage's ms, the bytes it must
 move (each operand read once, each result written once) and the achieved GB/s, against the whole
 call. Needs a GPU.
 """
@@ -46,6 +46,7 @@ def main(argv=None) -> int:
     import cupy
     import cupyx.scipy.fft
 
+    from sigconv._core.xp import FFT_SAFE_EXPONENT
     from sigconv.backends import cuda1d
     from sigconv.backends import overlap_save as c
 
@@ -67,17 +68,17 @@ def main(argv=None) -> int:
         segs = cupy.empty((nseg, N), dtype=cupy.float32)
         out = cupy.empty((1, out_len), dtype=cupy.float32)
         blk = 256
-        peak = mod.get_function("conv1d_os_peak_f32")
+        rescale = mod.get_function("conv1d_os_rescale_f32")
+        safe = np.int32(FFT_SAFE_EXPONENT["float32"])
         gather = mod.get_function("conv1d_os_gather_f32")
         cmul = mod.get_function("conv1d_os_cmul_f32")
         scatter = mod.get_function("conv1d_os_scatter_f32")
         st = {}
-        st["peak"] = (_time(lambda: peak(c.os_grid("peak", blk, N=N, nseg=nseg), (blk,), (x, shift, np.int32(1), np.int64(L),
-                                         np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))),
-                      4 * nseg * N)
         st["gather"] = (_time(lambda: gather(c.os_grid("gather", blk, N=N, nseg=nseg), (blk,), (x, segs, np.int32(1), np.int64(L),
                                              np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg), shift))),
                         4 * L + 4 * segs.size)
+        st["rescale"] = (_time(lambda: rescale(c.os_grid("rescale", blk, N=N, nseg=nseg), (blk,),
+                                               (segs, shift, np.int32(1), np.int32(N), np.int64(nseg), safe))), 4 * nseg)
         X = cupy.fft.rfft(segs, axis=-1)
         st["rfft"] = (_time(lambda: cupy.fft.rfft(segs, axis=-1)), 4 * segs.size + 8 * X.size)
         st["cmul"] = (_time(lambda: cmul(c.os_grid("cmul", blk, N=N, rows=nseg), (blk,), (X, H, np.int64(nseg), np.int32(NF)))),
@@ -88,7 +89,7 @@ def main(argv=None) -> int:
         Ys = cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward")
         st["scatter"] = (_time(lambda: scatter(c.os_grid("scatter", blk, N=N, nseg=nseg, M=M), (blk,), (Ys, out, np.int32(1),
                                                np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg),
-                                               np.int32(K), shift, tap_shift))), 4 * out_len + 4 * out_len)
+                                               np.int32(K), shift, tap_shift, safe))), 4 * out_len + 4 * out_len)
         st["whole"] = (_time(lambda: c.launch_fft(x, w, pad, out_len, blk, out=out)), 8 * L)
         for k, (ms, b) in st.items():
             print(f"{K:5d} {N:6d} {k:8} {ms:8.3f} {b / 1e6:9.0f} {b / ms / 1e6:7.0f}")

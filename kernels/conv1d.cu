@@ -20,9 +20,10 @@
 //             through NVRTC name expressions). conv1d_tiled_rt<R>: any K up to 8192 (runtime tap loop
 //             of 4 taps a step, a register sliding window of R+4 inputs).
 //   fft       (Python, sigconv/backends/overlap_save.py) overlap-save with cuFFT; its three helper kernels
-//             are wrapped here: conv1d_os_peak_* (each segment's peak exponent, for exact power-of-two
-//             scaling), conv1d_os_gather_* (build the scaled segments), conv1d_os_cmul_* (spectrum
-//             product), conv1d_os_scatter_* (keep the valid part of each segment, unscaled); their bodies and
+//             are wrapped here: conv1d_os_gather_* (build the segments, note each one's peak exponent),
+//             conv1d_os_rescale_* (scale the few segments of extreme magnitude by a power of two),
+//             conv1d_os_cmul_* (spectrum product), conv1d_os_scatter_* (keep the valid part of each segment,
+//             unscaled); their bodies and
 //             launch geometry are in overlap_save.cuh.
 //
 // Compile alone (checks, register and spill report):
@@ -300,21 +301,19 @@ __global__ void __launch_bounds__(1024) conv1d_tiled_rt(const float* __restrict_
 #include "overlap_save.cuh"
 
 extern "C" __global__ void conv1d_os_gather_f32(const float* x, float* segs, int C, sc_i64 L, sc_i64 pad, sc_i64 M,
-                                                int N, sc_i64 nseg, const int* shift) {
+                                                int N, sc_i64 nseg, int* shift) {
     os_gather_body<float>(x, segs, C, L, pad, M, N, nseg, shift);
 }
 extern "C" __global__ void conv1d_os_gather_f64(const double* x, double* segs, int C, sc_i64 L, sc_i64 pad,
-                                                sc_i64 M, int N, sc_i64 nseg, const int* shift) {
+                                                sc_i64 M, int N, sc_i64 nseg, int* shift) {
     os_gather_body<double>(x, segs, C, L, pad, M, N, nseg, shift);
 }
 
-extern "C" __global__ void conv1d_os_peak_f32(const float* x, int* shift, int C, sc_i64 L, sc_i64 pad, sc_i64 M, int N,
-                                              sc_i64 nseg) {
-    os_peak_body<float>(x, shift, C, L, pad, M, N, nseg);
+extern "C" __global__ void conv1d_os_rescale_f32(float* segs, const int* shift, int C, int N, sc_i64 nseg, int safe) {
+    os_rescale_body<float>(segs, shift, C, N, nseg, safe);
 }
-extern "C" __global__ void conv1d_os_peak_f64(const double* x, int* shift, int C, sc_i64 L, sc_i64 pad, sc_i64 M,
-                                              int N, sc_i64 nseg) {
-    os_peak_body<double>(x, shift, C, L, pad, M, N, nseg);
+extern "C" __global__ void conv1d_os_rescale_f64(double* segs, const int* shift, int C, int N, sc_i64 nseg, int safe) {
+    os_rescale_body<double>(segs, shift, C, N, nseg, safe);
 }
 
 extern "C" __global__ void conv1d_os_cmul_f32(float2* X, const float2* H, sc_i64 rows, int NF) {
@@ -325,12 +324,14 @@ extern "C" __global__ void conv1d_os_cmul_f64(double2* X, const double2* H, sc_i
 }
 
 extern "C" __global__ void conv1d_os_scatter_f32(const float* Ys, float* y, int C, sc_i64 out_len, sc_i64 M, int N,
-                                                 sc_i64 nseg, int K, const int* shift, const int* tap_shift) {
-    os_scatter_body<float>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift);
+                                                 sc_i64 nseg, int K, const int* shift, const int* tap_shift,
+                                                 int safe) {
+    os_scatter_body<float>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift, safe);
 }
 extern "C" __global__ void conv1d_os_scatter_f64(const double* Ys, double* y, int C, sc_i64 out_len, sc_i64 M,
-                                                 int N, sc_i64 nseg, int K, const int* shift, const int* tap_shift) {
-    os_scatter_body<double>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift);
+                                                 int N, sc_i64 nseg, int K, const int* shift, const int* tap_shift,
+                                                 int safe) {
+    os_scatter_body<double>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift, safe);
 }
 
 // ============================================================================ compile check

@@ -1,5 +1,5 @@
 // overlap_save.cuh: bodies of the fft variant's four helper kernels (kernels/conv1d.cu wraps them as
-// conv1d_os_peak_*, conv1d_os_gather_*, conv1d_os_cmul_*, conv1d_os_scatter_*; sigconv/backends/overlap_save.py
+// conv1d_os_gather_*, conv1d_os_rescale_*, conv1d_os_cmul_*, conv1d_os_scatter_*; sigconv/backends/overlap_save.py
 // launches them).
 //
 // Overlap-save with segment length N (a power of two >= 1024) and step M = N - K + 1: output block b
@@ -15,17 +15,17 @@
 // Every loop is a grid-stride loop, so any grid.y / grid.z caps are correct (the launcher caps them at
 // 65535, the hardware limit, or lower).
 //
-//   peak   : grid (1, gy <= nseg, gz <= C): a block folds one segment's samples, one atomicMax per thread.
+//   rescale: grid (1, gy <= nseg, gz <= C): a block per segment; it returns at once unless the segment is scaled.
 //
-// Scaling: peak writes each segment's peak exponent, shift[c*nseg + b] (frexp's: peak = m * 2^e, m in
-// [0.5, 1)); gather divides the segment by 2^e and scatter multiplies its outputs by 2^(e + tap_shift[0])
-// (the taps' spectrum holds the taps divided by 2^tap_shift[0]). The transforms so run on operands of peak
-// ~1: huge samples do not overflow and tiny ones keep their bits. A segment's outputs depend on its own
-// samples only, so a stream filtered block by block gets the same values however it is cut. Powers of two
-// are exact; the exponents never leave the device (no host sync); a null pointer means no scaling.
-//
-// No shared memory, no intrinsics: tests/test_kernel_build.py compiles these exact bodies for the host
-// (g++, SIGCONV_HOST_EMULATION) and runs every block and thread of a launch on the CPU.
+// Scaling. An FFT of operands near the ends of the float range overflows (huge samples) or loses its bits in
+// the subnormals (tiny ones); a direct sum would not. So while gathering a segment, gather also notes its peak
+// exponent, shift[c*nseg + b] (frexp's: peak = m * 2^e, m in [0.5, 1); one atomicMax per warp). A segment whose
+// exponent lies outside [-safe, safe] (safe: sigconv._core.xp.FFT_SAFE_EXPONENT, a launch argument) is then
+// divided by 2^e by rescale, and scatter multiplies its outputs by 2^e; scatter also multiplies every output by
+// 2^tap_shift[0] (the taps' spectrum holds the taps divided by it). Ordinary data so costs rescale's launch and
+// no pass over the segments. Powers of two are exact; the exponents never leave the device (no host sync); a
+// segment's outputs depend on its own samples only, so a stream filtered block by block gets the same values
+// however it is cut; a null pointer means no scaling.
 #ifndef SIGCONV_OVERLAP_SAVE_CUH
 #define SIGCONV_OVERLAP_SAVE_CUH
 #include "common.cuh"
@@ -47,15 +47,16 @@ template <> __device__ __forceinline__ void os_store4<double>(double* p, double 
     reinterpret_cast<double2*>(p)[1] = make_double2(c, d);
 }
 
-// The peak kernel's slot values: no sample yet (all zero) and a non-finite sample; both mean "no scaling".
+// The exponent slots' special values: no sample yet (all zero) and a non-finite sample; both mean "no scaling".
 #define SC_OS_NO_PEAK (-2147483647 - 1)
 #define SC_OS_NONFINITE 2147483647
 
-// The exponent a segment is scaled by: its slot, or 0 for an all-zero segment, one holding inf/NaN, or none.
-__device__ __forceinline__ int os_exponent(const int* __restrict__ shift, sc_i64 k) {
+// The exponent a segment is scaled by: 0 for none (all zero, holding inf/NaN, within [-safe, safe], or no
+// exponents at all), else its slot's.
+__device__ __forceinline__ int os_exponent(const int* __restrict__ shift, sc_i64 k, int safe) {
     if (!shift) return 0;
     const int e = shift[k];
-    return (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE) ? 0 : e;
+    return (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE || (e >= -safe && e <= safe)) ? 0 : e;
 }
 
 // Multiplying by 2^e: by the factor f = 2^e when it is a normal number (one multiply, exact but for a result
@@ -76,40 +77,37 @@ template <typename T> __device__ __forceinline__ int os_frexp_exp(T v);
 template <> __device__ __forceinline__ int os_frexp_exp<float>(float v) { int e; frexpf(v, &e); return e; }
 template <> __device__ __forceinline__ int os_frexp_exp<double>(double v) { int e; frexp(v, &e); return e; }
 
-// shift[c*nseg + b] (SC_OS_NO_PEAK before the launch) = the largest exponent among segment b's samples
-// x[c, b*M - pad + i], i < N (SC_OS_NONFINITE when one is inf or NaN; left SC_OS_NO_PEAK when all are zero).
-template <typename T>
-__device__ __forceinline__ void os_peak_body(const T* __restrict__ x, int* __restrict__ shift, int C, sc_i64 L,
-                                             sc_i64 pad, sc_i64 M, int N, sc_i64 nseg) {
-    for (int c = (int)blockIdx.z; c < C; c += (int)gridDim.z) {
-        const T* xc = x + (sc_i64)c * L;
-        for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
-            const sc_i64 s0 = b * M - pad;  // x index of the segment's sample 0
-            int e = SC_OS_NO_PEAK;
-            for (int i = (int)threadIdx.x; i < N; i += (int)blockDim.x) {
-                const T v = sc_load_or_zero(xc, s0 + i, L);
-                if (v != T(0)) {
-                    const int ev = isfinite(v) ? os_frexp_exp<T>(v) : SC_OS_NONFINITE;
-                    e = ev > e ? ev : e;
-                }
-            }
-            if (e != SC_OS_NO_PEAK) atomicMax(shift + (sc_i64)c * nseg + b, e);
-        }
-    }
+// The peak exponent of four samples: SC_OS_NONFINITE when one is inf/NaN, SC_OS_NO_PEAK when all are zero.
+template <typename T> __device__ __forceinline__ int os_exponent4(T v0, T v1, T v2, T v3) {
+    if (!(isfinite(v0) && isfinite(v1) && isfinite(v2) && isfinite(v3))) return SC_OS_NONFINITE;
+    const T m = fmax(fmax(fabs(v0), fabs(v1)), fmax(fabs(v2), fabs(v3)));
+    return m != T(0) ? os_frexp_exp<T>(m) : SC_OS_NO_PEAK;
 }
 
-// segs[(c*nseg + b)*N + i] = x[c, b*M - pad + i] / 2^e (zero outside [0, L)), e = os_exponent(shift, c*nseg + b).
+// *slot = max(*slot, e over the warp): one atomic per warp. Every lane of the warp must call it (gather's lanes
+// do: a warp's 32 threads hold 128 consecutive samples of a row, and N is a multiple of 1024, so a warp is
+// wholly inside the row or wholly past it, and returns as one). The host emulation, which runs one thread at
+// a time, makes one atomic per thread: the same maximum.
+__device__ __forceinline__ void os_note_exponent(int* slot, int e) {
+#ifdef SIGCONV_HOST_EMULATION
+    if (e != SC_OS_NO_PEAK) atomicMax(slot, e);
+#else
+    e = __reduce_max_sync(0xffffffffu, e);
+    if ((threadIdx.x & 31) == 0 && e != SC_OS_NO_PEAK) atomicMax(slot, e);
+#endif
+}
+
+// segs[(c*nseg + b)*N + i] = x[c, b*M - pad + i] (zero outside [0, L)); shift[c*nseg + b] (SC_OS_NO_PEAK before
+// the launch) becomes the segment's peak exponent (SC_OS_NONFINITE with an inf/NaN; left as it was when all zero).
 template <typename T>
 __device__ __forceinline__ void os_gather_body(const T* __restrict__ x, T* __restrict__ segs, int C, sc_i64 L,
-                                               sc_i64 pad, sc_i64 M, int N, sc_i64 nseg,
-                                               const int* __restrict__ shift) {
+                                               sc_i64 pad, sc_i64 M, int N, sc_i64 nseg, int* __restrict__ shift) {
     const int i = 4 * (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (i >= N) return;
     for (int c = (int)blockIdx.z; c < C; c += (int)gridDim.z) {
         const T* xc = x + (sc_i64)c * L;
         T* sc = segs + (sc_i64)c * nseg * N + i;
         for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
-            const int e = -os_exponent(shift, (sc_i64)c * nseg + b);
             const sc_i64 s = b * M - pad + i;  // x index of segs[c, b, i]
             T v0, v1, v2, v3;
             if (s >= 0 && s + 3 < L) {  // interior: no bounds per element
@@ -123,14 +121,23 @@ __device__ __forceinline__ void os_gather_body(const T* __restrict__ x, T* __res
                 v2 = sc_load_or_zero(xc, s + 2, L);
                 v3 = sc_load_or_zero(xc, s + 3, L);
             }
-            if (e != 0) {
-                const OsScale<T> sc2(e);
-                v0 = sc2(v0);
-                v1 = sc2(v1);
-                v2 = sc2(v2);
-                v3 = sc2(v3);
-            }
+            if (shift) os_note_exponent(shift + (sc_i64)c * nseg + b, os_exponent4<T>(v0, v1, v2, v3));
             os_store4<T>(sc + b * N, v0, v1, v2, v3);
+        }
+    }
+}
+
+// segs[(c*nseg + b)*N + i] /= 2^e, e = os_exponent(shift, c*nseg + b, safe), for the segments with e != 0.
+template <typename T>
+__device__ __forceinline__ void os_rescale_body(T* __restrict__ segs, const int* __restrict__ shift, int C, int N,
+                                                sc_i64 nseg, int safe) {
+    for (int c = (int)blockIdx.z; c < C; c += (int)gridDim.z) {
+        for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
+            const int e = os_exponent(shift, (sc_i64)c * nseg + b, safe);
+            if (e == 0) continue;  // ordinary data: one load per thread and segment
+            const OsScale<T> scale(-e);
+            T* row = segs + ((sc_i64)c * nseg + b) * N;
+            for (int i = (int)threadIdx.x; i < N; i += (int)blockDim.x) row[i] = scale(row[i]);
         }
     }
 }
@@ -152,11 +159,11 @@ __device__ __forceinline__ void os_cmul_body(T2* __restrict__ X, const T2* __res
 }
 
 // y[c, b*M + r] = Ys[(c*nseg + b)*N + K-1 + r] * 2^(e + tap_shift[0]) for r < M and b*M + r < out_len,
-// e = os_exponent(shift, c*nseg + b).
+// e = os_exponent(shift, c*nseg + b, safe).
 template <typename T>
 __device__ __forceinline__ void os_scatter_body(const T* __restrict__ Ys, T* __restrict__ y, int C, sc_i64 out_len,
                                                 sc_i64 M, int N, sc_i64 nseg, int K, const int* __restrict__ shift,
-                                                const int* __restrict__ tap_shift) {
+                                                const int* __restrict__ tap_shift, int safe) {
     const sc_i64 r = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= M) return;
     const int et = tap_shift ? tap_shift[0] : 0;
@@ -165,7 +172,7 @@ __device__ __forceinline__ void os_scatter_body(const T* __restrict__ Ys, T* __r
         T* dst = y + (sc_i64)c * out_len + r;
         for (sc_i64 b = blockIdx.y; b < nseg; b += gridDim.y) {
             if (b * M + r >= out_len) continue;
-            const int e = os_exponent(shift, (sc_i64)c * nseg + b) + et;
+            const int e = os_exponent(shift, (sc_i64)c * nseg + b, safe) + et;
             dst[b * M] = e != 0 ? OsScale<T>(e)(src[b * N]) : src[b * N];
         }
     }

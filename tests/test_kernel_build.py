@@ -351,14 +351,15 @@ OS_CASES = [
 
 
 #: Channel magnitudes (powers of two) by dtype, cycled over channels: ordinary, beyond what an unscaled float
-#: transform survives, and deep in the small numbers; the kernels' power-of-two scaling must keep all exact.
+#: transform survives, and deep in the small numbers; the kernels' power-of-two scaling must keep all exact (the
+#: last two lie outside FFT_SAFE_EXPONENT, so rescale and scatter scale them).
 _OS_MAGNITUDES = {np.float32: (0, 120, -100), np.float64: (0, 1000, -1000)}
 _NO_PEAK, _NONFINITE = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
 
 def _segment_exponents(x, pad, M, N, nseg):
-    """NumPy definition of the peak kernel: per (channel, segment) the largest frexp exponent of its samples,
-    _NONFINITE when one is inf/NaN, _NO_PEAK when all are zero."""
+    """NumPy definition of the exponents gather notes: per (channel, segment) the largest frexp exponent of its
+    samples, _NONFINITE when one is inf/NaN, _NO_PEAK when all are zero; and the segments themselves."""
     C, L = x.shape
     idx = np.arange(nseg)[:, None] * M - pad + np.arange(N)[None, :]
     ok = (idx >= 0) & (idx < L)
@@ -369,17 +370,22 @@ def _segment_exponents(x, pad, M, N, nseg):
     return np.where(np.isfinite(peak), e, _NONFINITE).astype(np.int32).reshape(C * nseg), win
 
 
-def _effective(e):
-    return np.where((e == _NO_PEAK) | (e == _NONFINITE), 0, e)
+def _effective(e, dtype):
+    """The exponent each segment is scaled by (os_exponent): 0 inside +-FFT_SAFE_EXPONENT or for a special slot."""
+    from sigconv._core.xp import FFT_SAFE_EXPONENT
+
+    safe = FFT_SAFE_EXPONENT[np.dtype(dtype).name]
+    return np.where((e == _NO_PEAK) | (e == _NONFINITE) | (np.abs(e) <= safe), 0, e)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("K,L,mode,C,block,cap_y,cap_z", OS_CASES)
 def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mode, C, block, cap_y, cap_z, rng):
-    """peak -> gather -> rfft (NumPy) -> cmul -> irfft (NumPy) -> scatter, the kernels being the real source:
-    each stage equals its NumPy definition exactly (peak, gather, scatter: the power-of-two scaling is exact) or
-    to rounding (cmul), every element is written (outputs poisoned with NaN), and the whole equals the float64
-    reference convolution per channel, for channels of ordinary, huge and tiny magnitude."""
+    """gather -> rescale -> rfft (NumPy) -> cmul -> irfft (NumPy) -> scatter, the kernels being the real source:
+    each stage equals its NumPy definition exactly (gather and its exponents, rescale, scatter: the power-of-two
+    scaling is exact) or to rounding (cmul), every element is written (outputs poisoned with NaN), and the whole
+    equals the float64 reference convolution per channel, for channels of ordinary, huge and tiny magnitude."""
+    from sigconv._core.xp import FFT_SAFE_EXPONENT
     from sigconv.backends.overlap_save import os_grid
 
     caps = {k: v for k, v in (("cap_y", cap_y), ("cap_z", cap_z)) if v is not None}
@@ -390,18 +396,23 @@ def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mod
     cdt = np.complex64 if dtype == np.float32 else np.complex128
     rtol = 1e-5 if dtype == np.float32 else 1e-10
 
-    # peak: each segment's largest exponent
-    shift = _emu(os_harness, tmp_path, "peak", dtype, os_grid("peak", block, N=N, C=C, nseg=nseg, **caps), block,
-                 (C, L, pad, M, N, nseg), x, np.full(C * nseg, _NO_PEAK, np.int32))
-    want_shift, win = _segment_exponents(x, pad, M, N, nseg)
-    assert np.array_equal(shift, want_shift), f"peak differs at {np.argwhere(shift != want_shift)[:3].tolist()}"
-    e = _effective(shift).reshape(C, nseg)
-
-    # gather: segs[c, b, i] = x[c, b*M - pad + i] / 2^e[c, b], zero outside [0, L)
+    # gather: segs[c, b, i] = x[c, b*M - pad + i], zero outside [0, L); shift[c, b] = its largest exponent
+    shift = np.full(C * nseg, _NO_PEAK, np.int32)
     segs = _emu(os_harness, tmp_path, "gather", dtype, os_grid("gather", block, N=N, C=C, nseg=nseg, **caps), block,
                 (C, L, pad, M, N, nseg), [x, shift], np.full((C, nseg, N), np.nan, dtype))
+    shift = np.fromfile(tmp_path / "gather_in1.bin", np.int32)  # written back by the harness
+    want_shift, win = _segment_exponents(x, pad, M, N, nseg)
+    assert np.array_equal(shift, want_shift), f"exponents differ at {np.argwhere(shift != want_shift)[:3].tolist()}"
+    assert np.array_equal(segs, win.astype(dtype)), f"gather differs at {np.argwhere(segs != win)[:3].tolist()}"
+    e = _effective(shift, dtype).reshape(C, nseg)
+    safe = FFT_SAFE_EXPONENT[np.dtype(dtype).name]
+    assert (e != 0).any() == any(abs(mags[c % 3]) > safe for c in range(C))
+
+    # rescale: the segments outside the safe range divided by 2^e[c, b], the others untouched
+    segs = _emu(os_harness, tmp_path, "rescale", dtype, os_grid("rescale", block, N=N, C=C, nseg=nseg, **caps),
+                block, (C, N, nseg, safe), shift, segs.copy())
     want = np.ldexp(win, -e[..., None]).astype(dtype)
-    assert np.array_equal(segs, want), f"gather differs at {np.argwhere(segs != want)[:3].tolist()}"
+    assert np.array_equal(segs, want), f"rescale differs at {np.argwhere(segs != want)[:3].tolist()}"
 
     # cmul: X[row, k] *= H[k], H of the taps divided by 2^tap_shift
     tap_shift = np.frexp(np.abs(w).max())[1]
@@ -415,7 +426,7 @@ def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mod
     # scatter: y[c, b*M + r] = Ys[c, b, K-1+r] * 2^(e[c, b] + tap_shift)
     Ys = np.fft.irfft(X.astype(np.complex128), N, axis=-1, norm="forward").astype(dtype).reshape(C, nseg, N)
     y = _emu(os_harness, tmp_path, "scatter", dtype, os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M, **caps),
-             block, (C, out_len, M, N, nseg, K), [Ys, shift, np.array([tap_shift], np.int32)],
+             block, (C, out_len, M, N, nseg, K, safe), [Ys, shift, np.array([tap_shift], np.int32)],
              np.full((C, out_len), np.nan, dtype))
     n = np.arange(out_len)
     want = np.ldexp(Ys[:, n // M, (K - 1) + n % M], e[:, n // M] + tap_shift).astype(dtype)
@@ -429,9 +440,10 @@ def test_overlap_save_kernels_run_on_host(os_harness, tmp_path, dtype, K, L, mod
             f"overlap-save channel {c} (2^{mags[c % 3]}) off by {err:.2e} (K={K}, L={L})"
 
 
-def test_overlap_save_peak_marks_zero_and_non_finite_segments(os_harness, tmp_path):
-    """The peak kernel leaves an all-zero segment unmarked and marks one holding inf or NaN; gather and scatter
-    then leave both unscaled, and null exponent pointers mean no scaling at all."""
+def test_overlap_save_exponents_of_zero_and_non_finite_segments(os_harness, tmp_path):
+    """gather leaves an all-zero segment's exponent unset and marks one holding inf or NaN; rescale then leaves
+    both as they are, and a null exponent pointer means no exponents and no scaling."""
+    from sigconv._core.xp import FFT_SAFE_EXPONENT
     from sigconv.backends.overlap_save import os_grid
 
     K, L, mode, block = 7, 3001, "same", 64
@@ -439,15 +451,23 @@ def test_overlap_save_peak_marks_zero_and_non_finite_segments(os_harness, tmp_pa
     assert nseg >= 3
     x = np.zeros((1, L), np.float32)
     x[0, M + 5] = np.inf  # segment 1 (and 2, whose window reaches back K-1 samples, if it does)
-    x[0, -1] = np.float32(3e-40)  # a subnormal in the last segment
-    shift = _emu(os_harness, tmp_path, "peak", np.float32, os_grid("peak", block, N=N, nseg=nseg), block,
-                 (1, L, pad, M, N, nseg), x, np.full(nseg, _NO_PEAK, np.int32))
+    x[0, -1] = np.float32(3e-40)  # a subnormal in the last segment: outside the safe range, so rescaled
+    shift = np.full(nseg, _NO_PEAK, np.int32)
+    segs = _emu(os_harness, tmp_path, "gather", np.float32, os_grid("gather", block, N=N, nseg=nseg), block,
+                (1, L, pad, M, N, nseg), [x, shift], np.full((1, nseg, N), np.nan, np.float32))
+    shift = np.fromfile(tmp_path / "gather_in1.bin", np.int32)
     want, win = _segment_exponents(x, pad, M, N, nseg)
     assert np.array_equal(shift, want) and shift[0] == _NO_PEAK and shift[1] == _NONFINITE
     assert shift[-1] == np.frexp(np.float64(np.float32(3e-40)))[1]
-    segs = _emu(os_harness, tmp_path, "gather", np.float32, os_grid("gather", block, N=N, nseg=nseg), block,
-                (1, L, pad, M, N, nseg), [x, None], np.full((1, nseg, N), np.nan, np.float32))
     assert np.array_equal(segs, win.astype(np.float32))
+    safe = FFT_SAFE_EXPONENT["float32"]
+    scaled = _emu(os_harness, tmp_path, "rescale", np.float32, os_grid("rescale", block, N=N, nseg=nseg), block,
+                  (1, N, nseg, safe), shift, segs.copy())
+    assert np.array_equal(scaled[0, :-1], segs[0, :-1], equal_nan=True)
+    assert scaled[0, -1].max() == np.ldexp(np.float32(3e-40), -int(shift[-1]))
+    plain = _emu(os_harness, tmp_path, "gather", np.float32, os_grid("gather", block, N=N, nseg=nseg), block,
+                 (1, L, pad, M, N, nseg), [x, None], np.full((1, nseg, N), np.nan, np.float32))
+    assert np.array_equal(plain, segs)
 
 
 def test_os_grid_caps_and_hardware_limits():

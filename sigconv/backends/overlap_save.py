@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from sigconv._core.xp import peak_exponents
+from sigconv._core.xp import FFT_SAFE_EXPONENT, peak_exponents
 from sigconv.backends import cuda1d as _c1
 from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry.table import BLOCKS_1D, Variant, register
@@ -66,7 +66,7 @@ def _filter_spectrum(w, N: int, key=None):
     return got
 
 
-#: The peak kernel's "no sample yet" slot value (SC_OS_NO_PEAK in kernels/overlap_save.cuh): INT32_MIN.
+#: The "no sample yet" value of a segment's exponent slot (SC_OS_NO_PEAK in kernels/overlap_save.cuh): INT32_MIN.
 _NO_PEAK = np.iinfo(np.int32).min
 
 #: grid.y / grid.z limit of the hardware
@@ -81,7 +81,7 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 
     gather: x covers N/4 threads of 4 samples, y segments, z channels; scatter: x covers the M valid
     outputs of a segment, y segments, z channels; cmul: x covers the N/2+1 bins, y the C*nseg rows; peak: one
-    block per segment (x 1), y segments, z channels.
+    block per segment (x 1), y segments, z channels (rescale).
     y and z are capped (the kernels loop over the rest), ``cap_y``/``cap_z`` only lower the caps (tests)."""
     if kind == "gather":
         gx = -(-(N // 4) // block)
@@ -92,7 +92,7 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
     elif kind == "cmul":
         gx = -(-(N // 2 + 1) // block)
         ny, nz = rows, 1
-    elif kind == "peak":
+    elif kind == "rescale":
         gx = 1
         ny, nz = nseg, C
     else:
@@ -127,17 +127,17 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     nseg = -(-out_len // M)
     sfx = _c1._sfx(x.dtype)
     mod = _c1._module()
-    # Each segment, and the taps, are scaled by a power of two to a peak ~1 (kernels/overlap_save.cuh, "Scaling"):
-    # peak finds the segments' exponents, gather and scatter apply them, all on the device (no host sync).
+    # Segments of extreme magnitude, and the taps, are scaled by a power of two to a peak ~1 (kernels/overlap_save.cuh,
+    # "Scaling"): gather notes each segment's exponent, rescale and scatter apply them, all on the device.
     H, tap_shift = _filter_spectrum(w, N, taps_key)
+    safe = np.int32(FFT_SAFE_EXPONENT[x.dtype.name])
     shift = cupy.full(C * nseg, _NO_PEAK, dtype=cupy.int32)
-    mod.get_function(f"conv1d_os_peak_{sfx}")(
-        os_grid("peak", block, N=N, C=C, nseg=nseg), (block,),
-        (x, shift, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg)))
     segs = cupy.empty((C * nseg, N), dtype=x.dtype)
     mod.get_function(f"conv1d_os_gather_{sfx}")(
         os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
         (x, segs, np.int32(C), np.int64(L), np.int64(pad), np.int64(M), np.int32(N), np.int64(nseg), shift))
+    mod.get_function(f"conv1d_os_rescale_{sfx}")(os_grid("rescale", block, N=N, C=C, nseg=nseg), (block,),
+                                                 (segs, shift, np.int32(C), np.int32(N), np.int64(nseg), safe))
     X = cupy.fft.rfft(segs, axis=-1)
     del segs
     NF = N // 2 + 1
@@ -153,7 +153,7 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     mod.get_function(f"conv1d_os_scatter_{sfx}")(
         os_grid("scatter", block, N=N, C=C, nseg=nseg, M=M), (block,),
         (Ys, out, np.int32(C), np.int64(out_len), np.int64(M), np.int32(N), np.int64(nseg), np.int32(K), shift,
-         tap_shift))
+         tap_shift, safe))
     return out
 
 

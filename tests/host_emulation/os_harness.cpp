@@ -1,11 +1,11 @@
 // os_harness.cpp: runs the overlap-save helper kernels of kernels/overlap_save.cuh on the host.
 //   os_harness OP DTYPE GX GY GZ BLOCK P1 P2 ... FILE_IN FILE_INOUT
-// OP peak:   P = C L pad M N nseg            FILE_IN = x (C*L),        FILE_INOUT = shift (C*nseg int32)
-// OP gather: P = C L pad M N nseg            FILE_IN = x (C*L) shift,  FILE_INOUT = segs (C*nseg*N)
+// OP gather: P = C L pad M N nseg            FILE_IN = x (C*L),        FILE_INOUT = shift (C*nseg int32), segs (C*nseg*N)
+// OP rescale:P = C N nseg safe                FILE_IN = shift,          FILE_INOUT = segs
 // OP cmul:   P = rows NF                      FILE_IN = H (NF complex), FILE_INOUT = X (rows*NF complex)
-// OP scatter:P = C out_len M N nseg K         FILE_IN = Ys (C*nseg*N) shift tap_shift (1 int32),
+// OP scatter:P = C out_len M N nseg K safe    FILE_IN = Ys (C*nseg*N) shift tap_shift (1 int32),
 //                                             FILE_INOUT = y (C*out_len)
-// A shift file named "-" is a null pointer (no scaling).
+// A shift file named "-" is a null pointer (no exponents, no scaling).
 // DTYPE f32 | f64. Arrays are raw little-endian; FILE_INOUT is read first (the test poisons it with
 // NaN) and rewritten after the launch. Buffers are 256-byte aligned, as CuPy's pool allocations are.
 #include "cuda_shim.h"
@@ -35,23 +35,24 @@ static int* load_shift(const char* path, size_t n) {
 
 template <typename T, typename T2> static int run(const std::string& op, dim3 g, dim3 b, char** p, int np) {
     auto I = [&](int k) { return std::atoll(p[k]); };
-    if (op == "peak" && np == 8) {
-        int C = (int)I(0); long long L = I(1), pad = I(2), M = I(3); int N = (int)I(4); long long nseg = I(5);
-        T* x = (T*)load(p[6], sizeof(T) * C * L);
-        int* shift = (int*)load(p[7], sizeof(int) * C * nseg);
-        emu_launch(g, b, [&] { os_peak_body<T>(x, shift, C, L, pad, M, N, nseg); });
-        save(p[7], shift, sizeof(int) * C * nseg);
-        std::free(x); std::free(shift);
-        return 0;
-    }
     if (op == "gather" && np == 9) {
         int C = (int)I(0); long long L = I(1), pad = I(2), M = I(3); int N = (int)I(4); long long nseg = I(5);
         T* x = (T*)load(p[6], sizeof(T) * C * L);
         int* shift = load_shift(p[7], C * nseg);
         T* segs = (T*)load(p[8], sizeof(T) * C * nseg * N);
         emu_launch(g, b, [&] { os_gather_body<T>(x, segs, C, L, pad, M, N, nseg, shift); });
+        if (shift) save(p[7], shift, sizeof(int) * C * nseg);
         save(p[8], segs, sizeof(T) * C * nseg * N);
         std::free(x); std::free(shift); std::free(segs);
+        return 0;
+    }
+    if (op == "rescale" && np == 6) {
+        int C = (int)I(0); int N = (int)I(1); long long nseg = I(2); int safe = (int)I(3);
+        int* shift = load_shift(p[4], C * nseg);
+        T* segs = (T*)load(p[5], sizeof(T) * C * nseg * N);
+        emu_launch(g, b, [&] { os_rescale_body<T>(segs, shift, C, N, nseg, safe); });
+        save(p[5], segs, sizeof(T) * C * nseg * N);
+        std::free(shift); std::free(segs);
         return 0;
     }
     if (op == "cmul" && np == 4) {
@@ -63,15 +64,15 @@ template <typename T, typename T2> static int run(const std::string& op, dim3 g,
         std::free(H); std::free(X);
         return 0;
     }
-    if (op == "scatter" && np == 10) {
+    if (op == "scatter" && np == 11) {
         int C = (int)I(0); long long out_len = I(1), M = I(2); int N = (int)I(3); long long nseg = I(4);
-        int K = (int)I(5);
-        T* Ys = (T*)load(p[6], sizeof(T) * C * nseg * N);
-        int* shift = load_shift(p[7], C * nseg);
-        int* tap_shift = load_shift(p[8], 1);
-        T* y = (T*)load(p[9], sizeof(T) * C * out_len);
-        emu_launch(g, b, [&] { os_scatter_body<T>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift); });
-        save(p[9], y, sizeof(T) * C * out_len);
+        int K = (int)I(5), safe = (int)I(6);
+        T* Ys = (T*)load(p[7], sizeof(T) * C * nseg * N);
+        int* shift = load_shift(p[8], C * nseg);
+        int* tap_shift = load_shift(p[9], 1);
+        T* y = (T*)load(p[10], sizeof(T) * C * out_len);
+        emu_launch(g, b, [&] { os_scatter_body<T>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift, safe); });
+        save(p[10], y, sizeof(T) * C * out_len);
         std::free(Ys); std::free(shift); std::free(tap_shift); std::free(y);
         return 0;
     }
