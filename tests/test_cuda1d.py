@@ -403,3 +403,31 @@ def test_compiled_modules_cached(rng):
         n = len(_kernels._MODULES)
         cuda1d.corr1d(x, w, 12, 5000, variant=name)
         assert len(_kernels._MODULES) == n, f"{name}: second call compiled a new module"
+
+
+@pytest.mark.parametrize("dtype, mags", [("float32", (120, -100)), ("float64", (1000, -1000))])
+def test_fft_variant_keeps_huge_and_tiny_signals_exact_in_scale(dtype, mags, rng):
+    """The fft variant's kernels scale each segment of extreme magnitude by a power of two: a signal whose parts
+    lie at 2^mag for mag in {0, huge, tiny} (one part per stretch of a channel, so segments of each kind and
+    segments mixing them) filters as accurately, relative to each part's own scale, as an ordinary one (away from
+    the segments that mix parts: an FFT's error is relative to its segment's peak), with every output finite; long enough that float32 runs its own transforms."""
+    from sigconv.backends.overlap_save import fft_size
+
+    C, L, K = 2, (1 << 17) + 3, 1023
+    N = fft_size(K)
+    base = rng.standard_normal((C, L))
+    h = rng.standard_normal(K)
+    parts = np.array_split(np.arange(L), 6)
+    scale = np.zeros(L)
+    for k, idx in enumerate(parts):
+        scale[idx] = ((0,) + mags)[k % 3]
+    x = np.ldexp(base, scale.astype(int)).astype(dtype)
+    y = cupy.asnumpy(sigconv.convolve(cupy.asarray(x), h.astype(dtype), "same", axis=-1, backend="cuda",
+                                      variant="fft"))
+    assert np.isfinite(y).all()
+    ref = np.stack([scipy.signal.oaconvolve(r, h, "same") for r in x.astype(np.float64)])
+    for k, idx in enumerate(parts):
+        inner = idx[N:-N]  # outputs whose overlap-save segment holds this part's samples only
+        s = np.ldexp(1.0, -int(scale[inner[0]]))
+        err = np.linalg.norm((y[:, inner] - ref[:, inner]) * s) / np.linalg.norm(ref[:, inner] * s)
+        assert err <= TOL[dtype] * 10, f"part {k} (2^{int(scale[inner[0]])}): rel err {err:.2e}"
