@@ -378,3 +378,13 @@ def test_nohup_keeps_a_command_running_when_its_terminal_closes(tmp_path, rng):
     assert hup_ignored, err
     assert p.returncode == 143 and err.strip() == "sigconv: error: stopped by SIGTERM; no output written"
     assert sorted(q.name for q in tmp_path.iterdir()) == ["in.wav"]
+
+
+@pytest.mark.parametrize("fs", ["1e-320", "1e300"])
+def test_batch_refuses_an_absurd_rate(tmp_path, fs):
+    """--fs must be a rate whose derived sizes make sense: a subnormal or a huge one is exit 2, one line naming --fs."""
+    (tmp_path / "log.csv").write_text("a\n1\n2\n")
+    r = run_cli("batch", tmp_path / "log.csv", "-o", tmp_path / "out", "--fs", fs)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    assert "--fs" in r.stderr and "outside the sample rates sigconv filters" in r.stderr
+    assert not (tmp_path / "out").exists()

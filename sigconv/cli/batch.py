@@ -33,10 +33,11 @@ pads with zeros (SciPy "same", the behaviour before). Audio files always use zer
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 import sigconv
-from sigconv.cli.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, one_line
+from sigconv.cli.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_OK, UsageError, one_line
 from sigconv.cli.options import (add_backend_arguments, add_filter_arguments, add_spectral_arguments,
                                  check_method_options, fir_spec_from_args, gate_spec_from_args, kernel_from_args,
                                  positive_float, positive_int)
@@ -98,10 +99,13 @@ def _request(args) -> "sigconv.BatchRequest":
     """The parsed options as the engine's typed request."""
     spectral = args.method == "spectral"
     gate = gate_spec_from_args(args) if spectral else sigconv.GateSpec()  # check_method_options: spectral only
-    settings = sigconv.BatchSettings(method=args.method, fir=fir_spec_from_args(args), gate=gate,
-                                     kernel=kernel_from_args(args, "conv2d" if spectral else "conv1d"), fs=args.fs,
-                                     time_column=args.time_column, columns=args.columns, gaps=args.gaps,
-                                     edges=args.edges, allow_truncated=args.allow_truncated)
+    try:
+        settings = sigconv.BatchSettings(method=args.method, fir=fir_spec_from_args(args), gate=gate,
+                                         kernel=kernel_from_args(args, "conv2d" if spectral else "conv1d"),
+                                         fs=args.fs, time_column=args.time_column, columns=args.columns,
+                                         gaps=args.gaps, edges=args.edges, allow_truncated=args.allow_truncated)
+    except ValueError as exc:  # a value the settings refuse, named as the option the user typed
+        raise UsageError(re.sub(r"^fs\b", "--fs", str(exc))) from None
     return sigconv.BatchRequest(args.inputs, args.output_dir, settings, recursive=args.recursive, jobs=args.jobs,
                                 scheduler=args.scheduler, force=args.force)
 
