@@ -37,7 +37,10 @@ def _read_range(path, lo, hi, dtype, step=1 << 20):
     from sigconv.engine.audio import read_failure
 
     with sf.SoundFile(str(path)) as f:
-        f.seek(lo)
+        try:
+            f.seek(lo)
+        except (sf.LibsndfileError, RuntimeError) as exc:  # "Internal psf_fseek() failed." in a damaged file
+            raise read_failure(path, exc, lo) from None
         pos = lo
         while pos < hi:
             try:
