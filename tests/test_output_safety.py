@@ -150,3 +150,32 @@ def test_a_huge_gate_threshold_saturates_without_a_warning(tmp_path, rng):
                     env={"PYTHONWARNINGS": "error"})
         assert r.returncode == 0 and r.stderr == "", r.stderr
         assert np.abs(sf.read(str(out))[0]).max() == 0.0
+
+
+@pytest.mark.parametrize("extra", [(), ("--share-mask",), ("--non-stationary",)])
+def test_a_float64_sample_near_the_limit_through_the_spectral_gate(tmp_path, rng, extra):
+    """A DOUBLE recording holding -1e308 overflows the gate's power: one line, exit 1, nothing written (the
+    statistics' histogram counts an overflowed cell as the loudest instead of failing on its NaN)."""
+    import soundfile as sf
+
+    x = 0.3 * rng.standard_normal(1974)
+    x[700] = -1e308
+    src = tmp_path / "in.aiff"
+    sf.write(str(src), x, 8000, subtype="DOUBLE")
+    r = run_cli("denoise", src, "-o", tmp_path / "out.aiff", "--method", "spectral", "--backend", "cpu", *extra,
+                env={"PYTHONWARNINGS": "error"})
+    assert r.returncode == 1, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(f"sigconv: error: {src}: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.aiff"]
+
+
+def test_a_failing_denoise_prints_its_error_line_only(tmp_path, rng):
+    """The note about the default filter comes with the summary of a run that worked: a run that fails prints its
+    one error line and nothing else."""
+    src = write_audio(tmp_path / "in.wav", 0.1 * rng.standard_normal(4801))
+    r = run_cli("denoise", src, "-o", tmp_path / "out.wav")
+    assert r.returncode == 1 and len(r.stderr.splitlines()) == 1 and "longer than the file" in r.stderr
+    ok = write_audio(tmp_path / "ok.wav", 0.1 * rng.standard_normal(48000))
+    r = run_cli("denoise", ok, "-o", tmp_path / "ok.out.wav")
+    assert r.returncode == 0
+    assert r.stderr.splitlines()[0].startswith("no filter option given") and "ok.wav ->" in r.stdout + r.stderr

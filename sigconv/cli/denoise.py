@@ -92,14 +92,14 @@ def cmd_denoise(args) -> int:
         kernel=kernel_from_args(args, "conv2d" if spectral else "conv1d"), overwrite=args.force,
         allow_truncated=args.allow_truncated)
     info = job.info
-    if job.note and not args.quiet:
-        print(job.note, file=sys.stderr)
     if not args.quiet and sys.stderr.isatty():
         with _LazyProgress(info.path.name, info.frames) as progress:
             res = job.run(progress=progress)
     else:
         res = job.run()
     if not args.quiet:
+        if job.note:  # after the run: a command that fails prints its one error line and nothing else
+            print(job.note, file=sys.stderr)
         speed = info.duration / res.seconds if res.seconds > 0 else float("inf")
         print(f"{info.path.name} -> {job.output}: {info.duration:.2f} s, {info.channels} ch, {info.samplerate} Hz, "
               f"{info.subtype}; {job.description}; backend {job.kernel.backend} "

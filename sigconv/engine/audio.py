@@ -14,7 +14,7 @@ import soundfile as sf
 from sigconv._core.errors import InputError
 from sigconv._core.xp import array_namespace
 
-__all__ = ["AudioInfo", "probe", "audio_extent", "PCMSpec", "pcm_spec", "quantise", "read_failure"]
+__all__ = ["AudioInfo", "probe", "audio_extent", "PCMSpec", "pcm_spec", "quantise", "read_failure", "check_finite"]
 
 
 @dataclass
@@ -73,6 +73,23 @@ def probe(path, allow_truncated: bool = False) -> AudioInfo:
             raise InputError(f"{p}: truncated {info.format} file ({_shortfall(extent, info)}); "
                              "pass --allow-truncated to filter what is there")
     return info
+
+
+def check_finite(block: np.ndarray, offset: int, info: AudioInfo) -> None:
+    """InputError (one line) naming the first sample of ``block`` ((n, C) as read, frames from ``offset``) that is
+    inf or NaN: a float file holding one, or a float64 value beyond the float32 range it was read in. Every reader
+    of samples applies it (the file engine, the spectral gate's statistics and noise passes), so none filters,
+    or sorts into a histogram, a sample that is not a number."""
+    if block.dtype.kind != "f" or np.isfinite(block).all():
+        return
+    bad = np.argwhere(~np.isfinite(block))[0]
+    frame, ch = int(bad[0]) + offset, int(bad[1])
+    where = f"at frame {frame} (t={frame / info.samplerate:.6f} s), channel {ch}"
+    v = block[bad[0], bad[1]]
+    if np.isinf(v) and info.subtype == "DOUBLE" and block.dtype == np.float32:
+        raise InputError(f"{info.path}: sample {where} is beyond the float32 range this filter works in "
+                         "(|x| > 3.4e38); refusing to filter")
+    raise InputError(f"{info.path}: non-finite sample ({v}) {where}; refusing to filter")
 
 
 def read_failure(path, exc: BaseException, frame: int, subtype: str = "") -> InputError:

@@ -33,6 +33,7 @@ from sigconv._core.atomic import atomic_output, write_error
 from sigconv._core.errors import InputError, OutputError
 from sigconv.backends.cpu import OverlapSave
 from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise, read_failure
+from sigconv.engine.audio import check_finite as check_samples
 from sigconv.engine.settings import phase_delay
 from sigconv.registry.auto import choose_conv1d
 
@@ -195,13 +196,6 @@ def _start_writeback(fd: int, start: int) -> int:
         return start
 
 
-def _first_nonfinite(block: np.ndarray, offset: int, info: AudioInfo) -> str:
-    bad = np.argwhere(~np.isfinite(block))[0]
-    frame, ch = int(bad[0]) + offset, int(bad[1])
-    return (f"{info.path}: non-finite sample ({block[bad[0], bad[1]]}) at frame {frame} "
-            f"(t={frame / info.samplerate:.6f} s), channel {ch}; refusing to filter")
-
-
 def _first_unwritable(out: np.ndarray, offset: int, info: AudioInfo) -> str:
     """The one-line refusal of a filtered block that holds inf or NaN (the input held none: the reader refuses
     those): the filter's result there is beyond what the output's samples can hold."""
@@ -280,8 +274,8 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
                         raise read_failure(info.path, exc, offset, info.subtype) from None
                     if blk.shape[0] == 0:
                         break
-                    if check_finite and not np.isfinite(blk).all():
-                        raise InputError(_first_nonfinite(blk, offset, info))
+                    if check_finite:
+                        check_samples(blk, offset, info)
                     offset += blk.shape[0]
                     if stage is not None:
                         blk = stage(blk)

@@ -30,12 +30,13 @@ def gate_for(gate: GateSpec, kernel: KernelChoice, channels: int, frames: int, f
                 hop=gate.hop, share_mask=gate.share_mask, kernel=kernel, dtype=dtype)
 
 
-def _read_range(path, lo, hi, dtype, step=1 << 20):
-    """(C, n) chunks of frames [lo, hi) of a sound file."""
+def _read_range(info, lo, hi, dtype, step=1 << 20):
+    """(C, n) chunks of frames [lo, hi) of the sound file ``info`` (a sample that is not a number: InputError)."""
     import soundfile as sf
 
-    from sigconv.engine.audio import read_failure
+    from sigconv.engine.audio import check_finite, read_failure
 
+    path = info.path
     with sf.SoundFile(str(path)) as f:
         try:
             f.seek(lo)
@@ -49,6 +50,7 @@ def _read_range(path, lo, hi, dtype, step=1 << 20):
                 raise read_failure(path, exc, pos) from None
             if blk.shape[0] == 0:
                 break
+            check_finite(blk, pos, info)
             pos += blk.shape[0]
             yield np.ascontiguousarray(blk.T)
 
@@ -64,7 +66,7 @@ def _clip_threshold(g: Gate, clip: str, info: AudioInfo, read_dtype: str) -> Non
     if cinfo.channels != info.channels:
         raise InputError(f"{cinfo.path}: noise clip has {cinfo.channels} channel(s), the input {info.channels}")
     try:
-        ok = g.stats_from_noise_chunks(_read_range(cinfo.path, 0, cinfo.frames, read_dtype))
+        ok = g.stats_from_noise_chunks(_read_range(cinfo, 0, cinfo.frames, read_dtype))
     except Exception as exc:  # noqa: BLE001 (libsndfile errors midway)
         raise InputError(f"{cinfo.path}: cannot read the noise clip ({exc})") from None
     if not ok:
@@ -85,7 +87,7 @@ def _range_threshold(g: Gate, noise_from: tuple, info: AudioInfo, read_dtype: st
     if hi - lo < g.N:
         raise InputError(f"{info.path}: --noise-from range {start:g}-{end:g} s holds {hi - lo} frames, fewer "
                          f"than one STFT frame (n_fft = {g.N})")
-    g.stats_from_noise_chunks(_read_range(info.path, lo, hi, read_dtype))
+    g.stats_from_noise_chunks(_read_range(info, lo, hi, read_dtype))
 
 
 def spectral_file_filter(gate: GateSpec, kernel: KernelChoice, info: AudioInfo) -> tuple[Callable, str]:
@@ -122,7 +124,8 @@ def spectral_file_filter(gate: GateSpec, kernel: KernelChoice, info: AudioInfo) 
         g = gate_for(gate, kernel, info.channels, info.frames, fs, spec2.work_dtype)
         if thr is not None:
             g.set_threshold(thr)
-        return SpectralFileFilter(g, spec2, path=info2.path, estimate=gate.stationary and thr is None)
+        return SpectralFileFilter(g, spec2, path=info2.path, estimate=gate.stationary and thr is None,
+                                  info=info2)
 
     mode = "stationary" if gate.stationary else "non-stationary"
     desc = (f"spectral gate ({mode}, {source}, strength {gate.strength:g}, n_fft {gate0.N}, hop {gate0.H}"

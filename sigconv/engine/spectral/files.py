@@ -17,7 +17,7 @@ import threading
 import numpy as np
 import soundfile as sf
 
-from sigconv.engine.audio import read_failure
+from sigconv.engine.audio import check_finite, read_failure
 from sigconv.engine.file import BlockFilter
 from sigconv.engine.spectral.gate import Gate
 
@@ -52,9 +52,10 @@ class SpectralFileFilter(BlockFilter):
     non-stationary.
     """
 
-    def __init__(self, gate: Gate, spec, path=None, estimate: bool = False, block_frames: int = FILE_BLOCK):
+    def __init__(self, gate: Gate, spec, path=None, estimate: bool = False, block_frames: int = FILE_BLOCK,
+                 info=None):
         super().__init__(gate.C, gate.N + gate.R * gate.H, spec)
-        self.gate, self.path, self.estimate = gate, path, estimate
+        self.gate, self.path, self.estimate, self.info = gate, path, estimate, info
         self.xp = gate.xp
         self.device = gate.backend == "cuda"
         self._clipped_dev = []
@@ -143,6 +144,8 @@ class SpectralFileFilter(BlockFilter):
                         if blk.shape[0] == 0:
                             q.put(blk)
                             return
+                        if self.info is not None:  # the statistics never see a sample that is not a number
+                            check_finite(blk, done, self.info)
                         done += blk.shape[0]
                         q.put(self.stage(blk))
             except BaseException as exc:  # noqa: BLE001 (handed to the consumer)

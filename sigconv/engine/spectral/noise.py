@@ -45,7 +45,8 @@ def hist_add(hist, d, row, rows: int, *, runs: bool = False):
     p = d.astype(np.float64)
     p -= HIST_LO_DB
     p *= 1.0 / HIST_STEP_DB
-    np.clip(p, 0.0, HIST_BINS - 1.0, out=p)
+    np.maximum(p, 0.0, out=p)
+    np.fmin(p, HIST_BINS - 1.0, out=p)  # fmin: a NaN cell (a power that overflowed the transform) counts as loudest
     j = np.floor(p)
     np.minimum(j, HIST_BINS - 2.0, out=j)  # p = HIST_BINS - 1 goes to (j, j+1) with weight 1 at j+1
     p -= j  # the weight at j + 1
