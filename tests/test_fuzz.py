@@ -23,7 +23,7 @@ from conftest import SEED, run_cli
 
 #: Cases per property in the default run (an in-process case takes ~0.1 s, a subprocess one ~2 s) and behind
 #: --runslow.
-N_DENOISE, N_BATCH, N_PROCESS = 90, 75, 4
+N_DENOISE, N_BATCH, N_PROCESS = 140, 110, 4
 N_DENOISE_SLOW, N_BATCH_SLOW, N_PROCESS_SLOW = 2500, 2000, 60
 
 

@@ -117,7 +117,7 @@ def test_denoise_with_force_refuses_a_device_or_fifo_output(tmp_path, rng, kind)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.wav", "node.wav"]
 
 
-@pytest.mark.parametrize("method", ["fir", "spectral", "noise-from"])
+@pytest.mark.parametrize("method", ["fir", pytest.param("spectral", marks=pytest.mark.slow), "noise-from"])
 def test_a_damaged_flac_fails_naming_the_file(tmp_path, rng, method):
     """A FLAC whose middle is overwritten makes the decoder give up mid-file: one line naming the file, where and
     libsndfile's words; exit 1; nothing written."""
@@ -152,7 +152,7 @@ def test_a_huge_gate_threshold_saturates_without_a_warning(tmp_path, rng):
         assert np.abs(sf.read(str(out))[0]).max() == 0.0
 
 
-@pytest.mark.parametrize("extra", [(), ("--share-mask",), ("--non-stationary",)])
+@pytest.mark.parametrize("extra", [("--share-mask",), pytest.param(("--non-stationary",), marks=pytest.mark.slow)])
 def test_a_float64_sample_near_the_limit_through_the_spectral_gate(tmp_path, rng, extra):
     """A DOUBLE recording holding -1e308 overflows the gate's power: one line, exit 1, nothing written (the
     statistics' histogram counts an overflowed cell as the loudest instead of failing on its NaN)."""
