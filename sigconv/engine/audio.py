@@ -14,7 +14,8 @@ import soundfile as sf
 from sigconv._core.errors import InputError
 from sigconv._core.xp import array_namespace
 
-__all__ = ["AudioInfo", "probe", "audio_extent", "PCMSpec", "pcm_spec", "quantise", "read_failure", "check_finite"]
+__all__ = ["AudioInfo", "probe", "audio_extent", "PCMSpec", "pcm_spec", "quantise", "read_failure", "check_finite",
+           "read_block"]
 
 
 @dataclass
@@ -90,6 +91,19 @@ def check_finite(block: np.ndarray, offset: int, info: AudioInfo) -> None:
         raise InputError(f"{info.path}: sample {where} is beyond the float32 range this filter works in "
                          "(|x| > 3.4e38); refusing to filter")
     raise InputError(f"{info.path}: non-finite sample ({v}) {where}; refusing to filter")
+
+
+def read_block(f, frames: int, dtype: str, info: AudioInfo, offset: int) -> np.ndarray:
+    """The next (n, C) block of the open SoundFile ``f`` of ``info`` (its frames from ``offset`` on; n = 0 at the
+    end). A decoder that gives up is :func:`read_failure`'s one line, a float sample that is not a number
+    :func:`check_finite`'s. The one way sigconv reads samples: the file engine, the spectral gate's statistics
+    pass, its noise range and noise clip."""
+    try:
+        blk = f.read(frames, dtype=dtype, always_2d=True)
+    except (sf.LibsndfileError, RuntimeError) as exc:  # "flac decoder lost sync", ...
+        raise read_failure(info.path, exc, offset, info.subtype) from None
+    check_finite(blk, offset, info)
+    return blk
 
 
 def read_failure(path, exc: BaseException, frame: int, subtype: str = "") -> InputError:

@@ -32,8 +32,7 @@ import soundfile as sf
 from sigconv._core.atomic import atomic_output, write_error
 from sigconv._core.errors import InputError, OutputError
 from sigconv.backends.cpu import OverlapSave
-from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise, read_failure
-from sigconv.engine.audio import check_finite as check_samples
+from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise, read_block
 from sigconv.engine.settings import phase_delay
 from sigconv.registry.auto import choose_conv1d
 
@@ -235,7 +234,6 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
     t0 = time.perf_counter()
     flt = make_filter(info, spec)
     bf = int(block_frames or flt.preferred_frames)
-    check_finite = np.dtype(flt.read_dtype).kind == "f"
     stage = getattr(flt, "stage", None)
     fetch = getattr(flt, "fetch", None)
     q_in: queue.Queue = queue.Queue(maxsize=3)
@@ -268,14 +266,9 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
             with sf.SoundFile(str(info.path)) as f:
                 offset = 0
                 while not stop.is_set():
-                    try:
-                        blk = f.read(bf, dtype=flt.read_dtype, always_2d=True)
-                    except (sf.LibsndfileError, RuntimeError) as exc:  # a decoder giving up mid-file
-                        raise read_failure(info.path, exc, offset, info.subtype) from None
+                    blk = read_block(f, bf, flt.read_dtype, info, offset)
                     if blk.shape[0] == 0:
                         break
-                    if check_finite:
-                        check_samples(blk, offset, info)
                     offset += blk.shape[0]
                     if stage is not None:
                         blk = stage(blk)

@@ -34,23 +34,18 @@ def _read_range(info, lo, hi, dtype, step=1 << 20):
     """(C, n) chunks of frames [lo, hi) of the sound file ``info`` (a sample that is not a number: InputError)."""
     import soundfile as sf
 
-    from sigconv.engine.audio import check_finite, read_failure
+    from sigconv.engine.audio import read_block, read_failure
 
-    path = info.path
-    with sf.SoundFile(str(path)) as f:
+    with sf.SoundFile(str(info.path)) as f:
         try:
             f.seek(lo)
         except (sf.LibsndfileError, RuntimeError) as exc:  # "Internal psf_fseek() failed." in a damaged file
-            raise read_failure(path, exc, lo) from None
+            raise read_failure(info.path, exc, lo, info.subtype) from None
         pos = lo
         while pos < hi:
-            try:
-                blk = f.read(min(step, hi - pos), dtype=dtype, always_2d=True)
-            except (sf.LibsndfileError, RuntimeError) as exc:  # a decoder giving up mid-file
-                raise read_failure(path, exc, pos) from None
+            blk = read_block(f, min(step, hi - pos), dtype, info, pos)
             if blk.shape[0] == 0:
                 break
-            check_finite(blk, pos, info)
             pos += blk.shape[0]
             yield np.ascontiguousarray(blk.T)
 

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 import soundfile as sf
 
-from sigconv.engine.audio import check_finite, read_failure
+from sigconv.engine.audio import probe, read_block
 from sigconv.engine.file import BlockFilter
 from sigconv.engine.spectral.gate import Gate
 
@@ -134,18 +134,14 @@ class SpectralFileFilter(BlockFilter):
 
         def reader():
             try:
+                info = self.info if self.info is not None else probe(self.path)
                 with sf.SoundFile(str(self.path)) as f:
                     done = 0
                     while not stop.is_set():
-                        try:
-                            blk = f.read(frames, dtype=self.read_dtype, always_2d=True)
-                        except (sf.LibsndfileError, RuntimeError) as exc:  # a decoder giving up mid-file
-                            raise read_failure(self.path, exc, done) from None
+                        blk = read_block(f, frames, self.read_dtype, info, done)
                         if blk.shape[0] == 0:
                             q.put(blk)
                             return
-                        if self.info is not None:  # the statistics never see a sample that is not a number
-                            check_finite(blk, done, self.info)
                         done += blk.shape[0]
                         q.put(self.stage(blk))
             except BaseException as exc:  # noqa: BLE001 (handed to the consumer)
