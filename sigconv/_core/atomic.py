@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import signal
 import stat
 import tempfile
@@ -25,10 +26,12 @@ from typing import Callable, Iterator, Optional
 
 from sigconv._core.errors import STOP_SIGNALS, OutputError
 
-__all__ = ["atomic_output", "write_error", "replace_problem", "PART_SUFFIX"]
+__all__ = ["atomic_output", "write_error", "replace_problem", "PART_SUFFIX", "PART_NAME"]
 
 #: Suffix of sigconv's temporary outputs (``.<name>.<random>.part``).
 PART_SUFFIX = ".part"
+#: The name of a temporary output (mkstemp's 8 random characters); group 1 is the final output's name.
+PART_NAME = re.compile(r"^\.(.+)\.[A-Za-z0-9_]{8}" + re.escape(PART_SUFFIX) + "$")
 
 
 #: What a write that ran out of room says, by errno.

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import signal
 import threading
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from sigconv._core import devices
-from sigconv._core.atomic import PART_SUFFIX
+from sigconv._core.atomic import PART_NAME
 from sigconv._core.errors import STOP_SIGNALS, InputError, OutputError, Terminated
 from sigconv.engine.batch import cancel, gpu_service, runners, stream
 from sigconv.engine.batch.discovery import DiscoveryError, find_inputs, output_problem, overwrite_problem
@@ -36,8 +35,6 @@ from sigconv.engine.batch.settings import BatchSettings
 
 __all__ = ["BatchRequest", "BatchReport", "BatchProgress", "run_batch"]
 
-#: Temporary outputs (ours: mkstemp's 8 random characters) left by a killed run; removed at start.
-_STALE_PART = re.compile(r"^\..+\.[A-Za-z0-9_]{8}" + re.escape(PART_SUFFIX) + "$")
 LOCK_NAME = ".sigconv-batch.lock"
 
 
@@ -111,7 +108,7 @@ def _clean_stale_parts(outdir: Path) -> int:
     n = 0
     for root, _dirs, files in os.walk(outdir):
         for f in files:
-            if _STALE_PART.match(f):
+            if PART_NAME.match(f):  # a temporary output left by a killed run
                 try:
                     os.unlink(os.path.join(root, f))
                     n += 1
@@ -321,14 +318,13 @@ def _remove_parts(outputs) -> None:
     for out in outputs:
         out = Path(out)
         by_folder.setdefault(out.parent, set()).add(out.name)
-    pat = re.compile(r"^\.(.+)\.[A-Za-z0-9_]{8}" + re.escape(PART_SUFFIX) + "$")
     for folder, names in by_folder.items():
         try:
             entries = os.listdir(folder)
         except OSError:
             continue
         for n in entries:
-            m = pat.match(n)
+            m = PART_NAME.match(n)
             if m and m.group(1) in names:
                 try:
                     os.unlink(folder / n)
