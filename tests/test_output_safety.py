@@ -138,14 +138,15 @@ def test_a_damaged_flac_fails_naming_the_file(tmp_path, rng, method):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.flac"]
 
 
-def test_a_huge_gate_threshold_saturates_without_a_warning(tmp_path, rng):
-    """--n-std 1e300 asks for a gate that never opens: the output is silence, exit 0, nothing on stderr (its float32
-    threshold is the largest float, not an overflow warning; the non-stationary threshold is the same rule)."""
+@pytest.mark.parametrize("mode", ["--stationary", "--non-stationary"])
+def test_a_huge_gate_threshold_saturates_without_a_warning(tmp_path, rng, mode):
+    """--n-std 1e300 asks for a gate that never opens: the output is silence, exit 0, nothing on stderr (a float32
+    threshold is the largest float, not an overflow warning)."""
     import soundfile as sf
 
     src = write_audio(tmp_path / "in.wav", 0.3 * rng.standard_normal(16000), fs=16000)
     out = tmp_path / "out.wav"
-    r = run_cli("denoise", src, "-o", out, "--method", "spectral", "--n-std", "1e300", "-q",
+    r = run_cli("denoise", src, "-o", out, "--method", "spectral", "--n-std", "1e300", "-q", mode,
                 env={"PYTHONWARNINGS": "error"})
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert np.abs(sf.read(str(out))[0]).max() == 0.0
