@@ -35,7 +35,7 @@ def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     want = np.fft.rfft(np.ldexp(w[::-1].astype(np.float64), -tap_shift), N) / N
     H, shift = c._filter_spectrum(w, N)  # no key: computed, not cached
     assert H.dtype == (np.complex64 if dtype == np.float32 else np.complex128) and H.shape == (N // 2 + 1,)
-    assert shift.tolist() == [tap_shift] and tap_shift == 92
+    assert shift.tolist() == [tap_shift] and tap_shift > 90  # the taps of peak ~2^91 are divided by 2^tap_shift
     tol = 1e-7 if dtype == np.float32 else 1e-15
     assert np.abs(H - want).max() <= tol * np.abs(want).max()
     assert not c._SPECTRA
