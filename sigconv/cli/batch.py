@@ -11,9 +11,9 @@ Folders are walked through symbolic links (each real folder once); files found t
 are skipped and counted. Outputs mirror the input tree under OUTDIR in the same format, each written to a
 temporary file and renamed when complete. ``OUTDIR/sigconv-batch.jsonl`` records every file (input, size, mtime, hash of
 the filter settings, status, output and its size and mtime, reason); a rerun skips what is done and unchanged (its
-input and its output) and redoes what failed or changed. The batch replaces no file it did not write: a file at an
-output path that the manifest does not record as the batch's own output, unchanged (a file put there by hand, or
-an output edited since), fails with the reason; ``--force`` replaces it (and redoes every file). A folder, FIFO,
+input and its output) and redoes what failed or changed (an output edited by hand is redone). The batch replaces
+no file it did not write: a file at an output path that the manifest does not record as the batch's own output (a
+file put there by hand) fails with the reason; ``--force`` replaces it (and redoes every file). A folder, FIFO,
 device or socket at an output path is never replaced, not even with ``--force``.
 
 Exit codes: 0 all done, 1 some file failed (each listed with its reason), 2 usage error, 130 interrupted (Ctrl-C),

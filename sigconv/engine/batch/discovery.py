@@ -158,21 +158,18 @@ def overwrite_problem(out: Path, may_replace) -> Optional[str]:
 
     Anything but a regular file (or a symbolic link to one) is never replaced (``atomic.replace_problem``).
     ``may_replace``: True (``--force``: any regular file), the (size, mtime_ns) the manifest records for the file
-    the batch wrote there (that file, unchanged, may be replaced), or None (no file may be replaced)."""
+    the batch wrote there (its own output: replaced, also when edited since, so that a rerun redoes an edited
+    output), or None (no file may be replaced)."""
     why = replace_problem(out)
-    if why or may_replace is True:
+    if why or may_replace is not None:
         return why
     try:
-        st = os.stat(out)
+        os.stat(out)
     except FileNotFoundError:
         return None
     except OSError as exc:
         return f"{out}: cannot check the output path ({exc.strerror})"
-    if may_replace is not None and tuple(may_replace) == (st.st_size, st.st_mtime_ns):
-        return None
-    changed = " or was changed since" if may_replace is not None else ""
-    return f"output {out} exists and was not written by sigconv batch{changed}; pass --force to replace it " \
-           "(or remove it)"
+    return f"output {out} exists and was not written by sigconv batch; pass --force to replace it (or remove it)"
 
 
 _GUARD = threading.local()

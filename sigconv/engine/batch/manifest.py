@@ -3,11 +3,10 @@
 Each record: input (absolute path), size, mtime_ns, settings (hash of the filter settings), status
 ("done" or "failed"), output, reason, warnings, fs, filter, seconds, finished (UTC time); a done file also
 output_size and output_mtime_ns (its output as written: a rerun skips the file only while its output still
-matches, and the batch replaces no file but one it wrote, unchanged) and, for tables and NPY logs, columns (the
-channels filtered). A failed file whose output from an earlier run stays in place, unchanged, keeps it as
-kept_output (path, size, mtime_ns), so that the batch may still replace it. A done record without output_size
-(written by an older sigconv) is redone; its output counts as the batch's own while its mtime is no later than
-the record's finished time. Only the
+matches, and redoes it when it was changed) and, for tables and NPY logs, columns (the channels filtered). The
+outputs the records name are the batch's own, the only files it replaces without --force. A failed file whose
+output from an earlier run stays in place keeps it as kept_output (path, size, mtime_ns), so that the batch may
+still replace it. A done record without output_size (written by an older sigconv) is redone. Only the
 coordinating process writes it (workers return results; the coordinator appends one line per result
 as it arrives, flushed and fsynced), so parallel workers never interleave writes. A line cut short by
 a crash is ignored when reading. At the end of a run the file is rewritten (temp + rename) with the
@@ -16,7 +15,6 @@ latest record per input, so it never holds duplicates.
 
 from __future__ import annotations
 
-import calendar
 import hashlib
 import json
 import os
@@ -70,17 +68,12 @@ def _written(rec: dict) -> Optional[tuple]:
 
 def _written_before(rec: dict) -> Optional[tuple]:
     """:func:`_written` for a done record without output_size (an older sigconv's): (path, its file's (size,
-    mtime_ns) now) when that file was last modified before the record was written (``finished``, whole seconds,
-    allowing a second for clocks); else None."""
-    path, finished = rec.get("output"), rec.get("finished")
-    if rec.get("status") != "done" or "output_size" in rec or not (isinstance(path, str) and isinstance(finished, str)):
-        return None
-    try:
-        limit = (calendar.timegm(time.strptime(finished, "%Y-%m-%dT%H:%M:%SZ")) + 2) * 1_000_000_000
-    except (ValueError, OverflowError):
+    mtime_ns) now), or None when there is no file there."""
+    path = rec.get("output")
+    if rec.get("status") != "done" or "output_size" in rec or not isinstance(path, str):
         return None
     now = _stamp(path)
-    return (path, now) if now is not None and now[1] < limit else None
+    return (path, now) if now is not None else None
 
 
 class Manifest:
@@ -114,7 +107,7 @@ class Manifest:
     def written(self, output: str) -> Optional[tuple]:
         """(size, mtime_ns) of the file this manifest records the batch wrote at ``output`` (a done record's output,
         or a failed record's kept_output), or None when it records none. For a record of an older sigconv, which
-        has no output size: the file there now, when it was not modified after the record was written."""
+        has no output size: the file there now."""
         if self._written is None:
             self._written = {}
             for rec in self.records.values():
@@ -133,9 +126,9 @@ class Manifest:
             stamp = _stamp(rec["output"])
             if stamp is not None:
                 rec["output_size"], rec["output_mtime_ns"] = stamp
-        else:  # the output an earlier run wrote, still in place and unchanged, stays the batch's own
+        else:  # the output an earlier run wrote, still in place, stays the batch's own
             w = _written(self.records.get(task["input"]) or {})
-            if w is not None and _stamp(w[0]) == w[1]:
+            if w is not None and _stamp(w[0]) is not None:
                 rec["kept_output"] = {"path": w[0], "size": w[1][0], "mtime_ns": w[1][1]}
         if result.get("columns") is not None:
             rec["columns"] = list(result["columns"])
