@@ -7,6 +7,8 @@ import functools
 import os
 from typing import Optional
 
+from sigconv._core.errors import first_line
+
 __all__ = ["unavailable", "cuda_reason", "cuda_quick_reason", "gpu_name", "resolve_backend"]
 
 
@@ -17,8 +19,7 @@ def _cupy_reason() -> Optional[str]:
     try:
         import cupy  # noqa: F401
     except Exception as exc:  # ImportError, or a broken CUDA install raising at import
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"CuPy is not installed or not importable ({first}); pip install 'sigconv[cuda]'"
+        return f"CuPy is not installed or not importable ({first_line(exc)}); pip install 'sigconv[cuda]'"
     return None
 
 
@@ -48,8 +49,7 @@ def cuda_reason() -> Optional[str]:
     try:
         n = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"no usable CUDA GPU ({first})"
+        return f"no usable CUDA GPU ({first_line(exc)})"
     if n < 1:
         return "no CUDA GPU found"
     return None

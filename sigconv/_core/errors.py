@@ -2,6 +2,7 @@
 Terminated (like Ctrl-C's KeyboardInterrupt) into exit 128 + the signal's number."""
 
 import signal
+from typing import Optional
 
 
 class InputError(Exception):
@@ -28,6 +29,15 @@ class Terminated(KeyboardInterrupt):
 
 #: The signals that stop sigconv as Ctrl-C does: SIGINT raises KeyboardInterrupt, the others Terminated.
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+def first_line(exc: BaseException, empty: Optional[str] = None) -> str:
+    """The first line of ``exc``'s message, for a one-line error; ``empty`` (default: the exception's type name)
+    when it has none."""
+    text = str(exc).strip()
+    if text:
+        return text.splitlines()[0]
+    return type(exc).__name__ if empty is None else empty
 
 
 def raise_terminated(signum, frame):

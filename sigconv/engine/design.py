@@ -86,9 +86,6 @@ def check_fs(fs, name: str = "fs") -> float:
     return float(fs)
 
 
-_check_fs = check_fs
-
-
 #: No filter is designed with more taps than this (2^40: 8 TB of float64 taps); a count beyond it is not
 #: a filter anyone can hold, and is refused as such before any other check.
 MAX_TAPS = 1 << 40
@@ -232,7 +229,7 @@ def _fir_plan(kind: str, cutoff, fs, numtaps, transition):
     """(numtaps, cutoff as firwin takes it) after :func:`design_fir`'s checks."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    fs = _check_fs(fs)
+    fs = check_fs(fs)
     nyq = fs / 2
     edges = np.atleast_1d(np.asarray(cutoff, dtype=float))
     want = 2 if kind in ("bandpass", "bandstop") else 1
@@ -309,7 +306,7 @@ def notch_length(freqs, fs: float, width: float = 2.0, numtaps: int | None = Non
 
 def _notch_plan(freqs, fs, width, numtaps):
     """(numtaps, band-stop edges) after :func:`design_notch`'s checks."""
-    fs = _check_fs(fs)
+    fs = check_fs(fs)
     nyq = fs / 2
     f = np.atleast_1d(np.asarray(freqs, dtype=float))
     if f.size == 0 or f.ndim != 1:

@@ -20,13 +20,8 @@ from typing import Optional
 
 import numpy as np
 
-from sigconv._core.errors import InputError
+from sigconv._core.errors import InputError, first_line
 from sigconv.engine.batch.logs import check_rate
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def sidecar_path(path: Path) -> Path:
@@ -132,8 +127,7 @@ def read_npy(path: Path, fs: Optional[float]):
     try:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path}: not a readable NPY file ({msg})") from None
+        raise InputError(f"{path}: not a readable NPY file ({first_line(exc)})") from None
     except Exception:  # noqa: BLE001 - a damaged header makes NumPy's parser raise what it meets (TokenError ...)
         raise InputError(f"{path}: not a readable NPY file (its header is damaged)") from None
     if a.dtype.kind not in "iuf":
@@ -151,7 +145,7 @@ def read_npy(path: Path, fs: Optional[float]):
             meta = json.loads(side.read_text())
             fs = meta["fs"]
         except (ValueError, KeyError, TypeError, OSError) as exc:
-            what = f"no key {exc}" if isinstance(exc, KeyError) else _first_line(exc)
+            what = f"no key {exc}" if isinstance(exc, KeyError) else first_line(exc)
             raise InputError(f"{side}: not a sidecar JSON holding {{\"fs\": RATE}} ({what})") from None
         if isinstance(fs, str):  # {"fs": "100"}: a number written as text
             try:

@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from sigconv._core.errors import InputError
+from sigconv._core.errors import InputError, first_line
 from sigconv.engine.batch.settings import rate_problem
 
 __all__ = ["LogData", "read_log", "TIME_NAMES", "detect_time_column", "read_table", "time_seconds", "infer_rate",
@@ -203,8 +203,7 @@ class NumberCells:
 def unreadable(path, kind: str, exc: BaseException) -> InputError:
     """The one-line error for a table pyarrow cannot read."""
     what = "CSV" if kind == "csv" else "Parquet"
-    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(f"{path}: not a readable {what} file ({msg})")
+    return InputError(f"{path}: not a readable {what} file ({first_line(exc)})")
 
 
 @contextmanager

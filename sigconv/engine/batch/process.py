@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sigconv._core.errors import InputError, OutputError
+from sigconv._core.errors import InputError, OutputError, first_line
 from sigconv.engine.batch import cancel, filters, formats, logs, stream
 from sigconv.engine.batch.discovery import check_output, prepare_output, safe_output
 from sigconv.engine.batch.settings import BatchSettings
@@ -129,10 +129,6 @@ def do_audio(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
 _BY_KIND = {"csv": do_table, "parquet": do_table, "npy": do_npy, "audio": do_audio}
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
-
 
 def process_task(task: dict) -> dict:
     """Filter one file; the result (a dict) says how it went. See the module docstring for ``task``; its
@@ -165,11 +161,11 @@ def process_task(task: dict) -> dict:
     except SystemExit:
         raise
     except (InputError, OutputError, ValueError) as exc:
-        res["reason"] = _first_line(exc) or type(exc).__name__
+        res["reason"] = first_line(exc)
     except MemoryError:
         res["reason"] = f"{inp}: out of memory"
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the batch
-        res["reason"] = f"{inp}: {type(exc).__name__}: {_first_line(exc)}"
+        res["reason"] = f"{inp}: {type(exc).__name__}: {first_line(exc, '')}"
     if res["reason"] and res["reason"].startswith(f"{inp}: "):
         res["reason"] = res["reason"][len(f"{inp}: "):]  # the summary names the file
     res["seconds"] = time.perf_counter() - t0
