@@ -226,8 +226,8 @@ def corr2d_direct(x, w, bias, stride, pad, out_hw, block=None):
     Cout, _, kH, kW = w.shape
     sy, sx = stride
     Ho, Wo = out_hw
-    if N == 1 and Cin == 1 and Cout == 1 and stride == (1, 1):
-        import scipy.ndimage
+    if N == 1 and Cin == 1 and Cout == 1 and stride == (1, 1) and x.dtype.kind == "f":
+        import scipy.ndimage  # (it sums in float64: integer data takes the shift-and-add below, exact)
 
         py, px = pad
         if 0 <= py < kH and 0 <= px < kW and Ho <= H and Wo <= W:
@@ -286,8 +286,32 @@ def corr2d_fft(x, w, bias, stride, pad, out_hw, block=None):
     return y
 
 
-def corr2d(x, w, bias, stride, pad, out_hw, *, variant: str = "auto", block=None):
-    """The 2-D contract on the CPU; ``variant`` is ``auto``, ``direct`` or ``fft``."""
+#: SciPy's convolve2d boundaries as numpy.pad modes (verified equal, extension by several periods included).
+_PAD_MODES = {"wrap": "wrap", "symm": "symmetric"}
+
+
+def extended(x, kshape, pad, out_hw, boundary: str, fillvalue):
+    """(x on the canvas its windows read, extended by ``boundary``, and the pad left: (0, 0)). One channel."""
+    (kH, kW), (py, px), (Ho, Wo) = kshape, pad, out_hw
+    N, C, H, W = x.shape
+    if (N, C) != (1, 1):
+        raise ValueError(f"boundary {boundary!r} takes one single-channel image, got shape {tuple(x.shape)}")
+    widths = ((0, 0), (0, 0), (py, max(0, Ho - 1 + kH - py - H)), (px, max(0, Wo - 1 + kW - px - W)))
+    if boundary == "fill":
+        return np.pad(x, widths, mode="constant", constant_values=np.asarray(fillvalue, x.dtype)), (0, 0)
+    if boundary not in _PAD_MODES:
+        raise ValueError(f"boundary must be 'fill', 'wrap' or 'symm', got {boundary!r}")
+    return np.pad(x, widths, mode=_PAD_MODES[boundary]), (0, 0)
+
+
+def corr2d(x, w, bias, stride, pad, out_hw, *, variant: str = "auto", block=None, boundary: str = "fill",
+           fillvalue=0):
+    """The 2-D contract on the CPU; ``variant`` is ``auto``, ``direct`` or ``fft``. ``boundary``/``fillvalue``:
+    what the windows read beyond the image (see :func:`extended`); stride 1, one channel."""
+    if boundary != "fill" or fillvalue != 0:
+        if tuple(stride) != (1, 1) or bias is not None:
+            raise ValueError("a boundary other than zero fill needs stride 1 and no bias")
+        x, pad = extended(x, w.shape[2:], pad, out_hw, boundary, fillvalue)
     if variant == "auto":
         variant, _ = _auto.choose_conv2d("cpu", Conv2dJob(x.shape, w.shape, x.dtype.name, tuple(stride), tuple(pad),
                                                           tuple(out_hw)))

@@ -37,17 +37,20 @@ def corr1d(x2, w, pad: int, out_len: int, *, backend: str, variant: str = "auto"
 
 
 def corr2d(x4, w4, bias, stride, pad, out_hw, *, backend: str, variant: str = "auto", block=None,
-           host_weights=None):
+           host_weights=None, boundary: str = "fill", fillvalue=0):
     """Run the 2-D backend contract on NCHW data already in the backend's memory.
 
     ``host_weights``: the caller's numpy copy of the weights, if it had one; with it the chooser knows whether
     they are rank-1, and the separable variant gets their factors, from the host (no device sync).
+    ``boundary`` ("fill", "wrap", "symm") and ``fillvalue``: what the windows read beyond the image (SciPy's
+    convolve2d rule; single-channel, stride-1 jobs only when not the default zero fill).
     """
+    extended = {} if boundary == "fill" and fillvalue == 0 else {"boundary": boundary, "fillvalue": fillvalue}
     if backend == "cpu":
-        return cpu.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block)
+        return cpu.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block, **extended)
     sep, factors = auto.host_rank1(variant, tuple(w4.shape), host_weights)
     return cuda2d.corr2d(x4, w4, bias, stride, pad, out_hw, variant=variant, block=block, separable=sep,
-                         factors=factors)
+                         factors=factors, **extended)
 
 
 def window_1d(mode: str, L: int, K: int) -> tuple[int, int]:
