@@ -4,7 +4,8 @@
 //     y[c, n] = sum_{j<K} w[j] * x[c, n + j - pad],   0 <= n < out_len,   x = 0 outside [0, L)
 // x is (C, L) and y is (C, out_len), both C-contiguous. Channels run over grid.y (a grid-stride loop,
 // so any C works). Variants, in order (each is a faster retelling of the one before):
-//   naive     one thread per output; x and w read from global memory. float32/float64.
+//   naive     one thread per output; x and w read from global memory. float32/float64, and uint64 for
+//             exact integer convolution (modular arithmetic mod 2^64).
 //   constant  as naive, taps in __constant__ memory (broadcast to the warp). Limit: 32 KB of taps,
 //             8192 float32 / 4096 float64 (the launcher refuses more).
 //   shared    a block's input tile plus its K-1 halo staged in shared memory once, then every thread
@@ -68,6 +69,12 @@ extern "C" __global__ void conv1d_naive_f32(const float* x, const float* w, floa
 extern "C" __global__ void conv1d_naive_f64(const double* x, const double* w, double* y, int C, sc_i64 L, int K,
                                             sc_i64 pad, sc_i64 out_len) {
     naive_body<double>(x, w, y, C, L, K, pad, out_len);
+}
+// Exact integer convolution: unsigned products and sums wrap mod 2^64, the same bits as NumPy's int64
+// arithmetic on signed values passed reinterpreted (the launcher's uint64 path).
+extern "C" __global__ void conv1d_naive_u64(const sc_u64* x, const sc_u64* w, sc_u64* y, int C, sc_i64 L, int K,
+                                            sc_i64 pad, sc_i64 out_len) {
+    naive_body<sc_u64>(x, w, y, C, L, K, pad, out_len);
 }
 
 // ============================================================================ constant

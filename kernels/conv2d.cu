@@ -19,8 +19,14 @@
 //               warp shuffles (halos up to 4 columns each side); fewer loads and registers per row.
 //   separable : rank-1 kernels w = u v^T per (co, ci) pair: a row pass into a scratch buffer, then a column pass.
 //
+//   border    : not a variant but a second pass after any of them, for boundaries other than zero fill
+//               (wrap, symm, a non-zero fill constant; single channel): recomputes only the outputs whose window
+//               leaves the image, one thread each, through one index-mapping rule (c2d_extend).
+//
 // Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
-// regblock, prefetch and strip are float only and specialised by #defines (Python prepends them).
+// naive and border also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
+// NumPy's int64 arithmetic on the same bits); regblock, prefetch and strip are float only and specialised by
+// #defines (Python prepends them).
 //
 // Compile on its own (checks, register counts, spills):
 //   nvcc -std=c++17 -arch=sm_90 -cubin -Xptxas -v -o /dev/null kernels/conv2d.cu
@@ -372,11 +378,54 @@ __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__
     }
 }
 
+// ============================================================================================ border
+// Boundaries other than zero fill (single channel: x (H, W), w (kH, kW), stride 1, no bias). Any variant first
+// computes y with zero padding, which is already right wherever the window lies inside the image; this pass
+// recomputes only the outputs whose window leaves it (top/bottom bands, left/right columns between them:
+// c2d_border_rc), reading xe[gr, gc] through the boundary rule (c2d_extend). One thread per border element,
+// grid-stride over the `count` of them (i64: the bands of a large image can exceed 2^31 elements).
+// 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs.
+template <typename T>
+__global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int H, int W,
+                              int kH, int kW, int py, int px, int Ho, int Wo, int top, int bot, int left, int right,
+                              i64 count, int boundary, T fill) {
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < count; e += step) {
+        int r, c;
+        c2d_border_rc(e, Ho, Wo, top, bot, left, right, r, c);
+        T acc = T(0);
+        for (int i = 0; i < kH; ++i) {
+            const T* wr = w + (i64)i * kW;
+            const int gr = c2d_extend((i64)r + i - py, H, boundary);  // row of xe under tap row i
+            if (gr < 0) {  // a row of the fill constant
+                for (int j = 0; j < kW; ++j) acc += wr[j] * fill;
+                continue;
+            }
+            const T* xr = x + (i64)gr * W;
+            for (int j = 0; j < kW; ++j) {
+                const int gc = c2d_extend((i64)c + j - px, W, boundary);
+                acc += wr[j] * (gc < 0 ? fill : xr[gc]);
+            }
+        }
+        y[(i64)r * Wo + c] = acc;
+    }
+}
+
 // Instances for the stand-alone nvcc check (NVRTC builds the same names from name_expressions).
 template __global__ void conv2d_naive<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
                                              int, int, int, int, int, int, int, int, int);
 template __global__ void conv2d_naive<double>(const double*, const double*, const double*, double*, int, int, int, int,
                                               int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_naive<unsigned long long>(const unsigned long long*, const unsigned long long*,
+                                                          const unsigned long long*, unsigned long long*, int, int, int,
+                                                          int, int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_border<float>(const float*, const float*, float*, int, int, int, int, int, int, int, int,
+                                              int, int, int, int, i64, int, float);
+template __global__ void conv2d_border<double>(const double*, const double*, double*, int, int, int, int, int, int, int,
+                                               int, int, int, int, int, i64, int, double);
+template __global__ void conv2d_border<unsigned long long>(const unsigned long long*, const unsigned long long*,
+                                                           unsigned long long*, int, int, int, int, int, int, int, int,
+                                                           int, int, int, int, i64, int, unsigned long long);
 template __global__ void conv2d_shared<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
                                               int, int, int, int, int, int, int, int, int, int);
 template __global__ void conv2d_shared<double>(const double*, const double*, const double*, double*, int, int, int,

@@ -19,4 +19,49 @@ __device__ __forceinline__ void c2d_store4(float* op, const float (&a)[4], float
     }
 }
 
+// ------------------------------------------------------------------ boundary rules (conv2d_border)
+// The extension xe of a plane beyond [0, H) x [0, W), SciPy's convolve2d `boundary`; the launcher reads these
+// codes (sigconv.backends.cuda2d.BOUNDARIES).
+#define SIGCONV_BOUNDARY_FILL 0  // the constant `fill`
+#define SIGCONV_BOUNDARY_WRAP 1  // periodic: x[i mod H]
+#define SIGCONV_BOUNDARY_SYMM 2  // mirrored with the edge sample repeated (numpy.pad "symmetric"), period 2H
+
+// The one home of the boundary rule: index i along an axis of n samples (any integer: the window of a kernel
+// larger than the image reaches several periods out) -> the sample xe[i] repeats, in [0, n), or -1 where xe is
+// the fill constant. symm: m = i mod 2n, then m >= n mirrors to 2n-1-m (n..2n-1 -> n-1..0).
+__device__ __forceinline__ int c2d_extend(i64 i, int n, int boundary) {
+    if (i >= 0 && i < n) return (int)i;  // inside: no division (the common case even in the border bands)
+    if (boundary == SIGCONV_BOUNDARY_FILL) return -1;
+    const i64 p = boundary == SIGCONV_BOUNDARY_WRAP ? (i64)n : 2 * (i64)n;
+    i64 m = i % p;
+    if (m < 0) m += p;  // C's % truncates toward zero: true modulo for i < 0
+    return (int)(m >= n ? p - 1 - m : m);  // (wrap never has m >= n)
+}
+
+// Border element e -> output (r, c). The outputs whose window leaves the image are rows r < top and r >= bot,
+// all Wo columns, then in rows [top, bot) the columns c < left and c >= right (the launcher's
+// cuda2d.border_bands). Enumerated in that order, each once: e < top*Wo: the top band, row-major; then
+// (Ho-bot)*Wo of the bottom band; then (bot-top) rows of sw = left + (Wo-right) columns each.
+__device__ __forceinline__ void c2d_border_rc(i64 e, int Ho, int Wo, int top, int bot, int left, int right, int& r,
+                                              int& c) {
+    const i64 ntop = (i64)top * Wo, nbot = (i64)(Ho - bot) * Wo;
+    if (e < ntop) {
+        r = (int)(e / Wo);
+        c = (int)(e - (i64)r * Wo);
+        return;
+    }
+    e -= ntop;
+    if (e < nbot) {
+        const int q = (int)(e / Wo);
+        r = bot + q;
+        c = (int)(e - (i64)q * Wo);
+        return;
+    }
+    e -= nbot;  // middle rows: sw > 0 here, else the count has no such elements
+    const int sw = left + (Wo - right);
+    const int q = (int)(e / sw), k = (int)(e - (i64)q * sw);
+    r = top + q;
+    c = k < left ? k : right + (k - left);  // the left columns, then the right ones
+}
+
 #endif  // SIGCONV_CONV2D_COMMON_CUH

@@ -63,7 +63,9 @@ def _direct_1d(be: str, C: int, L: int, K: int, dtype) -> str:
     return "shared"  # any K, both dtypes
 
 
-def _variant_2d(method: str, variant: str, arith, be: str) -> str:
+def _variant_2d(method: str, variant: str, arith, be: str, exact_sums: bool = False) -> str:
+    """As :func:`_variant_1d` for 2-D jobs; ``exact_sums``: ``auto`` sums directly on the cpu too (SciPy's
+    convolve2d always does, so integer-valued floats come out exact)."""
     _conflict(method, variant)
     if arith.modular:
         if variant not in ("auto", "direct", "naive"):
@@ -76,7 +78,7 @@ def _variant_2d(method: str, variant: str, arith, be: str) -> str:
     if variant != "auto":
         return variant
     if be == "cpu":
-        if method == "direct" or arith.direct_only:
+        if method == "direct" or arith.direct_only or exact_sums:
             return "direct"
         return "fft" if method == "fft" else "auto"
     return "auto"  # the cuda 2-D kernels are all direct: method only names how SciPy would compute
@@ -289,7 +291,7 @@ def apply_fir(x, taps, fs=None, *, phase: str = "zero", axis=LAST_AXIS, backend:
 
 
 def _filter2d(x, k, mode, backend, variant, block, reverse: bool, arith, *, method: str = "auto",
-              correlate2d: bool = False, boundary: str = "fill", fillvalue=0):
+              correlate2d: bool = False, boundary: str = "fill", fillvalue=0, exact_sums: bool = False):
     """2-D ``x`` filtered by 2-D ``k`` in SciPy's ``mode``; ``correlate2d``: that function's "same" centring
     (its output starts at (k-1)//2 into the padded input for even sides, where convolve2d's and
     convolve's/correlate's start at k//2)."""
@@ -298,7 +300,7 @@ def _filter2d(x, k, mode, backend, variant, block, reverse: bool, arith, *, meth
     pad, out_hw = window_2d(mode, x.shape, k.shape, correlate=correlate2d)
     if mode == "valid":  # no window reaches past the image (a swapped "valid" reads only the smaller input)
         boundary, fillvalue = "fill", 0
-    run = _variant_2d(method, variant, arith, be)
+    run = _variant_2d(method, variant, arith, be, exact_sums)
     bxp = np if be == "cpu" else array_namespace(to_backend(np.zeros(1), be))
     x4 = bxp.ascontiguousarray(rules.operand(to_backend(x, be), arith))[None, None]
     w4 = rules.operand(to_backend(k, be), arith)
@@ -323,9 +325,9 @@ def _filter2d_scipy(in1, in2, mode, boundary, fillvalue, backend, variant, block
     rules.check_not_empty(a, b)
     arith = rules.arithmetic(a, b)
     fill = rules.fill_value(fillvalue, arith.result) if bnd == "fill" else 0
-    # SciPy's convolve2d always sums directly (so integer-valued floats come out exact): the cpu fft is not used
-    return _filter2d(a, b, mode, backend, variant, block, reverse, arith, method="direct", correlate2d=not reverse,
-                     boundary=bnd, fillvalue=fill)
+    # SciPy's convolve2d always sums directly (so integer-valued floats come out exact): so does auto here
+    return _filter2d(a, b, mode, backend, variant, block, reverse, arith, correlate2d=not reverse, boundary=bnd,
+                     fillvalue=fill, exact_sums=True)
 
 
 def convolve2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=0, *, backend: str = "auto",

@@ -2,7 +2,8 @@
 
 Variants (registered at the bottom; launchers ``launch_<name>``): naive, constant, shared, l2, tiled; the
 ``fft`` variant (overlap-save) is :mod:`sigconv.backends.overlap_save`, on the plumbing here.
-``variant="auto"`` asks :func:`sigconv.registry.auto.choose_conv1d` (:func:`resolve_auto`).
+``variant="auto"`` asks :func:`sigconv.registry.auto.choose_conv1d` (:func:`resolve_auto`). uint64 arrays (exact
+integer convolution, sums mod 2^64) run on ``naive`` only, chosen in :func:`corr1d`, never by the chooser.
 :class:`StreamFilter` is the stateful causal filter behind ``FIRStream`` and the file engine on cuda.
 
 CuPy is imported inside functions only: importing this module registers the variants and nothing else.
@@ -17,7 +18,7 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Conv1dJob, Variant, get as _get_variant, register
 
 __all__ = ["corr1d", "resolve_auto", "StreamFilter", "tiled_geometry", "launch_config", "host_taps_key", "CONST_TAPS",
-           "SHARED_KCH", "TILED_STATIC_MAX_K", "SOURCE"]
+           "SHARED_KCH", "TILED_STATIC_MAX_K", "SOURCE", "EXACT_DTYPE", "EXACT_VARIANTS"]
 
 SOURCE = "conv1d.cu"
 _LIMITS = _kernels.constants()
@@ -31,6 +32,11 @@ SHARED_KCH = {"float32": _LIMITS["SIGCONV_SHARED_KCH_F32"], "float64": _LIMITS["
 TILED_STATIC_MAX_K = 64
 #: Dynamic shared memory a block gets without opting in.
 _SMEM_DEFAULT = 48 * 1024
+#: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64), and the
+#: variants with a kernel for it (conv1d_naive_u64).
+EXACT_DTYPE = "uint64"
+EXACT_VARIANTS = ("naive",)
+_SFX = {"float32": "f32", "float64": "f64", EXACT_DTYPE: "u64"}
 
 
 # ------------------------------------------------------------------------------------ plumbing
@@ -47,7 +53,7 @@ def _module(**kw):
 
 
 def _sfx(dtype) -> str:
-    return "f32" if np.dtype(dtype) == np.float32 else "f64"
+    return _SFX[np.dtype(dtype).name]
 
 
 def _prep(name, x, w, pad, out_len, block, out):
@@ -68,7 +74,9 @@ def _prep(name, x, w, pad, out_len, block, out):
         raise ValueError(f"w must be a non-empty 1-D array of taps, got shape {w.shape}")
     if w.dtype != x.dtype:
         raise ValueError(f"w must have x's dtype {dt}, got {w.dtype}")
-    why = v.applies(Conv1dJob(x.shape[0], x.shape[1], w.size, dt))
+    # uint64 is no registry dtype (the registry lists floating ones): its kernel has float64's constraints
+    jdt = "float64" if dt == EXACT_DTYPE and name in EXACT_VARIANTS else dt
+    why = v.applies(Conv1dJob(x.shape[0], x.shape[1], w.size, jdt))
     if why:
         raise ValueError(f"variant {name!r} does not apply: {why}")
     if isinstance(pad, bool) or not isinstance(pad, (int, np.integer)):
@@ -243,7 +251,8 @@ def resolve_auto(x, w, pad, out_len, block=None) -> tuple:
 def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key=None):
     """The 1-D contract on the GPU: y[c, n] = sum_j w[j] x[c, n + j - pad] (see sigconv.backends).
 
-    x : cupy (C, L) C-contiguous float32/float64; w : cupy or numpy (K,) of the same dtype.
+    x : cupy (C, L) C-contiguous float32/float64, or uint64 (exact integer convolution mod 2^64, on ``naive``);
+    w : cupy or numpy (K,) of the same dtype.
     taps_key : :func:`host_taps_key` of w's host copy, if the caller has one (the fft variant caches its
     spectrum under it). Returns cupy (C, out_len) (``out`` when given). ``block`` was checked where it entered
     (the public API or a KernelChoice); the variant's launcher refuses one it does not accept.
@@ -251,12 +260,17 @@ def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key
     cupy = _cupy()
     if not isinstance(x, cupy.ndarray):
         raise ValueError(f"x must be a cupy array on the cuda backend, got {type(x).__name__}")
-    if x.dtype not in (np.float32, np.float64):
-        raise ValueError(f"x must be float32 or float64, got {x.dtype}")
+    if x.dtype not in (np.float32, np.float64, np.uint64):
+        raise ValueError(f"x must be float32, float64 or {EXACT_DTYPE}, got {x.dtype}")
     w = cupy.asarray(w)
     if w.ndim != 1 or w.size == 0:
         raise ValueError(f"w must be a non-empty 1-D array of taps, got shape {w.shape}")
-    if variant == "auto":
+    if x.dtype.name == EXACT_DTYPE:
+        if variant not in ("auto",) + EXACT_VARIANTS:
+            raise ValueError(f"conv1d variant {variant!r} does not run {EXACT_DTYPE} (exact integer) data; "
+                             f"{', '.join(EXACT_VARIANTS)} does")
+        variant = EXACT_VARIANTS[0]  # the chooser's candidates are floating kernels
+    elif variant == "auto":
         variant, block = resolve_auto(x, w, pad, out_len, block)
     kw = {"taps_key": taps_key} if variant == "fft" else {}
     return _get_variant("conv1d", "cuda", variant).run(x, w, pad, out_len, block, out=out, **kw)

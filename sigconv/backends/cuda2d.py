@@ -6,6 +6,10 @@ Variants (``sigconv.variants("conv2d")``, registered at the bottom): ``naive``, 
 among its candidates until it has been timed on a GPU. Every launcher has the signature
 ``launch_NAME(x, w, bias, stride, pad, out_hw, block=None, out=None)`` on C-contiguous cupy arrays; it owns
 its grid maths and refuses (``ValueError``) what its registry entry says it cannot run.
+
+Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): any variant runs with zero padding, then
+:func:`launch_border` recomputes the outputs whose window leaves the image (:func:`border_bands`) with the rule.
+uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
 
@@ -20,8 +24,8 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import Conv2dJob, Variant, get as _get_variant, register
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
-           "launch_strip", "launch_shfl", "launch_separable", "separable_factors", "strip_applies", "shfl_applies",
-           "VARIANTS"]
+           "launch_strip", "launch_shfl", "launch_separable", "launch_border", "border_bands", "border_grid",
+           "separable_factors", "strip_applies", "shfl_applies", "VARIANTS", "BOUNDARIES", "EXACT_DTYPE"]
 
 _SRC = "conv2d.cu"
 _LIMITS = _kernels.constants()
@@ -47,6 +51,16 @@ SEP_SCRATCH = 512 << 20
 
 VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separable")
 
+_CODES = _kernels.constants("conv2d_common.cuh")
+#: Boundary rule name -> its code in kernels/conv2d_common.cuh (SIGCONV_BOUNDARY_*).
+BOUNDARIES = {b: _CODES[f"SIGCONV_BOUNDARY_{b.upper()}"] for b in ("fill", "wrap", "symm")}
+#: Threads per block of the border pass.
+BORDER_BLOCK = 256
+#: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64); the
+#: variants that have a kernel for it.
+EXACT_DTYPE = "uint64"
+EXACT_VARIANTS = ("naive",)
+
 #: (u, v, None) rank-1 factors of host weights, or (None, None, reason): the chooser's test.
 separable_factors = _auto.rank1_factors
 
@@ -54,9 +68,10 @@ separable_factors = _auto.rank1_factors
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _job(x, w, stride, pad, out_hw, rank1=None) -> Conv2dJob:
-    return Conv2dJob(tuple(int(v) for v in x.shape), tuple(int(v) for v in w.shape), np.dtype(x.dtype).name,
-                     tuple(int(v) for v in stride), tuple(int(v) for v in pad), tuple(int(v) for v in out_hw), rank1)
+def _job(x, w, stride, pad, out_hw, rank1=None, dtype=None) -> Conv2dJob:
+    return Conv2dJob(tuple(int(v) for v in x.shape), tuple(int(v) for v in w.shape),
+                     np.dtype(x.dtype if dtype is None else dtype).name, tuple(int(v) for v in stride),
+                     tuple(int(v) for v in pad), tuple(int(v) for v in out_hw), rank1)
 
 
 def _block(name: str, block, accepted, default):
@@ -78,7 +93,9 @@ def _checked(name: str, x, w, stride, pad, out_hw, block) -> tuple:
     accepts or its registry entry says it does not apply to this job."""
     v = _get_variant("conv2d", "cuda", name)
     b = _block(name, block, v.blocks, v.default_block)
-    why = v.applies(_job(x, w, stride, pad, out_hw))
+    # uint64 is no registry dtype (the registry lists floating ones): its kernels have float64's constraints
+    exact = np.dtype(x.dtype).name == EXACT_DTYPE and name in EXACT_VARIANTS
+    why = v.applies(_job(x, w, stride, pad, out_hw, dtype="float64" if exact else None))
     if why:
         raise ValueError(f"conv2d variant {name!r} does not apply: {why}")
     return b
@@ -136,14 +153,15 @@ def _aligned(a) -> bool:
     return a.data.ptr % 16 == 0
 
 
-_GENERIC_NAMES = tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
-                       for t in ("float", "double"))
+_CTYPES = {"float32": "float", "float64": "double", EXACT_DTYPE: "unsigned long long"}
+_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
+                        for t in ("float", "double"))
+                  + tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border") for t in _CTYPES.values()))
 
 
 def _generic(kernel: str, dtype):
-    t = "float" if np.dtype(dtype) == np.float32 else "double"
     mod = _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES)
-    return mod.get_function(f"{kernel}<{t}>")
+    return mod.get_function(f"{kernel}<{_CTYPES[np.dtype(dtype).name]}>")
 
 
 def _set_smem(func, nbytes: int) -> None:
@@ -167,7 +185,7 @@ def _smem_limit() -> int:
 
 
 def launch_naive(x, w, bias, stride, pad, out_hw, block=None, out=None):
-    """One thread per output element (float32/float64)."""
+    """One thread per output element (float32/float64; uint64: exact, sums wrap mod 2^64)."""
     bx, by = _checked("naive", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
@@ -357,6 +375,76 @@ def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, fact
     return y
 
 
+# ------------------------------------------------------------------------------------------ border
+
+
+def border_bands(H: int, W: int, kH: int, kW: int, pad, out_hw) -> tuple:
+    """(top, bot, left, right, count) of the outputs whose window leaves the H x W image (stride 1).
+
+    Output r reads input rows r-py .. r-py+kH-1: inside the image iff py <= r <= H-kH+py. So rows r < top =
+    py and r >= bot = H-kH+1+py are border rows (all columns), and in the rows between the columns c < left = px
+    and c >= right = W-kW+1+px; each clamped to the output (bot >= top, right >= left: with a kernel larger than
+    the image every output is a border one). ``count`` is their number, the length of the kernel's enumeration
+    (c2d_border_rc in kernels/conv2d_common.cuh).
+    """
+    (py, px), (Ho, Wo) = (int(v) for v in pad), (int(v) for v in out_hw)
+    top = min(max(py, 0), Ho)
+    bot = min(max(H - kH + 1 + py, top), Ho)
+    left = min(max(px, 0), Wo)
+    right = min(max(W - kW + 1 + px, left), Wo)
+    count = (top + Ho - bot) * Wo + (bot - top) * (left + Wo - right)
+    return top, bot, left, right, count
+
+
+def border_grid(count: int, block: int = BORDER_BLOCK) -> tuple:
+    """Grid of conv2d_border: one thread per border element, capped (the kernel's loop strides over the rest)."""
+    return (max(1, min(-(-int(count) // block), 65535)),)
+
+
+def _fill_scalar(fillvalue, dtype):
+    """``fillvalue`` as the kernel's scalar of ``dtype``; uint64 takes an integer, negative ones mod 2^64."""
+    dt = np.dtype(dtype)
+    if dt.name != EXACT_DTYPE:
+        return dt.type(fillvalue)
+    v = fillvalue.item() if isinstance(fillvalue, np.generic) else fillvalue
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"fillvalue must be an integer for {EXACT_DTYPE} (exact integer) data; got {fillvalue!r}")
+    return np.uint64(v % (1 << 64))
+
+
+def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: int = BORDER_BLOCK):
+    """Recompute in ``y`` the outputs whose window leaves the image, with ``boundary`` ("fill" with
+    ``fillvalue``, "wrap", "symm"): the second pass after any variant ran with zero padding. x (1, 1, H, W),
+    w (1, 1, kH, kW), y (1, 1, Ho, Wo), C-contiguous, one dtype (float32, float64, uint64); stride 1."""
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
+    H, W = (int(v) for v in x.shape[2:])
+    kH, kW = (int(v) for v in w.shape[2:])
+    Ho, Wo = (int(v) for v in y.shape[2:])
+    top, bot, left, right, count = border_bands(H, W, kH, kW, pad, (Ho, Wo))
+    if count == 0:
+        return y
+    if boundary != "fill" and H * W == 0:
+        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
+    f = _generic("conv2d_border", x.dtype)
+    f(border_grid(count, block), (block,),
+      (x, w, y) + _i32(H, W, kH, kW, pad[0], pad[1], Ho, Wo, top, bot, left, right)
+      + (np.int64(count), np.int32(BOUNDARIES[boundary]), _fill_scalar(fillvalue, x.dtype)))
+    return y
+
+
+def _border_applies(x, w, bias, stride) -> str | None:
+    """Why the border pass cannot follow this job (one line), or None: it handles one single-channel image."""
+    N, Cin = int(x.shape[0]), int(x.shape[1])
+    Cout = int(w.shape[0])
+    if (N, Cin, Cout) != (1, 1, 1) or tuple(stride) != (1, 1) or bias is not None:
+        return (f"one image, one channel in and out, stride 1 and no bias (got N={N}, Cin={Cin}, Cout={Cout}, "
+                f"stride {tuple(stride)}, {'a' if bias is not None else 'no'} bias)")
+    return None
+
+
 # ------------------------------------------------------------------------------------------- auto
 
 
@@ -379,25 +467,51 @@ def resolve_auto(x, w, bias, stride, pad, out_hw, separable=None, block=None, fa
     return _auto.choose_conv2d("cuda", _job(x, w, stride, pad, out_hw, separable), block=block, runner=runner)
 
 
-def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None, factors=None):
+def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None, factors=None,
+           boundary="fill", fillvalue=0.0):
     """The 2-D contract (see ``sigconv.backends``) on cupy arrays; ``variant`` from :data:`VARIANTS` or auto.
 
     ``separable``/``factors``: what the caller knows from a host copy of ``w`` (whether it is rank-1, and
-    its :func:`separable_factors` (u, v)); the separable launcher then does not read ``w`` back."""
+    its :func:`separable_factors` (u, v)); the separable launcher then does not read ``w`` back.
+    ``boundary``/``fillvalue``: the extension of x beyond the image ("fill" with the constant, "wrap", "symm"),
+    for a single-channel job (N = Cin = Cout = 1, stride 1, no bias) unless it is "fill" with 0.
+    uint64 x (exact integer convolution mod 2^64; w an integer array, taken mod 2^64) runs ``naive``."""
     import cupy
 
     stride = (int(stride[0]), int(stride[1]))
     pad = (int(pad[0]), int(pad[1]))
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
     x = cupy.ascontiguousarray(x)
+    exact = x.dtype.name == EXACT_DTYPE
+    if exact:
+        kinds = [np.dtype(a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype) for a in (w, bias) if a is not None]
+        if any(k.kind not in "iu" for k in kinds):
+            raise ValueError(f"w and bias must be integer arrays for {EXACT_DTYPE} x; got "
+                             f"{', '.join(k.name for k in kinds)}")
+        if variant not in ("auto",) + EXACT_VARIANTS:
+            raise ValueError(f"conv2d variant {variant!r} does not run {EXACT_DTYPE} (exact integer) data; "
+                             f"{', '.join(EXACT_VARIANTS)} does")
     w = cupy.ascontiguousarray(w, dtype=x.dtype)
     if bias is not None:
         bias = cupy.ascontiguousarray(bias, dtype=x.dtype)
-    if variant == "auto":
+    border = boundary != "fill" or fillvalue != 0
+    if border:
+        why = _border_applies(x, w, bias, stride)
+        if why:
+            what = "fill with a non-zero fillvalue" if boundary == "fill" else repr(boundary)
+            raise ValueError(f"boundary {what} needs {why}")
+        _fill_scalar(fillvalue, x.dtype)  # refused before anything runs
+    if exact:
+        variant = EXACT_VARIANTS[0]  # the chooser's candidates are floating kernels
+    elif variant == "auto":
         variant, block = resolve_auto(x, w, bias, stride, pad, out_hw, separable, block, factors)
     run = _get_variant("conv2d", "cuda", variant).run
     if variant == "separable" and factors is not None:
-        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, factors=factors)
-    return run(x, w, bias, stride, pad, out_hw, block=block, out=out)
+        y = run(x, w, bias, stride, pad, out_hw, block=block, out=out, factors=factors)
+    else:
+        y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
+    return launch_border(x, w, y, pad, boundary, fillvalue) if border else y
 
 
 # ------------------------------------------------------------------------------------------- registry
