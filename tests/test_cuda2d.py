@@ -193,3 +193,170 @@ def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
     ref = getattr(scipy.signal, fn)(x.astype(np.float64), k.astype(np.float64), mode="same")
     y = getattr(sigconv, fn)(cupy.asarray(x), k, mode="same", backend="cuda", variant=variant)
     _check(y, ref, "float32", f"{variant} {fn} rank-1 7x5")
+
+
+# ------------------------------------------------------------------ boundaries: wrap, symm, a fill constant
+# corr2d runs the variant with zero padding, then conv2d_border recomputes the outputs whose window leaves the
+# image. Every variant, through that path, against the float64 correlation of the image extended by numpy.pad.
+
+BOUNDARIES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
+_NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
+#: (label, H, W, kH, kW): an odd width and height, square / even / 1-row / 1-column kernels, and a kernel larger
+#: than the image in both axes (every output a border one).
+BORDER_SHAPES = [("37x1823-3x3", 37, 1823, 3, 3), ("37x1823-5x4", 37, 1823, 5, 4), ("37x1823-1x7", 37, 1823, 1, 7),
+                 ("37x1823-7x1", 37, 1823, 7, 1), ("3x5-7x9", 3, 5, 7, 9)]
+
+
+def _windows(H, W, kH, kW):
+    """(mode, pad, out_hw) in correlation form: full, correlate2d's same, convolve2d's same, valid (if it fits)."""
+    yield "full", (kH - 1, kW - 1), (H + kH - 1, W + kW - 1)
+    yield "same", ((kH - 1) // 2, (kW - 1) // 2), (H, W)
+    if kH % 2 == 0 or kW % 2 == 0:
+        yield "same_conv", (kH // 2, kW // 2), (H, W)
+    if H >= kH and W >= kW:
+        yield "valid", (0, 0), (H - kH + 1, W - kW + 1)
+
+
+def _extended(x, kH, kW, pad, out_hw, boundary, fill):
+    """x extended by the boundary rule to the (Ho + kH - 1) x (Wo + kW - 1) input the outputs read."""
+    (py, px), (Ho, Wo) = pad, out_hw
+    widths = ((py, Ho + kH - 1 - x.shape[0] - py), (px, Wo + kW - 1 - x.shape[1] - px))
+    kw = {"constant_values": fill} if boundary == "fill" else {}
+    return np.pad(x, widths, mode=_NP_MODE[boundary], **kw)
+
+
+@pytest.fixture
+def _quiet_autotune(tmp_path, monkeypatch):
+    """auto takes its favourite (no timing, nothing written to the user's cache)."""
+    monkeypatch.setenv("SIGCONV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SIGCONV_AUTOTUNE", "0")
+
+
+@pytest.mark.usefixtures("_quiet_autotune")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", BORDER_SHAPES, ids=[s[0] for s in BORDER_SHAPES])
+@pytest.mark.parametrize("name", ["auto"] + [v.name for v in VARIANTS])
+def test_boundary_every_variant(rng, name, dtype, shape):
+    """Each variant (and auto) with boundary fill 0 / fill 2.5 / wrap / symm, full/same/valid windows, equals the
+    float64 correlation of the numpy.pad-extended image; outputs poisoned with NaN must all be written."""
+    from sigconv.backends import cuda2d
+
+    label, H, W, kH, kW = shape
+    v = None if name == "auto" else _registry.get("conv2d", "cuda", name)
+    if v is not None and dtype not in v.dtypes:
+        pytest.skip(f"{name} supports {', '.join(v.dtypes)}")
+    if name == "separable":
+        wh = rng.standard_normal((kH, 1)) * rng.standard_normal((1, kW))
+    else:
+        wh = rng.standard_normal((kH, kW))
+    xh = rng.standard_normal((H, W))
+    x = cupy.asarray(xh.reshape(1, 1, H, W), dtype=dtype)
+    w = cupy.asarray(wh.reshape(1, 1, kH, kW), dtype=dtype)
+    x64, w64 = cupy.asnumpy(x)[0, 0].astype(np.float64), cupy.asnumpy(w)[0, 0].astype(np.float64)
+    ran = 0
+    for mode, pad, out_hw in _windows(H, W, kH, kW):
+        if v is not None:
+            why = v.applies(Conv2dJob((1, 1, H, W), (1, 1, kH, kW), dtype, (1, 1), pad, out_hw, rank1=True))
+            if why:
+                continue
+        for boundary, fill in BOUNDARIES:
+            out = cupy.full((1, 1) + out_hw, cupy.nan, dtype=dtype)
+            y = cuda2d.corr2d(x, w, None, (1, 1), pad, out_hw, variant=name, out=out, boundary=boundary,
+                              fillvalue=fill)
+            assert y is out
+            ref = scipy.signal.correlate2d(_extended(x64, kH, kW, pad, out_hw, boundary, fill), w64, "valid")
+            _check(y[0, 0], ref, dtype, f"{name} {dtype} {label} {mode} {boundary} fill={fill}")
+            ran += 1
+    if not ran:
+        pytest.skip(f"{name} applies to no window of {label}")
+
+
+def test_border_pass_runs_only_where_needed(rng, monkeypatch):
+    """fill with 0 launches no border pass; wrap, symm and a fill constant launch exactly one, after the variant."""
+    from sigconv.backends import cuda2d
+
+    calls = []
+    real = cuda2d.launch_border
+    monkeypatch.setattr(cuda2d, "launch_border", lambda *a, **k: calls.append(a[4:6]) or real(*a, **k))
+    x = cupy.asarray(rng.standard_normal((1, 1, 20, 30)), dtype=cupy.float32)
+    w = cupy.asarray(rng.standard_normal((1, 1, 3, 3)), dtype=cupy.float32)
+    for boundary, fill in BOUNDARIES:
+        cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (20, 30), variant="naive", boundary=boundary, fillvalue=fill)
+    assert calls == [("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
+
+
+def test_boundary_refusals():
+    """Extended boundaries need a single-channel, stride-1, bias-free job; an unknown rule is named."""
+    from sigconv.backends import cuda2d
+
+    x = cupy.ones((1, 2, 16, 16), cupy.float32)
+    w = cupy.ones((1, 2, 3, 3), cupy.float32)
+    with pytest.raises(ValueError, match="one image, one channel in and out.*Cin=2"):
+        cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (16, 16), boundary="wrap")
+    x1, w1 = x[:, :1].copy(), w[:, :1].copy()
+    with pytest.raises(ValueError, match="stride 1"):
+        cuda2d.corr2d(x1, w1, None, (2, 2), (1, 1), (8, 8), boundary="symm")
+    with pytest.raises(ValueError, match="non-zero fillvalue.*bias"):
+        cuda2d.corr2d(x1, w1, cupy.ones(1, cupy.float32), (1, 1), (1, 1), (16, 16), fillvalue=1.0)
+    with pytest.raises(ValueError, match="boundary must be one of fill, wrap, symm"):
+        cuda2d.corr2d(x1, w1, None, (1, 1), (1, 1), (16, 16), boundary="reflect")
+    cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (16, 16), boundary="fill", fillvalue=0)  # the default: any job
+
+
+# ------------------------------------------------------------------ exact integers (uint64, sums mod 2^64)
+
+
+def _int64_corr_valid(xe, w, out_hw):
+    """int64 shift-and-add (NumPy's integer arithmetic wraps mod 2^64)."""
+    Ho, Wo = out_hw
+    y = np.zeros(out_hw, np.int64)
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            y += w[i, j] * xe[i:i + Ho, j:j + Wo]
+    return y
+
+
+@pytest.mark.parametrize("variant", ["auto", "naive"])
+@pytest.mark.parametrize("shape", [BORDER_SHAPES[0], BORDER_SHAPES[1], BORDER_SHAPES[4]], ids=lambda s: s[0])
+def test_exact_uint64_every_boundary(rng, variant, shape):
+    """int64 values near 2^62 (products wrap) passed as uint64: equal bit for bit to NumPy's int64 correlation of
+    the extended image, for every boundary (a fill constant near -2^62) and window."""
+    from sigconv.backends import cuda2d
+
+    label, H, W, kH, kW = shape
+    xh = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
+    wh = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
+    x = cupy.asarray(xh.view(np.uint64).reshape(1, 1, H, W))
+    w = cupy.asarray(wh.view(np.uint64).reshape(1, 1, kH, kW))
+    big = int(rng.integers(-(2**62), -(2**61)))
+    for mode, pad, out_hw in _windows(H, W, kH, kW):
+        for boundary, fill in [("fill", 0), ("fill", big), ("wrap", 0), ("symm", 0)]:
+            out = cupy.full((1, 1) + out_hw, np.uint64(0xA5A5A5A5A5A5A5A5), dtype=cupy.uint64)  # poison
+            y = cuda2d.corr2d(x, w, None, (1, 1), pad, out_hw, variant=variant, out=out, boundary=boundary,
+                              fillvalue=fill)
+            assert y is out and y.dtype == cupy.uint64
+            ref = _int64_corr_valid(_extended(xh, kH, kW, pad, out_hw, boundary, fill), wh, out_hw)
+            got = cupy.asnumpy(y)[0, 0].view(np.int64)
+            bad = got != ref
+            assert not bad.any(), (f"{label} {mode} {boundary} fill={fill}: first mismatch at "
+                                   f"{np.argwhere(bad)[0].tolist()}")
+
+
+def test_exact_uint64_refusals():
+    """uint64 runs on naive only: another variant, or floating weights, is refused in one line naming uint64."""
+    from sigconv.backends import cuda2d
+
+    x = cupy.ones((1, 1, 16, 16), cupy.uint64)
+    w = cupy.ones((1, 1, 3, 3), cupy.uint64)
+    for v in VARIANTS:
+        if v.name in cuda2d.EXACT_VARIANTS:
+            continue
+        with pytest.raises(ValueError, match=f"{v.name}.*uint64") as e:
+            cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (16, 16), variant=v.name)
+        assert "\n" not in str(e.value)
+        with pytest.raises(ValueError, match="uint64"):  # the launcher itself, through its registry entry
+            v.run(x, w, None, (1, 1), (1, 1), (16, 16))
+    with pytest.raises(ValueError, match="integer arrays for uint64"):
+        cuda2d.corr2d(x, cupy.ones((1, 1, 3, 3), cupy.float64), None, (1, 1), (1, 1), (16, 16))
+    with pytest.raises(ValueError, match="fillvalue must be an integer"):
+        cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (16, 16), fillvalue=2.5)
