@@ -434,3 +434,39 @@ def test_fft_variant_keeps_huge_and_tiny_signals_exact_in_scale(dtype, mags, rng
         got = np.ldexp(y[:, inner].astype(np.float64), -int(scale[inner[0]]))
         err = np.linalg.norm(got - ref[:, inner]) / np.linalg.norm(ref[:, inner])
         assert err <= TOL[dtype] * 10, f"part {k} (2^{int(scale[inner[0]])}): rel err {err:.2e}"
+
+
+# ----------------------------------------------------------------------------------- exact integers
+
+
+@pytest.mark.parametrize("variant", ["auto", "naive"])
+@pytest.mark.parametrize("K", [1, 7, 64, 301])
+def test_exact_uint64_bit_for_bit(rng, variant, K):
+    """int64 values near 2^62 (products wrap) passed as uint64: every window equals np.convolve's int64 result bit
+    for bit (both wrap mod 2^64); poisoned outputs must all be written."""
+    C, L = 2, 1823
+    x = rng.integers(-(2**62), 2**62, (C, L), dtype=np.int64)
+    h = rng.integers(-(2**62), 2**62, K, dtype=np.int64)  # correlation taps
+    full = np.stack([np.convolve(r, h[::-1]) for r in x])  # full[n] = sum_j h[j] x[n + j - (K-1)]
+    xg, wg = cupy.asarray(x.view(np.uint64)), cupy.asarray(h.view(np.uint64))
+    for mode, pad, out_len in ((m,) + window_1d(m, L, K) for m in MODES):
+        out = cupy.full((C, out_len), np.uint64(0xA5A5A5A5A5A5A5A5), dtype=cupy.uint64)
+        y = cuda1d.corr1d(xg, wg, pad, out_len, variant=variant, out=out)
+        assert y is out
+        ref = full[:, K - 1 - pad:K - 1 - pad + out_len]
+        bad = cupy.asnumpy(y).view(np.int64) != ref
+        assert not bad.any(), f"K={K} {mode}: first mismatch at {np.argwhere(bad)[0].tolist()}"
+
+
+def test_exact_uint64_refused_by_other_variants():
+    """uint64 runs on naive only: every other variant refuses it in one line naming the dtype."""
+    x = cupy.ones((1, 100), cupy.uint64)
+    w = cupy.ones(3, cupy.uint64)
+    for v in VARIANTS:
+        if v.name in cuda1d.EXACT_VARIANTS:
+            continue
+        with pytest.raises(ValueError, match=f"{v.name}.*uint64") as e:
+            cuda1d.corr1d(x, w, 1, 100, variant=v.name)
+        assert "\n" not in str(e.value)
+        with pytest.raises(ValueError, match="uint64"):  # the launcher itself, through its registry entry
+            v.run(x, w, 1, 100, v.default_block)
