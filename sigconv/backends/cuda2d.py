@@ -60,6 +60,7 @@ BORDER_BLOCK = 256
 #: variants that have a kernel for it.
 EXACT_DTYPE = "uint64"
 EXACT_VARIANTS = ("naive",)
+_U64 = np.dtype(EXACT_DTYPE)  # (dtype comparisons: cheaper than .name on the launch path)
 
 #: (u, v, None) rank-1 factors of host weights, or (None, None, reason): the chooser's test.
 separable_factors = _auto.rank1_factors
@@ -94,7 +95,7 @@ def _checked(name: str, x, w, stride, pad, out_hw, block) -> tuple:
     v = _get_variant("conv2d", "cuda", name)
     b = _block(name, block, v.blocks, v.default_block)
     # uint64 is no registry dtype (the registry lists floating ones): its kernels have float64's constraints
-    exact = np.dtype(x.dtype).name == EXACT_DTYPE and name in EXACT_VARIANTS
+    exact = x.dtype == _U64 and name in EXACT_VARIANTS
     why = v.applies(_job(x, w, stride, pad, out_hw, dtype="float64" if exact else None))
     if why:
         raise ValueError(f"conv2d variant {name!r} does not apply: {why}")
@@ -153,7 +154,7 @@ def _aligned(a) -> bool:
     return a.data.ptr % 16 == 0
 
 
-_CTYPES = {"float32": "float", "float64": "double", EXACT_DTYPE: "unsigned long long"}
+_CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
 _GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
                         for t in ("float", "double"))
                   + tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border") for t in _CTYPES.values()))
@@ -161,7 +162,7 @@ _GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_shared", "
 
 def _generic(kernel: str, dtype):
     mod = _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES)
-    return mod.get_function(f"{kernel}<{_CTYPES[np.dtype(dtype).name]}>")
+    return mod.get_function(f"{kernel}<{_CTYPES[np.dtype(dtype)]}>")
 
 
 def _set_smem(func, nbytes: int) -> None:
@@ -404,7 +405,7 @@ def border_grid(count: int, block: int = BORDER_BLOCK) -> tuple:
 def _fill_scalar(fillvalue, dtype):
     """``fillvalue`` as the kernel's scalar of ``dtype``; uint64 takes an integer, negative ones mod 2^64."""
     dt = np.dtype(dtype)
-    if dt.name != EXACT_DTYPE:
+    if dt != _U64:
         return dt.type(fillvalue)
     v = fillvalue.item() if isinstance(fillvalue, np.generic) else fillvalue
     if isinstance(v, float) and v.is_integer():
@@ -483,7 +484,7 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     if boundary not in BOUNDARIES:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
     x = cupy.ascontiguousarray(x)
-    exact = x.dtype.name == EXACT_DTYPE
+    exact = x.dtype == _U64
     if exact:
         kinds = [np.dtype(a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype) for a in (w, bias) if a is not None]
         if any(k.kind not in "iu" for k in kinds):
@@ -501,7 +502,7 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
         if why:
             what = "fill with a non-zero fillvalue" if boundary == "fill" else repr(boundary)
             raise ValueError(f"boundary {what} needs {why}")
-        _fill_scalar(fillvalue, x.dtype)  # refused before anything runs
+        fillvalue = _fill_scalar(fillvalue, x.dtype)  # (refused before anything runs)
     if exact:
         variant = EXACT_VARIANTS[0]  # the chooser's candidates are floating kernels
     elif variant == "auto":
