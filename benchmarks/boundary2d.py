@@ -1,0 +1,253 @@
+"""What SciPy's 2-D boundaries cost on the GPU: cuda2d.corr2d with fill(0), fill(1.5), wrap and symm, per variant.
+
+    python benchmarks/boundary2d.py [--reps 50] [--cases spec3 spec5 img7 k31] [--variants auto strip ...] [--out DIR]
+
+Every boundary other than zero fill runs the variant with zero padding and then one pass (conv2d_border) over
+the outputs whose window leaves the image, so its cost over fill(0) is that pass alone. Cases, float32, "same"
+windows: the spectrogram 1025 x 65536 with 3x3 and 5x5 kernels, a 4096 x 4096 image with 7x7, 512 x 512 with
+31x31. For auto and every registered variant that applies (separable on a rank-1 kernel of the same size):
+each boundary's result is first checked against a float64 reference of the image extended by numpy.pad (the
+top, bottom and a middle band of rows, every column), then timed with CUDA events (warm-up, then ``--reps``
+calls queued before one synchronisation; median, p20, p80), inputs pre-allocated and rotated over twice the L2
+size. Target: on the large cases (>= 2^24 outputs) every boundary within 10% of fill(0) (ratio <= 1.10), PASS or
+MISS per row. Writes ``boundary2d-<device>-<date>.json`` and ``.md`` into ``--out`` (default $OUT, else the
+current folder). Exit status 1 when a result is wrong, 2 without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+#: name -> (H, W, kH, kW); pads are "same" (correlate2d's: (k-1)//2)
+CASES = {"spec3": (1025, 65536, 3, 3), "spec5": (1025, 65536, 5, 5), "img7": (4096, 4096, 7, 7),
+         "k31": (512, 512, 31, 31)}
+BOUNDARIES = (("fill", 0.0), ("fill", 1.5), ("wrap", 0.0), ("symm", 0.0))
+#: The target (ratio to fill(0)) and the cases it applies to (outputs).
+TARGET_RATIO = 1.10
+LARGE_OUTPUTS = 1 << 24
+#: Rows of each output band checked against the float64 reference.
+CHECK_ROWS = 8
+
+
+def _label(boundary, fill) -> str:
+    return f"fill({fill:g})" if boundary == "fill" else boundary
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", s).strip("-")[:60] or "device"
+
+
+def _extend_index(n: int, lo: int, hi: int, boundary: str) -> np.ndarray:
+    """Indices i in [lo, hi) of the extended axis -> the sample they repeat (numpy.pad's rule), -1 for fill."""
+    before, after = max(0, -lo), max(0, hi - n)
+    if boundary == "fill":
+        idx = np.pad(np.arange(n), (before, after), mode="constant", constant_values=-1)
+    else:
+        idx = np.pad(np.arange(n), (before, after), mode={"wrap": "wrap", "symm": "symmetric"}[boundary])
+    return idx[lo + before:hi + before]
+
+
+def _check_rows(Ho: int) -> list:
+    """Output row ranges checked: the top rows, a middle band, the bottom rows."""
+    k = min(CHECK_ROWS, Ho)
+    mid = max(0, Ho // 2 - k // 2)
+    return sorted({(0, k), (mid, mid + k), (Ho - k, Ho)})
+
+
+def _reference_rows(xh, wh, pad, out_hw, boundary, fill, r0, r1):
+    """float64 outputs rows [r0, r1), all columns, of the image extended by the boundary rule."""
+    import scipy.signal
+
+    H, W = xh.shape
+    kH, kW = wh.shape
+    (py, px), Wo = pad, out_hw[1]
+    ri = _extend_index(H, r0 - py, r1 - py + kH - 1, boundary)
+    ci = _extend_index(W, -px, Wo - px + kW - 1, boundary)
+    xe = xh[np.ix_(np.maximum(ri, 0), np.maximum(ci, 0))].astype(np.float64)
+    xe[ri < 0, :] = fill
+    xe[:, ci < 0] = fill
+    return scipy.signal.correlate2d(xe, wh.astype(np.float64), "valid")
+
+
+def _time(fn, reps: int, warmup: int) -> tuple:
+    """(median, p20, p80) ms of fn() with CUDA events, all calls queued before one synchronisation."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.get_current_stream().synchronize()
+    ev = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(reps)]
+    for a, b in ev:
+        a.record()
+        fn()
+        b.record()
+    ev[-1][1].synchronize()
+    t = np.array([cupy.cuda.get_elapsed_time(a, b) for a, b in ev])
+    return float(np.median(t)), float(np.percentile(t, 20)), float(np.percentile(t, 80))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=50, help="timed calls per row (at least 30)")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    p.add_argument("--variants", nargs="+", default=None, help="auto and/or registered variant names (default all)")
+    p.add_argument("--out", type=Path, default=None, help="folder for the JSON and markdown (default $OUT or .)")
+    a = p.parse_args(argv)
+    if a.reps < 30:
+        p.error("--reps must be at least 30")
+    sys.path.insert(0, str(ROOT))  # the checkout's sigconv
+    from sigconv._core import devices as _devices
+
+    reason = _devices.cuda_reason()
+    if reason:
+        print(f"boundary2d: no usable GPU ({reason})")
+        return 2
+    import cupy
+
+    from sigconv.backends import cuda2d
+    from sigconv.registry import table as _registry
+    from sigconv.registry.table import Conv2dJob
+
+    device = _devices.gpu_name() or "gpu"
+    now = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        l2 = int(cupy.cuda.Device().attributes.get("L2CacheSize", 60 << 20))
+    except Exception:  # pragma: no cover
+        l2 = 64 << 20
+    names = ["auto"] + [v.name for v in _registry.entries("conv2d", "cuda", kind="variant")]
+    if a.variants:
+        names = [n for n in names if n in a.variants]
+    rng = np.random.default_rng(0)
+    records, rows, wrong = [], [], 0
+    print(f"boundary2d: {device}, {now:%Y-%m-%d %H:%M} UTC, float32, {a.reps} timed calls per boundary")
+    for case in a.cases:
+        H, W, kH, kW = CASES[case]
+        pad, out_hw = ((kH - 1) // 2, (kW - 1) // 2), (H, W)
+        outputs = out_hw[0] * out_hw[1]
+        frac = cuda2d.border_bands(H, W, kH, kW, pad, out_hw)[4] / outputs
+        nbytes = H * W * 4
+        copies = int(min(64, max(1, math.ceil(2 * l2 / nbytes))))
+        xs = [cupy.asarray(rng.standard_normal((1, 1, H, W), dtype=np.float32)) for _ in range(copies)]
+        xh = cupy.asnumpy(xs[0])[0, 0]
+        out = cupy.empty((1, 1) + out_hw, cupy.float32)
+        weights = {"random": rng.standard_normal((kH, kW)).astype(np.float32),
+                   "rank-1": np.outer(rng.standard_normal(kH), rng.standard_normal(kW)).astype(np.float32)}
+        print(f"\n{case}: {H}x{W}, {kH}x{kW} kernel, pad {pad}; border outputs {100 * frac:.2f}%; "
+              f"{copies} input cop{'y' if copies == 1 else 'ies'}")
+        for name in names:
+            kind = "rank-1" if name == "separable" else "random"
+            wh = weights[kind]
+            w = cupy.asarray(wh.reshape(1, 1, kH, kW))
+            # the host factors, as the API passes them (the launcher would otherwise read w back on every call)
+            kw = {"factors": cuda2d.separable_factors(wh.reshape(1, 1, kH, kW))[:2]} if name == "separable" else {}
+            if name != "auto":
+                why = _registry.get("conv2d", "cuda", name).applies(
+                    Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw, rank1=kind == "rank-1"))
+                if why:
+                    print(f"  {name:10s} skipped: {why}")
+                    continue
+            row = {"case": case, "H": H, "W": W, "kH": kH, "kW": kW, "pad": list(pad), "variant": name,
+                   "weights": kind, "border_fraction": frac, "ms": {}, "ratio": {}}
+            if name == "auto":
+                ran = cuda2d.resolve_auto(xs[0], w, None, (1, 1), pad, out_hw)
+                row["auto_choice"] = f"{ran[0]} {'x'.join(map(str, ran[1])) if ran[1] else ''}".strip()
+            ok = True
+            for boundary, fill in BOUNDARIES:
+                lab = _label(boundary, fill)
+                k = [0]
+
+                def call():
+                    x = xs[k[0] % copies]
+                    k[0] += 1
+                    return cuda2d.corr2d(x, w, None, (1, 1), pad, out_hw, variant=name, out=out, boundary=boundary,
+                                         fillvalue=fill, **kw)
+
+                out.fill(cupy.nan)
+                y = cuda2d.corr2d(xs[0], w, None, (1, 1), pad, out_hw, variant=name, out=out, boundary=boundary,
+                                  fillvalue=fill, **kw)
+                err = 0.0
+                for r0, r1 in _check_rows(out_hw[0]):
+                    ref = _reference_rows(xh, wh, pad, out_hw, boundary, fill, r0, r1)
+                    got = cupy.asnumpy(y[0, 0, r0:r1]).astype(np.float64)
+                    e = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300) if np.isfinite(got).all() \
+                        else np.inf
+                    err = max(err, e)
+                rec = {"case": case, "variant": name, "boundary": boundary, "fillvalue": fill, "rel_err": err,
+                       "weights": kind, "device": device, "date": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+                if not err <= 1e-5:
+                    ok = False
+                    wrong += 1
+                    rec["status"] = "FAIL"
+                    print(f"  {name:10s} {lab:9s} FAIL: rel err {err:.3g} > 1e-05 (not timed)")
+                    records.append(rec)
+                    continue
+                med, p20, p80 = _time(call, a.reps, a.warmup)
+                rec.update(status="ok", ms_median=med, p20=p20, p80=p80, reps=a.reps)
+                records.append(rec)
+                row["ms"][lab] = med
+            fill_ms = row["ms"].get("fill(0)")
+            for lab, ms in row["ms"].items():
+                if fill_ms and lab != "fill(0)":
+                    row["ratio"][lab] = ms / fill_ms
+            large = outputs >= LARGE_OUTPUTS
+            worst = max(row["ratio"].values(), default=float("nan"))
+            if not ok or not fill_ms:
+                row["verdict"] = "FAIL"
+            elif not large:
+                row["verdict"] = "no target (small case)"
+            else:
+                row["verdict"] = "PASS" if worst <= TARGET_RATIO else "MISS"
+            rows.append(row)
+            print(f"  {name:10s}" + "".join(f" {lab} {ms:7.3f} ms" for lab, ms in row["ms"].items())
+                  + f"  worst ratio {worst:.3f}  {row['verdict']}" + (f" (auto ran {row['auto_choice']})"
+                                                                      if name == "auto" else ""))
+        xs = out = y = None  # free the case's buffers before the next one
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    labs = [_label(b, f) for b, f in BOUNDARIES]
+    md = ["# 2-D boundaries: cost over fill(0)", "",
+          f"{device}, {now:%Y-%m-%d %H:%M} UTC; float32, \"same\" windows; CUDA events, median of {a.reps} calls "
+          f"(p20-p80 in the JSON); target: every boundary <= {TARGET_RATIO:.2f} x fill(0) on cases of >= 2^24 "
+          "outputs.", "",
+          "| case | variant | " + f"{labs[0]} ms | " + " | ".join(f"{lab} ms (x fill)" for lab in labs[1:])
+          + " | verdict |", "|---|---|" + "---:|" * len(labs) + "---|"]
+    for r in rows:
+        cells = [f"{r['ms'][labs[0]]:.3f}" if labs[0] in r["ms"] else "FAIL"]
+        for lab in labs[1:]:
+            cells.append(f"{r['ms'][lab]:.3f} ({r['ratio'][lab]:.3f})" if lab in r["ratio"] else "FAIL")
+        v = r["variant"] + (f" ({r['auto_choice']})" if "auto_choice" in r else "") \
+            + (" rank-1" if r["weights"] == "rank-1" else "")
+        md.append(f"| {r['case']} {r['H']}x{r['W']} k{r['kH']}x{r['kW']} | {v} | " + " | ".join(cells)
+                  + f" | {r['verdict']} |")
+    text = "\n".join(md) + "\n"
+    print()
+    print(text)
+    out_dir = a.out or Path(os.environ.get("OUT") or Path.cwd())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"boundary2d-{_slug(device)}-{now:%Y-%m-%d}"
+    meta = {"device": device, "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "dtype": "float32", "reps": a.reps,
+            "warmup": a.warmup, "target_ratio": TARGET_RATIO, "large_outputs": LARGE_OUTPUTS,
+            "cupy": cupy.__version__, "l2_bytes": l2}
+    (out_dir / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows, "records": records}, indent=1)
+                                          + "\n")
+    (out_dir / f"{stem}.md").write_text(text)
+    print(f"wrote {out_dir / (stem + '.json')}\nwrote {out_dir / (stem + '.md')}")
+    misses = [f"{r['case']} {r['variant']}" for r in rows if r["verdict"] == "MISS"]
+    print(f"verdict: boundaries within {TARGET_RATIO:.2f} x fill(0) on the large cases: "
+          + ("PASS" if not misses else f"MISS ({', '.join(misses)})") + (f"; {wrong} wrong results" if wrong else ""))
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
