@@ -8,12 +8,14 @@
 # of the fft variant, benchmarks/fft_stages.py), spectral (benchmarks/spectral_bench.py --gpu --skip-quality:
 # needs the noisereduce, tqdm and joblib wheels), profile (Nsight Compute on benchmarks/profile_kernels.py:
 # occupancy, achieved bandwidth and stall reasons of the kernels that missed a target), batch
-# (benchmarks/batch_bench.py, GPU modes, on a machine with GPUs).
-# "all" and no argument run the first six; the last four only when named.
+# (benchmarks/batch_bench.py, GPU modes, on a machine with GPUs), boundary (benchmarks/boundary2d.py: the 2-D
+# boundaries fill/wrap/symm against fill(0) per variant; BOUNDARY_ARGS for its options).
+# "all" and no argument run the first six; the last five only when named.
 # Run from the repository root with sigconv importable (PYTHONPATH) and $OUT an existing folder; the
 # results land directly in $OUT (at most 8 files come back from the device machine):
 #   gpu_check.log, tests.xml, sanitize.log, conv1d-*.json/.md, conv2d-*.json/.md, denoise_vs_sox-*.json,
-#   extras.log (fftstages, profile and the spectral and batch benchmarks' output), spectral-*.json, batch_*.json
+#   extras.log (fftstages, profile and the spectral, batch and boundary benchmarks' output), spectral-*.json,
+#   batch_*.json, boundary2d-*.json/.md
 # Time: GPU_CHECK_BUDGET seconds in all (default 540) shared among the chosen stages by weight; a
 # stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
 # T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
@@ -36,14 +38,14 @@ export PYTHONUNBUFFERED=1
 PY="${PYTHON:-python3}"
 
 ALL="info tests sanitize bench1d bench2d e2e"
-EXTRA="fftstages spectral profile batch"
+EXTRA="fftstages spectral profile batch boundary"
 REQ="${*:-${STAGES:-$ALL}}"
 SEL=""
 for s in $REQ; do
   case "$s" in
     all) SEL="$SEL $ALL" ;;
     bench) SEL="$SEL bench1d bench2d" ;;
-    info|tests|sanitize|bench1d|bench2d|e2e|fftstages|spectral|profile|batch) SEL="$SEL $s" ;;
+    info|tests|sanitize|bench1d|bench2d|e2e|fftstages|spectral|profile|batch|boundary) SEL="$SEL $s" ;;
     *) echo "gpu_check: unknown stage '$s' (stages: $ALL $EXTRA, bench, all)"; exit 2 ;;
   esac
 done
@@ -54,7 +56,7 @@ for s in $ALL $EXTRA; do
 done
 
 weight() { case "$1" in info) echo 1 ;; tests) echo 8 ;; sanitize) echo 3 ;; bench1d) echo 5 ;; bench2d) echo 4 ;; e2e) echo 3 ;;
-  fftstages) echo 1 ;; spectral) echo 3 ;; profile) echo 2 ;; batch) echo 3 ;; esac; }
+  fftstages) echo 1 ;; spectral) echo 3 ;; profile) echo 2 ;; batch) echo 3 ;; boundary) echo 2 ;; esac; }
 BUDGET="${GPU_CHECK_BUDGET:-540}"
 T0=$(date +%s)
 
@@ -248,6 +250,13 @@ stage_batch() {
   return "${PIPESTATUS[0]}"
 }
 
+stage_boundary() {
+  local T="$1"
+  echo "===== boundary =====" | extras
+  timeout -k 10 "$T" "$PY" benchmarks/boundary2d.py --out "$OUT" ${BOUNDARY_ARGS:-} 2>&1 | tee "$WORK/boundary.log" | extras
+  return "${PIPESTATUS[0]}"
+}
+
 # ------------------------------------------------------------------------------------------ run
 
 REMAINING="$STAGE_LIST"
@@ -284,6 +293,11 @@ for op in conv1d conv2d; do
     grep -E "^ +cuda +sigconv:.* (FAIL|error) " "$WORK/bench-$op.log" | head -8 | cut -c1-220
   fi
 done
+if [ -f "$WORK/boundary.log" ]; then
+  echo "--- boundary"
+  awk '/^\| case \| variant/{p=1} p && /^\|/' "$WORK/boundary.log" | cut -c1-200
+  grep -E "^verdict:|FAIL" "$WORK/boundary.log" | head -8 | cut -c1-220
+fi
 if [ -f "$WORK/e2e.log" ]; then
   echo "--- e2e"
   grep -E "^(generated|sox |sigconv-|soundfile-copy|cpu vs cuda|verdict:)|FAILED" "$WORK/e2e.log" | cut -c1-200
