@@ -47,7 +47,7 @@ def test_convolve_and_correlate_keep_their_accuracy_at_any_magnitude(rng, dtype,
     xs = np.ldexp(x, e).astype(dtype)
     for fn, ref_fn in ((sigconv.convolve, np.convolve), (sigconv.correlate, np.correlate)):
         for mode in ("full", "same", "valid"):
-            y = fn(xs, h, mode, backend="cpu", variant=variant)
+            y = fn(xs, h, mode, axis=-1, backend="cpu", variant=variant)
             assert y.dtype == dtype
             ref = np.stack([ref_fn(r.astype(np.float64), h.astype(np.float64), mode) for r in x])
             if mode == "same" and fn is sigconv.correlate:  # SciPy's "same" centring for correlate
