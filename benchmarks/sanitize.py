@@ -9,7 +9,9 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 (small shapes keep the instrumented run short; each variant still sees tails, K > tile, every mode,
 unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
-the run to those variants.
+the run to those variants; ``boundary`` names the 2-D border pass (fill 0 and 2.5, wrap, symm, on kernels larger
+than the image and 1xN / Nx1 shapes, float32 and float64) and the uint64 kernels (conv1d and conv2d naive and
+the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no name is given.
 """
 
 from __future__ import annotations
@@ -24,6 +26,82 @@ import scipy.signal
 #: Input magnitudes (powers of two) the fft variant is also checked at, by dtype: beyond what an unscaled float
 #: transform survives, and deep in the small numbers.
 FFT_MAGNITUDES = {"float32": (0, 120, -100), "float64": (0, 1000, -1000)}
+#: The border pass's shapes (H, W, kH, kW): kernel larger than the image in both / one axis, 1xN, Nx1, even.
+BOUNDARY_SHAPES = ((9, 13, 3, 3), (3, 5, 7, 9), (17, 6, 5, 2), (6, 2, 3, 4), (1, 11, 1, 4), (13, 1, 4, 1))
+_NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
+
+
+def _windows_2d(H, W, kH, kW):
+    """(mode, pad, out_hw) in correlation form: full, correlate2d's and convolve2d's same, valid if it fits."""
+    yield "full", (kH - 1, kW - 1), (H + kH - 1, W + kW - 1)
+    yield "same", ((kH - 1) // 2, (kW - 1) // 2), (H, W)
+    yield "same_conv", (kH // 2, kW // 2), (H, W)
+    if H >= kH and W >= kW:
+        yield "valid", (0, 0), (H - kH + 1, W - kW + 1)
+
+
+def _extended(x, kH, kW, pad, out_hw, boundary, fill):
+    (py, px), (Ho, Wo) = pad, out_hw
+    widths = ((py, Ho + kH - 1 - x.shape[0] - py), (px, Wo + kW - 1 - x.shape[1] - px))
+    return np.pad(x, widths, mode=_NP_MODE[boundary], **({"constant_values": fill} if boundary == "fill" else {}))
+
+
+def boundary_checks(cupy, rng) -> tuple:
+    """(checks, mismatches) of the 2-D border pass (every boundary, float32/float64/uint64) and the uint64
+    conv1d kernel; each mismatch printed."""
+    from sigconv.backends import cuda1d, cuda2d
+
+    n = bad = 0
+    tol = {"float32": 1e-5, "float64": 1e-10}
+    for H, W, kH, kW in BOUNDARY_SHAPES:
+        xi = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
+        wi = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
+        xf, wf = rng.standard_normal((H, W)), rng.standard_normal((kH, kW))
+        for mode, pad, out_hw in _windows_2d(H, W, kH, kW):
+            for boundary, fill in (("fill", 0), ("fill", 2.5), ("wrap", 0), ("symm", 0)):
+                for dtype in ("float32", "float64", "uint64"):
+                    exact = dtype == "uint64"
+                    if exact:
+                        f = -3 if fill else 0  # an integer fill constant, negative: taken mod 2^64
+                        x, w = cupy.asarray(xi.view(np.uint64)), cupy.asarray(wi.view(np.uint64))
+                    else:
+                        f = fill
+                        x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(wf, dtype=dtype)
+                    y = cupy.asnumpy(cuda2d.corr2d(x.reshape(1, 1, H, W), w.reshape(1, 1, kH, kW), None, (1, 1), pad,
+                                                   out_hw, variant="naive", boundary=boundary, fillvalue=f))[0, 0]
+                    n += 1
+                    tag = f"border {dtype} {H}x{W} k{kH}x{kW} {mode} {boundary} fill={f}"
+                    if exact:
+                        xe = _extended(xi, kH, kW, pad, out_hw, boundary, f)
+                        ref = np.zeros(out_hw, np.int64)
+                        for i in range(kH):
+                            for j in range(kW):
+                                ref += wi[i, j] * xe[i:i + out_hw[0], j:j + out_hw[1]]
+                        if not np.array_equal(y.view(np.int64), ref):
+                            bad += 1
+                            print(f"MISMATCH {tag}: not bit for bit")
+                        continue
+                    xe = _extended(cupy.asnumpy(x).astype(np.float64), kH, kW, pad, out_hw, boundary, f)
+                    ref = scipy.signal.correlate2d(xe, cupy.asnumpy(w).astype(np.float64), "valid")
+                    den = np.linalg.norm(ref) or 1.0
+                    err = np.linalg.norm(y.astype(np.float64) - ref) / den if np.isfinite(y).all() else np.inf
+                    if not err <= tol[dtype]:
+                        bad += 1
+                        print(f"MISMATCH {tag}: rel err {err:.3g}")
+    for L, K, C in ((1, 3, 1), (37, 5, 2), (50, 64, 3)):
+        xi = rng.integers(-(2**62), 2**62, (C, L), dtype=np.int64)
+        hi = rng.integers(-(2**62), 2**62, K, dtype=np.int64)
+        full = np.stack([np.convolve(r, hi[::-1]) for r in xi])  # correlation with hi, full window
+        for pad, out_len in ((K - 1, L + K - 1), ((K - 1) // 2, L), (0, L - K + 1)):
+            if out_len <= 0:
+                continue
+            y = cupy.asnumpy(cuda1d.corr1d(cupy.asarray(xi.view(np.uint64)), cupy.asarray(hi.view(np.uint64)), pad,
+                                           out_len))
+            n += 1
+            if not np.array_equal(y.view(np.int64), full[:, K - 1 - pad:K - 1 - pad + out_len]):
+                bad += 1
+                print(f"MISMATCH conv1d uint64 L={L} K={K} C={C} pad={pad}: not bit for bit")
+    return n, bad
 
 
 def main(argv=None) -> int:
@@ -105,6 +183,10 @@ def main(argv=None) -> int:
                             bad += 1
                             print(f"MISMATCH conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} {op}: {err:.3g}")
         print(f"conv2d {v.name}: done")
+    if not only or "boundary" in only:
+        nb, badb = boundary_checks(cupy, rng)
+        n, bad = n + nb, bad + badb
+        print("boundary: done")
     cupy.cuda.get_current_stream().synchronize()
     print(f"sanitize: {n} checks, {bad} mismatches")
     return 1 if bad else 0
