@@ -271,6 +271,31 @@ def test_boundary_every_variant(rng, name, dtype, shape):
         pytest.skip(f"{name} applies to no window of {label}")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [v.name for v in VARIANTS])
+def test_boundary_every_block(rng, name):
+    """Every accepted block of each variant under wrap, symm and fill 2.5, full and same windows, float32."""
+    from sigconv.backends import cuda2d
+
+    v = _registry.get("conv2d", "cuda", name)
+    H, W, kH, kW = 37, 1823, 5, 4
+    wh = rng.standard_normal((kH, 1)) * rng.standard_normal((1, kW)) if name == "separable" else \
+        rng.standard_normal((kH, kW))
+    x = cupy.asarray(rng.standard_normal((1, 1, H, W)), dtype=cupy.float32)
+    w = cupy.asarray(wh.reshape(1, 1, kH, kW), dtype=cupy.float32)
+    x64, w64 = cupy.asnumpy(x)[0, 0].astype(np.float64), cupy.asnumpy(w)[0, 0].astype(np.float64)
+    for mode, pad, out_hw in list(_windows(H, W, kH, kW))[:2]:
+        if v.applies(Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw, rank1=True)):
+            continue
+        for boundary, fill in BOUNDARIES[1:]:
+            ref = scipy.signal.correlate2d(_extended(x64, kH, kW, pad, out_hw, boundary, fill), w64, "valid")
+            for block in v.blocks:
+                out = cupy.full((1, 1) + out_hw, cupy.nan, dtype=cupy.float32)
+                cuda2d.corr2d(x, w, None, (1, 1), pad, out_hw, variant=name, block=block, out=out,
+                              boundary=boundary, fillvalue=fill)
+                _check(out[0, 0], ref, "float32", f"{name} {block} {mode} {boundary} fill={fill}")
+
+
 def test_border_pass_runs_only_where_needed(rng, monkeypatch):
     """fill with 0 launches no border pass; wrap, symm and a fill constant launch exactly one, after the variant."""
     from sigconv.backends import cuda2d
@@ -294,7 +319,7 @@ def test_boundary_refusals():
     with pytest.raises(ValueError, match="one image, one channel in and out.*Cin=2"):
         cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (16, 16), boundary="wrap")
     x1, w1 = x[:, :1].copy(), w[:, :1].copy()
-    with pytest.raises(ValueError, match="stride 1"):
+    with pytest.raises(ValueError, match=r"stride 1 .*stride \(2, 2\)"):
         cuda2d.corr2d(x1, w1, None, (2, 2), (1, 1), (8, 8), boundary="symm")
     with pytest.raises(ValueError, match="non-zero fillvalue.*bias"):
         cuda2d.corr2d(x1, w1, cupy.ones(1, cupy.float32), (1, 1), (1, 1), (16, 16), fillvalue=1.0)
