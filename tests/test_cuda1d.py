@@ -470,3 +470,7 @@ def test_exact_uint64_refused_by_other_variants():
         assert "\n" not in str(e.value)
         with pytest.raises(ValueError, match="uint64"):  # the launcher itself, through its registry entry
             v.run(x, w, 1, 100, v.default_block)
+    with pytest.raises(ValueError, match="integer array for uint64"):
+        cuda1d.corr1d(x, cupy.ones(3, cupy.float64), 1, 100)
+    y = cuda1d.corr1d(x, cupy.full(3, -1, cupy.int64), 1, 100)  # signed taps, taken mod 2^64
+    assert cupy.asnumpy(y).view(np.int64)[0, 1:-1].tolist() == [-3] * 98

@@ -269,6 +269,9 @@ def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key
         if variant not in ("auto",) + EXACT_VARIANTS:
             raise ValueError(f"conv1d variant {variant!r} does not run {EXACT_DTYPE} (exact integer) data; "
                              f"{', '.join(EXACT_VARIANTS)} does")
+        if w.dtype.kind not in "iu":
+            raise ValueError(f"w must be an integer array for {EXACT_DTYPE} x; got {w.dtype.name}")
+        w = w.astype(x.dtype, copy=False)  # signed taps mod 2^64 (two's complement, as x)
         variant = EXACT_VARIANTS[0]  # the chooser's candidates are floating kernels
     elif variant == "auto":
         variant, block = resolve_auto(x, w, pad, out_len, block)
