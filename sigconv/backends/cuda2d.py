@@ -155,9 +155,10 @@ def _aligned(a) -> bool:
 
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
-_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
-                        for t in ("float", "double"))
-                  + tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border") for t in _CTYPES.values()))
+# naive and border also for uint64; the other templates for the floating dtypes
+_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border") for t in _CTYPES.values())
+                  + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
+                          for t in ("float", "double")))
 
 
 def _generic(kernel: str, dtype):
