@@ -15,6 +15,7 @@ Nothing here imports CuPy at module level.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -416,24 +417,33 @@ def _fill_scalar(fillvalue, dtype):
     return np.uint64(v % (1 << 64))
 
 
+@functools.lru_cache(maxsize=256)
+def _border_args(H: int, W: int, kH: int, kW: int, py: int, px: int, Ho: int, Wo: int, block: int) -> tuple:
+    """(grid, integer arguments, count) of a border pass; memoised, so that a repeated call costs a lookup (the
+    pass is short: its host work would otherwise show next to it)."""
+    top, bot, left, right, count = border_bands(H, W, kH, kW, (py, px), (Ho, Wo))
+    return (border_grid(count, block), _i32(H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right) + (np.int64(count),),
+            count)
+
+
+_BOUNDARY_ARG = {b: np.int32(code) for b, code in BOUNDARIES.items()}
+
+
 def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: int = BORDER_BLOCK):
     """Recompute in ``y`` the outputs whose window leaves the image, with ``boundary`` ("fill" with
     ``fillvalue``, "wrap", "symm"): the second pass after any variant ran with zero padding. x (1, 1, H, W),
     w (1, 1, kH, kW), y (1, 1, Ho, Wo), C-contiguous, one dtype (float32, float64, uint64); stride 1."""
     if boundary not in BOUNDARIES:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
-    H, W = (int(v) for v in x.shape[2:])
-    kH, kW = (int(v) for v in w.shape[2:])
-    Ho, Wo = (int(v) for v in y.shape[2:])
-    top, bot, left, right, count = border_bands(H, W, kH, kW, pad, (Ho, Wo))
+    H, W = x.shape[2:]
+    grid, iargs, count = _border_args(int(H), int(W), *(int(v) for v in w.shape[2:]), int(pad[0]), int(pad[1]),
+                                      *(int(v) for v in y.shape[2:]), int(block))
     if count == 0:
         return y
     if boundary != "fill" and H * W == 0:
         raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
-    f = _generic("conv2d_border", x.dtype)
-    f(border_grid(count, block), (block,),
-      (x, w, y) + _i32(H, W, kH, kW, pad[0], pad[1], Ho, Wo, top, bot, left, right)
-      + (np.int64(count), np.int32(BOUNDARIES[boundary]), _fill_scalar(fillvalue, x.dtype)))
+    _generic("conv2d_border", x.dtype)(grid, (block,), (x, w, y) + iargs
+                                       + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype)))
     return y
 
 
