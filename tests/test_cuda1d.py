@@ -323,7 +323,7 @@ def test_block_rejections():
     w = cupy.ones(3, np.float32)
     for bad in (48, 2048, 0):
         with pytest.raises(ValueError, match="block"):
-            sigconv.convolve(x, w, backend="cuda", variant="tiled", block=bad)
+            sigconv.convolve(x, w, axis=-1, backend="cuda", variant="tiled", block=bad)
     for v in VARIANTS:
         with pytest.raises(ValueError, match=rf"variant '{v.name}'.*accepted"):
             v.load()(x, w, 1, 100, 96)  # a multiple of 32 no variant lists
@@ -342,7 +342,7 @@ def test_constant_tap_limit_refused():
 def test_float64_on_float32_only_variant_refused():
     x = cupy.zeros((1, 100), np.float64)
     with pytest.raises(ValueError, match="float32"):
-        sigconv.convolve(x, np.ones(3), backend="cuda", variant="tiled")
+        sigconv.convolve(x, np.ones(3), axis=-1, backend="cuda", variant="tiled")
 
 
 def test_unknown_variant_refused():

@@ -259,6 +259,18 @@ def test_convolve_of_2d_inputs_is_scipys_2d_convolution(rng, backend):
             np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-9, err_msg=str((xs, ks, mode, name)))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kernels_of_any_size_in_2d(rng, backend):
+    """2-D kernels with sides beyond the tiled kernels' 31 (SciPy takes any size): SciPy's values, every boundary."""
+    x = rng.integers(-9, 10, (45, 70)).astype(np.float64)
+    k = rng.integers(-3, 4, (37, 33)).astype(np.float64)
+    for boundary, mode in itertools.product(("fill", "wrap", "symm"), MODES):
+        np.testing.assert_array_equal(sigconv.correlate2d(x, k, mode, boundary, backend=backend),
+                                      ss.correlate2d(x, k, mode, boundary), err_msg=f"{boundary} {mode}")
+    np.testing.assert_allclose(sigconv.convolve(x, k, "same", backend=backend), ss.convolve(x, k, "same"),
+                               rtol=1e-12, atol=1e-8)
+
+
 def test_one_row_kernel_takes_the_1d_path(monkeypatch, rng):
     """A (1, K) kernel in a 2-D convolve runs the 1-D contract (the long-filter kernels), not the 2-D one."""
     from sigconv import _api

@@ -554,7 +554,8 @@ def _rank1(job) -> str | None:
 
 _F32 = ("float32",)
 for _name, _run, _desc, _blocks, _default, _kw in (
-    ("naive", launch_naive, "one thread per output, loops Cin x kH x kW (article A)", _BLOCKS_GENERIC, (32, 8), {}),
+    ("naive", launch_naive, "one thread per output, loops Cin x kH x kW (article A); any kernel size",
+     _BLOCKS_GENERIC, (32, 8), dict(max_taps=None)),
     ("shared", launch_shared, "input tile + halo per channel in shared memory, bank-padded rows", _BLOCKS_GENERIC,
      (32, 8), {}),
     ("regblock", launch_regblock, "16-byte tile loads, 2x4 outputs x 8 output channels per thread in registers",
