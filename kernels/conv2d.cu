@@ -382,32 +382,35 @@ __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__
 // Boundaries other than zero fill (single channel: x (H, W), w (kH, kW), stride 1, no bias). Any variant first
 // computes y with zero padding, which is already right wherever the window lies inside the image; this pass
 // recomputes only the outputs whose window leaves it (top/bottom bands, left/right columns between them:
-// c2d_border_rc), reading xe[gr, gc] through the boundary rule (c2d_extend). One thread per border element,
-// grid-stride over the `count` of them (i64: the bands of a large image can exceed 2^31 elements).
+// c2d_border_rc), reading xe[gr, gc] through the boundary rule (c2d_extend). G lanes (a power of two up to 32,
+// chosen by the launcher from kH*kW) share one border element: lane g sums the taps t = g, g+G, ... (row-major
+// over the kernel) and the G partial sums meet by xor shuffles, so a 7x7 window is 4 loads per lane rather than
+// 49 in a row (the pass is latency-bound: its few outputs give too few threads to hide 49 dependent loads).
+// Grid-stride over the `count` elements (i64: the bands of a large image can exceed 2^31 elements); the loop is
+// warp-uniform (it tests the warp's first element), so every shuffle has all 32 lanes.
 // 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs.
 template <typename T>
 __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int H, int W,
                               int kH, int kW, int py, int px, int Ho, int Wo, int top, int bot, int left, int right,
-                              i64 count, int boundary, T fill) {
-    const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < count; e += step) {
-        int r, c;
-        c2d_border_rc(e, Ho, Wo, top, bot, left, right, r, c);
+                              i64 count, int boundary, T fill, int G) {
+    const int lane = threadIdx.x & 31, g = lane & (G - 1);
+    const i64 step = (i64)gridDim.x * blockDim.x / G;  // elements per sweep of the grid (blockDim % 32 == 0)
+    const int taps = kH * kW;
+    for (i64 e = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G; e - lane / G < count; e += step) {
         T acc = T(0);
-        for (int i = 0; i < kH; ++i) {
-            const T* wr = w + (i64)i * kW;
-            const int gr = c2d_extend((i64)r + i - py, H, boundary);  // row of xe under tap row i
-            if (gr < 0) {  // a row of the fill constant
-                for (int j = 0; j < kW; ++j) acc += wr[j] * fill;
-                continue;
-            }
-            const T* xr = x + (i64)gr * W;
-            for (int j = 0; j < kW; ++j) {
+        int r = 0, c = 0;
+        if (e < count) {
+            c2d_border_rc(e, Ho, Wo, top, bot, left, right, r, c);
+            int i = g / kW, j = g - (g / kW) * kW;  // tap t = g as (row, column)
+            for (int t = g; t < taps; t += G) {
+                const int gr = c2d_extend((i64)r + i - py, H, boundary);  // row of xe under tap row i
                 const int gc = c2d_extend((i64)c + j - px, W, boundary);
-                acc += wr[j] * (gc < 0 ? fill : xr[gc]);
+                acc += w[t] * (gr < 0 || gc < 0 ? fill : x[(i64)gr * W + gc]);
+                for (j += G; j >= kW; j -= kW) ++i;  // t += G
             }
         }
-        y[(i64)r * Wo + c] = acc;
+        for (int o = G >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (e < count && g == 0) y[(i64)r * Wo + c] = acc;
     }
 }
 
@@ -420,12 +423,12 @@ template __global__ void conv2d_naive<unsigned long long>(const unsigned long lo
                                                           const unsigned long long*, unsigned long long*, int, int, int,
                                                           int, int, int, int, int, int, int, int, int, int, int);
 template __global__ void conv2d_border<float>(const float*, const float*, float*, int, int, int, int, int, int, int, int,
-                                              int, int, int, int, i64, int, float);
+                                              int, int, int, int, i64, int, float, int);
 template __global__ void conv2d_border<double>(const double*, const double*, double*, int, int, int, int, int, int, int,
-                                               int, int, int, int, int, i64, int, double);
+                                               int, int, int, int, int, i64, int, double, int);
 template __global__ void conv2d_border<unsigned long long>(const unsigned long long*, const unsigned long long*,
                                                            unsigned long long*, int, int, int, int, int, int, int, int,
-                                                           int, int, int, int, i64, int, unsigned long long);
+                                                           int, int, int, int, i64, int, unsigned long long, int);
 template __global__ void conv2d_shared<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
                                               int, int, int, int, int, int, int, int, int, int);
 template __global__ void conv2d_shared<double>(const double*, const double*, const double*, double*, int, int, int,

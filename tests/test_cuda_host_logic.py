@@ -224,8 +224,9 @@ def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive):
     for a, f in zip((x, w, y0), files):
         np.ascontiguousarray(a).tofile(f)
     dt = {np.float32: "f32", np.float64: "f64", np.uint64: "u64"}[dtype]
-    _harness(exe, "run", dt, *ng, *nblk, *cuda2d.border_grid(count, blk), blk, H, W, kH, kW, *pad, *out_hw, top, bot,
-             left, right, count, cuda2d.BOUNDARIES[boundary], repr(fill), *files)
+    lanes = cuda2d.border_lanes(kH, kW)
+    _harness(exe, "run", dt, *ng, *nblk, *cuda2d.border_grid(count, blk, lanes), blk, H, W, kH, kW, *pad, *out_hw, top,
+             bot, left, right, count, cuda2d.BOUNDARIES[boundary], repr(fill), *files, lanes)
     return np.fromfile(files[2], dtype).reshape(out_hw)
 
 

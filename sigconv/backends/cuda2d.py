@@ -399,9 +399,17 @@ def border_bands(H: int, W: int, kH: int, kW: int, pad, out_hw) -> tuple:
     return top, bot, left, right, count
 
 
-def border_grid(count: int, block: int = BORDER_BLOCK) -> tuple:
-    """Grid of conv2d_border: one thread per border element, capped (the kernel's loop strides over the rest)."""
-    return (max(1, min(-(-int(count) // block), 65535)),)
+def border_lanes(kH: int, kW: int) -> int:
+    """Lanes per border element of conv2d_border (a power of two up to 32): about four taps per lane, so that the
+    pass, which has few outputs, has enough threads in flight to hide its loads."""
+    taps = int(kH) * int(kW)
+    return min(32, 1 << max(0, (max(1, taps // 4) - 1).bit_length()))
+
+
+def border_grid(count: int, block: int = BORDER_BLOCK, lanes: int = 1) -> tuple:
+    """Grid of conv2d_border: ``lanes`` threads per border element, capped (the kernel's loop strides over the
+    rest)."""
+    return (max(1, min(-(-int(count) * int(lanes) // block), 65535)),)
 
 
 def _fill_scalar(fillvalue, dtype):
@@ -422,8 +430,9 @@ def _border_args(H: int, W: int, kH: int, kW: int, py: int, px: int, Ho: int, Wo
     """(grid, integer arguments, count) of a border pass; memoised, so that a repeated call costs a lookup (the
     pass is short: its host work would otherwise show next to it)."""
     top, bot, left, right, count = border_bands(H, W, kH, kW, (py, px), (Ho, Wo))
-    return (border_grid(count, block), _i32(H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right) + (np.int64(count),),
-            count)
+    lanes = border_lanes(kH, kW)
+    return (border_grid(count, block, lanes), _i32(H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right)
+            + (np.int64(count),), count, np.int32(lanes))
 
 
 _BOUNDARY_ARG = {b: np.int32(code) for b, code in BOUNDARIES.items()}
@@ -436,14 +445,14 @@ def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: in
     if boundary not in BOUNDARIES:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
     H, W = x.shape[2:]
-    grid, iargs, count = _border_args(int(H), int(W), *(int(v) for v in w.shape[2:]), int(pad[0]), int(pad[1]),
+    grid, iargs, count, lanes = _border_args(int(H), int(W), *(int(v) for v in w.shape[2:]), int(pad[0]), int(pad[1]),
                                       *(int(v) for v in y.shape[2:]), int(block))
     if count == 0:
         return y
     if boundary != "fill" and H * W == 0:
         raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
     _generic("conv2d_border", x.dtype)(grid, (block,), (x, w, y) + iargs
-                                       + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype)))
+                                       + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype), lanes))
     return y
 
 

@@ -3,9 +3,10 @@
 //   border_harness enum Ho Wo top bot left right count FILE_RC      int32 (r, c) of border elements 0..count-1
 //   border_harness extend n boundary lo hi FILE                     int32 c2d_extend(i, n, boundary), lo <= i < hi
 //   border_harness run DTYPE NGX NGY NBX NBY GX BX  H W kH kW py px Ho Wo top bot left right count boundary FILL
-//                      FILE_X FILE_W FILE_Y
+//                      FILE_X FILE_W FILE_Y G
 // run: DTYPE f32, f64 or u64; conv2d_naive<T> on grid NGX x NGY of NBX x NBY blocks (NGX 0: skipped), then
-// conv2d_border<T> on GX blocks of BX threads (the launcher's cuda2d.border_grid). Arrays raw, 256-byte aligned
+// conv2d_border<T> on GX blocks of BX threads with G lanes per border element (the launcher's cuda2d.border_grid
+// and border_lanes). Arrays raw, 256-byte aligned
 // and exactly as long as the data; FILE_Y is read first (poisoned by the test) and rewritten after the launch.
 #include "cuda_shim_threads.h"
 #include "conv2d.cu"
@@ -50,9 +51,11 @@ template <typename T> static int run(char** a) {
     T* x = load<T>(a[21], (size_t)H * W);
     T* w = load<T>(a[22], (size_t)kH * kW);
     T* y = load<T>(a[23], (size_t)Ho * Wo);
+    const int G = I(24);
     if (ng.x) emu_launch(ng, nb, [&] { conv2d_naive<T>(x, w, x, y, 1, 1, H, W, 1, kH, kW, 1, 1, py, px, Ho, Wo, 0); });
-    emu_launch(g, b, [&] {
-        conv2d_border<T>(x, w, y, H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right, count, boundary, fill);
+    // one host thread per device thread (the pass's lanes meet in xor shuffles)
+    emu_launch_threads(g, b, smem, sizeof(smem), 0, [&] {
+        conv2d_border<T>(x, w, y, H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right, count, boundary, fill, G);
     });
     const int rc = save(a[23], y, (size_t)Ho * Wo * sizeof(T));
     std::free(x); std::free(w); std::free(y);
@@ -75,7 +78,7 @@ int main(int argc, char** argv) {
         for (i64 i = lo; i < hi; ++i) out.push_back(c2d_extend(i, n, boundary));
         return save(argv[6], out.data(), out.size() * sizeof(int));
     }
-    if (op == "run" && argc == 27) {
+    if (op == "run" && argc == 28) {
         const std::string dt = argv[2];
         if (dt == "f32") return run<float>(argv + 3);
         if (dt == "f64") return run<double>(argv + 3);

@@ -55,7 +55,8 @@ static std::vector<int> sc_emu_warp_size;
 static std::atomic<int> sc_emu_warp_alive[32];
 static unsigned long long sc_emu_slots[32][32];
 
-template <typename T> inline T sc_emu_shfl(unsigned mask, T v, int src_delta, bool up) {
+// mode 0: from lane - d (up), 1: lane + d (down), 2: lane ^ d (xor)
+template <typename T> inline T sc_emu_shfl(unsigned mask, T v, int d, int mode) {
     static_assert(sizeof(T) <= sizeof(unsigned long long), "shuffle of a type wider than 8 bytes");
     const unsigned w = sc_emu_tid / 32, lane = sc_emu_tid % 32;
     if (mask != 0xffffffffu) {
@@ -69,13 +70,14 @@ template <typename T> inline T sc_emu_shfl(unsigned mask, T v, int src_delta, bo
         std::exit(4);
     }
     T r = v;
-    const int src = up ? (int)lane - src_delta : (int)lane + src_delta;
+    const int src = mode == 0 ? (int)lane - d : mode == 1 ? (int)lane + d : (int)(lane ^ (unsigned)d);
     if (src >= 0 && src < sc_emu_warp_size[w]) std::memcpy(&r, &sc_emu_slots[w][src], sizeof(T));
     sc_emu_warp_bars[w]->arrive_and_wait();
     return r;
 }
-template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, true); }
-template <typename T> inline T __shfl_down_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, false); }
+template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, 0); }
+template <typename T> inline T __shfl_down_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, 1); }
+template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int d) { return sc_emu_shfl(mask, v, d, 2); }
 
 // Run body() for every thread of every block; `smem`/`smem_cap` is the shared-memory stand-in, of which the
 // first `smem_bytes` are usable by this launch (the rest is poisoned while it runs).
