@@ -105,8 +105,8 @@ def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, arith, c
     lead = xm.shape[:-1]
     C = int(np.prod(lead, dtype=np.int64))
     run = _variant_1d(method, variant, arith, be, C, L, K)
-    if (run == "auto" and method != "fft" and be == "cuda" and array_namespace(h) is np and arith.result.kind == "f"
-            and not np.isfinite(h).all()):
+    if (variant == "auto" and run != "fft" and method != "fft" and be == "cuda" and array_namespace(h) is np
+            and arith.result.kind == "f" and not np.isfinite(h).all()):
         # SciPy's direct sum never multiplies a tap by a sample outside the signal; the tiled kernels read zeros
         # there, and 0 * nan would spread a non-finite tap to the edges. The naive kernel clips the tap range.
         run = "naive"
