@@ -296,7 +296,7 @@ done
 if [ -f "$WORK/boundary.log" ]; then
   echo "--- boundary"
   awk '/^\| case \| variant/{p=1} p && /^\|/' "$WORK/boundary.log" | cut -c1-200
-  grep -E "^verdict:|FAIL" "$WORK/boundary.log" | head -8 | cut -c1-220
+  grep -E "^verdict|FAIL" "$WORK/boundary.log" | head -8 | cut -c1-220
 fi
 if [ -f "$WORK/e2e.log" ]; then
   echo "--- e2e"
