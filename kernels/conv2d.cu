@@ -382,10 +382,11 @@ __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__
 // Boundaries other than zero fill (single channel: x (H, W), w (kH, kW), stride 1, no bias). Any variant first
 // computes y with zero padding, which is already right wherever the window lies inside the image; this pass
 // recomputes only the outputs whose window leaves it (top/bottom bands, left/right columns between them:
-// c2d_border_rc), reading xe[gr, gc] through the boundary rule (c2d_extend). G lanes (a power of two up to 32,
-// chosen by the launcher from kH*kW) share one border element: lane g sums the taps t = g, g+G, ... (row-major
-// over the kernel) and the G partial sums meet by xor shuffles, so a 7x7 window is 4 loads per lane rather than
-// 49 in a row (the pass is latency-bound: its few outputs give too few threads to hide 49 dependent loads).
+// c2d_border_rc), reading xe[gr, gc] through the boundary rule (c2d_extend). The pass is latency-bound: each
+// output is a chain of kH*kW loads from an image that has mostly left L2. With enough border elements to fill the
+// GPU (G == 1) a thread owns one and its column loop is unrolled by 4, so four loads are in flight; with few
+// (a small image, a large kernel) G lanes (a power of two up to 32, chosen by the launcher) share one element:
+// lane g sums the taps t = g, g+G, ... (row-major) and the G partial sums meet by xor shuffles.
 // Grid-stride over the `count` elements (i64: the bands of a large image can exceed 2^31 elements); the loop is
 // warp-uniform (it tests the warp's first element), so every shuffle has all 32 lanes.
 // 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs.
@@ -401,12 +402,29 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
         int r = 0, c = 0;
         if (e < count) {
             c2d_border_rc(e, Ho, Wo, top, bot, left, right, r, c);
-            int i = g / kW, j = g - (g / kW) * kW;  // tap t = g as (row, column)
-            for (int t = g; t < taps; t += G) {
-                const int gr = c2d_extend((i64)r + i - py, H, boundary);  // row of xe under tap row i
-                const int gc = c2d_extend((i64)c + j - px, W, boundary);
-                acc += w[t] * (gr < 0 || gc < 0 ? fill : x[(i64)gr * W + gc]);
-                for (j += G; j >= kW; j -= kW) ++i;  // t += G
+            if (G == 1) {
+                for (int i = 0; i < kH; ++i) {
+                    const T* wr = w + (i64)i * kW;
+                    const int gr = c2d_extend((i64)r + i - py, H, boundary);  // row of xe under tap row i
+                    if (gr < 0) {  // a row of the fill constant
+                        for (int j = 0; j < kW; ++j) acc += wr[j] * fill;
+                        continue;
+                    }
+                    const T* xr = x + (i64)gr * W;
+#pragma unroll 4
+                    for (int j = 0; j < kW; ++j) {
+                        const int gc = c2d_extend((i64)c + j - px, W, boundary);
+                        acc += wr[j] * (gc < 0 ? fill : xr[gc]);
+                    }
+                }
+            } else {
+                int i = g / kW, j = g - (g / kW) * kW;  // tap t = g as (row, column)
+                for (int t = g; t < taps; t += G) {
+                    const int gr = c2d_extend((i64)r + i - py, H, boundary);
+                    const int gc = c2d_extend((i64)c + j - px, W, boundary);
+                    acc += w[t] * (gr < 0 || gc < 0 ? fill : x[(i64)gr * W + gc]);
+                    for (j += G; j >= kW; j -= kW) ++i;  // t += G
+                }
             }
         }
         for (int o = G >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);

@@ -114,6 +114,20 @@ def test_border_bands_match_brute_force(H, W, kH, kW, pad, out_hw):
         assert count == Ho * Wo
 
 
+def test_border_lanes_fill_one_wave():
+    """One lane per element when the border alone fills the GPU (the spectrogram), more (at least four taps each,
+    at most 32) when it is small, never beyond one wave of threads."""
+    from sigconv.backends import cuda2d
+
+    assert cuda2d.border_lanes(3, 3, 133_118) == 1 and cuda2d.border_lanes(5, 5, 266_236) == 1
+    assert cuda2d.border_lanes(7, 7, 49_104) == 4
+    assert cuda2d.border_lanes(31, 31, 1000) == 32 and cuda2d.border_lanes(1, 3, 10) == 1
+    for k, n in ((3, 100), (7, 5000), (15, 20_000), (31, 29_000)):
+        g = cuda2d.border_lanes(k, k, n)
+        assert g & (g - 1) == 0 and 1 <= g <= 32 and (g == 1 or (n * g <= cuda2d.BORDER_WAVE_THREADS
+                                                               and 4 * g <= k * k))
+
+
 def test_border_bands_of_the_spectrogram():
     """1025 x 65536 with 3x3, same: two full rows and two columns of the rest; the count needs 64 bits for a
     2^31-output image."""
@@ -211,7 +225,7 @@ def _int64_corr_valid(xe, w, out_hw):
     return y
 
 
-def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive):
+def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive, lanes=None):
     from sigconv.backends import cuda2d
 
     H, W = x.shape
@@ -224,7 +238,7 @@ def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive):
     for a, f in zip((x, w, y0), files):
         np.ascontiguousarray(a).tofile(f)
     dt = {np.float32: "f32", np.float64: "f64", np.uint64: "u64"}[dtype]
-    lanes = cuda2d.border_lanes(kH, kW)
+    lanes = lanes or cuda2d.border_lanes(kH, kW, count)
     _harness(exe, "run", dt, *ng, *nblk, *cuda2d.border_grid(count, blk, lanes), blk, H, W, kH, kW, *pad, *out_hw, top,
              bot, left, right, count, cuda2d.BOUNDARIES[boundary], repr(fill), *files, lanes)
     return np.fromfile(files[2], dtype).reshape(out_hw)
@@ -233,17 +247,27 @@ def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive):
 BOUNDARY_CASES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw", list(_all_border_cases()))
-def test_border_pass_on_host(border_harness, tmp_path, rng, dtype, H, W, kH, kW, pad, out_hw):
+def _lane_cases():
+    """Every fourth border case, with one lane per element (the unrolled loop) and with 32 (a warp per element)."""
+    for k, case in enumerate(_all_border_cases()):
+        if k % 4 == 0:
+            yield pytest.param(np.float32, 1, *case.values, id=f"f32-lanes1-{case.id}")
+            yield pytest.param(np.float64, 32, *case.values, id=f"f64-lanes32-{case.id}")
+
+
+@pytest.mark.parametrize("dtype, lanes, H, W, kH, kW, pad, out_hw",
+                         [pytest.param(dt, None, *case.values, id=f"{np.dtype(dt).name}-{case.id}")
+                          for case in _all_border_cases() for dt in (np.float32, np.float64)] + list(_lane_cases()))
+def test_border_pass_on_host(border_harness, tmp_path, rng, dtype, lanes, H, W, kH, kW, pad, out_hw):
     """conv2d_border alone on a NaN-poisoned output writes exactly the border outputs, each equal to the float64
-    correlation of the image extended by numpy.pad (fill 0 and 2.5, wrap, symm)."""
+    correlation of the image extended by numpy.pad (fill 0 and 2.5, wrap, symm); with the launcher's lanes per
+    element, one (the unrolled loop) and 32 (every lane of a warp on one element)."""
     x = rng.standard_normal((H, W)).astype(dtype)
     w = rng.standard_normal((kH, kW)).astype(dtype)
     mask = _brute_border(H, W, kH, kW, pad, out_hw)
     for boundary, fill in BOUNDARY_CASES:
         y = _run_border(border_harness, tmp_path, dtype, x, w, pad, out_hw, boundary, fill,
-                        np.full(out_hw, np.nan, dtype), naive=False)
+                        np.full(out_hw, np.nan, dtype), naive=False, lanes=lanes)
         assert np.array_equal(~np.isnan(y), mask), f"{boundary}: written outputs are not the border ones"
         xe = _padded(x.astype(np.float64), kH, kW, pad, out_hw, boundary, fill)
         ref = scipy.signal.correlate2d(xe, w.astype(np.float64), "valid")

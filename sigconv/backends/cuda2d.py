@@ -399,11 +399,18 @@ def border_bands(H: int, W: int, kH: int, kW: int, pad, out_hw) -> tuple:
     return top, bot, left, right, count
 
 
-def border_lanes(kH: int, kW: int) -> int:
-    """Lanes per border element of conv2d_border (a power of two up to 32): about four taps per lane, so that the
-    pass, which has few outputs, has enough threads in flight to hide its loads."""
-    taps = int(kH) * int(kW)
-    return min(32, 1 << max(0, (max(1, taps // 4) - 1).bit_length()))
+#: About one wave of threads on a large GPU (132 SMs x 2048): the border pass splits an element's taps over
+#: several lanes only while the threads of the whole pass still fit in it (more waves would chain the loads again).
+BORDER_WAVE_THREADS = 1 << 18
+
+
+def border_lanes(kH: int, kW: int, count: int) -> int:
+    """Lanes per border element of conv2d_border: 1 when the ``count`` elements alone fill the GPU, else the
+    largest power of two (up to 32, at least four taps a lane) that keeps the pass within one wave of threads."""
+    taps, g = int(kH) * int(kW), 1
+    while g < 32 and 4 * 2 * g <= taps and int(count) * 2 * g <= BORDER_WAVE_THREADS:
+        g *= 2
+    return g
 
 
 def border_grid(count: int, block: int = BORDER_BLOCK, lanes: int = 1) -> tuple:
@@ -430,7 +437,7 @@ def _border_args(H: int, W: int, kH: int, kW: int, py: int, px: int, Ho: int, Wo
     """(grid, integer arguments, count) of a border pass; memoised, so that a repeated call costs a lookup (the
     pass is short: its host work would otherwise show next to it)."""
     top, bot, left, right, count = border_bands(H, W, kH, kW, (py, px), (Ho, Wo))
-    lanes = border_lanes(kH, kW)
+    lanes = border_lanes(kH, kW, count)
     return (border_grid(count, block, lanes), _i32(H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right)
             + (np.int64(count),), count, np.int32(lanes))
 
