@@ -386,7 +386,7 @@ __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__
 // output is a chain of kH*kW loads from an image that has mostly left L2. With enough border elements to fill the
 // GPU (G == 1) a thread owns one and its column loop is unrolled by 4, so four loads are in flight; with few
 // (a small image, a large kernel) G lanes (a power of two up to 32, chosen by the launcher) share one element:
-// lane g sums the taps t = g, g+G, ... (row-major, unrolled by 4 too) and the G partial sums meet by xor shuffles.
+// lane g sums the taps t = g, g+G, ... (row-major) and the G partial sums meet by xor shuffles.
 // Grid-stride over the `count` elements (i64: the bands of a large image can exceed 2^31 elements); the loop is
 // warp-uniform (it tests the warp's first element), so every shuffle has all 32 lanes.
 // 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs.
@@ -418,12 +418,12 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
                     }
                 }
             } else {
-#pragma unroll 4
-                for (int t = g; t < taps; t += G) {  // unrolled: four independent loads in flight per lane
-                    const int i = t / kW, j = t - (t / kW) * kW;  // tap t as (row, column)
+                int i = g / kW, j = g - (g / kW) * kW;  // tap t = g as (row, column)
+                for (int t = g; t < taps; t += G) {
                     const int gr = c2d_extend((i64)r + i - py, H, boundary);
                     const int gc = c2d_extend((i64)c + j - px, W, boundary);
                     acc += w[t] * (gr < 0 || gc < 0 ? fill : x[(i64)gr * W + gc]);
+                    for (j += G; j >= kW; j -= kW) ++i;  // t += G
                 }
             }
         }
