@@ -247,17 +247,19 @@ def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive, l
 BOUNDARY_CASES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 
 
-def _lane_cases():
-    """Every fourth border case, with one lane per element (the unrolled loop) and with 32 (a warp per element)."""
+def _pass_cases():
+    """Every border case in float32 with the launcher's lanes; every fourth also in float64, with one lane per
+    element (the unrolled loop) and with 32 (a warp per element). The rest of that grid is slow (the host
+    emulator runs one OS thread per device thread)."""
     for k, case in enumerate(_all_border_cases()):
-        if k % 4 == 0:
-            yield pytest.param(np.float32, 1, *case.values, id=f"f32-lanes1-{case.id}")
-            yield pytest.param(np.float64, 32, *case.values, id=f"f64-lanes32-{case.id}")
+        slow = () if k % 4 == 0 else (pytest.mark.slow,)
+        yield pytest.param(np.float32, None, *case.values, id=f"f32-{case.id}")
+        yield pytest.param(np.float64, None, *case.values, id=f"f64-{case.id}", marks=slow)
+        yield pytest.param(np.float32, 1, *case.values, id=f"f32-lanes1-{case.id}", marks=slow)
+        yield pytest.param(np.float64, 32, *case.values, id=f"f64-lanes32-{case.id}", marks=slow)
 
 
-@pytest.mark.parametrize("dtype, lanes, H, W, kH, kW, pad, out_hw",
-                         [pytest.param(dt, None, *case.values, id=f"{np.dtype(dt).name}-{case.id}")
-                          for case in _all_border_cases() for dt in (np.float32, np.float64)] + list(_lane_cases()))
+@pytest.mark.parametrize("dtype, lanes, H, W, kH, kW, pad, out_hw", list(_pass_cases()))
 def test_border_pass_on_host(border_harness, tmp_path, rng, dtype, lanes, H, W, kH, kW, pad, out_hw):
     """conv2d_border alone on a NaN-poisoned output writes exactly the border outputs, each equal to the float64
     correlation of the image extended by numpy.pad (fill 0 and 2.5, wrap, symm); with the launcher's lanes per
@@ -278,7 +280,9 @@ def test_border_pass_on_host(border_harness, tmp_path, rng, dtype, lanes, H, W, 
                                f"{y[mask][bad][0]} vs {ref[mask][bad][0]}")
 
 
-@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw", list(_all_border_cases()))
+@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw",
+                         [pytest.param(*c.values, id=c.id, marks=() if k % 2 == 0 else (pytest.mark.slow,))
+                          for k, c in enumerate(_all_border_cases())])
 def test_exact_integer_pass_on_host(border_harness, tmp_path, rng, H, W, kH, kW, pad, out_hw):
     """uint64: conv2d_naive then conv2d_border, values near 2^62 whose products wrap, equal bit for bit the int64
     shift-and-add of the extended image, every boundary (the fill constant itself near -2^62)."""
