@@ -397,6 +397,7 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
     const int lane = threadIdx.x & 31, g = lane & (G - 1);
     const i64 step = (i64)gridDim.x * blockDim.x / G;  // elements per sweep of the grid (blockDim % 32 == 0)
     const int taps = kH * kW;
+    if (H <= 0 || W <= 0) return;  // no image to read (the launcher refuses it; the loads below read x[0])
     for (i64 e = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G; e - lane / G < count; e += step) {
         T acc = T(0);
         int r = 0, c = 0;
@@ -414,7 +415,8 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
 #pragma unroll 4
                     for (int j = 0; j < kW; ++j) {
                         const int gc = c2d_extend((i64)c + j - px, W, boundary);
-                        acc += wr[j] * (gc < 0 ? fill : xr[gc]);
+                        const T v = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds): the unrolled loads overlap
+                        acc += wr[j] * (gc < 0 ? fill : v);
                     }
                 }
             } else {
@@ -422,7 +424,9 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
                 for (int t = g; t < taps; t += G) {
                     const int gr = c2d_extend((i64)r + i - py, H, boundary);
                     const int gc = c2d_extend((i64)c + j - px, W, boundary);
-                    acc += w[t] * (gr < 0 || gc < 0 ? fill : x[(i64)gr * W + gc]);
+                    const bool out = gr < 0 || gc < 0;
+                    const T v = x[out ? 0 : (i64)gr * W + gc];  // unconditional (in bounds), so loads overlap
+                    acc += w[t] * (out ? fill : v);
                     for (j += G; j >= kW; j -= kW) ++i;  // t += G
                 }
             }

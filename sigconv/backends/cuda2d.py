@@ -456,7 +456,7 @@ def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: in
                                       *(int(v) for v in y.shape[2:]), int(block))
     if count == 0:
         return y
-    if boundary != "fill" and H * W == 0:
+    if H * W == 0:
         raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
     _generic("conv2d_border", x.dtype)(grid, (block,), (x, w, y) + iargs
                                        + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype), lanes))
