@@ -10,21 +10,13 @@
 // and exactly as long as the data; FILE_Y is read first (poisoned by the test) and rewritten after the launch.
 #include "cuda_shim_threads.h"
 #include "conv2d.cu"
+#include "harness_io.h"
 
 #include <string>
 
 // The shared-memory kernels of conv2d.cu (not run here) refer to these; the border pass uses none.
 alignas(256) unsigned char smem_raw[16];
 alignas(256) float smem[4];
-
-template <typename T> static T* load(const char* path, size_t n) {
-    void* p = nullptr;
-    if (posix_memalign(&p, 256, n * sizeof(T) + (n == 0)) != 0) std::exit(2);
-    FILE* f = std::fopen(path, "rb");
-    if (!f || std::fread(p, sizeof(T), n, f) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
-    std::fclose(f);
-    return static_cast<T*>(p);
-}
 
 static int save(const char* path, const void* p, size_t bytes) {
     FILE* f = std::fopen(path, "wb");

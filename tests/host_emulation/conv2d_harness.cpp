@@ -7,21 +7,13 @@
 // test) and rewritten after the launch. Shared memory starts as NaN for every block.
 #include "cuda_shim_threads.h"
 #include "conv2d.cu"
+#include "harness_io.h"
 
 #include <string>
 
 constexpr size_t SMEM_CAP = 232448;
 alignas(256) unsigned char smem_raw[SMEM_CAP];
 alignas(256) float smem[SMEM_CAP / sizeof(float)];
-
-template <typename T> static T* load(const char* path, size_t n) {
-    void* p = nullptr;
-    if (posix_memalign(&p, 256, n * sizeof(T) + (n == 0)) != 0) std::exit(2);
-    FILE* f = std::fopen(path, "rb");
-    if (!f || std::fread(p, sizeof(T), n, f) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
-    std::fclose(f);
-    return static_cast<T*>(p);
-}
 
 template <typename T> static int run(const std::string& v, dim3 g, dim3 b, size_t sm, char** a) {
     int p[17];
