@@ -28,7 +28,6 @@ import scipy.signal
 FFT_MAGNITUDES = {"float32": (0, 120, -100), "float64": (0, 1000, -1000)}
 #: The border pass's shapes (H, W, kH, kW): kernel larger than the image in both / one axis, 1xN, Nx1, even.
 BOUNDARY_SHAPES = ((9, 13, 3, 3), (3, 5, 7, 9), (17, 6, 5, 2), (6, 2, 3, 4), (1, 11, 1, 4), (13, 1, 4, 1))
-_NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
 
 
 def _windows_2d(H, W, kH, kW):
@@ -41,9 +40,10 @@ def _windows_2d(H, W, kH, kW):
 
 
 def _extended(x, kH, kW, pad, out_hw, boundary, fill):
-    (py, px), (Ho, Wo) = pad, out_hw
-    widths = ((py, Ho + kH - 1 - x.shape[0] - py), (px, Wo + kW - 1 - x.shape[1] - px))
-    return np.pad(x, widths, mode=_NP_MODE[boundary], **({"constant_values": fill} if boundary == "fill" else {}))
+    """x extended by the boundary rule as the cpu backend extends it (checked against SciPy by the CPU tests)."""
+    from sigconv.backends.cpu import extended
+
+    return extended(x[None, None], (kH, kW), pad, out_hw, boundary, fill)[0][0, 0]
 
 
 def boundary_checks(cupy, rng) -> tuple:
