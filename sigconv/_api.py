@@ -33,17 +33,27 @@ def _conflict(method: str, variant: str) -> None:
         raise ValueError(f"method={method!r} and variant={variant!r} disagree; give one of them")
 
 
-def _variant_1d(method: str, variant: str, arith, be: str, C: int, L: int, K: int) -> str:
-    """The variant a 1-D call runs: SciPy's ``method`` mapped onto sigconv's variants (``variant`` overrides)."""
-    _conflict(method, variant)
+def _exact_variant(variant: str, arith, be: str):
+    """What an integer job's bound leaves of the choice: the variant to run when only one may (64-bit integer
+    arithmetic: the direct kernel; cuda's backend picks it for uint64 data), else None. ``ValueError`` for a
+    ``variant`` that cannot give the integers exactly."""
     if arith.direct_only and variant == "fft":
         raise ValueError("variant 'fft' cannot give these integers exactly (their sums reach 2^32 or more); "
                          "use method='direct' or the default")
-    if arith.modular:  # 64-bit integer arithmetic: the direct kernel only (cuda: the backend picks it for uint64)
-        if variant not in ("auto", "direct", "naive"):
-            raise ValueError(f"integers this large are computed exactly by the direct kernel only, not by "
-                             f"variant {variant!r}")
-        return "direct" if be == "cpu" else "auto"
+    if not arith.modular:
+        return None
+    if variant not in ("auto", "direct", "naive"):
+        raise ValueError(f"integers this large are computed exactly by the direct kernel only, not by variant "
+                         f"{variant!r}")
+    return "direct" if be == "cpu" else "auto"
+
+
+def _variant_1d(method: str, variant: str, arith, be: str, C: int, L: int, K: int) -> str:
+    """The variant a 1-D call runs: SciPy's ``method`` mapped onto sigconv's variants (``variant`` overrides)."""
+    _conflict(method, variant)
+    forced = _exact_variant(variant, arith, be)
+    if forced:
+        return forced
     if variant != "auto":
         return variant
     if method == "fft" and not arith.direct_only:
@@ -67,14 +77,9 @@ def _variant_2d(method: str, variant: str, arith, be: str, exact_sums: bool = Fa
     """As :func:`_variant_1d` for 2-D jobs; ``exact_sums``: ``auto`` sums directly on the cpu too (SciPy's
     convolve2d always does, so integer-valued floats come out exact)."""
     _conflict(method, variant)
-    if arith.modular:
-        if variant not in ("auto", "direct", "naive"):
-            raise ValueError(f"integers this large are computed exactly by the direct kernel only, not by "
-                             f"variant {variant!r}")
-        return "direct" if be == "cpu" else "auto"
-    if arith.direct_only and variant == "fft":
-        raise ValueError("variant 'fft' cannot give these integers exactly (their sums reach 2^32 or more); "
-                         "use method='direct' or the default")
+    forced = _exact_variant(variant, arith, be)
+    if forced:
+        return forced
     if variant != "auto":
         return variant
     if be == "cpu":
@@ -124,15 +129,16 @@ def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, arith, c
 
 
 def _inputs(in1, in2):
+    """The two inputs as arrays of one namespace (cupy when either is), checked to hold real numbers."""
     xp = array_namespace(in1, in2)
     a, b = xp.asarray(in1), xp.asarray(in2)
     rules.check_numeric_pair(a, b)
-    return xp, a, b
+    return a, b
 
 
 def _convolve_nd(in1, in2, mode, method, axis, backend, variant, block, reverse: bool):
     """convolve/correlate: SciPy's shapes (0-D, 1-D, 2-D), plus N-D ``in1`` with 1-D ``in2`` along ``axis``."""
-    xp, a, b = _inputs(in1, in2)
+    a, b = _inputs(in1, in2)
     if a.ndim == 0 and b.ndim == 0:  # as SciPy: the product, before any other check
         return a * b
     check_mode(mode)
@@ -321,7 +327,7 @@ def _filter2d(x, k, mode, backend, variant, block, reverse: bool, arith, *, meth
 
 
 def _filter2d_scipy(in1, in2, mode, boundary, fillvalue, backend, variant, block, reverse: bool):
-    xp, a, b = _inputs(in1, in2)
+    a, b = _inputs(in1, in2)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"{'convolve2d' if reverse else 'correlate2d'} inputs must both be 2-D arrays, got "
                          f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
