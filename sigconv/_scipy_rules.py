@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sigconv._core.checks import check_mode, check_numeric
+from sigconv._core.checks import check_numeric
 
 __all__ = ["METHODS", "BOUNDARIES", "Arithmetic", "arithmetic", "check_method", "check_boundary", "fill_value",
            "check_same_ndim", "check_not_empty", "check_numeric_pair", "operand", "finish", "EXACT_FLOAT_BOUND",
-           "EXACT_FFT_BOUND", "check_mode"]
+           "EXACT_FFT_BOUND"]
 
 METHODS = ("auto", "direct", "fft")
 
