@@ -26,22 +26,18 @@ __all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "apply_fir"]
 # ------------------------------------------------------------------------------------ variants
 
 
-def _conflict(method: str, variant: str) -> None:
-    if method == "auto" or variant == "auto":
-        return
-    if (method == "fft") != (variant == "fft"):
+def _fixed_variant(method: str, variant: str, arith, be: str):
+    """The variant the call's arguments fix, or None when the choice is left to ``auto``: the caller's
+    ``variant`` (checked against ``method``), or, for 64-bit integer arithmetic, the direct kernel (cuda's
+    backend picks it for uint64 data). ``ValueError`` for a ``variant`` that contradicts ``method`` or cannot
+    give the integers exactly."""
+    if method != "auto" and variant != "auto" and (method == "fft") != (variant == "fft"):
         raise ValueError(f"method={method!r} and variant={variant!r} disagree; give one of them")
-
-
-def _exact_variant(variant: str, arith, be: str):
-    """What an integer job's bound leaves of the choice: the variant to run when only one may (64-bit integer
-    arithmetic: the direct kernel; cuda's backend picks it for uint64 data), else None. ``ValueError`` for a
-    ``variant`` that cannot give the integers exactly."""
     if arith.direct_only and variant == "fft":
         raise ValueError("variant 'fft' cannot give these integers exactly (their sums reach 2^32 or more); "
                          "use method='direct' or the default")
     if not arith.modular:
-        return None
+        return None if variant == "auto" else variant
     if variant not in ("auto", "direct", "naive"):
         raise ValueError(f"integers this large are computed exactly by the direct kernel only, not by variant "
                          f"{variant!r}")
@@ -50,12 +46,9 @@ def _exact_variant(variant: str, arith, be: str):
 
 def _variant_1d(method: str, variant: str, arith, be: str, C: int, L: int, K: int) -> str:
     """The variant a 1-D call runs: SciPy's ``method`` mapped onto sigconv's variants (``variant`` overrides)."""
-    _conflict(method, variant)
-    forced = _exact_variant(variant, arith, be)
-    if forced:
-        return forced
-    if variant != "auto":
-        return variant
+    fixed = _fixed_variant(method, variant, arith, be)
+    if fixed:
+        return fixed
     if method == "fft" and not arith.direct_only:
         return "fft"
     if method != "auto" or arith.direct_only:  # direct, or fft on integers it cannot give exactly (as SciPy)
@@ -76,12 +69,9 @@ def _direct_1d(be: str, C: int, L: int, K: int, dtype) -> str:
 def _variant_2d(method: str, variant: str, arith, be: str, exact_sums: bool = False) -> str:
     """As :func:`_variant_1d` for 2-D jobs; ``exact_sums``: ``auto`` sums directly on the cpu too (SciPy's
     convolve2d always does, so integer-valued floats come out exact)."""
-    _conflict(method, variant)
-    forced = _exact_variant(variant, arith, be)
-    if forced:
-        return forced
-    if variant != "auto":
-        return variant
+    fixed = _fixed_variant(method, variant, arith, be)
+    if fixed:
+        return fixed
     if be == "cpu":
         if method == "direct" or arith.direct_only or exact_sums:
             return "direct"
