@@ -2,8 +2,9 @@
 
     python benchmarks/boundary2d.py [--reps 50] [--cases spec3 spec5 img7 k31] [--variants auto strip ...] [--out DIR]
 
-Every boundary other than zero fill runs the variant with zero padding and then one pass (conv2d_border) over
-the outputs whose window leaves the image, so its cost over fill(0) is that pass alone. Cases, float32, "same"
+regblock, prefetch, strip and shfl read the extended image in their own loads (the boundary compiled in); naive,
+shared and separable run with zero padding, then one pass (conv2d_border) over the outputs whose window leaves
+the image, so their cost over fill(0) is that pass alone. Cases, float32, "same"
 windows: the spectrogram 1025 x 65536 with 3x3 and 5x5 kernels, a 4096 x 4096 image with 7x7, 512 x 512 with
 31x31. For auto and every registered variant that applies (separable on a rank-1 kernel of the same size):
 each boundary's result is first checked against a float64 reference of the image extended by numpy.pad (the

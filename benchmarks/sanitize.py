@@ -9,8 +9,9 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 (small shapes keep the instrumented run short; each variant still sees tails, K > tile, every mode,
 unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
-the run to those variants; ``boundary`` names the 2-D border pass (fill 0 and 2.5, wrap, symm, on kernels larger
-than the image and 1xN / Nx1 shapes, float32 and float64) and the uint64 kernels (conv1d and conv2d naive and
+the run to those variants; ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger
+than the image and 1xN / Nx1 shapes): the border pass after naive (float32, float64), the fused kernels
+(regblock, prefetch, strip, shfl: float32, wherever they apply) and the uint64 kernels (conv1d and conv2d naive and
 the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no name is given.
 """
 
@@ -26,8 +27,10 @@ import scipy.signal
 #: Input magnitudes (powers of two) the fft variant is also checked at, by dtype: beyond what an unscaled float
 #: transform survives, and deep in the small numbers.
 FFT_MAGNITUDES = {"float32": (0, 120, -100), "float64": (0, 1000, -1000)}
-#: The border pass's shapes (H, W, kH, kW): kernel larger than the image in both / one axis, 1xN, Nx1, even.
-BOUNDARY_SHAPES = ((9, 13, 3, 3), (3, 5, 7, 9), (17, 6, 5, 2), (6, 2, 3, 4), (1, 11, 1, 4), (13, 1, 4, 1))
+#: The boundary shapes (H, W, kH, kW): kernel larger than the image in both / one axis, 1xN, Nx1, even; widths
+#: that are multiples of 4 (the fused kernels' 16-byte loads).
+BOUNDARY_SHAPES = ((9, 13, 3, 3), (3, 5, 7, 9), (17, 6, 5, 2), (6, 2, 3, 4), (1, 11, 1, 4), (13, 1, 4, 1),
+                   (9, 16, 3, 3), (5, 8, 7, 7))
 
 
 def _windows_2d(H, W, kH, kW):
@@ -47,9 +50,10 @@ def _extended(x, kH, kW, pad, out_hw, boundary, fill):
 
 
 def boundary_checks(cupy, rng) -> tuple:
-    """(checks, mismatches) of the 2-D border pass (every boundary, float32/float64/uint64) and the uint64
-    conv1d kernel; each mismatch printed."""
+    """(checks, mismatches) of the 2-D boundaries (the border pass after naive: float32/float64/uint64; the fused
+    kernels: float32) and the uint64 conv1d kernel; each mismatch printed."""
     from sigconv.backends import cuda1d, cuda2d
+    from sigconv.registry.table import Conv2dJob, get
 
     n = bad = 0
     tol = {"float32": 1e-5, "float64": 1e-10}
@@ -59,7 +63,10 @@ def boundary_checks(cupy, rng) -> tuple:
         xf, wf = rng.standard_normal((H, W)), rng.standard_normal((kH, kW))
         for mode, pad, out_hw in _windows_2d(H, W, kH, kW):
             for boundary, fill in (("fill", 0), ("fill", 2.5), ("wrap", 0), ("symm", 0)):
-                for dtype in ("float32", "float64", "uint64"):
+                job = Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw)
+                fused = [v for v in cuda2d.FUSED if not get("conv2d", "cuda", v).applies(job)]
+                runs = [("naive", d) for d in ("float32", "float64", "uint64")] + [(v, "float32") for v in fused]
+                for variant, dtype in runs:
                     exact = dtype == "uint64"
                     if exact:
                         f = -3 if fill else 0  # an integer fill constant, negative: taken mod 2^64
@@ -68,9 +75,9 @@ def boundary_checks(cupy, rng) -> tuple:
                         f = fill
                         x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(wf, dtype=dtype)
                     y = cupy.asnumpy(cuda2d.corr2d(x.reshape(1, 1, H, W), w.reshape(1, 1, kH, kW), None, (1, 1), pad,
-                                                   out_hw, variant="naive", boundary=boundary, fillvalue=f))[0, 0]
+                                                   out_hw, variant=variant, boundary=boundary, fillvalue=f))[0, 0]
                     n += 1
-                    tag = f"border {dtype} {H}x{W} k{kH}x{kW} {mode} {boundary} fill={f}"
+                    tag = f"{variant} {dtype} {H}x{W} k{kH}x{kW} {mode} {boundary} fill={f}"
                     if exact:
                         xe = _extended(xi, kH, kW, pad, out_hw, boundary, f)
                         ref = np.zeros(out_hw, np.int64)

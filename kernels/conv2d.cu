@@ -19,9 +19,12 @@
 //               warp shuffles (halos up to 4 columns each side); fewer loads and registers per row.
 //   separable : rank-1 kernels w = u v^T per (co, ci) pair: a row pass into a scratch buffer, then a column pass.
 //
-//   border    : not a variant but a second pass after any of them, for boundaries other than zero fill
-//               (wrap, symm, a non-zero fill constant; single channel): recomputes only the outputs whose window
-//               leaves the image, one thread each, through one index-mapping rule (c2d_extend).
+// Boundaries other than zero fill (wrap, symm, a non-zero fill constant; single channel), one index-mapping
+// rule (c2d_extend) for both ways:
+//   fused     : regblock, prefetch, strip and shfl compile the boundary in (C2D_BOUNDARY) and load the extended
+//               image directly: no second pass.
+//   border    : after naive, shared and separable, a second pass recomputes only the outputs whose window
+//               leaves the image.
 //
 // Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
 // naive and border also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
@@ -185,27 +188,40 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 #endif
 
-// Issue the copies of input channel ci's tile and weights into one stage of shared memory.
+// Issue the copies of input channel ci's tile and weights into one stage of shared memory. The tile holds the
+// image extended by the compiled boundary (C2D_BOUNDARY, conv2d_common.cuh): `fill` outside for fill (stored
+// directly), wrapped or mirrored samples (4-byte copies from their image positions) for wrap and symm.
 // vec: W % 4 == 0 and x 16-byte aligned, so each aligned chunk is wholly inside or wholly outside the row.
 __device__ __forceinline__ void tiled_issue(float* stage, const float* __restrict__ xp, const float* __restrict__ w,
                                             int H, int W, int Cin, int Cout, int ci, int co0, int ir0, int ca,
-                                            bool vec, int tid) {
+                                            bool vec, int tid, float fill) {
     float* tile = stage;
     if (vec) {
         for (int idx = tid; idx < TH * NCH; idx += NT) {  // chunks split evenly over the threads
             const int tr = idx / NCH, q = idx - tr * NCH;
-            const int gr = ir0 + tr, gc = ca + 4 * q;
-            const bool in = gr >= 0 && gr < H && gc >= 0 && gc < W;
-            cp_async16(tile + tr * PITCH + 4 * q, in ? (const void*)(xp + (i64)gr * W + gc) : (const void*)xp,
-                       in ? 16 : 0);
+            const int gc = ca + 4 * q;
+            const int er = c2d_extend(ir0 + tr, H, C2D_BOUNDARY);  // image row under tile row tr; -1: fill
+            float* dst = tile + tr * PITCH + 4 * q;
+            if (er >= 0 && gc >= 0 && gc < W) {
+                cp_async16(dst, xp + (i64)er * W + gc, 16);
+            } else if (C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL || er < 0) {
+                *reinterpret_cast<float4*>(dst) = make_float4(fill, fill, fill, fill);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    cp_async4(dst + e, xp + (i64)er * W + c2d_extend((i64)gc + e, W, C2D_BOUNDARY), 4);
+            }
         }
     } else {  // tails: W not a multiple of 4 (or unaligned base): element by element, still coalesced
         for (int idx = tid; idx < TH * TWL; idx += NT) {
             const int tr = idx / TWL, tc = idx - tr * TWL;
-            const int gr = ir0 + tr, gc = ca + tc;
-            const bool in = gr >= 0 && gr < H && gc >= 0 && gc < W;
-            cp_async4(tile + tr * PITCH + tc, in ? (const void*)(xp + (i64)gr * W + gc) : (const void*)xp,
-                      in ? 4 : 0);
+            const int er = c2d_extend(ir0 + tr, H, C2D_BOUNDARY);
+            const int ec = c2d_extend((i64)ca + tc, W, C2D_BOUNDARY);
+            float* dst = tile + tr * PITCH + tc;
+            if (er >= 0 && ec >= 0)
+                cp_async4(dst, xp + (i64)er * W + ec, 4);
+            else
+                *dst = fill;
         }
     }
     float* wts = stage + TILE_FLOATS;  // [i][j][cc], zero for channels past Cout
@@ -258,7 +274,8 @@ __device__ __forceinline__ void tiled_compute(const float* stage, float (&acc)[C
 extern "C" __global__ void __launch_bounds__(NT, MINB) conv2d_tiled(const float* __restrict__ x, const float* __restrict__ w,
                                                              const float* __restrict__ bias, float* __restrict__ y,
                                                              int N, int Cin, int H, int W, int Cout, int py, int px,
-                                                             int Ho, int Wo, int has_bias, int vec_in, int vec_out) {
+                                                             int Ho, int Wo, int has_bias, int vec_in, int vec_out,
+                                                             float fill) {
     extern __shared__ __align__(16) float smem[];
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BX + tx;
     const int oc0 = blockIdx.x * OW, or0 = blockIdx.y * OH;
@@ -279,19 +296,19 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) conv2d_tiled(const float*
         __syncthreads();  // the previous plane's last reads are done before the first copy
 #if PREFETCH
         // Double buffer: copy channel ci+1 into the other stage while channel ci is computed.
-        tiled_issue(smem, xn, w, H, W, Cin, Cout, 0, co0, ir0, ca, vec, tid);
+        tiled_issue(smem, xn, w, H, W, Cin, Cout, 0, co0, ir0, ca, vec, tid, fill);
         for (int ci = 0; ci < Cin; ++ci) {
             cp_async_wait_all();
             __syncthreads();  // stage ci%2 is complete for everyone; stage (ci+1)%2 is no longer read
             if (ci + 1 < Cin)
                 tiled_issue(smem + ((ci + 1) & 1) * STAGE_FLOATS, xn + (i64)(ci + 1) * H * W, w, H, W, Cin, Cout,
-                            ci + 1, co0, ir0, ca, vec, tid);
+                            ci + 1, co0, ir0, ca, vec, tid, fill);
             tiled_compute(smem + (ci & 1) * STAGE_FLOATS, acc, tx, ty);
         }
 #else
         for (int ci = 0; ci < Cin; ++ci) {
             if (ci) __syncthreads();  // everyone finished reading the previous channel
-            tiled_issue(smem, xn + (i64)ci * H * W, w, H, W, Cin, Cout, ci, co0, ir0, ca, vec, tid);
+            tiled_issue(smem, xn + (i64)ci * H * W, w, H, W, Cin, Cout, ci, co0, ir0, ca, vec, tid, fill);
             cp_async_wait_all();
             __syncthreads();
             tiled_compute(smem, acc, tx, ty);

@@ -38,6 +38,25 @@ __device__ __forceinline__ int c2d_extend(i64 i, int n, int boundary) {
     return (int)(m >= n ? p - 1 - m : m);  // (wrap never has m >= n)
 }
 
+// The boundary the fused kernels (strip, shfl and the tiled regblock/prefetch) compile in: their loads read xe
+// through c2d_extend, so a wrap or symm call costs them no second pass; the fill constant is a kernel argument
+// (zero for plain zero padding). The launcher prepends the define (sigconv.backends.cuda2d.FUSED).
+#ifndef C2D_BOUNDARY
+#define C2D_BOUNDARY SIGCONV_BOUNDARY_FILL
+#endif
+
+// xe[er, c..c+3] of row `rp` (er a row inside the image) for a chunk that is not wholly inside [0, W): each
+// column through the rule, the fill constant where it gives none.
+__device__ __forceinline__ float4 c2d_chunk_ext(const float* __restrict__ rp, i64 c, int W, float fill) {
+    float t[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int k = c2d_extend(c + e, W, C2D_BOUNDARY);
+        t[e] = k < 0 ? fill : __ldg(rp + k);
+    }
+    return make_float4(t[0], t[1], t[2], t[3]);
+}
+
 // Border element e -> output (r, c). The outputs whose window leaves the image are rows r < top and r >= bot,
 // all Wo columns, then in rows [top, bot) the columns c < left and c >= right (the launcher's
 // cuda2d.border_bands). Enumerated in that order, each once: e < top*Wo: the top band, row-major; then

@@ -14,7 +14,11 @@
 //
 // Warp uniformity: every lane of a warp takes part in every shuffle. blockDim.x is a multiple of 32 (the
 // registry's blocks), so a warp is 32 consecutive x threads of one thread row and shares r0; the only exit
-// is on r0, uniform per warp. Lanes past the last output column load zeros or real data and store nothing.
+// is on r0, uniform per warp. Lanes past the last output column load xe (the fill constant, wrapped or
+// mirrored columns) like any other and store nothing; their chunk is the halo of the last live lane.
+//
+// Boundaries: every load reads the image extended by the compiled C2D_BOUNDARY (conv2d_common.cuh), the fill
+// constant being the `fill` argument, so wrap and symm cost no second pass.
 //
 // No shared memory, no barriers: tests/test_kernel_build.py compiles this exact source for the host, where
 // the shuffles are emulated with a per-warp rendezvous (tests/host_emulation/cuda_shim_threads.h).
@@ -53,34 +57,28 @@
 // Taps of the current call (copied in stream order by the launcher before each launch).
 __constant__ float c_taps_shfl[SHFL_KH * SHFL_KW];
 
-// Four values x[gr, c..c+3] (zero outside the image). vec: W % 4 == 0 and x 16-byte aligned, so the chunk
-// (c a multiple of 4) is wholly inside or outside the row.
-__device__ __forceinline__ float4 shfl_chunk(const float* __restrict__ rp, bool rin, int c, int W, bool vec) {
-    float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (!rin) return t;
-    if (vec) {
-        if (c >= 0 && c < W) t = __ldg(reinterpret_cast<const float4*>(rp + c));
-    } else {
-        t.x = (c >= 0 && c < W) ? __ldg(rp + c) : 0.f;
-        t.y = (c + 1 >= 0 && c + 1 < W) ? __ldg(rp + c + 1) : 0.f;
-        t.z = (c + 2 >= 0 && c + 2 < W) ? __ldg(rp + c + 2) : 0.f;
-        t.w = (c + 3 >= 0 && c + 3 < W) ? __ldg(rp + c + 3) : 0.f;
-    }
-    return t;
+// Four values xe[gr, c..c+3] of the image extended by the compiled boundary (C2D_BOUNDARY; `fill` outside for
+// fill). rp is xe's row gr in the image, or null for a row of the fill constant. vec: W % 4 == 0 and x 16-byte
+// aligned, so the chunk (c a multiple of 4) is wholly inside or outside the row.
+__device__ __forceinline__ float4 shfl_chunk(const float* __restrict__ rp, int c, int W, bool vec, float fill) {
+    if (rp == nullptr) return make_float4(fill, fill, fill, fill);
+    if (vec && c >= 0 && c < W) return __ldg(reinterpret_cast<const float4*>(rp + c));
+    if (vec && C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL) return make_float4(fill, fill, fill, fill);
+    return c2d_chunk_ext(rp, c, W, fill);
 }
 
-// v[m] = x[gr, cx - 4 + m]: own chunk loaded, halo columns shuffled from lanes -1 / +1 (edge lanes load).
+// v[m] = xe[gr, cx - 4 + m]: own chunk loaded, halo columns shuffled from lanes -1 / +1 (edge lanes load).
 // Only the halo columns the kernel reads are exchanged: SHFL_PX from the left, SHFL_RH from the right.
 __device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict__ xp, int H, int W, int gr, int cx,
-                                         int lane, bool vec) {
+                                         int lane, bool vec, float fill) {
     const unsigned FULL = 0xffffffffu;
-    const bool rin = gr >= 0 && gr < H;
-    const float* rp = xp + (i64)gr * W;
-    const float4 m = shfl_chunk(rp, rin, cx, W, vec);
+    const int er = c2d_extend(gr, H, C2D_BOUNDARY);  // the image row under xe's row gr; -1: the fill constant
+    const float* rp = er < 0 ? nullptr : xp + (i64)er * W;
+    const float4 m = shfl_chunk(rp, cx, W, vec, fill);
     float4 l = make_float4(0.f, 0.f, 0.f, 0.f), r = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (SHFL_PX > 0 && lane == 0) l = shfl_chunk(rp, rin, cx - 4, W, vec);
-    if (SHFL_RH > 0 && lane == 31) r = shfl_chunk(rp, rin, cx + 4, W, vec);
-    // left neighbour's columns cx-1, cx-2, ... are its m.w, m.z, ...
+    if (SHFL_PX > 0 && lane == 0) l = shfl_chunk(rp, cx - 4, W, vec, fill);
+    if (SHFL_RH > 0 && lane == 31) r = shfl_chunk(rp, cx + 4, W, vec, fill);
+// left neighbour's columns cx-1, cx-2, ... are its m.w, m.z, ...
     if (SHFL_PX >= 1) { const float t = __shfl_up_sync(FULL, m.w, 1); if (lane != 0) l.w = t; }
     if (SHFL_PX >= 2) { const float t = __shfl_up_sync(FULL, m.z, 1); if (lane != 0) l.z = t; }
     if (SHFL_PX >= 3) { const float t = __shfl_up_sync(FULL, m.y, 1); if (lane != 0) l.y = t; }
@@ -102,7 +100,7 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                                                                     float* __restrict__ y, int N,
                                                                     int H, int W, int py, int Ho, int Wo,
                                                                     const float* __restrict__ bptr, int has_bias,
-                                                                    int vec_in, int vec_out) {
+                                                                    int vec_in, int vec_out, float fill) {
     const int lane = threadIdx.x & 31;
     const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * SHFL_ROWS;
@@ -128,7 +126,7 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                 const int s = base + u;
                 if (s >= nin) break;  // uniform across the warp: nin is
                 float v[12];
-                shfl_row(v, xp, H, W, r0 - py + s, cx, lane, vec);
+                shfl_row(v, xp, H, W, r0 - py + s, cx, lane, vec, fill);
 #pragma unroll
                 for (int i = 0; i < SHFL_KH; ++i) {
                     const int slot = (u - i + SHFL_KH) % SHFL_KH;
@@ -150,7 +148,7 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
         // Tall kernels: rotate the accumulators instead of unrolling the ring (less code, no spills).
         for (int s = 0; s < nin; ++s) {
             float v[12];
-            shfl_row(v, xp, H, W, r0 - py + s, cx, lane, vec);
+            shfl_row(v, xp, H, W, r0 - py + s, cx, lane, vec, fill);
 #pragma unroll
             for (int i = 0; i < SHFL_KH; ++i)
 #pragma unroll

@@ -1,7 +1,8 @@
 // conv2d_strip.cuh: the single-channel fast path of kernels/conv2d.cu (spectrogram smoothing), variant `strip`.
 // Each thread owns 4 output columns and a vertical strip of STRIP_ROWS rows; input rows stream through a
 // register sliding window, the taps sit in __constant__ memory, the kernel size is fixed at compile time
-// (sigconv.backends.cuda2d.launch_strip prepends the defines; the launch grid is cuda2d.strip_grid).
+// (sigconv.backends.cuda2d.launch_strip prepends the defines; the launch grid is cuda2d.strip_grid). Loads read
+// the image extended by the compiled boundary (C2D_BOUNDARY, conv2d_common.cuh; `fill` is the constant).
 // No shared memory, no barriers: tests/test_kernel_build.py compiles this exact source for the host (g++,
 // SIGCONV_HOST_EMULATION, AddressSanitizer) and runs every block and thread of a launch on the CPU.
 #ifndef SIGCONV_CONV2D_STRIP_CUH
@@ -28,22 +29,23 @@ __constant__ float c_taps[STRIP_KH * STRIP_KW];
 // Input values one thread needs from a row: columns [cx - px, cx - px + 3 + KW) after STRIP_SH, as float4s.
 #define STRIP_NV ((((STRIP_SH + 3 + STRIP_KW) + 3) / 4) * 4)
 
-// One input row's values for a strip thread: v[k] = x[gr, ca + k] (zero outside the image).
+// One input row's values for a strip thread: v[k] = xe[gr, ca + k], xe the image extended by the compiled
+// boundary (C2D_BOUNDARY: `fill` outside the image, or wrap / symm through c2d_extend).
 __device__ __forceinline__ void strip_row(float (&v)[STRIP_NV], const float* __restrict__ xp, int H, int W, int gr,
-                                          int ca, bool vec) {
-    const bool rin = gr >= 0 && gr < H;
-    const float* rp = xp + (i64)gr * W;
+                                          int ca, bool vec, float fill) {
+    const int er = c2d_extend(gr, H, C2D_BOUNDARY);  // the image row under xe's row gr; -1: the fill constant
+    const float* rp = xp + (i64)(er < 0 ? 0 : er) * W;
 #pragma unroll
     for (int q = 0; q < STRIP_NV / 4; ++q) {
         const int gc = ca + 4 * q;
-        if (vec) {  // W % 4 == 0, gc % 4 == 0: the chunk is wholly inside or outside the row
-            float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (rin && gc >= 0 && gc < W) t = __ldg(reinterpret_cast<const float4*>(rp + gc));
-            v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[4 * q + e] = (rin && gc + e >= 0 && gc + e < W) ? __ldg(rp + gc + e) : 0.f;
+        float4 t = make_float4(fill, fill, fill, fill);
+        if (er >= 0) {
+            if (vec && gc >= 0 && gc < W)  // W % 4 == 0, gc % 4 == 0: the chunk is wholly inside or outside
+                t = __ldg(reinterpret_cast<const float4*>(rp + gc));
+            else if (!vec || C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL)  // (a vector chunk outside is all fill)
+                t = c2d_chunk_ext(rp, gc, W, fill);
         }
+        v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
     }
 }
 
@@ -54,7 +56,7 @@ __device__ __forceinline__ void strip_row(float (&v)[STRIP_NV], const float* __r
 // (rows o < 0 are zeroed without being stored, so the ring starts clean).
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                         int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
-                                        int has_bias, int vec_in, int vec_out) {
+                                        int has_bias, int vec_in, int vec_out, float fill) {
     const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
     if (cx >= Wo || r0 >= Ho) return;  // no barriers in this kernel
@@ -79,7 +81,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
                 const int s = base + u;
                 if (s >= nin) break;
                 float v[STRIP_NV];
-                strip_row(v, xp, H, W, r0 - py + s, ca, vec);
+                strip_row(v, xp, H, W, r0 - py + s, ca, vec, fill);
                 // Tap row i feeds output row s - i, slot (u - i) mod KH (base is a multiple of KH).
 #pragma unroll
                 for (int i = 0; i < STRIP_KH; ++i) {
@@ -104,7 +106,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
         // instead (acc[k] holds output row s - (KH-1) + k; KH*4 moves per row, ~1/KW of the FMAs).
         for (int s = 0; s < nin; ++s) {
             float v[STRIP_NV];
-            strip_row(v, xp, H, W, r0 - py + s, ca, vec);
+            strip_row(v, xp, H, W, r0 - py + s, ca, vec, fill);
 #pragma unroll
             for (int i = 0; i < STRIP_KH; ++i)
 #pragma unroll

@@ -196,15 +196,18 @@ def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
 
 
 # ------------------------------------------------------------------ boundaries: wrap, symm, a fill constant
-# corr2d runs the variant with zero padding, then conv2d_border recomputes the outputs whose window leaves the
-# image. Every variant, through that path, against the float64 correlation of the image extended by numpy.pad.
+# regblock, prefetch, strip and shfl read the extended image in their own loads (cuda2d.FUSED); for the other
+# variants corr2d runs them with zero padding, then conv2d_border recomputes the outputs whose window leaves the
+# image. Every variant, through its path, against the float64 correlation of the image extended by numpy.pad.
 
 BOUNDARIES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 _NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
 #: (label, H, W, kH, kW): an odd width and height, square / even / 1-row / 1-column kernels, and a kernel larger
-#: than the image in both axes (every output a border one).
+#: than the image in both axes (every output a border one); widths that are multiples of 4 (the fused kernels'
+#: 16-byte loads), one with a kernel larger than the image.
 BORDER_SHAPES = [("37x1823-3x3", 37, 1823, 3, 3), ("37x1823-5x4", 37, 1823, 5, 4), ("37x1823-1x7", 37, 1823, 1, 7),
-                 ("37x1823-7x1", 37, 1823, 7, 1), ("3x5-7x9", 3, 5, 7, 9)]
+                 ("37x1823-7x1", 37, 1823, 7, 1), ("3x5-7x9", 3, 5, 7, 9), ("45x1024-7x7", 45, 1024, 7, 7),
+                 ("5x8-7x9", 5, 8, 7, 9)]
 
 
 def _windows(H, W, kH, kW):
@@ -297,17 +300,22 @@ def test_boundary_every_block(rng, name):
 
 
 def test_border_pass_runs_only_where_needed(rng, monkeypatch):
-    """fill with 0 launches no border pass; wrap, symm and a fill constant launch exactly one, after the variant."""
+    """fill with 0 launches no border pass; for naive, shared and separable wrap, symm and a fill constant launch
+    exactly one, after the variant; the fused variants never launch one (their loads read the extended image)."""
     from sigconv.backends import cuda2d
 
     calls = []
     real = cuda2d.launch_border
     monkeypatch.setattr(cuda2d, "launch_border", lambda *a, **k: calls.append(a[4:6]) or real(*a, **k))
-    x = cupy.asarray(rng.standard_normal((1, 1, 20, 30)), dtype=cupy.float32)
-    w = cupy.asarray(rng.standard_normal((1, 1, 3, 3)), dtype=cupy.float32)
-    for boundary, fill in BOUNDARIES:
-        cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (20, 30), variant="naive", boundary=boundary, fillvalue=fill)
-    assert calls == [("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
+    x = cupy.asarray(rng.standard_normal((1, 1, 20, 32)), dtype=cupy.float32)
+    w = cupy.asarray(np.outer(rng.standard_normal(3), rng.standard_normal(3)).reshape(1, 1, 3, 3), dtype=cupy.float32)
+    for variant in cuda2d.VARIANTS:
+        calls.clear()
+        for boundary, fill in BOUNDARIES:
+            cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (20, 32), variant=variant, boundary=boundary, fillvalue=fill)
+        want = [] if variant in cuda2d.FUSED else [("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
+        assert calls == want, variant
+    assert set(cuda2d.FUSED) == {"regblock", "prefetch", "strip", "shfl"}
 
 
 def test_boundary_refusals():

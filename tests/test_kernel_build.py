@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.signal
 
 from sigconv.registry import table as _registry
 from sigconv.engine.ops import window_1d
@@ -491,19 +490,24 @@ def test_os_grid_caps_and_hardware_limits():
 # cuda2d.strip_grid computes; ASan catches out-of-bounds loads (the halo columns and rows), the shim refuses
 # misaligned 16-byte loads and stores, and NaN-poisoned outputs catch unwritten elements.
 
-def _corr2d_ref(x, w, bias, pad, out_hw):
-    """float64 y[n, r, c] = bias + sum_ij w[i, j] x[n, r + i - py, c + j - px] (zero outside)."""
+_NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
+
+
+def _corr2d_ref(x, w, bias, pad, out_hw, boundary="fill", fill=0.0):
+    """float64 y[n, r, c] = bias + sum_ij w[i, j] xe[n, r + i - py, c + j - px], xe the planes extended by
+    ``boundary`` as numpy.pad does it (fill: the constant ``fill``; wrap; symm: numpy's "symmetric")."""
     N, H, W = x.shape
     kH, kW = w.shape
     (py, px), (Ho, Wo) = pad, out_hw
-    cv = np.zeros((N, Ho + kH - 1, Wo + kW - 1))
-    r0, c0 = max(0, py), max(0, px)
-    hh, ww = min(H, cv.shape[1] - py), min(W, cv.shape[2] - px)
-    cv[:, r0:py + hh, c0:px + ww] = x[:, r0 - py:hh, c0 - px:ww]
+    widths = ((py, Ho + kH - 1 - H - py), (px, Wo + kW - 1 - W - px))  # negative: the window is cut inside
+    kw = {"constant_values": fill} if boundary == "fill" else {}
     y = np.full((N, Ho, Wo), float(bias))
-    for i in range(kH):
-        for j in range(kW):
-            y += w[i, j] * cv[:, i:i + Ho, j:j + Wo]
+    for n in range(N):
+        e = np.pad(x[n], [(max(a, 0), max(b, 0)) for a, b in widths], mode=_NP_MODE[boundary], **kw)
+        e = e[max(-widths[0][0], 0):, max(-widths[1][0], 0):]
+        for i in range(kH):
+            for j in range(kW):
+                y[n] += w[i, j] * e[i:i + Ho, j:j + Wo]
     return y
 
 
@@ -523,9 +527,11 @@ STRIP_CASES = [
 ]
 
 
-def _single_channel_on_host(rng, exe, tmp, kernel, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap):
-    """Run a single-channel stencil harness (strip or shfl) on random data with the launcher's grid
-    (cuda2d.strip_grid, grid.z optionally capped to force the plane loop) and check it against float64."""
+def _single_channel_on_host(rng, exe, tmp, kernel, N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap,
+                            boundary="fill", fill=0.0):
+    """Run a single-channel stencil harness (strip or shfl, built for ``boundary``) on random data with the
+    launcher's grid (cuda2d.strip_grid, grid.z optionally capped to force the plane loop) and check it against
+    float64 over the extended image."""
     from sigconv.backends.cuda2d import strip_grid
 
     py, px = pad
@@ -540,13 +546,13 @@ def _single_channel_on_host(rng, exe, tmp, kernel, N, H, W, kH, kW, pad, out_hw,
         a.tofile(f)
     vec_in, vec_out = int(W % 4 == 0), int(Wo % 4 == 0)  # the launchers' rule (buffers are aligned here)
     pads = (py, px) if kernel == "strip" else (py,)  # conv2d_shfl has px compiled in
-    _emu_run([exe, *grid, *block, N, H, W, *pads, Ho, Wo, int(bias != 0), vec_in, vec_out, *files],
+    _emu_run([exe, *grid, *block, N, H, W, *pads, Ho, Wo, int(bias != 0), vec_in, vec_out, repr(fill), *files],
              f"conv2d_{kernel}")
     y = np.fromfile(files[3], dtype=np.float32).reshape(N, Ho, Wo)
     assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
-    ref = _corr2d_ref(x.astype(np.float64), w.astype(np.float64), bias, pad, (Ho, Wo))
+    ref = _corr2d_ref(x.astype(np.float64), w.astype(np.float64), bias, pad, (Ho, Wo), boundary, fill)
     err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
-    assert err <= 1e-5, f"{kernel} off by {err:.2e}; first mismatch at " \
+    assert err <= 1e-5, f"{kernel} {boundary} fill={fill} off by {err:.2e}; first mismatch at " \
                         f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"
 
 
@@ -693,7 +699,7 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
     for f, a in zip(files, (x, w, b, np.full((N, Cout, Ho, Wo), np.nan))):
         a.astype(dtype).tofile(f)
     _emu_run([exe, name, "f32" if dtype == np.float32 else "f64", *grid, *block, smem, N, Cin, H, W, Cout, kH, kW,
-              sy, sx, py, px, Ho, Wo, int(bias), pitch, int(W % 4 == 0), int(Wo % 4 == 0), *files], variant)
+              sy, sx, py, px, Ho, Wo, int(bias), pitch, int(W % 4 == 0), int(Wo % 4 == 0), "0", *files], variant)
     y = np.fromfile(files[3], dtype=dtype).reshape(N, Cout, Ho, Wo)
     assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
     ref = _conv2d_ref(x.astype(dtype).astype(np.float64), w.astype(dtype).astype(np.float64),
@@ -727,6 +733,82 @@ def test_shfl_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, ou
     _single_channel_on_host(rng, exe, tmp_path, "shfl", N, H, W, kH, kW, pad, out_hw, block, rows, bias, zcap)
 
 
+# ------------------------------------------- boundaries compiled into the fast kernels (strip, shfl, tiled)
+# C2D_BOUNDARY makes every load of these kernels read the extended image (wrap, symm through c2d_extend; fill with
+# the kernel's constant argument): vector (W % 4 == 0) and scalar loads, rows and columns of both edges, a kernel
+# larger than the image (windows several periods out), the shfl halos of the edge lanes and of lanes past the last
+# column. fill with a constant runs the zero-fill builds (the constant is an argument).
+# (kernel, boundary, fill, N, H, W, kH, kW, pad, out_hw or None, block, rows)
+FUSED_CASES = [
+    ("strip", "wrap", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (64, 1), 32),
+    ("strip", "wrap", 0.0, 2, 33, 61, 3, 3, (1, 1), None, (32, 4), 32),
+    ("strip", "symm", 0.0, 1, 5, 6, 12, 12, (11, 11), (16, 17), (32, 1), 4),
+    ("strip", "fill", 1.5, 1, 37, 64, 3, 3, (1, 1), None, (64, 1), 32),
+    ("strip", "fill", -2.0, 2, 33, 61, 3, 3, (1, 1), None, (32, 4), 8),
+    ("shfl", "symm", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (128, 1), 32),
+    ("shfl", "symm", 0.0, 2, 33, 61, 3, 3, (1, 1), None, (32, 4), 32),
+    ("shfl", "wrap", 0.0, 1, 5, 6, 9, 5, (8, 4), (12, 10), (32, 1), 4),
+    ("shfl", "fill", 1.5, 1, 20, 517, 3, 3, (1, 1), None, (128, 1), 32),
+    # the other rule of each kernel and shape (slow)
+    ("strip", "symm", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (64, 1), 32),
+    ("strip", "wrap", 0.0, 1, 5, 6, 12, 12, (11, 11), (16, 17), (32, 1), 4),
+    ("strip", "wrap", 0.0, 1, 70, 20, 5, 5, (2, 2), None, (32, 1), 16),
+    ("shfl", "wrap", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (128, 1), 32),
+    ("shfl", "symm", 0.0, 1, 5, 6, 9, 5, (8, 4), (12, 10), (32, 1), 4),
+    ("shfl", "symm", 0.0, 1, 70, 20, 5, 5, (2, 2), None, (32, 1), 16),
+]
+
+
+@pytest.mark.parametrize("kernel,boundary,fill,N,H,W,kH,kW,pad,out_hw,block,rows",
+                         _grid(FUSED_CASES, set(range(9, len(FUSED_CASES)))),
+                         ids=[f"{c[0]}-{c[1]}{c[2]:g}-{c[4]}x{c[5]}-k{c[6]}x{c[7]}" for c in FUSED_CASES])
+def test_fused_boundaries_run_on_host(host_build, tmp_path, kernel, boundary, fill, N, H, W, kH, kW, pad, out_hw,
+                                      block, rows, rng):
+    build = _strip_build if kernel == "strip" else _shfl_build
+    exe = host_build(*build(kH=kH, kW=kW, pad=pad, rows=rows, boundary=boundary))
+    _single_channel_on_host(rng, exe, tmp_path, kernel, N, H, W, kH, kW, pad, out_hw, block, rows, 0.0, None,
+                            boundary, fill)
+
+
+# (variant, boundary, fill, H, W, (kH, kW), pad, out_hw or None, block): one image, one channel, as the API runs
+# them: scalar (W = 70) and 16-byte (W = 64) tile loads, a 7x7 "full" window over a 5x8 image.
+TILED_BOUNDARY_CASES = [
+    ("regblock", "wrap", 0.0, 37, 70, (3, 3), (1, 1), None, (32, 4)),
+    ("regblock", "symm", 0.0, 21, 64, (5, 5), (2, 2), None, (16, 8)),
+    ("prefetch", "fill", 1.5, 21, 64, (3, 3), (1, 1), None, (16, 8)),
+    ("regblock", "symm", 0.0, 37, 70, (3, 3), (1, 1), None, (32, 4)),
+    ("prefetch", "wrap", 0.0, 21, 64, (3, 3), (1, 1), None, (16, 8)),
+    ("regblock", "wrap", 0.0, 5, 8, (7, 7), (6, 6), (11, 14), (8, 8)),
+]
+
+
+@pytest.mark.parametrize("variant,boundary,fill,H,W,k,pad,out_hw,block", _grid(TILED_BOUNDARY_CASES, {3, 4, 5}),
+                         ids=[f"{c[0]}-{c[1]}{c[2]:g}-{c[3]}x{c[4]}-k{c[5][0]}x{c[5][1]}" for c in TILED_BOUNDARY_CASES])
+def test_tiled_boundaries_run_on_host(host_build, tmp_path, variant, boundary, fill, H, W, k, pad, out_hw, block,
+                                      rng):
+    from sigconv.backends import cuda2d
+
+    kH, kW = k
+    (py, px) = pad
+    Ho, Wo = out_hw or (H + 2 * py - kH + 1, W + 2 * px - kW + 1)
+    plan = cuda2d.tiled_plan(block, kH, kW, (1, 1), px, 1, variant == "prefetch")
+    exe = host_build(*_conv2d_build(variant=variant, k=k, stride=(1, 1), pad=pad, block=block, Cout=1,
+                                    boundary=boundary))
+    x = rng.standard_normal((1, 1, H, W)).astype(np.float32)
+    w = rng.standard_normal((1, 1, kH, kW)).astype(np.float32)
+    files = [tmp_path / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
+    for f, a in zip(files, (x, w, np.zeros(1, np.float32), np.full((1, 1, Ho, Wo), np.nan, np.float32))):
+        a.tofile(f)
+    _emu_run([exe, "tiled", "f32", *cuda2d.tiled_grid(plan, 1, 1, Ho, Wo), *block, plan["smem"], 1, 1, H, W, 1, kH,
+              kW, 1, 1, py, px, Ho, Wo, 0, 0, int(W % 4 == 0), int(Wo % 4 == 0), repr(fill), *files], variant)
+    y = np.fromfile(files[3], dtype=np.float32).reshape(1, Ho, Wo)
+    assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = _corr2d_ref(x[0].astype(np.float64), w[0, 0].astype(np.float64), 0.0, pad, (Ho, Wo), boundary, fill)
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert err <= 1e-5, f"{variant} {boundary} fill={fill} off by {err:.2e}; first mismatch at " \
+                        f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"
+
+
 def test_shfl_applies_only_within_its_halos():
     from sigconv.backends.cuda2d import shfl_applies
 
@@ -744,20 +826,30 @@ _OS_BUILD = ("os_harness.cpp", None, "c++17")
 _CONV1D_BUILD = ("conv1d_harness.cpp", None, "c++20")
 
 
-def _strip_build(kH, kW, pad, rows, **_):
-    return "strip_harness.cpp", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=rows), "c++17"
+def _boundary_define(boundary: str) -> dict:
+    """The define a fused launcher adds for ``boundary`` (none for fill: its constant is an argument)."""
+    from sigconv.backends import cuda2d
+
+    return {} if boundary == "fill" else {"C2D_BOUNDARY": cuda2d.BOUNDARIES[boundary]}
 
 
-def _shfl_build(kH, kW, pad, rows, **_):
-    return "shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=pad[1], SHFL_ROWS=rows), "c++20"
+def _strip_build(kH, kW, pad, rows, boundary="fill", **_):
+    return "strip_harness.cpp", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=rows,
+                                     **_boundary_define(boundary)), "c++17"
 
 
-def _conv2d_build(variant, k, stride, pad, block, Cout, **_):
+def _shfl_build(kH, kW, pad, rows, boundary="fill", **_):
+    return "shfl_harness.cpp", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=pad[1], SHFL_ROWS=rows,
+                                    **_boundary_define(boundary)), "c++20"
+
+
+def _conv2d_build(variant, k, stride, pad, block, Cout, boundary="fill", **_):
     from sigconv.backends import cuda2d
 
     defines = {}
     if variant != "shared":
         defines = cuda2d.tiled_plan(block, k[0], k[1], stride, pad[1], Cout, variant == "prefetch")["defines"]
+        defines.update(_boundary_define(boundary))
     return "conv2d_harness.cpp", defines, "c++20"
 
 
@@ -768,4 +860,7 @@ _KEYS = {
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
     "test_shfl_kernel_runs_on_host": lambda **p: _build_key(*_shfl_build(**p)),
     "test_conv2d_kernels_run_on_host": lambda **p: _build_key(*_conv2d_build(**p)),
+    "test_fused_boundaries_run_on_host": lambda **p: _build_key(*(_strip_build if p["kernel"] == "strip"
+                                                                   else _shfl_build)(**p)),
+    "test_tiled_boundaries_run_on_host": lambda **p: _build_key(*_conv2d_build(stride=(1, 1), Cout=1, **p)),
 }

@@ -7,8 +7,9 @@ among its candidates until it has been timed on a GPU. Every launcher has the si
 ``launch_NAME(x, w, bias, stride, pad, out_hw, block=None, out=None)`` on C-contiguous cupy arrays; it owns
 its grid maths and refuses (``ValueError``) what its registry entry says it cannot run.
 
-Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): any variant runs with zero padding, then
-:func:`launch_border` recomputes the outputs whose window leaves the image (:func:`border_bands`) with the rule.
+Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the variants in :data:`FUSED` compile the
+boundary into their loads (no second pass); the others run with zero padding, then :func:`launch_border`
+recomputes the outputs whose window leaves the image (:func:`border_bands`) with the rule.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
@@ -26,7 +27,7 @@ from sigconv.registry.table import Conv2dJob, Variant, get as _get_variant, regi
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
            "launch_strip", "launch_shfl", "launch_separable", "launch_border", "border_bands", "border_grid",
-           "separable_factors", "strip_applies", "shfl_applies", "VARIANTS", "BOUNDARIES", "EXACT_DTYPE"]
+           "separable_factors", "strip_applies", "shfl_applies", "VARIANTS", "BOUNDARIES", "FUSED", "EXACT_DTYPE"]
 
 _SRC = "conv2d.cu"
 _LIMITS = _kernels.constants()
@@ -55,6 +56,9 @@ VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separab
 _CODES = _kernels.constants("conv2d_common.cuh")
 #: Boundary rule name -> its code in kernels/conv2d_common.cuh (SIGCONV_BOUNDARY_*).
 BOUNDARIES = {b: _CODES[f"SIGCONV_BOUNDARY_{b.upper()}"] for b in ("fill", "wrap", "symm")}
+#: The variants whose kernels read the extended image themselves (C2D_BOUNDARY in kernels/conv2d_common.cuh):
+#: their launchers take ``boundary``/``fillvalue`` and need no border pass.
+FUSED = ("regblock", "prefetch", "strip", "shfl")
 #: Threads per block of the border pass.
 BORDER_BLOCK = 256
 #: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64); the
@@ -153,6 +157,22 @@ def _i32(*vals):
 
 def _aligned(a) -> bool:
     return a.data.ptr % 16 == 0
+
+
+def _check_boundary(boundary: str) -> None:
+    if boundary not in BOUNDARIES:
+        raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
+
+
+def _fused(defines: dict, boundary: str, fillvalue, x) -> tuple:
+    """(defines with the compiled boundary, the fill argument) of a fused launcher. Zero fill adds no define, so
+    plain zero padding keeps its module."""
+    _check_boundary(boundary)
+    if boundary != "fill":
+        defines = {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}
+        if x.shape[2] * x.shape[3] == 0:
+            raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
+    return defines, np.float32(fillvalue)
 
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
@@ -270,32 +290,35 @@ def tiled_grid(plan: dict, N: int, Cout: int, Ho: int, Wo: int) -> tuple:
     return (math.ceil(Wo / ow), math.ceil(Ho / oh), _grid_z(N * math.ceil(Cout / cob)))
 
 
-def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch):
+def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, boundary, fillvalue):
     blk = _checked(name, x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     plan = tiled_plan(blk, kH, kW, stride, pad[1], Cout, prefetch, min(200 * 1024, _smem_limit()))
     if plan["smem"] > _smem_limit():  # pragma: no cover (only with tiny shared memory)
         raise ValueError(f"conv2d variant {name!r}: block {blk} needs {plan['smem']} bytes of shared memory")
-    f = _kernels.module(_SRC, plan["defines"]).get_function("conv2d_tiled")
+    defines, fill = _fused(plan["defines"], boundary, fillvalue, x)
+    f = _kernels.module(_SRC, defines).get_function("conv2d_tiled")
     _set_smem(f, plan["smem"])
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
     vec_in = int(W % 4 == 0 and _aligned(x))
     vec_out = int(Wo % 4 == 0 and _aligned(y))
     f(tiled_grid(plan, N, Cout, Ho, Wo), blk + (1,),
-      (x, w, b, y) + _i32(N, Cin, H, W, Cout, pad[0], pad[1], Ho, Wo, hb, vec_in, vec_out),
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, pad[0], pad[1], Ho, Wo, hb, vec_in, vec_out) + (fill,),
       shared_mem=plan["smem"])
     return y
 
 
-def launch_regblock(x, w, bias, stride, pad, out_hw, block=None, out=None):
-    """Register-blocked tiles with 16-byte loads (float32)."""
-    return _launch_tiled("regblock", x, w, bias, stride, pad, out_hw, block, out, False)
+def launch_regblock(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
+    """Register-blocked tiles with 16-byte loads (float32); ``boundary``/``fillvalue``: the extension of x
+    (:data:`BOUNDARIES`), compiled into the tile loads."""
+    return _launch_tiled("regblock", x, w, bias, stride, pad, out_hw, block, out, False, boundary, fillvalue)
 
 
-def launch_prefetch(x, w, bias, stride, pad, out_hw, block=None, out=None):
-    """Article B's one-warp blocks with a double-buffered prefetch of the next channel (float32)."""
-    return _launch_tiled("prefetch", x, w, bias, stride, pad, out_hw, block, out, True)
+def launch_prefetch(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
+    """Article B's one-warp blocks with a double-buffered prefetch of the next channel (float32); boundaries as
+    :func:`launch_regblock`."""
+    return _launch_tiled("prefetch", x, w, bias, stride, pad, out_hw, block, out, True, boundary, fillvalue)
 
 
 def strip_grid(N: int, Ho: int, Wo: int, block, rows: int = STRIP_ROWS) -> tuple:
@@ -305,14 +328,17 @@ def strip_grid(N: int, Ho: int, Wo: int, block, rows: int = STRIP_ROWS) -> tuple
     return (math.ceil(math.ceil(Wo / 4) / bx), math.ceil(math.ceil(Ho / rows) / by), _grid_z(N))
 
 
-def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None):
-    """Single-channel fast path: vertical strips streaming rows through registers (float32, Cin=Cout=1)."""
+def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
+    """Single-channel fast path: vertical strips streaming rows through registers (float32, Cin=Cout=1);
+    boundaries as :func:`launch_regblock`."""
     bx, by = _checked("strip", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
-    mod = _kernels.module(_SRC, dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=STRIP_ROWS))
+    defines, fill = _fused(dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=STRIP_ROWS),
+                           boundary, fillvalue, x)
+    mod = _kernels.module(_SRC, defines)
     f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_strip", "c_taps", x, w, bias, out, Ho, Wo)
     f(strip_grid(N, Ho, Wo, (bx, by)), (bx, by, 1),
-      (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out))
+      (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out) + (fill,))
     return y
 
 
@@ -333,16 +359,18 @@ def _single_channel_setup(mod, kernel: str, taps_name: str, x, w, bias, out, Ho:
     return f, y, b, hb, vec_in, vec_out
 
 
-def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None):
+def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
     """Single-channel stencil: strip's row ring with one float4 load per row and the halo columns from the
-    neighbouring lanes by warp shuffles (float32, Cin=Cout=1, stride 1)."""
+    neighbouring lanes by warp shuffles (float32, Cin=Cout=1, stride 1); boundaries as :func:`launch_regblock`."""
     bx, by = _checked("shfl", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
-    mod = _kernels.module(_SRC, dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS))
+    defines, fill = _fused(dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS), boundary,
+                           fillvalue, x)
+    mod = _kernels.module(_SRC, defines)
     f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_shfl", "c_taps_shfl", x, w, bias, out, Ho,
                                                          Wo)
     f(strip_grid(N, Ho, Wo, (bx, by), rows=SHFL_ROWS), (bx, by, 1),
-      (x, y) + _i32(N, H, W, pad[0], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out))
+      (x, y) + _i32(N, H, W, pad[0], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out) + (fill,))
     return y
 
 
@@ -449,8 +477,7 @@ def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: in
     """Recompute in ``y`` the outputs whose window leaves the image, with ``boundary`` ("fill" with
     ``fillvalue``, "wrap", "symm"): the second pass after any variant ran with zero padding. x (1, 1, H, W),
     w (1, 1, kH, kW), y (1, 1, Ho, Wo), C-contiguous, one dtype (float32, float64, uint64); stride 1."""
-    if boundary not in BOUNDARIES:
-        raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
+    _check_boundary(boundary)
     H, W = x.shape[2:]
     grid, iargs, count, lanes = _border_args(int(H), int(W), *(int(v) for v in w.shape[2:]), int(pad[0]), int(pad[1]),
                                       *(int(v) for v in y.shape[2:]), int(block))
@@ -508,8 +535,7 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
 
     stride = (int(stride[0]), int(stride[1]))
     pad = (int(pad[0]), int(pad[1]))
-    if boundary not in BOUNDARIES:
-        raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
+    _check_boundary(boundary)
     x = cupy.ascontiguousarray(x)
     exact = x.dtype == _U64
     if exact:
@@ -535,6 +561,8 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     elif variant == "auto":
         variant, block = resolve_auto(x, w, bias, stride, pad, out_hw, separable, block, factors)
     run = _get_variant("conv2d", "cuda", variant).run
+    if variant in FUSED:  # the boundary compiled into the loads: one pass
+        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue)
     if variant == "separable" and factors is not None:
         y = run(x, w, bias, stride, pad, out_hw, block=block, out=out, factors=factors)
     else:
