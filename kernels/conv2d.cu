@@ -209,14 +209,14 @@ __device__ __forceinline__ void tiled_issue(float* stage, const float* __restric
             } else {
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
-                    cp_async4(dst + e, xp + (i64)er * W + c2d_extend((i64)gc + e, W, C2D_BOUNDARY), 4);
+                    cp_async4(dst + e, xp + (i64)er * W + c2d_extend(gc + e, W, C2D_BOUNDARY), 4);
             }
         }
     } else {  // tails: W not a multiple of 4 (or unaligned base): element by element, still coalesced
         for (int idx = tid; idx < TH * TWL; idx += NT) {
             const int tr = idx / TWL, tc = idx - tr * TWL;
             const int er = c2d_extend(ir0 + tr, H, C2D_BOUNDARY);
-            const int ec = c2d_extend((i64)ca + tc, W, C2D_BOUNDARY);
+            const int ec = c2d_extend(ca + tc, W, C2D_BOUNDARY);
             float* dst = tile + tr * PITCH + tc;
             if (er >= 0 && ec >= 0)
                 cp_async4(dst, xp + (i64)er * W + ec, 4);

@@ -37,21 +37,34 @@ __device__ __forceinline__ int c2d_extend(i64 i, int n, int boundary) {
     if (m < 0) m += p;  // C's % truncates toward zero: true modulo for i < 0
     return (int)(m >= n ? p - 1 - m : m);  // (wrap never has m >= n)
 }
+// The same rule for a 32-bit index (the fused kernels' rows and columns), in unsigned 32-bit arithmetic (2n <
+// 2^32): a modulo the compiler inlines, where the 64-bit one is a call that pins registers in unrolled loops.
+// i < 0: i mod p = p - 1 - ((-i - 1) mod p).
+__device__ __forceinline__ int c2d_extend(int i, int n, int boundary) {
+    if (i >= 0 && i < n) return i;
+    if (boundary == SIGCONV_BOUNDARY_FILL) return -1;
+    const unsigned p = boundary == SIGCONV_BOUNDARY_WRAP ? (unsigned)n : 2u * (unsigned)n;
+    const unsigned m = i >= 0 ? (unsigned)i % p : p - 1u - (unsigned)(-(i + 1)) % p;
+    return (int)(m >= (unsigned)n ? p - 1u - m : m);
+}
 
 // The boundary the fused kernels (strip, shfl and the tiled regblock/prefetch) compile in: their loads read xe
 // through c2d_extend, so a wrap or symm call costs them no second pass; the fill constant is a kernel argument
-// (zero for plain zero padding). The launcher prepends the define (sigconv.backends.cuda2d.FUSED).
+// (zero for plain zero padding). The launcher prepends the define (sigconv.backends.cuda2d.FUSED). strip and
+// shfl run the extension's loads only in the threads (warps) whose window leaves the image; the others run the
+// plain loads of the zero-fill build, whose unrolled row loop keeps several rows' loads in flight.
 #ifndef C2D_BOUNDARY
 #define C2D_BOUNDARY SIGCONV_BOUNDARY_FILL
 #endif
 
 // xe[er, c..c+3] of row `rp` (er a row inside the image) for a chunk that is not wholly inside [0, W): each
-// column through the rule, the fill constant where it gives none.
-__device__ __forceinline__ float4 c2d_chunk_ext(const float* __restrict__ rp, i64 c, int W, float fill) {
+// column through boundary B's rule, the fill constant where it gives none.
+template <int B>
+__device__ __forceinline__ float4 c2d_chunk_ext(const float* __restrict__ rp, int c, int W, float fill) {
     float t[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-        const int k = c2d_extend(c + e, W, C2D_BOUNDARY);
+        const int k = c2d_extend(c + e, W, B);
         t[e] = k < 0 ? fill : __ldg(rp + k);
     }
     return make_float4(t[0], t[1], t[2], t[3]);

@@ -57,28 +57,30 @@
 // Taps of the current call (copied in stream order by the launcher before each launch).
 __constant__ float c_taps_shfl[SHFL_KH * SHFL_KW];
 
-// Four values xe[gr, c..c+3] of the image extended by the compiled boundary (C2D_BOUNDARY; `fill` outside for
-// fill). rp is xe's row gr in the image, or null for a row of the fill constant. vec: W % 4 == 0 and x 16-byte
-// aligned, so the chunk (c a multiple of 4) is wholly inside or outside the row.
+// Four values xe[gr, c..c+3] of the image extended by boundary B (`fill` outside for fill). rp is xe's row gr
+// in the image, or null for a row of the fill constant. vec: W % 4 == 0 and x 16-byte aligned, so the chunk (c a
+// multiple of 4) is wholly inside or outside the row.
+template <int B>
 __device__ __forceinline__ float4 shfl_chunk(const float* __restrict__ rp, int c, int W, bool vec, float fill) {
     if (rp == nullptr) return make_float4(fill, fill, fill, fill);
     if (vec && c >= 0 && c < W) return __ldg(reinterpret_cast<const float4*>(rp + c));
-    if (vec && C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL) return make_float4(fill, fill, fill, fill);
-    return c2d_chunk_ext(rp, c, W, fill);
+    if (vec && B == SIGCONV_BOUNDARY_FILL) return make_float4(fill, fill, fill, fill);
+    return c2d_chunk_ext<B>(rp, c, W, fill);
 }
 
 // v[m] = xe[gr, cx - 4 + m]: own chunk loaded, halo columns shuffled from lanes -1 / +1 (edge lanes load).
 // Only the halo columns the kernel reads are exchanged: SHFL_PX from the left, SHFL_RH from the right.
+template <int B>
 __device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict__ xp, int H, int W, int gr, int cx,
                                          int lane, bool vec, float fill) {
     const unsigned FULL = 0xffffffffu;
-    const int er = c2d_extend(gr, H, C2D_BOUNDARY);  // the image row under xe's row gr; -1: the fill constant
+    const int er = c2d_extend(gr, H, B);  // the image row under xe's row gr; -1: the fill constant
     const float* rp = er < 0 ? nullptr : xp + (i64)er * W;
-    const float4 m = shfl_chunk(rp, cx, W, vec, fill);
+    const float4 m = shfl_chunk<B>(rp, cx, W, vec, fill);
     float4 l = make_float4(0.f, 0.f, 0.f, 0.f), r = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (SHFL_PX > 0 && lane == 0) l = shfl_chunk(rp, cx - 4, W, vec, fill);
-    if (SHFL_RH > 0 && lane == 31) r = shfl_chunk(rp, cx + 4, W, vec, fill);
-// left neighbour's columns cx-1, cx-2, ... are its m.w, m.z, ...
+    if (SHFL_PX > 0 && lane == 0) l = shfl_chunk<B>(rp, cx - 4, W, vec, fill);
+    if (SHFL_RH > 0 && lane == 31) r = shfl_chunk<B>(rp, cx + 4, W, vec, fill);
+    // left neighbour's columns cx-1, cx-2, ... are its m.w, m.z, ...
     if (SHFL_PX >= 1) { const float t = __shfl_up_sync(FULL, m.w, 1); if (lane != 0) l.w = t; }
     if (SHFL_PX >= 2) { const float t = __shfl_up_sync(FULL, m.z, 1); if (lane != 0) l.z = t; }
     if (SHFL_PX >= 3) { const float t = __shfl_up_sync(FULL, m.y, 1); if (lane != 0) l.y = t; }
@@ -95,22 +97,11 @@ __device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict
 
 // The ring (as in conv2d_strip): input row s (relative to r0 - py) feeds tap row i into output row o = s - i,
 // which lives in slot o % KH; the loop over s is unrolled by KH so that slot indices are compile-time
-// constants; after row s, output row s - KH + 1 is complete, stored and its slot zeroed.
-extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
-                                                                    float* __restrict__ y, int N,
-                                                                    int H, int W, int py, int Ho, int Wo,
-                                                                    const float* __restrict__ bptr, int has_bias,
-                                                                    int vec_in, int vec_out, float fill) {
-    const int lane = threadIdx.x & 31;
-    const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
-    const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * SHFL_ROWS;
-    if (r0 >= Ho) return;  // uniform across the warp (see the top of the file)
-    const bool live = cx < Wo;  // lanes past the last column shuffle but do not store
-    const int nout = min(SHFL_ROWS, Ho - r0);
-    const int nin = nout + SHFL_KH - 1;
-    const bool vec = vec_in != 0;
-    const bool vst = vec_out != 0 && cx + 4 <= Wo;
-    const float bias = has_bias ? bptr[0] : 0.f;
+// constants; after row s, output row s - KH + 1 is complete, stored and its slot zeroed. Loads through B.
+template <int B>
+__device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                          int py, int Ho, int Wo, int lane, int cx, int r0, int nin, bool live,
+                                          bool vec, bool vst, float bias, float fill) {
     FOR_PLANES(z, N) {
         const float* xp = x + (i64)z * H * W;
         float* yp = y + (i64)z * Ho * Wo;
@@ -126,7 +117,7 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                 const int s = base + u;
                 if (s >= nin) break;  // uniform across the warp: nin is
                 float v[12];
-                shfl_row(v, xp, H, W, r0 - py + s, cx, lane, vec, fill);
+                shfl_row<B>(v, xp, H, W, r0 - py + s, cx, lane, vec, fill);
 #pragma unroll
                 for (int i = 0; i < SHFL_KH; ++i) {
                     const int slot = (u - i + SHFL_KH) % SHFL_KH;
@@ -148,7 +139,7 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
         // Tall kernels: rotate the accumulators instead of unrolling the ring (less code, no spills).
         for (int s = 0; s < nin; ++s) {
             float v[12];
-            shfl_row(v, xp, H, W, r0 - py + s, cx, lane, vec, fill);
+            shfl_row<B>(v, xp, H, W, r0 - py + s, cx, lane, vec, fill);
 #pragma unroll
             for (int i = 0; i < SHFL_KH; ++i)
 #pragma unroll
@@ -169,6 +160,33 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
         }
 #endif
     }
+}
+
+// A warp whose window (input rows r0-py .. r0-py+nin-1; columns from 4 before its first to 4 past its last,
+// the edge lanes' halo chunks) lies inside the image never reads the extension: it runs the zero-fill build's
+// loads whatever the boundary. The test is uniform across the warp (r0 is; wx is the warp's first column), so
+// all its lanes take the same body and meet at every shuffle.
+extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
+                                                                    float* __restrict__ y, int N,
+                                                                    int H, int W, int py, int Ho, int Wo,
+                                                                    const float* __restrict__ bptr, int has_bias,
+                                                                    int vec_in, int vec_out, float fill) {
+    const int lane = threadIdx.x & 31;
+    const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * SHFL_ROWS;
+    if (r0 >= Ho) return;  // uniform across the warp (see the top of the file)
+    const bool live = cx < Wo;  // lanes past the last column shuffle but do not store
+    const int nout = min(SHFL_ROWS, Ho - r0);
+    const int nin = nout + SHFL_KH - 1;
+    const bool vec = vec_in != 0;
+    const bool vst = vec_out != 0 && cx + 4 <= Wo;
+    const float bias = has_bias ? bptr[0] : 0.f;
+    const int wx = cx - 4 * lane;  // the warp's first column
+    const bool inside = r0 - py >= 0 && r0 - py + nin <= H && wx - 4 >= 0 && wx + 4 * 32 + 4 <= W;
+    if (C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL || inside)
+        shfl_body<SIGCONV_BOUNDARY_FILL>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vec, vst, bias, fill);
+    else
+        shfl_body<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vec, vst, bias, fill);
 }
 
 #endif  // SIGCONV_CONV2D_SHFL_CUH

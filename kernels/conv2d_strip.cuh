@@ -29,11 +29,12 @@ __constant__ float c_taps[STRIP_KH * STRIP_KW];
 // Input values one thread needs from a row: columns [cx - px, cx - px + 3 + KW) after STRIP_SH, as float4s.
 #define STRIP_NV ((((STRIP_SH + 3 + STRIP_KW) + 3) / 4) * 4)
 
-// One input row's values for a strip thread: v[k] = xe[gr, ca + k], xe the image extended by the compiled
-// boundary (C2D_BOUNDARY: `fill` outside the image, or wrap / symm through c2d_extend).
+// One input row's values for a strip thread: v[k] = xe[gr, ca + k], xe the image extended by boundary B
+// (`fill` outside the image, or wrap / symm through c2d_extend).
+template <int B>
 __device__ __forceinline__ void strip_row(float (&v)[STRIP_NV], const float* __restrict__ xp, int H, int W, int gr,
                                           int ca, bool vec, float fill) {
-    const int er = c2d_extend(gr, H, C2D_BOUNDARY);  // the image row under xe's row gr; -1: the fill constant
+    const int er = c2d_extend(gr, H, B);  // the image row under xe's row gr; -1: the fill constant
     const float* rp = xp + (i64)(er < 0 ? 0 : er) * W;
 #pragma unroll
     for (int q = 0; q < STRIP_NV / 4; ++q) {
@@ -42,30 +43,22 @@ __device__ __forceinline__ void strip_row(float (&v)[STRIP_NV], const float* __r
         if (er >= 0) {
             if (vec && gc >= 0 && gc < W)  // W % 4 == 0, gc % 4 == 0: the chunk is wholly inside or outside
                 t = __ldg(reinterpret_cast<const float4*>(rp + gc));
-            else if (!vec || C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL)  // (a vector chunk outside is all fill)
-                t = c2d_chunk_ext(rp, gc, W, fill);
+            else if (!vec || B != SIGCONV_BOUNDARY_FILL)  // (a vector chunk outside is all fill)
+                t = c2d_chunk_ext<B>(rp, gc, W, fill);
         }
         v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
     }
 }
 
-// Thread: output columns cx..cx+3 (cx = 4*(global x index)), rows [r0, r0 + STRIP_ROWS) of plane z.
-// Input row s (relative to r0 - py) contributes tap row i to output row o = s - i. Accumulators form a ring
-// of STRIP_KH rows: output row o lives in slot o % KH. The loop over s is unrolled by KH so that every slot
-// index is a compile-time constant; after row s, output row s - KH + 1 is complete: stored and its slot zeroed
-// (rows o < 0 are zeroed without being stored, so the ring starts clean).
-extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
-                                        int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
-                                        int has_bias, int vec_in, int vec_out, float fill) {
-    const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
-    const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
-    if (cx >= Wo || r0 >= Ho) return;  // no barriers in this kernel
-    const int nout = min(STRIP_ROWS, Ho - r0);
-    const int nin = nout + STRIP_KH - 1;   // input rows streamed
-    const int ca = cx - px - STRIP_SH;     // aligned (multiple of 4) first input column loaded
-    const bool vec = vec_in != 0;
-    const bool vst = vec_out != 0 && cx + 4 <= Wo;
-    const float bias = has_bias ? bptr[0] : 0.f;
+// Thread: output columns cx..cx+3 (cx = 4*(global x index)), rows [r0, r0 + nout) of every plane, loads through
+// boundary B. Input row s (relative to r0 - py) contributes tap row i to output row o = s - i. Accumulators
+// form a ring of STRIP_KH rows: output row o lives in slot o % KH. The loop over s is unrolled by KH so that
+// every slot index is a compile-time constant; after row s, output row s - KH + 1 is complete: stored and its
+// slot zeroed (rows o < 0 are zeroed without being stored, so the ring starts clean).
+template <int B>
+__device__ __forceinline__ void strip_body(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                           int py, int Ho, int Wo, int cx, int r0, int nin, int ca, bool vec,
+                                           bool vst, float bias, float fill) {
     FOR_PLANES(z, N) {
         const float* xp = x + (i64)z * H * W;
         float* yp = y + (i64)z * Ho * Wo;
@@ -81,7 +74,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
                 const int s = base + u;
                 if (s >= nin) break;
                 float v[STRIP_NV];
-                strip_row(v, xp, H, W, r0 - py + s, ca, vec, fill);
+                strip_row<B>(v, xp, H, W, r0 - py + s, ca, vec, fill);
                 // Tap row i feeds output row s - i, slot (u - i) mod KH (base is a multiple of KH).
 #pragma unroll
                 for (int i = 0; i < STRIP_KH; ++i) {
@@ -106,7 +99,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
         // instead (acc[k] holds output row s - (KH-1) + k; KH*4 moves per row, ~1/KW of the FMAs).
         for (int s = 0; s < nin; ++s) {
             float v[STRIP_NV];
-            strip_row(v, xp, H, W, r0 - py + s, ca, vec, fill);
+            strip_row<B>(v, xp, H, W, r0 - py + s, ca, vec, fill);
 #pragma unroll
             for (int i = 0; i < STRIP_KH; ++i)
 #pragma unroll
@@ -127,6 +120,28 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
         }
 #endif
     }
+}
+
+// Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). A thread whose
+// window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside the image never reads the
+// extension: it runs the zero-fill build's loads whatever the boundary.
+extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                        int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
+                                        int has_bias, int vec_in, int vec_out, float fill) {
+    const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+    const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
+    if (cx >= Wo || r0 >= Ho) return;  // no barriers in this kernel
+    const int nout = min(STRIP_ROWS, Ho - r0);
+    const int nin = nout + STRIP_KH - 1;   // input rows streamed
+    const int ca = cx - px - STRIP_SH;     // aligned (multiple of 4) first input column loaded
+    const bool vec = vec_in != 0;
+    const bool vst = vec_out != 0 && cx + 4 <= Wo;
+    const float bias = has_bias ? bptr[0] : 0.f;
+    const bool inside = r0 - py >= 0 && r0 - py + nin <= H && ca >= 0 && ca + STRIP_NV <= W;
+    if (C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL || inside)
+        strip_body<SIGCONV_BOUNDARY_FILL>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, ca, vec, vst, bias, fill);
+    else
+        strip_body<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, ca, vec, vst, bias, fill);
 }
 
 #endif  // SIGCONV_CONV2D_STRIP_CUH

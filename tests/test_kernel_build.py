@@ -737,16 +737,17 @@ def test_shfl_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, ou
 # C2D_BOUNDARY makes every load of these kernels read the extended image (wrap, symm through c2d_extend; fill with
 # the kernel's constant argument): vector (W % 4 == 0) and scalar loads, rows and columns of both edges, a kernel
 # larger than the image (windows several periods out), the shfl halos of the edge lanes and of lanes past the last
-# column. fill with a constant runs the zero-fill builds (the constant is an argument).
+# column; threads (strip) and warps (shfl) whose window lies inside the image, which take the plain loads, next to
+# those whose window leaves it. fill with a constant runs the zero-fill builds (the constant is an argument).
 # (kernel, boundary, fill, N, H, W, kH, kW, pad, out_hw or None, block, rows)
 FUSED_CASES = [
-    ("strip", "wrap", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (64, 1), 32),
-    ("strip", "wrap", 0.0, 2, 33, 61, 3, 3, (1, 1), None, (32, 4), 32),
+    ("strip", "wrap", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (64, 1), 8),
+    ("strip", "wrap", 0.0, 2, 33, 61, 3, 3, (1, 1), None, (32, 4), 8),
     ("strip", "symm", 0.0, 1, 5, 6, 12, 12, (11, 11), (16, 17), (32, 1), 4),
     ("strip", "fill", 1.5, 1, 37, 64, 3, 3, (1, 1), None, (64, 1), 32),
     ("strip", "fill", -2.0, 2, 33, 61, 3, 3, (1, 1), None, (32, 4), 8),
-    ("shfl", "symm", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (128, 1), 32),
-    ("shfl", "symm", 0.0, 2, 33, 61, 3, 3, (1, 1), None, (32, 4), 32),
+    ("shfl", "symm", 0.0, 1, 37, 520, 3, 3, (1, 1), None, (64, 1), 8),
+    ("shfl", "symm", 0.0, 2, 33, 61, 3, 3, (1, 1), None, (32, 4), 8),
     ("shfl", "wrap", 0.0, 1, 5, 6, 9, 5, (8, 4), (12, 10), (32, 1), 4),
     ("shfl", "fill", 1.5, 1, 20, 517, 3, 3, (1, 1), None, (128, 1), 32),
     # the other rule of each kernel and shape (slow)
