@@ -50,24 +50,33 @@ __device__ __forceinline__ int c2d_extend(int i, int n, int boundary) {
 
 // The boundary the fused kernels (strip, shfl and the tiled regblock/prefetch) compile in: their loads read xe
 // through c2d_extend, so a wrap or symm call costs them no second pass; the fill constant is a kernel argument
-// (zero for plain zero padding). The launcher prepends the define (sigconv.backends.cuda2d.FUSED). strip and
-// shfl run the extension's loads only in the threads (warps) whose window leaves the image; the others run the
-// plain loads of the zero-fill build, whose unrolled row loop keeps several rows' loads in flight.
+// (zero for plain zero padding). The launcher prepends the define (sigconv.backends.cuda2d.FUSED). In strip and
+// shfl only the threads (warps) whose window leaves the image read through the rule, with every address
+// computed ahead (columns once per thread, the row once per row) so that their loads stay unconditional and the
+// unrolled rows' loads overlap as in the plain ones: these threads run as long as the others (the grids are a
+// wave or two of long-running threads, so one slow thread would set the time of the whole kernel).
 #ifndef C2D_BOUNDARY
 #define C2D_BOUNDARY SIGCONV_BOUNDARY_FILL
 #endif
 
-// xe[er, c..c+3] of row `rp` (er a row inside the image) for a chunk that is not wholly inside [0, W): each
-// column through boundary B's rule, the fill constant where it gives none.
+// Where four columns c..c+3 of xe lie under wrap or symm (B) when c and W are multiples of 4: one aligned chunk
+// of the image row, read backwards under symm's mirror (the rule maps them to consecutive samples). A thread
+// computes these once and then loads every row without a branch (c2d_ld_chunk).
+struct C2dChunk {
+    int base;  // first image column of the chunk (a multiple of 4)
+    bool rev;  // read backwards
+};
 template <int B>
-__device__ __forceinline__ float4 c2d_chunk_ext(const float* __restrict__ rp, int c, int W, float fill) {
-    float t[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const int k = c2d_extend(c + e, W, B);
-        t[e] = k < 0 ? fill : __ldg(rp + k);
-    }
-    return make_float4(t[0], t[1], t[2], t[3]);
+__device__ __forceinline__ C2dChunk c2d_vchunk(int c, int W) {
+    const int k0 = c2d_extend(c, W, B), k3 = c2d_extend(c + 3, W, B);
+    C2dChunk ch;
+    ch.base = k0 <= k3 ? k0 : k3;
+    ch.rev = k0 > k3;
+    return ch;
+}
+__device__ __forceinline__ float4 c2d_ld_chunk(const float* __restrict__ rp, C2dChunk ch) {
+    const float4 t = __ldg(reinterpret_cast<const float4*>(rp + ch.base));
+    return ch.rev ? make_float4(t.w, t.z, t.y, t.x) : t;
 }
 
 // Border element e -> output (r, c). The outputs whose window leaves the image are rows r < top and r >= bot,

@@ -57,29 +57,80 @@
 // Taps of the current call (copied in stream order by the launcher before each launch).
 __constant__ float c_taps_shfl[SHFL_KH * SHFL_KW];
 
-// Four values xe[gr, c..c+3] of the image extended by boundary B (`fill` outside for fill). rp is xe's row gr
-// in the image, or null for a row of the fill constant. vec: W % 4 == 0 and x 16-byte aligned, so the chunk (c a
-// multiple of 4) is wholly inside or outside the row.
-template <int B>
-__device__ __forceinline__ float4 shfl_chunk(const float* __restrict__ rp, int c, int W, bool vec, float fill) {
-    if (rp == nullptr) return make_float4(fill, fill, fill, fill);
-    if (vec && c >= 0 && c < W) return __ldg(reinterpret_cast<const float4*>(rp + c));
-    if (vec && B == SIGCONV_BOUNDARY_FILL) return make_float4(fill, fill, fill, fill);
-    return c2d_chunk_ext<B>(rp, c, W, fill);
-}
+// Chunk loaders of shfl_row: rowp(xp, gr) is xe's row gr in the image (null for a row of the fill constant);
+// own(rp) the four values xe[gr, cx..cx+3], left(rp) / right(rp) those at cx-4 / cx+4 (asked of lanes 0 / 31).
+// The plain loads (every warp of a fill build; the warps whose window lies inside the image otherwise): 16-byte
+// chunks where the row allows, the fill constant outside the image. vec: W % 4 == 0 and x 16-byte aligned, so a
+// chunk (a multiple of 4) is wholly inside or outside the row.
+struct ShflPlain {
+    int H, W, cx;
+    bool vec;
+    float fill;
+    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr) const {
+        return gr >= 0 && gr < H ? xp + (i64)gr * W : nullptr;
+    }
+    __device__ __forceinline__ float4 chunk(const float* __restrict__ rp, int c) const {
+        float4 t = make_float4(fill, fill, fill, fill);
+        if (rp == nullptr) return t;
+        if (vec) {
+            if (c >= 0 && c < W) t = __ldg(reinterpret_cast<const float4*>(rp + c));
+        } else {
+            t.x = (c >= 0 && c < W) ? __ldg(rp + c) : fill;
+            t.y = (c + 1 >= 0 && c + 1 < W) ? __ldg(rp + c + 1) : fill;
+            t.z = (c + 2 >= 0 && c + 2 < W) ? __ldg(rp + c + 2) : fill;
+            t.w = (c + 3 >= 0 && c + 3 < W) ? __ldg(rp + c + 3) : fill;
+        }
+        return t;
+    }
+    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const { return chunk(rp, cx); }
+    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const { return chunk(rp, cx - 4); }
+    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return chunk(rp, cx + 4); }
+};
+
+// wrap / symm (B) for a warp whose window leaves the image: the places of the lane's own chunk and of its halo
+// chunk (cx-4 for lane 0, cx+4 for the others: only lane 31 asks) computed once, the row's per row; every load
+// unconditional. VEC: one C2dChunk each; else a column index per value.
+template <int B, bool VEC>
+struct ShflExt {
+    int H, W;
+    C2dChunk m, h;
+    int mc[VEC ? 1 : 4], hc[VEC ? 1 : 4];
+    __device__ __forceinline__ ShflExt(int H_, int W_, int cx, int lane) : H(H_), W(W_) {
+        const int hx = lane == 0 ? cx - 4 : cx + 4;
+        if (VEC) {
+            m = c2d_vchunk<B>(cx, W);
+            h = c2d_vchunk<B>(hx, W);
+        }
+#pragma unroll
+        for (int e = 0; e < (VEC ? 0 : 4); ++e) {
+            mc[e] = c2d_extend(cx + e, W, B);
+            hc[e] = c2d_extend(hx + e, W, B);
+        }
+    }
+    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr) const {
+        return xp + (i64)c2d_extend(gr, H, B) * W;
+    }
+    __device__ __forceinline__ float4 ld(const float* __restrict__ rp, C2dChunk ch, const int (&c)[VEC ? 1 : 4]) const {
+        if (VEC) return c2d_ld_chunk(rp, ch);
+        return make_float4(__ldg(rp + c[0]), __ldg(rp + c[VEC ? 0 : 1]), __ldg(rp + c[VEC ? 0 : 2]),
+                           __ldg(rp + c[VEC ? 0 : 3]));
+    }
+    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const { return ld(rp, m, mc); }
+    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const { return ld(rp, h, hc); }
+    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return ld(rp, h, hc); }
+};
 
 // v[m] = xe[gr, cx - 4 + m]: own chunk loaded, halo columns shuffled from lanes -1 / +1 (edge lanes load).
 // Only the halo columns the kernel reads are exchanged: SHFL_PX from the left, SHFL_RH from the right.
-template <int B>
-__device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict__ xp, int H, int W, int gr, int cx,
-                                         int lane, bool vec, float fill) {
+template <typename Load>
+__device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict__ xp, int gr, int lane,
+                                         const Load& load) {
     const unsigned FULL = 0xffffffffu;
-    const int er = c2d_extend(gr, H, B);  // the image row under xe's row gr; -1: the fill constant
-    const float* rp = er < 0 ? nullptr : xp + (i64)er * W;
-    const float4 m = shfl_chunk<B>(rp, cx, W, vec, fill);
+    const float* rp = load.rowp(xp, gr);
+    const float4 m = load.own(rp);
     float4 l = make_float4(0.f, 0.f, 0.f, 0.f), r = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (SHFL_PX > 0 && lane == 0) l = shfl_chunk<B>(rp, cx - 4, W, vec, fill);
-    if (SHFL_RH > 0 && lane == 31) r = shfl_chunk<B>(rp, cx + 4, W, vec, fill);
+    if (SHFL_PX > 0 && lane == 0) l = load.left(rp);
+    if (SHFL_RH > 0 && lane == 31) r = load.right(rp);
     // left neighbour's columns cx-1, cx-2, ... are its m.w, m.z, ...
     if (SHFL_PX >= 1) { const float t = __shfl_up_sync(FULL, m.w, 1); if (lane != 0) l.w = t; }
     if (SHFL_PX >= 2) { const float t = __shfl_up_sync(FULL, m.z, 1); if (lane != 0) l.z = t; }
@@ -97,11 +148,11 @@ __device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict
 
 // The ring (as in conv2d_strip): input row s (relative to r0 - py) feeds tap row i into output row o = s - i,
 // which lives in slot o % KH; the loop over s is unrolled by KH so that slot indices are compile-time
-// constants; after row s, output row s - KH + 1 is complete, stored and its slot zeroed. Loads through B.
-template <int B>
+// constants; after row s, output row s - KH + 1 is complete, stored and its slot zeroed. Rows by `load`.
+template <typename Load>
 __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                           int py, int Ho, int Wo, int lane, int cx, int r0, int nin, bool live,
-                                          bool vec, bool vst, float bias, float fill) {
+                                          bool vst, float bias, const Load& load) {
     FOR_PLANES(z, N) {
         const float* xp = x + (i64)z * H * W;
         float* yp = y + (i64)z * Ho * Wo;
@@ -117,7 +168,7 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
                 const int s = base + u;
                 if (s >= nin) break;  // uniform across the warp: nin is
                 float v[12];
-                shfl_row<B>(v, xp, H, W, r0 - py + s, cx, lane, vec, fill);
+                shfl_row(v, xp, r0 - py + s, lane, load);
 #pragma unroll
                 for (int i = 0; i < SHFL_KH; ++i) {
                     const int slot = (u - i + SHFL_KH) % SHFL_KH;
@@ -139,7 +190,7 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
         // Tall kernels: rotate the accumulators instead of unrolling the ring (less code, no spills).
         for (int s = 0; s < nin; ++s) {
             float v[12];
-            shfl_row<B>(v, xp, H, W, r0 - py + s, cx, lane, vec, fill);
+            shfl_row(v, xp, r0 - py + s, lane, load);
 #pragma unroll
             for (int i = 0; i < SHFL_KH; ++i)
 #pragma unroll
@@ -162,10 +213,10 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
     }
 }
 
-// A warp whose window (input rows r0-py .. r0-py+nin-1; columns from 4 before its first to 4 past its last,
-// the edge lanes' halo chunks) lies inside the image never reads the extension: it runs the zero-fill build's
-// loads whatever the boundary. The test is uniform across the warp (r0 is; wx is the warp's first column), so
-// all its lanes take the same body and meet at every shuffle.
+// Under wrap or symm a warp whose window (input rows r0-py .. r0-py+nin-1; columns from 4 before its first to 4
+// past its last, the edge lanes' halo chunks) lies inside the image takes the plain loads, the others ShflExt.
+// The test is uniform across the warp (r0 is; wx is the warp's first column), so all its lanes take the same
+// body and meet at every shuffle.
 extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                                                                     float* __restrict__ y, int N,
                                                                     int H, int W, int py, int Ho, int Wo,
@@ -181,12 +232,20 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
     const bool vec = vec_in != 0;
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
     const float bias = has_bias ? bptr[0] : 0.f;
+#if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
     const int wx = cx - 4 * lane;  // the warp's first column
     const bool inside = r0 - py >= 0 && r0 - py + nin <= H && wx - 4 >= 0 && wx + 4 * 32 + 4 <= W;
-    if (C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL || inside)
-        shfl_body<SIGCONV_BOUNDARY_FILL>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vec, vst, bias, fill);
-    else
-        shfl_body<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vec, vst, bias, fill);
+    if (!inside) {
+        if (vec)
+            shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias,
+                      ShflExt<C2D_BOUNDARY, true>(H, W, cx, lane));
+        else
+            shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias,
+                      ShflExt<C2D_BOUNDARY, false>(H, W, cx, lane));
+        return;
+    }
+#endif
+    shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflPlain{H, W, cx, vec, fill});
 }
 
 #endif  // SIGCONV_CONV2D_SHFL_CUH

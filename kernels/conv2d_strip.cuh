@@ -29,36 +29,71 @@ __constant__ float c_taps[STRIP_KH * STRIP_KW];
 // Input values one thread needs from a row: columns [cx - px, cx - px + 3 + KW) after STRIP_SH, as float4s.
 #define STRIP_NV ((((STRIP_SH + 3 + STRIP_KW) + 3) / 4) * 4)
 
-// One input row's values for a strip thread: v[k] = xe[gr, ca + k], xe the image extended by boundary B
-// (`fill` outside the image, or wrap / symm through c2d_extend).
-template <int B>
-__device__ __forceinline__ void strip_row(float (&v)[STRIP_NV], const float* __restrict__ xp, int H, int W, int gr,
-                                          int ca, bool vec, float fill) {
-    const int er = c2d_extend(gr, H, B);  // the image row under xe's row gr; -1: the fill constant
-    const float* rp = xp + (i64)(er < 0 ? 0 : er) * W;
+// Row loaders of strip_body: load(v, xp, gr) sets v[k] = xe[gr, ca + k] for the thread's STRIP_NV columns.
+// The plain loads (every thread of a fill build; the threads whose window lies inside the image otherwise):
+// 16-byte chunks where the row allows, the fill constant outside the image.
+struct StripPlain {
+    int H, W, ca;
+    bool vec;  // W % 4 == 0 and x 16-byte aligned: a chunk (ca + 4q, a multiple of 4) is wholly in or out
+    float fill;
+    __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
+        const bool rin = gr >= 0 && gr < H;
+        const float* rp = xp + (i64)gr * W;
 #pragma unroll
-    for (int q = 0; q < STRIP_NV / 4; ++q) {
-        const int gc = ca + 4 * q;
-        float4 t = make_float4(fill, fill, fill, fill);
-        if (er >= 0) {
-            if (vec && gc >= 0 && gc < W)  // W % 4 == 0, gc % 4 == 0: the chunk is wholly inside or outside
-                t = __ldg(reinterpret_cast<const float4*>(rp + gc));
-            else if (!vec || B != SIGCONV_BOUNDARY_FILL)  // (a vector chunk outside is all fill)
-                t = c2d_chunk_ext<B>(rp, gc, W, fill);
+        for (int q = 0; q < STRIP_NV / 4; ++q) {
+            const int gc = ca + 4 * q;
+            if (vec) {
+                float4 t = make_float4(fill, fill, fill, fill);
+                if (rin && gc >= 0 && gc < W) t = __ldg(reinterpret_cast<const float4*>(rp + gc));
+                v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    v[4 * q + e] = (rin && gc + e >= 0 && gc + e < W) ? __ldg(rp + gc + e) : fill;
+            }
         }
-        v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
     }
-}
+};
 
-// Thread: output columns cx..cx+3 (cx = 4*(global x index)), rows [r0, r0 + nout) of every plane, loads through
-// boundary B. Input row s (relative to r0 - py) contributes tap row i to output row o = s - i. Accumulators
-// form a ring of STRIP_KH rows: output row o lives in slot o % KH. The loop over s is unrolled by KH so that
-// every slot index is a compile-time constant; after row s, output row s - KH + 1 is complete: stored and its
-// slot zeroed (rows o < 0 are zeroed without being stored, so the ring starts clean).
-template <int B>
+// wrap / symm (B) for a thread whose window leaves the image: the columns' places in the image computed once
+// (VEC: one C2dChunk per chunk; else one column index per value), the row's per row; every load unconditional.
+template <int B, bool VEC>
+struct StripExt {
+    int H, W;
+    C2dChunk ch[STRIP_NV / 4];
+    int col[VEC ? 1 : STRIP_NV];
+    __device__ __forceinline__ StripExt(int H_, int W_, int ca) : H(H_), W(W_) {
+#pragma unroll
+        for (int q = 0; q < STRIP_NV / 4; ++q) {
+            if (VEC) ch[q] = c2d_vchunk<B>(ca + 4 * q, W);
+        }
+#pragma unroll
+        for (int k = 0; k < (VEC ? 0 : STRIP_NV); ++k) col[k] = c2d_extend(ca + k, W, B);
+    }
+    __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
+        const float* rp = xp + (i64)c2d_extend(gr, H, B) * W;
+#pragma unroll
+        for (int q = 0; q < STRIP_NV / 4; ++q) {
+            if (VEC) {
+                const float4 t = c2d_ld_chunk(rp, ch[q]);
+                v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) v[4 * q + e] = __ldg(rp + col[VEC ? 0 : 4 * q + e]);
+            }
+        }
+    }
+};
+
+// Thread: output columns cx..cx+3 (cx = 4*(global x index)), rows [r0, r0 + nout) of every plane, rows loaded by
+// `load`. Input row s (relative to r0 - py) contributes tap row i to output row o = s - i. Accumulators form a
+// ring of STRIP_KH rows: output row o lives in slot o % KH. The loop over s is unrolled by KH so that every slot
+// index is a compile-time constant; after row s, output row s - KH + 1 is complete: stored and its slot zeroed
+// (rows o < 0 are zeroed without being stored, so the ring starts clean).
+template <typename Load>
 __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
-                                           int py, int Ho, int Wo, int cx, int r0, int nin, int ca, bool vec,
-                                           bool vst, float bias, float fill) {
+                                           int py, int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias,
+                                           const Load& load) {
     FOR_PLANES(z, N) {
         const float* xp = x + (i64)z * H * W;
         float* yp = y + (i64)z * Ho * Wo;
@@ -74,7 +109,7 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
                 const int s = base + u;
                 if (s >= nin) break;
                 float v[STRIP_NV];
-                strip_row<B>(v, xp, H, W, r0 - py + s, ca, vec, fill);
+                load(v, xp, r0 - py + s);
                 // Tap row i feeds output row s - i, slot (u - i) mod KH (base is a multiple of KH).
 #pragma unroll
                 for (int i = 0; i < STRIP_KH; ++i) {
@@ -99,7 +134,7 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
         // instead (acc[k] holds output row s - (KH-1) + k; KH*4 moves per row, ~1/KW of the FMAs).
         for (int s = 0; s < nin; ++s) {
             float v[STRIP_NV];
-            strip_row<B>(v, xp, H, W, r0 - py + s, ca, vec, fill);
+            load(v, xp, r0 - py + s);
 #pragma unroll
             for (int i = 0; i < STRIP_KH; ++i)
 #pragma unroll
@@ -122,9 +157,9 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
     }
 }
 
-// Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). A thread whose
-// window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside the image never reads the
-// extension: it runs the zero-fill build's loads whatever the boundary.
+// Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). Under wrap or symm
+// a thread whose window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside the image
+// takes the plain loads, the others StripExt.
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                         int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
                                         int has_bias, int vec_in, int vec_out, float fill) {
@@ -137,11 +172,17 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
     const bool vec = vec_in != 0;
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
     const float bias = has_bias ? bptr[0] : 0.f;
+#if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
     const bool inside = r0 - py >= 0 && r0 - py + nin <= H && ca >= 0 && ca + STRIP_NV <= W;
-    if (C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL || inside)
-        strip_body<SIGCONV_BOUNDARY_FILL>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, ca, vec, vst, bias, fill);
-    else
-        strip_body<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, ca, vec, vst, bias, fill);
+    if (!inside) {
+        if (vec)
+            strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExt<C2D_BOUNDARY, true>(H, W, ca));
+        else
+            strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExt<C2D_BOUNDARY, false>(H, W, ca));
+        return;
+    }
+#endif
+    strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripPlain{H, W, ca, vec, fill});
 }
 
 #endif  // SIGCONV_CONV2D_STRIP_CUH

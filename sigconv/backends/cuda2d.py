@@ -164,15 +164,32 @@ def _check_boundary(boundary: str) -> None:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
 
 
-def _fused(defines: dict, boundary: str, fillvalue, x) -> tuple:
-    """(defines with the compiled boundary, the fill argument) of a fused launcher. Zero fill adds no define, so
-    plain zero padding keeps its module."""
+#: Hold a wrap / symm build of a fused kernel to the registers of its zero-fill build (see :func:`_fused`).
+FUSED_REG_CAP = True
+
+
+@functools.lru_cache(maxsize=128)
+def _reg_cap(device: int, kernel: str, defines: tuple) -> tuple:
+    """NVRTC options holding a build to the registers of ``kernel``'s zero-fill build (memoised per device)."""
+    return (f"--maxrregcount={_kernels.module(_SRC, dict(defines)).get_function(kernel).num_regs}",)
+
+
+def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
+    """(the compiled module, the fill argument) of a fused launcher's ``kernel`` for ``boundary``.
+
+    fill (any constant) runs the zero-fill build. A wrap or symm build is compiled with at most the registers
+    of the zero-fill build: only the threads whose window leaves the image run its extra code, which would
+    otherwise set the register count, and so the occupancy, of every thread."""
     _check_boundary(boundary)
-    if boundary != "fill":
-        defines = {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}
-        if x.shape[2] * x.shape[3] == 0:
-            raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
-    return defines, np.float32(fillvalue)
+    if boundary == "fill":
+        return _kernels.module(_SRC, defines), np.float32(fillvalue)
+    if x.shape[2] * x.shape[3] == 0:
+        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
+    import cupy
+
+    options = _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items()))) if FUSED_REG_CAP else ()
+    mod = _kernels.module(_SRC, {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}, options=options)
+    return mod, np.float32(fillvalue)
 
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
@@ -296,8 +313,8 @@ def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, b
     plan = tiled_plan(blk, kH, kW, stride, pad[1], Cout, prefetch, min(200 * 1024, _smem_limit()))
     if plan["smem"] > _smem_limit():  # pragma: no cover (only with tiny shared memory)
         raise ValueError(f"conv2d variant {name!r}: block {blk} needs {plan['smem']} bytes of shared memory")
-    defines, fill = _fused(plan["defines"], boundary, fillvalue, x)
-    f = _kernels.module(_SRC, defines).get_function("conv2d_tiled")
+    mod, fill = _fused("conv2d_tiled", plan["defines"], boundary, fillvalue, x)
+    f = mod.get_function("conv2d_tiled")
     _set_smem(f, plan["smem"])
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
@@ -333,9 +350,8 @@ def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary
     boundaries as :func:`launch_regblock`."""
     bx, by = _checked("strip", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
-    defines, fill = _fused(dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=STRIP_ROWS),
-                           boundary, fillvalue, x)
-    mod = _kernels.module(_SRC, defines)
+    mod, fill = _fused("conv2d_strip", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=STRIP_ROWS),
+                     boundary, fillvalue, x)
     f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_strip", "c_taps", x, w, bias, out, Ho, Wo)
     f(strip_grid(N, Ho, Wo, (bx, by)), (bx, by, 1),
       (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out) + (fill,))
@@ -364,9 +380,8 @@ def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary=
     neighbouring lanes by warp shuffles (float32, Cin=Cout=1, stride 1); boundaries as :func:`launch_regblock`."""
     bx, by = _checked("shfl", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
-    defines, fill = _fused(dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS), boundary,
-                           fillvalue, x)
-    mod = _kernels.module(_SRC, defines)
+    mod, fill = _fused("conv2d_shfl", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS),
+                     boundary, fillvalue, x)
     f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_shfl", "c_taps_shfl", x, w, bias, out, Ho,
                                                          Wo)
     f(strip_grid(N, Ho, Wo, (bx, by), rows=SHFL_ROWS), (bx, by, 1),
