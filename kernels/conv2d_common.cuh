@@ -59,6 +59,14 @@ __device__ __forceinline__ int c2d_extend(int i, int n, int boundary) {
 #define C2D_BOUNDARY SIGCONV_BOUNDARY_FILL
 #endif
 
+// c2d_extend for wrap or symm (B) where i lies within one period of the image, -n <= i < 2n: selects, no
+// division, so that a loop unrolled over rows keeps its loads free to move ahead.
+template <int B>
+__device__ __forceinline__ int c2d_extend_near(int i, int n) {
+    if (B == SIGCONV_BOUNDARY_WRAP) return i < 0 ? i + n : (i >= n ? i - n : i);
+    return i < 0 ? -1 - i : (i >= n ? 2 * n - 1 - i : i);
+}
+
 // Where four columns c..c+3 of xe lie under wrap or symm (B) when c and W are multiples of 4: one aligned chunk
 // of the image row, read backwards under symm's mirror (the rule maps them to consecutive samples). A thread
 // computes these once and then loads every row without a branch (c2d_ld_chunk).
@@ -74,8 +82,10 @@ __device__ __forceinline__ C2dChunk c2d_vchunk(int c, int W) {
     ch.rev = k0 > k3;
     return ch;
 }
+template <int B>
 __device__ __forceinline__ float4 c2d_ld_chunk(const float* __restrict__ rp, C2dChunk ch) {
     const float4 t = __ldg(reinterpret_cast<const float4*>(rp + ch.base));
+    if (B == SIGCONV_BOUNDARY_WRAP) return t;  // (wrap keeps the order)
     return ch.rev ? make_float4(t.w, t.z, t.y, t.x) : t;
 }
 

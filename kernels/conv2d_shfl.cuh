@@ -66,7 +66,7 @@ struct ShflPlain {
     int H, W, cx;
     bool vec;
     float fill;
-    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr) const {
+    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int) const {
         return gr >= 0 && gr < H ? xp + (i64)gr * W : nullptr;
     }
     __device__ __forceinline__ float4 chunk(const float* __restrict__ rp, int c) const {
@@ -87,46 +87,56 @@ struct ShflPlain {
     __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return chunk(rp, cx + 4); }
 };
 
-// wrap / symm (B) for a warp whose window leaves the image: the places of the lane's own chunk and of its halo
-// chunk (cx-4 for lane 0, cx+4 for the others: only lane 31 asks) computed once, the row's per row; every load
-// unconditional. VEC: one C2dChunk each; else a column index per value.
-template <int B, bool VEC>
-struct ShflExt {
-    int H, W;
+// wrap / symm (B) for a warp whose window leaves the image but whose rows stay within one period of it, with
+// 16-byte rows (W % 4 == 0): the places of the lane's own chunk and of its halo chunk (cx-4 for lane 0, cx+4 for
+// the others: only lane 31 asks) computed once (C2dChunk), the row by selects; every load unconditional.
+template <int B>
+struct ShflExtNear {
+    int H;
     C2dChunk m, h;
-    int mc[VEC ? 1 : 4], hc[VEC ? 1 : 4];
-    __device__ __forceinline__ ShflExt(int H_, int W_, int cx, int lane) : H(H_), W(W_) {
+    __device__ __forceinline__ ShflExtNear(int H_, int W, int cx, int lane)
+        : H(H_), m(c2d_vchunk<B>(cx, W)), h(c2d_vchunk<B>(lane == 0 ? cx - 4 : cx + 4, W)) {}
+    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int W) const {
+        return xp + (i64)c2d_extend_near<B>(gr, H) * W;
+    }
+    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const { return c2d_ld_chunk<B>(rp, m); }
+    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const { return c2d_ld_chunk<B>(rp, h); }
+    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return c2d_ld_chunk<B>(rp, h); }
+};
+
+// wrap / symm (B), any other warp whose window leaves the image (rows beyond one period, or W % 4 != 0): a column
+// index per value computed once, the row through c2d_extend.
+template <int B>
+struct ShflExtAny {
+    int H;
+    int mc[4], hc[4];
+    __device__ __forceinline__ ShflExtAny(int H_, int W, int cx, int lane) : H(H_) {
         const int hx = lane == 0 ? cx - 4 : cx + 4;
-        if (VEC) {
-            m = c2d_vchunk<B>(cx, W);
-            h = c2d_vchunk<B>(hx, W);
-        }
 #pragma unroll
-        for (int e = 0; e < (VEC ? 0 : 4); ++e) {
+        for (int e = 0; e < 4; ++e) {
             mc[e] = c2d_extend(cx + e, W, B);
             hc[e] = c2d_extend(hx + e, W, B);
         }
     }
-    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr) const {
+    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int W) const {
         return xp + (i64)c2d_extend(gr, H, B) * W;
     }
-    __device__ __forceinline__ float4 ld(const float* __restrict__ rp, C2dChunk ch, const int (&c)[VEC ? 1 : 4]) const {
-        if (VEC) return c2d_ld_chunk(rp, ch);
-        return make_float4(__ldg(rp + c[0]), __ldg(rp + c[VEC ? 0 : 1]), __ldg(rp + c[VEC ? 0 : 2]),
-                           __ldg(rp + c[VEC ? 0 : 3]));
+    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const {
+        return make_float4(__ldg(rp + mc[0]), __ldg(rp + mc[1]), __ldg(rp + mc[2]), __ldg(rp + mc[3]));
     }
-    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const { return ld(rp, m, mc); }
-    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const { return ld(rp, h, hc); }
-    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return ld(rp, h, hc); }
+    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const {
+        return make_float4(__ldg(rp + hc[0]), __ldg(rp + hc[1]), __ldg(rp + hc[2]), __ldg(rp + hc[3]));
+    }
+    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return left(rp); }
 };
 
 // v[m] = xe[gr, cx - 4 + m]: own chunk loaded, halo columns shuffled from lanes -1 / +1 (edge lanes load).
 // Only the halo columns the kernel reads are exchanged: SHFL_PX from the left, SHFL_RH from the right.
 template <typename Load>
-__device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict__ xp, int gr, int lane,
+__device__ __forceinline__ void shfl_row(float (&v)[12], const float* __restrict__ xp, int W, int gr, int lane,
                                          const Load& load) {
     const unsigned FULL = 0xffffffffu;
-    const float* rp = load.rowp(xp, gr);
+    const float* rp = load.rowp(xp, gr, W);
     const float4 m = load.own(rp);
     float4 l = make_float4(0.f, 0.f, 0.f, 0.f), r = make_float4(0.f, 0.f, 0.f, 0.f);
     if (SHFL_PX > 0 && lane == 0) l = load.left(rp);
@@ -168,7 +178,7 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
                 const int s = base + u;
                 if (s >= nin) break;  // uniform across the warp: nin is
                 float v[12];
-                shfl_row(v, xp, r0 - py + s, lane, load);
+                shfl_row(v, xp, W, r0 - py + s, lane, load);
 #pragma unroll
                 for (int i = 0; i < SHFL_KH; ++i) {
                     const int slot = (u - i + SHFL_KH) % SHFL_KH;
@@ -190,7 +200,7 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
         // Tall kernels: rotate the accumulators instead of unrolling the ring (less code, no spills).
         for (int s = 0; s < nin; ++s) {
             float v[12];
-            shfl_row(v, xp, r0 - py + s, lane, load);
+            shfl_row(v, xp, W, r0 - py + s, lane, load);
 #pragma unroll
             for (int i = 0; i < SHFL_KH; ++i)
 #pragma unroll
@@ -214,7 +224,8 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
 }
 
 // Under wrap or symm a warp whose window (input rows r0-py .. r0-py+nin-1; columns from 4 before its first to 4
-// past its last, the edge lanes' halo chunks) lies inside the image takes the plain loads, the others ShflExt.
+// past its last, the edge lanes' halo chunks) lies inside the image takes the plain loads, the others
+// ShflExtNear or ShflExtAny.
 // The test is uniform across the warp (r0 is; wx is the warp's first column), so all its lanes take the same
 // body and meet at every shuffle.
 extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
@@ -233,15 +244,15 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
     const float bias = has_bias ? bptr[0] : 0.f;
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-    const int wx = cx - 4 * lane;  // the warp's first column
-    const bool inside = r0 - py >= 0 && r0 - py + nin <= H && wx - 4 >= 0 && wx + 4 * 32 + 4 <= W;
-    if (!inside) {
-        if (vec)
+    const int wx = cx - 4 * lane;                // the warp's first column
+    const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the warp streams
+    if (!(g0 >= 0 && g1 <= H && wx - 4 >= 0 && wx + 4 * 32 + 4 <= W)) {
+        if (vec && g0 >= -H && g1 <= 2 * H)
             shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias,
-                      ShflExt<C2D_BOUNDARY, true>(H, W, cx, lane));
+                      ShflExtNear<C2D_BOUNDARY>(H, W, cx, lane));
         else
             shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias,
-                      ShflExt<C2D_BOUNDARY, false>(H, W, cx, lane));
+                      ShflExtAny<C2D_BOUNDARY>(H, W, cx, lane));
         return;
     }
 #endif

@@ -37,51 +37,64 @@ struct StripPlain {
     bool vec;  // W % 4 == 0 and x 16-byte aligned: a chunk (ca + 4q, a multiple of 4) is wholly in or out
     float fill;
     __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
-        const bool rin = gr >= 0 && gr < H;
-        const float* rp = xp + (i64)gr * W;
+        const int er = c2d_extend(gr, H, SIGCONV_BOUNDARY_FILL);  // gr, or -1 outside the image
+        const float* rp = xp + (i64)(er < 0 ? 0 : er) * W;
 #pragma unroll
         for (int q = 0; q < STRIP_NV / 4; ++q) {
             const int gc = ca + 4 * q;
-            if (vec) {
-                float4 t = make_float4(fill, fill, fill, fill);
-                if (rin && gc >= 0 && gc < W) t = __ldg(reinterpret_cast<const float4*>(rp + gc));
-                v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    v[4 * q + e] = (rin && gc + e >= 0 && gc + e < W) ? __ldg(rp + gc + e) : fill;
+            float4 t = make_float4(fill, fill, fill, fill);
+            if (er >= 0) {
+                if (vec && gc >= 0 && gc < W) {
+                    t = __ldg(reinterpret_cast<const float4*>(rp + gc));
+                } else if (!vec) {
+                    t.x = (gc >= 0 && gc < W) ? __ldg(rp + gc) : fill;
+                    t.y = (gc + 1 >= 0 && gc + 1 < W) ? __ldg(rp + gc + 1) : fill;
+                    t.z = (gc + 2 >= 0 && gc + 2 < W) ? __ldg(rp + gc + 2) : fill;
+                    t.w = (gc + 3 >= 0 && gc + 3 < W) ? __ldg(rp + gc + 3) : fill;
+                }
             }
+            v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
         }
     }
 };
 
-// wrap / symm (B) for a thread whose window leaves the image: the columns' places in the image computed once
-// (VEC: one C2dChunk per chunk; else one column index per value), the row's per row; every load unconditional.
-template <int B, bool VEC>
-struct StripExt {
-    int H, W;
+// wrap / symm (B) for a thread whose window leaves the image but whose rows stay within one period of it, with
+// 16-byte rows (W % 4 == 0): each chunk's place computed once (C2dChunk), the row by selects; every load
+// unconditional, as in the plain loads.
+template <int B>
+struct StripExtNear {
+    int H;
+    int W;
     C2dChunk ch[STRIP_NV / 4];
-    int col[VEC ? 1 : STRIP_NV];
-    __device__ __forceinline__ StripExt(int H_, int W_, int ca) : H(H_), W(W_) {
+    __device__ __forceinline__ StripExtNear(int H_, int W_, int ca) : H(H_), W(W_) {
+#pragma unroll
+        for (int q = 0; q < STRIP_NV / 4; ++q) ch[q] = c2d_vchunk<B>(ca + 4 * q, W);
+    }
+    __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
+        const float* rp = xp + (i64)c2d_extend_near<B>(gr, H) * W;
 #pragma unroll
         for (int q = 0; q < STRIP_NV / 4; ++q) {
-            if (VEC) ch[q] = c2d_vchunk<B>(ca + 4 * q, W);
+            const float4 t = c2d_ld_chunk<B>(rp, ch[q]);
+            v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
         }
+    }
+};
+
+// wrap / symm (B), any other thread whose window leaves the image (rows beyond one period: a kernel larger than
+// the image; or W % 4 != 0): a column index per value computed once, the row through c2d_extend.
+template <int B>
+struct StripExtAny {
+    int H;
+    int W;
+    int col[STRIP_NV];
+    __device__ __forceinline__ StripExtAny(int H_, int W_, int ca) : H(H_), W(W_) {
 #pragma unroll
-        for (int k = 0; k < (VEC ? 0 : STRIP_NV); ++k) col[k] = c2d_extend(ca + k, W, B);
+        for (int k = 0; k < STRIP_NV; ++k) col[k] = c2d_extend(ca + k, W, B);
     }
     __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
         const float* rp = xp + (i64)c2d_extend(gr, H, B) * W;
 #pragma unroll
-        for (int q = 0; q < STRIP_NV / 4; ++q) {
-            if (VEC) {
-                const float4 t = c2d_ld_chunk(rp, ch[q]);
-                v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) v[4 * q + e] = __ldg(rp + col[VEC ? 0 : 4 * q + e]);
-            }
-        }
+        for (int k = 0; k < STRIP_NV; ++k) v[k] = __ldg(rp + col[k]);
     }
 };
 
@@ -159,7 +172,7 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
 
 // Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). Under wrap or symm
 // a thread whose window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside the image
-// takes the plain loads, the others StripExt.
+// takes the plain loads, the others StripExtNear or StripExtAny.
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                         int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
                                         int has_bias, int vec_in, int vec_out, float fill) {
@@ -173,12 +186,12 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
     const float bias = has_bias ? bptr[0] : 0.f;
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-    const bool inside = r0 - py >= 0 && r0 - py + nin <= H && ca >= 0 && ca + STRIP_NV <= W;
-    if (!inside) {
-        if (vec)
-            strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExt<C2D_BOUNDARY, true>(H, W, ca));
+    const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the thread streams
+    if (!(g0 >= 0 && g1 <= H && ca >= 0 && ca + STRIP_NV <= W)) {
+        if (vec && g0 >= -H && g1 <= 2 * H)
+            strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtNear<C2D_BOUNDARY>(H, W, ca));
         else
-            strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExt<C2D_BOUNDARY, false>(H, W, ca));
+            strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtAny<C2D_BOUNDARY>(H, W, ca));
         return;
     }
 #endif
