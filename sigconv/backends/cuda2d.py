@@ -164,10 +164,6 @@ def _check_boundary(boundary: str) -> None:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
 
 
-#: Hold a wrap / symm build of a fused kernel to the registers of its zero-fill build (see :func:`_fused`).
-FUSED_REG_CAP = True
-
-
 @functools.lru_cache(maxsize=128)
 def _reg_cap(device: int, kernel: str, defines: tuple) -> tuple:
     """NVRTC options holding a build to the registers of ``kernel``'s zero-fill build (memoised per device)."""
@@ -179,7 +175,8 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
 
     fill (any constant) runs the zero-fill build. A wrap or symm build is compiled with at most the registers
     of the zero-fill build: only the threads whose window leaves the image run its extra code, which would
-    otherwise set the register count, and so the occupancy, of every thread."""
+    otherwise set the register count, and so the occupancy, of every thread (on an H200 the cap took strip's
+    spectrogram 5x5 from 1.30 to 1.09 x the fill time, shfl's from 1.27 to 1.05 x)."""
     _check_boundary(boundary)
     if boundary == "fill":
         return _kernels.module(_SRC, defines), np.float32(fillvalue)
@@ -187,7 +184,7 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
         raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
     import cupy
 
-    options = _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items()))) if FUSED_REG_CAP else ()
+    options = _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())))
     mod = _kernels.module(_SRC, {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}, options=options)
     return mod, np.float32(fillvalue)
 
