@@ -81,6 +81,12 @@ class Settings:
         return sigconv.FirSpec()
 
     @property
+    def edges(self) -> tuple:
+        """The frequencies (Hz) the chosen FIR turns on: band edges, cutoff or notch (none for the gate)."""
+        return {"band": (self.low, self.high), "low": (self.high,), "high": (self.low,),
+                "notch": (self.notch,)}.get(self.method, ())
+
+    @property
     def gate(self) -> sigconv.GateSpec:
         return sigconv.GateSpec(strength=self.strength)
 
@@ -139,10 +145,19 @@ def gauss_kernel(k: int) -> np.ndarray:
     return np.outer(g, g).astype(np.float32)
 
 
-def freq_response(taps: np.ndarray, fs: float, n: int = 1024):
-    """(Hz, dB) of the FIR on n points from 0 to Nyquist."""
-    h = np.fft.rfft(np.asarray(taps, dtype=np.float64), 2 * n)
-    f = np.linspace(0, fs / 2, h.size)
+#: Decades below Nyquist that the frequency response shows (log-frequency axis).
+RESPONSE_DECADES = 4
+
+
+def freq_response(taps: np.ndarray, fs: float, n: int = 512):
+    """(Hz, dB) of the FIR at ``n`` log-spaced frequencies from Nyquist / 10^RESPONSE_DECADES to Nyquist: the
+    response of every tap, evaluated at those frequencies (``scipy.signal.freqz``), so a filter of any length
+    shows its true passband and stopband."""
+    from scipy.signal import freqz  # (here, not at import: the TUI starts without scipy.signal)
+
+    nyq = fs / 2
+    f = np.geomspace(nyq * 10.0 ** -RESPONSE_DECADES, nyq, n)
+    _, h = freqz(np.asarray(taps, dtype=np.float64), worN=f, fs=fs)
     return f, 20 * np.log10(np.maximum(np.abs(h), 1e-8))
 
 

@@ -124,7 +124,7 @@ class SignalView(VerticalScroll):
         before = self.query_one("#spec-before", Spectrogram)
         before.set_data(res.spec_before)
         self.query_one("#spec-after", Spectrogram).set_data(res.spec_after, before.range)
-        self._response(res.taps, sig.fs)
+        self._response(res.taps, sig.fs, res.settings.edges if res.settings is not None else ())
 
     def _wave(self, before, after, fs: float) -> None:
         p = self.query_one("#wave", PlotextPlot)
@@ -143,7 +143,8 @@ class SignalView(VerticalScroll):
         plt.xlabel("s")
         p.refresh()
 
-    def _response(self, taps, fs: float) -> None:
+    def _response(self, taps, fs: float, edges=()) -> None:
+        """The FIR's gain in dB on a log-frequency axis, its band edges (``edges``, Hz) as vertical lines."""
         p = self.query_one("#response", PlotextPlot)
         plt = p.plt
         plt.clear_data()
@@ -151,8 +152,13 @@ class SignalView(VerticalScroll):
         if taps is None:
             plt.title("frequency response (FIR runs only)")
         else:
-            f, db = freq_response(taps, fs, 256)
+            f, db = freq_response(taps, fs)
+            plt.xscale("log")
             plt.plot(f.tolist(), np.maximum(db, -100).tolist(), marker="braille", color="green")
-            plt.title(f"frequency response, {taps.size} taps (dB)")
-            plt.xlabel("Hz")
+            for e in edges:
+                if f[0] < e < f[-1]:
+                    plt.vline(float(e), color="red")
+            marked = ", ".join(f"{e:g}" for e in edges)
+            plt.title(f"frequency response, {taps.size} taps (dB)" + (f"; edges {marked} Hz" if marked else ""))
+            plt.xlabel("Hz (log)")
         p.refresh()

@@ -26,6 +26,7 @@ from apps.latency import Latency, latency_rows, latency_table  # noqa: E402
 from apps.app import make_app  # noqa: E402
 from apps.dialogs import ConfirmScreen, PathScreen  # noqa: E402
 from apps.error_panel import ErrorPanel  # noqa: E402
+from apps.running import Settings, design, freq_response  # noqa: E402
 
 SIZE = (80, 24)
 
@@ -271,6 +272,27 @@ def _no_blink(pilot):
     for w in pilot.app.query("Input"):
         w.cursor_blink = False
     pilot.app.query_one("#variants").focus()
+
+
+@pytest.mark.parametrize("method", ["band", "low", "high"])
+def test_frequency_response_shows_the_whole_filter(method):
+    """The response the signal view plots, for the default settings at 48 kHz (the band-pass has 7,921 taps):
+    0 dB within 0.1 dB across the passband, below -40 dB in the stopband, the edges marked where they are."""
+    s = Settings(method=method)
+    fs = 48000.0
+    taps, _ = design(s, fs)
+    f, db = freq_response(taps, fs)
+    tw = 0.25 * min(s.edges)  # the design's transition width: 25% of the lowest edge
+    lo, hi = {"band": (s.low, s.high), "low": (-np.inf, s.high), "high": (s.low, np.inf)}[method]
+    passband = (f >= lo + tw) & (f <= hi - tw)
+    stopband = (f <= lo - tw) | (f >= hi + tw)
+    assert passband.sum() >= 100 and stopband.sum() >= 20, (passband.sum(), stopband.sum())
+    assert np.abs(db[passband]).max() <= 0.1, f"passband gain off 0 dB by {np.abs(db[passband]).max():.3f} dB"
+    assert db[stopband].max() < -40, f"stopband reaches {db[stopband].max():.1f} dB"
+    if method == "band":
+        assert taps.size == 7921
+    assert s.edges == {"band": (s.low, s.high), "low": (s.high,), "high": (s.low,)}[method]
+    assert np.all(np.diff(np.log(f)) > 0) and f[-1] == fs / 2
 
 
 def test_snapshot_kernel_screen(snap_compare):
