@@ -130,6 +130,25 @@ struct ShflExtAny {
     __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return left(rp); }
 };
 
+// wrap / symm (B) for a warp whose columns (halos included) lie inside the image and whose rows do not (the
+// first and last strips): the plain chunk loads, unconditional, from the row the rule gives (by selects when
+// NEAR: within one period of the image).
+template <int B, bool NEAR>
+struct ShflRows {
+    int H, W, cx;
+    bool vec;
+    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int) const {
+        return xp + (i64)(NEAR ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B)) * W;
+    }
+    __device__ __forceinline__ float4 chunk(const float* __restrict__ rp, int c) const {
+        if (vec) return __ldg(reinterpret_cast<const float4*>(rp + c));
+        return make_float4(__ldg(rp + c), __ldg(rp + c + 1), __ldg(rp + c + 2), __ldg(rp + c + 3));
+    }
+    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const { return chunk(rp, cx); }
+    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const { return chunk(rp, cx - 4); }
+    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return chunk(rp, cx + 4); }
+};
+
 // v[m] = xe[gr, cx - 4 + m]: own chunk loaded, halo columns shuffled from lanes -1 / +1 (edge lanes load).
 // Only the halo columns the kernel reads are exchanged: SHFL_PX from the left, SHFL_RH from the right.
 template <typename Load>
@@ -223,19 +242,81 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
     }
 }
 
-// Under wrap or symm a warp whose window (input rows r0-py .. r0-py+nin-1; columns from 4 before its first to 4
-// past its last, the edge lanes' halo chunks) lies inside the image takes the plain loads, the others
-// ShflExtNear or ShflExtAny.
-// The test is uniform across the warp (r0 is; wx is the warp's first column), so all its lanes take the same
-// body and meet at every shuffle.
+#if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
+// The warps of a wrap or symm launch whose window leaves the image, each kind in a function of its own
+// (__noinline__, as in conv2d_strip): the plain loads of the other warps compile as in the zero-fill build.
+// Columns leaving the image: ShflExtNear (16-byte rows, rows within one period), else ShflExtAny.
+template <int B>
+__device__ __noinline__ void shfl_edge_cols(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                            int py, int Ho, int Wo, int lane, int cx, int r0, int nin, bool live,
+                                            bool vst, float bias, bool vec) {
+    if (vec && r0 - py >= -H && r0 - py + nin <= 2 * H)
+        shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflExtNear<B>(H, W, cx, lane));
+    else
+        shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflExtAny<B>(H, W, cx, lane));
+}
+// Columns inside, rows leaving the image (the first and last strips): ShflRows.
+template <int B>
+__device__ __noinline__ void shfl_edge_rows(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                            int py, int Ho, int Wo, int lane, int cx, int r0, int nin, bool live,
+                                            bool vst, float bias, bool vec) {
+    if (r0 - py >= -H && r0 - py + nin <= 2 * H)
+        shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflRows<B, true>{H, W, cx, vec});
+    else
+        shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflRows<B, false>{H, W, cx, vec});
+}
+
+// Launch order of a wrap or symm launch, by warps (blockDim.x is a multiple of 32, so the grid's threads numbered
+// block by block fall into whole warps): first the warps whose columns leave the image (every strip's: they start
+// in the first wave), then the others strip by strip. A warp covers 32 consecutive column threads of one strip, as
+// in the fill build's 2-D mapping (which stays); a thread's lane is threadIdx.x & 31 in both. Sets cx and r0;
+// false for the warps past the last.
+__device__ __forceinline__ bool shfl_order(int Ho, int Wo, int W, int lane, int& cx, int& r0) {
+    const unsigned J = (unsigned)(Wo + 3) / 4u, S = (unsigned)(Ho + SHFL_ROWS - 1) / SHFL_ROWS;
+    const unsigned WJ = (J + 31u) / 32u;  // warps per strip
+    const unsigned t = (blockIdx.y * gridDim.x + blockIdx.x) * (blockDim.x * blockDim.y) + threadIdx.y * blockDim.x
+                       + threadIdx.x;
+    const unsigned w = t / 32u;
+    // Warp columns c in [wl, wr) load only inside columns: 128c - 4 >= 0 and 128c + 132 <= W. The kernel's own
+    // test decides; this only orders.
+    const unsigned wl = min(1u, WJ);
+    const unsigned wr = W < 132 ? wl : max(wl, min(WJ, (unsigned)(W - 132) / 128u + 1u));
+    const unsigned ni = wr - wl, ne = WJ - ni;  // inside and edge warps per strip
+    unsigned s, c;
+    if (w < ne * S) {
+        s = w / ne;
+        const unsigned k = w - s * ne;
+        c = k < wl ? k : wr + (k - wl);
+    } else {
+        const unsigned i = w - ne * S;
+        if (i >= ni * S) return false;
+        s = i / ni;
+        c = wl + (i - s * ni);
+    }
+    cx = (int)(4u * (32u * c + (unsigned)lane));
+    r0 = (int)(s * SHFL_ROWS);
+    return true;
+}
+#endif
+
+// A fill build maps (blockIdx, threadIdx) to (columns, strip) directly and every warp takes the plain loads. Under
+// wrap or symm (shfl_order) a warp whose window (input rows r0-py .. r0-py+nin-1; columns from 4 before its first
+// to 4 past its last, the edge lanes' halo chunks) lies inside the image takes the plain loads too, the others
+// shfl_edge_cols or shfl_edge_rows. The tests are uniform across the warp (r0 is; wx is the warp's first
+// column), so all its lanes take the same body and meet at every shuffle.
 extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                                                                     float* __restrict__ y, int N,
                                                                     int H, int W, int py, int Ho, int Wo,
                                                                     const float* __restrict__ bptr, int has_bias,
                                                                     int vec_in, int vec_out, float fill) {
     const int lane = threadIdx.x & 31;
+#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL
     const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * SHFL_ROWS;
+#else
+    int cx, r0;
+    if (!shfl_order(Ho, Wo, W, lane, cx, r0)) return;  // uniform across the warp
+#endif
     if (r0 >= Ho) return;  // uniform across the warp (see the top of the file)
     const bool live = cx < Wo;  // lanes past the last column shuffle but do not store
     const int nout = min(SHFL_ROWS, Ho - r0);
@@ -244,15 +325,13 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
     const float bias = has_bias ? bptr[0] : 0.f;
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-    const int wx = cx - 4 * lane;                // the warp's first column
-    const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the warp streams
-    if (!(g0 >= 0 && g1 <= H && wx - 4 >= 0 && wx + 4 * 32 + 4 <= W)) {
-        if (vec && g0 >= -H && g1 <= 2 * H)
-            shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias,
-                      ShflExtNear<C2D_BOUNDARY>(H, W, cx, lane));
-        else
-            shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias,
-                      ShflExtAny<C2D_BOUNDARY>(H, W, cx, lane));
+    const int wx = cx - 4 * lane;  // the warp's first column
+    if (!(wx - 4 >= 0 && wx + 4 * 32 + 4 <= W)) {
+        shfl_edge_cols<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, vec);
+        return;
+    }
+    if (!(r0 - py >= 0 && r0 - py + nin <= H)) {
+        shfl_edge_rows<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, vec);
         return;
     }
 #endif

@@ -98,6 +98,29 @@ struct StripExtAny {
     }
 };
 
+// wrap / symm (B) for a thread whose columns lie inside the image and whose rows do not (the first and last
+// strips): the plain column loads, unconditional, from the row the rule gives (by selects when NEAR: within one
+// period of the image).
+template <int B, bool NEAR>
+struct StripRows {
+    int H, W, ca;
+    bool vec;
+    __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
+        const float* rp = xp + (i64)(NEAR ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B)) * W;
+#pragma unroll
+        for (int q = 0; q < STRIP_NV / 4; ++q) {
+            const int gc = ca + 4 * q;
+            float4 t;
+            if (vec) {
+                t = __ldg(reinterpret_cast<const float4*>(rp + gc));
+            } else {
+                t.x = __ldg(rp + gc); t.y = __ldg(rp + gc + 1); t.z = __ldg(rp + gc + 2); t.w = __ldg(rp + gc + 3);
+            }
+            v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
+        }
+    }
+};
+
 // Thread: output columns cx..cx+3 (cx = 4*(global x index)), rows [r0, r0 + nout) of every plane, rows loaded by
 // `load`. Input row s (relative to r0 - py) contributes tap row i to output row o = s - i. Accumulators form a
 // ring of STRIP_KH rows: output row o lives in slot o % KH. The loop over s is unrolled by KH so that every slot
@@ -170,14 +193,79 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
     }
 }
 
-// Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). Under wrap or symm
-// a thread whose window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside the image
-// takes the plain loads, the others StripExtNear or StripExtAny.
+#if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
+// The threads of a wrap or symm launch whose window leaves the image, each kind in a function of its own
+// (__noinline__): ptxas allocates its registers apart, so the plain loads of the other threads compile exactly
+// as in the zero-fill build, and whatever the edge code spills stays in the edge code.
+// Columns leaving the image: StripExtNear (16-byte rows, rows within one period), else StripExtAny.
+template <int B>
+__device__ __noinline__ void strip_edge_cols(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                             int py, int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias,
+                                             int ca, bool vec) {
+    const bool near = r0 - py >= -H && r0 - py + nin <= 2 * H;  // the rows within one period of the image
+    if (vec && near)
+        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtNear<B>(H, W, ca));
+    else
+        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtAny<B>(H, W, ca));
+}
+// Columns inside, rows leaving the image (the first and last strips): StripRows.
+template <int B>
+__device__ __noinline__ void strip_edge_rows(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
+                                             int py, int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias,
+                                             int ca, bool vec) {
+    const bool near = r0 - py >= -H && r0 - py + nin <= 2 * H;  // the rows within one period of the image
+    if (near)
+        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripRows<B, true>{H, W, ca, vec});
+    else
+        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripRows<B, false>{H, W, ca, vec});
+}
+
+// Launch order of a wrap or symm launch: the grid's threads, numbered block by block (the order in which blocks
+// start), take first the threads whose columns leave the image (every strip's, packed together: their warps hold
+// no plain thread waiting on their longer loads, and they start in the first wave), then the others strip by
+// strip, consecutive columns in consecutive threads (coalesced, as the fill build's 2-D mapping, which stays).
+// Sets cx and r0 of this thread; false for the threads past the last.
+__device__ __forceinline__ bool strip_order(int Ho, int Wo, int W, int px, int& cx, int& r0) {
+    const unsigned J = (unsigned)(Wo + 3) / 4u, S = (unsigned)(Ho + STRIP_ROWS - 1) / STRIP_ROWS;
+    const unsigned t = (blockIdx.y * gridDim.x + blockIdx.x) * (blockDim.x * blockDim.y) + threadIdx.y * blockDim.x
+                       + threadIdx.x;
+    // Column threads j in [jl, jr) load only inside columns: ca = 4j - (px + SH) >= 0 and ca + NV <= W (px + SH
+    // is a multiple of 4). The kernel's own test decides; this only orders.
+    const int e = W + px + STRIP_SH - STRIP_NV;  // 4j <= e
+    const unsigned jl = min((unsigned)(px + STRIP_SH) / 4u, J);
+    const unsigned jr = e < 0 ? jl : max(jl, min(J, (unsigned)e / 4u + 1u));
+    const unsigned ni = jr - jl, ne = J - ni;  // inside and edge column threads per strip
+    unsigned s, j;
+    if (t < ne * S) {
+        s = t / ne;
+        const unsigned k = t - s * ne;
+        j = k < jl ? k : jr + (k - jl);
+    } else {
+        const unsigned i = t - ne * S;
+        if (i >= ni * S) return false;
+        s = i / ni;
+        j = jl + (i - s * ni);
+    }
+    cx = (int)(4u * j);
+    r0 = (int)(s * STRIP_ROWS);
+    return true;
+}
+#endif
+
+// Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). A fill build maps
+// (blockIdx, threadIdx) to (columns, strip) directly and every thread takes the plain loads. Under wrap or symm
+// (strip_order) a thread whose window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside
+// the image takes the plain loads too; the others run strip_edge_cols or strip_edge_rows.
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                         int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
                                         int has_bias, int vec_in, int vec_out, float fill) {
+#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL
     const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
+#else
+    int cx, r0;
+    if (!strip_order(Ho, Wo, W, px, cx, r0)) return;
+#endif
     if (cx >= Wo || r0 >= Ho) return;  // no barriers in this kernel
     const int nout = min(STRIP_ROWS, Ho - r0);
     const int nin = nout + STRIP_KH - 1;   // input rows streamed
@@ -187,11 +275,12 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
     const float bias = has_bias ? bptr[0] : 0.f;
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
     const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the thread streams
-    if (!(g0 >= 0 && g1 <= H && ca >= 0 && ca + STRIP_NV <= W)) {
-        if (vec && g0 >= -H && g1 <= 2 * H)
-            strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtNear<C2D_BOUNDARY>(H, W, ca));
-        else
-            strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtAny<C2D_BOUNDARY>(H, W, ca));
+    if (!(ca >= 0 && ca + STRIP_NV <= W)) {
+        strip_edge_cols<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
+        return;
+    }
+    if (!(g0 >= 0 && g1 <= H)) {
+        strip_edge_rows<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
         return;
     }
 #endif

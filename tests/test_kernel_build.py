@@ -757,11 +757,15 @@ FUSED_CASES = [
     ("shfl", "wrap", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (128, 1), 32),
     ("shfl", "symm", 0.0, 1, 5, 6, 9, 5, (8, 4), (12, 10), (32, 1), 4),
     ("shfl", "symm", 0.0, 1, 70, 20, 5, 5, (2, 2), None, (32, 1), 16),
+    # (from index 15: default) wide enough for inside threads (warps) between edge ones on every strip, in the
+    # launch order of a wrap/symm build (edge columns first, then strip by strip), with 2-D blocks
+    ("strip", "symm", 0.0, 1, 70, 136, 5, 5, (2, 2), None, (32, 2), 8),
+    ("shfl", "wrap", 0.0, 1, 40, 1032, 7, 7, (3, 3), None, (64, 2), 8),
 ]
 
 
 @pytest.mark.parametrize("kernel,boundary,fill,N,H,W,kH,kW,pad,out_hw,block,rows",
-                         _grid(FUSED_CASES, {2, 7} | set(range(9, len(FUSED_CASES)))),
+                         _grid(FUSED_CASES, {2, 7} | set(range(9, 15))),
                          ids=[f"{c[0]}-{c[1]}{c[2]:g}-{c[4]}x{c[5]}-k{c[6]}x{c[7]}" for c in FUSED_CASES])
 def test_fused_boundaries_run_on_host(host_build, tmp_path, kernel, boundary, fill, N, H, W, kH, kW, pad, out_hw,
                                       block, rows, rng):

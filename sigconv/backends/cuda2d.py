@@ -164,19 +164,26 @@ def _check_boundary(boundary: str) -> None:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
 
 
+#: Registers are allocated to a warp in units of 256, 8 per thread (sm_70 and later): counts that round up to the
+#: same multiple of 8 give the same occupancy.
+_REG_UNIT = 8
+
+
 @functools.lru_cache(maxsize=128)
 def _reg_cap(device: int, kernel: str, defines: tuple) -> tuple:
-    """NVRTC options holding a build to the registers of ``kernel``'s zero-fill build (memoised per device)."""
-    return (f"--maxrregcount={_kernels.module(_SRC, dict(defines)).get_function(kernel).num_regs}",)
+    """NVRTC options holding a build to the occupancy of ``kernel``'s zero-fill build: its register count rounded
+    up to the allocation unit (memoised per device)."""
+    regs = _kernels.module(_SRC, dict(defines)).get_function(kernel).num_regs
+    return (f"--maxrregcount={min(255, -(-regs // _REG_UNIT) * _REG_UNIT)}",)
 
 
 def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
     """(the compiled module, the fill argument) of a fused launcher's ``kernel`` for ``boundary``.
 
-    fill (any constant) runs the zero-fill build. A wrap or symm build is compiled with at most the registers
-    of the zero-fill build: only the threads whose window leaves the image run its extra code, which would
-    otherwise set the register count, and so the occupancy, of every thread (on an H200 the cap took strip's
-    spectrogram 5x5 from 1.30 to 1.09 x the fill time, shfl's from 1.27 to 1.05 x)."""
+    fill (any constant) runs the zero-fill build. A wrap or symm build is compiled to the occupancy of the
+    zero-fill build (:func:`_reg_cap`): only the threads whose window leaves the image run its extra code, which
+    would otherwise set the register count, and so the occupancy, of every thread (on an H200 the cap took
+    strip's spectrogram 5x5 from 1.30 to 1.09 x the fill time, shfl's from 1.27 to 1.05 x)."""
     _check_boundary(boundary)
     if boundary == "fill":
         return _kernels.module(_SRC, defines), np.float32(fillvalue)

@@ -13,6 +13,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__  // (empty: libstdc++ spells its own attribute __noinline__)
 #define __constant__
 
 struct uint3 { unsigned x, y, z; };
