@@ -59,6 +59,13 @@ __device__ __forceinline__ int c2d_extend(int i, int n, int boundary) {
 #define C2D_BOUNDARY SIGCONV_BOUNDARY_FILL
 #endif
 
+// The k-th strip of S in the launch order of strip's and shfl's wrap/symm builds: from both ends inwards (0, S-1,
+// 1, S-2, ...), so that the strips whose rows leave the image (the first and last ones, which load through the
+// rule) start in the first wave instead of setting the end of the last one.
+__device__ __forceinline__ unsigned c2d_strip_from_ends(unsigned k, unsigned S) {
+    return (k & 1u) ? S - 1u - (k >> 1) : (k >> 1);
+}
+
 // c2d_extend for wrap or symm (B) where i lies within one period of the image, -n <= i < 2n: selects, no
 // division, so that a loop unrolled over rows keeps its loads free to move ahead.
 template <int B>

@@ -94,7 +94,7 @@ template <int B>
 struct ShflExtNear {
     int H;
     C2dChunk m, h;
-    __device__ __forceinline__ ShflExtNear(int H_, int W, int cx, int lane)
+    __device__ __forceinline__ ShflExtNear(int H_, int W, int cx, int lane, bool)
         : H(H_), m(c2d_vchunk<B>(cx, W)), h(c2d_vchunk<B>(lane == 0 ? cx - 4 : cx + 4, W)) {}
     __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int W) const {
         return xp + (i64)c2d_extend_near<B>(gr, H) * W;
@@ -110,7 +110,7 @@ template <int B>
 struct ShflExtAny {
     int H;
     int mc[4], hc[4];
-    __device__ __forceinline__ ShflExtAny(int H_, int W, int cx, int lane) : H(H_) {
+    __device__ __forceinline__ ShflExtAny(int H_, int W, int cx, int lane, bool) : H(H_) {
         const int hx = lane == 0 ? cx - 4 : cx + 4;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -130,6 +130,26 @@ struct ShflExtAny {
     __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return left(rp); }
 };
 
+// wrap / symm (B) for a warp whose own chunks lie inside the image (W % 4 == 0) and one of whose edge lanes
+// halo chunks does not (the first and last warps of a strip): the own chunk loaded as in the plain loads, the
+// halo chunk's place computed once (C2dChunk), the row from the rule (by selects when NEAR).
+template <int B, bool NEAR>
+struct ShflHalo {
+    int H;
+    int cx;
+    C2dChunk h;
+    __device__ __forceinline__ ShflHalo(int H_, int W, int cx_, int lane, bool)
+        : H(H_), cx(cx_), h(c2d_vchunk<B>(lane == 0 ? cx_ - 4 : cx_ + 4, W)) {}
+    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int W) const {
+        return xp + (i64)(NEAR ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B)) * W;
+    }
+    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const {
+        return __ldg(reinterpret_cast<const float4*>(rp + cx));
+    }
+    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const { return c2d_ld_chunk<B>(rp, h); }
+    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return c2d_ld_chunk<B>(rp, h); }
+};
+
 // wrap / symm (B) for a warp whose columns (halos included) lie inside the image and whose rows do not (the
 // first and last strips): the plain chunk loads, unconditional, from the row the rule gives (by selects when
 // NEAR: within one period of the image).
@@ -137,6 +157,7 @@ template <int B, bool NEAR>
 struct ShflRows {
     int H, W, cx;
     bool vec;
+    __device__ __forceinline__ ShflRows(int H_, int W_, int cx_, int, bool vec_) : H(H_), W(W_), cx(cx_), vec(vec_) {}
     __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int) const {
         return xp + (i64)(NEAR ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B)) * W;
     }
@@ -243,32 +264,20 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
 }
 
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-// The warps of a wrap or symm launch whose window leaves the image, each kind in a function of its own
-// (__noinline__, as in conv2d_strip): the plain loads of the other warps compile as in the zero-fill build.
-// Columns leaving the image: ShflExtNear (16-byte rows, rows within one period), else ShflExtAny.
-template <int B>
-__device__ __noinline__ void shfl_edge_cols(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
-                                            int py, int Ho, int Wo, int lane, int cx, int r0, int nin, bool live,
-                                            bool vst, float bias, bool vec) {
-    if (vec && r0 - py >= -H && r0 - py + nin <= 2 * H)
-        shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflExtNear<B>(H, W, cx, lane));
-    else
-        shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflExtAny<B>(H, W, cx, lane));
-}
-// Columns inside, rows leaving the image (the first and last strips): ShflRows.
-template <int B>
-__device__ __noinline__ void shfl_edge_rows(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
-                                            int py, int Ho, int Wo, int lane, int cx, int r0, int nin, bool live,
-                                            bool vst, float bias, bool vec) {
-    if (r0 - py >= -H && r0 - py + nin <= 2 * H)
-        shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflRows<B, true>{H, W, cx, vec});
-    else
-        shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflRows<B, false>{H, W, cx, vec});
+// The warps of a wrap or symm launch whose window leaves the image run shfl_body with their loader (Load: ShflHalo,
+// ShflExtNear, ShflExtAny, ShflRows) in a function of its own per loader (__noinline__, as in conv2d_strip): the
+// plain loads of the other warps compile as in the zero-fill build, and what an edge loader spills stays in it.
+template <class Load>
+__device__ __noinline__ void shfl_edge(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
+                                       int Ho, int Wo, int lane, int cx, int r0, int nin, bool live, bool vst,
+                                       float bias, bool vec) {
+    shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, Load(H, W, cx, lane, vec));
 }
 
 // Launch order of a wrap or symm launch, by warps (blockDim.x is a multiple of 32, so the grid's threads numbered
 // block by block fall into whole warps): first the warps whose columns leave the image (every strip's: they start
-// in the first wave), then the others strip by strip. A warp covers 32 consecutive column threads of one strip, as
+// in the first wave), then the others strip by strip from both ends (c2d_strip_from_ends). A warp covers 32
+// consecutive column threads of one strip, as
 // in the fill build's 2-D mapping (which stays); a thread's lane is threadIdx.x & 31 in both. Sets cx and r0;
 // false for the warps past the last.
 __device__ __forceinline__ bool shfl_order(int Ho, int Wo, int W, int lane, int& cx, int& r0) {
@@ -290,8 +299,9 @@ __device__ __forceinline__ bool shfl_order(int Ho, int Wo, int W, int lane, int&
     } else {
         const unsigned i = w - ne * S;
         if (i >= ni * S) return false;
-        s = i / ni;
-        c = wl + (i - s * ni);
+        const unsigned k = i / ni;
+        s = c2d_strip_from_ends(k, S);
+        c = wl + (i - k * ni);
     }
     cx = (int)(4u * (32u * c + (unsigned)lane));
     r0 = (int)(s * SHFL_ROWS);
@@ -302,7 +312,7 @@ __device__ __forceinline__ bool shfl_order(int Ho, int Wo, int W, int lane, int&
 // A fill build maps (blockIdx, threadIdx) to (columns, strip) directly and every warp takes the plain loads. Under
 // wrap or symm (shfl_order) a warp whose window (input rows r0-py .. r0-py+nin-1; columns from 4 before its first
 // to 4 past its last, the edge lanes' halo chunks) lies inside the image takes the plain loads too, the others
-// shfl_edge_cols or shfl_edge_rows. The tests are uniform across the warp (r0 is; wx is the warp's first
+// shfl_edge with their loader. The tests are uniform across the warp (r0 is; wx is the warp's first
 // column), so all its lanes take the same body and meet at every shuffle.
 extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                                                                     float* __restrict__ y, int N,
@@ -325,15 +335,26 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
     const float bias = has_bias ? bptr[0] : 0.f;
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-    const int wx = cx - 4 * lane;  // the warp's first column
-    if (!(wx - 4 >= 0 && wx + 4 * 32 + 4 <= W)) {
-        shfl_edge_cols<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, vec);
+    const int wx = cx - 4 * lane;                // the warp's first column
+    const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the warp streams
+    const bool near = g0 >= -H && g1 <= 2 * H;   // within one period of the image
+    constexpr int B = C2D_BOUNDARY;
+#define SHFL_EDGE(...) shfl_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, vec)
+    if (!(wx - 4 >= 0 && wx + 4 * 32 + 4 <= W)) {  // columns leave the image
+        if (vec && wx >= 0 && wx + 4 * 32 <= W) {  // only an edge lane's halo chunk
+            if (near) SHFL_EDGE(ShflHalo<B, true>); else SHFL_EDGE(ShflHalo<B, false>);
+        } else if (vec && near) {
+            SHFL_EDGE(ShflExtNear<B>);
+        } else {
+            SHFL_EDGE(ShflExtAny<B>);
+        }
         return;
     }
-    if (!(r0 - py >= 0 && r0 - py + nin <= H)) {
-        shfl_edge_rows<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, vec);
+    if (!(g0 >= 0 && g1 <= H)) {  // rows leave the image
+        if (near) SHFL_EDGE(ShflRows<B, true>); else SHFL_EDGE(ShflRows<B, false>);
         return;
     }
+#undef SHFL_EDGE
 #endif
     shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflPlain{H, W, cx, vec, fill});
 }

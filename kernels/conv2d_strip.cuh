@@ -66,7 +66,7 @@ struct StripExtNear {
     int H;
     int W;
     C2dChunk ch[STRIP_NV / 4];
-    __device__ __forceinline__ StripExtNear(int H_, int W_, int ca) : H(H_), W(W_) {
+    __device__ __forceinline__ StripExtNear(int H_, int W_, int ca, bool) : H(H_), W(W_) {
 #pragma unroll
         for (int q = 0; q < STRIP_NV / 4; ++q) ch[q] = c2d_vchunk<B>(ca + 4 * q, W);
     }
@@ -87,7 +87,7 @@ struct StripExtAny {
     int H;
     int W;
     int col[STRIP_NV];
-    __device__ __forceinline__ StripExtAny(int H_, int W_, int ca) : H(H_), W(W_) {
+    __device__ __forceinline__ StripExtAny(int H_, int W_, int ca, bool) : H(H_), W(W_) {
 #pragma unroll
         for (int k = 0; k < STRIP_NV; ++k) col[k] = c2d_extend(ca + k, W, B);
     }
@@ -105,6 +105,7 @@ template <int B, bool NEAR>
 struct StripRows {
     int H, W, ca;
     bool vec;
+    __device__ __forceinline__ StripRows(int H_, int W_, int ca_, bool vec_) : H(H_), W(W_), ca(ca_), vec(vec_) {}
     __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
         const float* rp = xp + (i64)(NEAR ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B)) * W;
 #pragma unroll
@@ -194,36 +195,22 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
 }
 
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-// The threads of a wrap or symm launch whose window leaves the image, each kind in a function of its own
-// (__noinline__): ptxas allocates its registers apart, so the plain loads of the other threads compile exactly
-// as in the zero-fill build, and whatever the edge code spills stays in the edge code.
-// Columns leaving the image: StripExtNear (16-byte rows, rows within one period), else StripExtAny.
-template <int B>
-__device__ __noinline__ void strip_edge_cols(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
-                                             int py, int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias,
-                                             int ca, bool vec) {
-    const bool near = r0 - py >= -H && r0 - py + nin <= 2 * H;  // the rows within one period of the image
-    if (vec && near)
-        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtNear<B>(H, W, ca));
-    else
-        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtAny<B>(H, W, ca));
-}
-// Columns inside, rows leaving the image (the first and last strips): StripRows.
-template <int B>
-__device__ __noinline__ void strip_edge_rows(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
-                                             int py, int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias,
-                                             int ca, bool vec) {
-    const bool near = r0 - py >= -H && r0 - py + nin <= 2 * H;  // the rows within one period of the image
-    if (near)
-        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripRows<B, true>{H, W, ca, vec});
-    else
-        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripRows<B, false>{H, W, ca, vec});
+// The threads of a wrap or symm launch whose window leaves the image run strip_body with their loader (Load:
+// StripExtNear, StripExtAny, StripRows) in a function of its own per loader (__noinline__): ptxas allocates its
+// registers apart, so the plain loads of the other threads compile as in the zero-fill build, and what an edge
+// loader spills stays in it.
+template <class Load>
+__device__ __noinline__ void strip_edge(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
+                                        int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias, int ca,
+                                        bool vec) {
+    strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, Load(H, W, ca, vec));
 }
 
 // Launch order of a wrap or symm launch: the grid's threads, numbered block by block (the order in which blocks
 // start), take first the threads whose columns leave the image (every strip's, packed together: their warps hold
 // no plain thread waiting on their longer loads, and they start in the first wave), then the others strip by
-// strip, consecutive columns in consecutive threads (coalesced, as the fill build's 2-D mapping, which stays).
+// strip from both ends (c2d_strip_from_ends), consecutive columns in consecutive threads (coalesced, as the fill
+// build's 2-D mapping, which stays).
 // Sets cx and r0 of this thread; false for the threads past the last.
 __device__ __forceinline__ bool strip_order(int Ho, int Wo, int W, int px, int& cx, int& r0) {
     const unsigned J = (unsigned)(Wo + 3) / 4u, S = (unsigned)(Ho + STRIP_ROWS - 1) / STRIP_ROWS;
@@ -243,8 +230,9 @@ __device__ __forceinline__ bool strip_order(int Ho, int Wo, int W, int px, int& 
     } else {
         const unsigned i = t - ne * S;
         if (i >= ni * S) return false;
-        s = i / ni;
-        j = jl + (i - s * ni);
+        const unsigned k = i / ni;
+        s = c2d_strip_from_ends(k, S);
+        j = jl + (i - k * ni);
     }
     cx = (int)(4u * j);
     r0 = (int)(s * STRIP_ROWS);
@@ -255,7 +243,7 @@ __device__ __forceinline__ bool strip_order(int Ho, int Wo, int W, int px, int& 
 // Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). A fill build maps
 // (blockIdx, threadIdx) to (columns, strip) directly and every thread takes the plain loads. Under wrap or symm
 // (strip_order) a thread whose window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside
-// the image takes the plain loads too; the others run strip_edge_cols or strip_edge_rows.
+// the image takes the plain loads too; the others run strip_edge with their loader.
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                         int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
                                         int has_bias, int vec_in, int vec_out, float fill) {
@@ -275,14 +263,18 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
     const float bias = has_bias ? bptr[0] : 0.f;
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
     const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the thread streams
-    if (!(ca >= 0 && ca + STRIP_NV <= W)) {
-        strip_edge_cols<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
+    const bool near = g0 >= -H && g1 <= 2 * H;   // within one period of the image
+    constexpr int B = C2D_BOUNDARY;
+#define STRIP_EDGE(...) strip_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec)
+    if (!(ca >= 0 && ca + STRIP_NV <= W)) {  // columns leave the image
+        if (vec && near) STRIP_EDGE(StripExtNear<B>); else STRIP_EDGE(StripExtAny<B>);
         return;
     }
-    if (!(g0 >= 0 && g1 <= H)) {
-        strip_edge_rows<C2D_BOUNDARY>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
+    if (!(g0 >= 0 && g1 <= H)) {  // rows leave the image
+        if (near) STRIP_EDGE(StripRows<B, true>); else STRIP_EDGE(StripRows<B, false>);
         return;
     }
+#undef STRIP_EDGE
 #endif
     strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripPlain{H, W, ca, vec, fill});
 }
