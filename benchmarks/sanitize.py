@@ -9,7 +9,8 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 (small shapes keep the instrumented run short; each variant still sees tails, K > tile, every mode,
 unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
-the run to those variants; ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger
+the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
+``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger
 than the image and 1xN / Nx1 shapes): the border pass after naive (float32, float64), the fused kernels
 (regblock, prefetch, strip, shfl: float32, wherever they apply) and the uint64 kernels (conv1d and conv2d naive and
 the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no name is given.
@@ -49,9 +50,10 @@ def _extended(x, kH, kW, pad, out_hw, boundary, fill):
     return extended(x[None, None], (kH, kW), pad, out_hw, boundary, fill)[0][0, 0]
 
 
-def boundary_checks(cupy, rng) -> tuple:
+def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
     """(checks, mismatches) of the 2-D boundaries (the border pass after naive: float32/float64/uint64; the fused
-    kernels: float32) and the uint64 conv1d kernel; each mismatch printed."""
+    kernels: float32) and the uint64 conv1d kernel; each mismatch printed. ``variants`` (2-D variant names)
+    restricts the run to those variants' boundaries."""
     from sigconv.backends import cuda1d, cuda2d
     from sigconv.registry.table import Conv2dJob, get
 
@@ -66,6 +68,7 @@ def boundary_checks(cupy, rng) -> tuple:
                 job = Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw)
                 fused = [v for v in cuda2d.FUSED if not get("conv2d", "cuda", v).applies(job)]
                 runs = [("naive", d) for d in ("float32", "float64", "uint64")] + [(v, "float32") for v in fused]
+                runs = [r for r in runs if not variants or r[0] in variants]
                 for variant, dtype in runs:
                     exact = dtype == "uint64"
                     if exact:
@@ -95,7 +98,7 @@ def boundary_checks(cupy, rng) -> tuple:
                     if not err <= tol[dtype]:
                         bad += 1
                         print(f"MISMATCH {tag}: rel err {err:.3g}")
-    for L, K, C in ((1, 3, 1), (37, 5, 2), (50, 64, 3)):
+    for L, K, C in () if variants else ((1, 3, 1), (37, 5, 2), (50, 64, 3)):
         xi = rng.integers(-(2**62), 2**62, (C, L), dtype=np.int64)
         hi = rng.integers(-(2**62), 2**62, K, dtype=np.int64)
         full = np.stack([np.convolve(r, hi[::-1]) for r in xi])  # correlation with hi, full window
@@ -191,7 +194,8 @@ def main(argv=None) -> int:
                             print(f"MISMATCH conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} {op}: {err:.3g}")
         print(f"conv2d {v.name}: done")
     if not only or "boundary" in only:
-        nb, badb = boundary_checks(cupy, rng)
+        named = frozenset(only) & {v.name for v in _registry.entries("conv2d", "cuda", kind="variant")}
+        nb, badb = boundary_checks(cupy, rng, named)
         n, bad = n + nb, bad + badb
         print("boundary: done")
     cupy.cuda.get_current_stream().synchronize()
