@@ -51,10 +51,13 @@ __device__ __forceinline__ int c2d_extend(int i, int n, int boundary) {
 // The boundary the fused kernels (strip, shfl and the tiled regblock/prefetch) compile in: their loads read xe
 // through c2d_extend, so a wrap or symm call costs them no second pass; the fill constant is a kernel argument
 // (zero for plain zero padding). The launcher prepends the define (sigconv.backends.cuda2d.FUSED). In strip and
-// shfl only the threads (warps) whose window leaves the image read through the rule, with every address
-// computed ahead (columns once per thread, the row once per row) so that their loads stay unconditional and the
-// unrolled rows' loads overlap as in the plain ones: these threads run as long as the others (the grids are a
-// wave or two of long-running threads, so one slow thread would set the time of the whole kernel).
+// shfl only the threads (warps) whose window leaves the image read through the rule. Their grids are a wave or
+// two of long-running threads, where one slow thread late in the launch sets the time of the whole kernel, so a
+// wrap/symm build (1) runs the edge code in __noinline__ functions, one per loader, which leaves the other
+// threads' code and registers as in the zero-fill build (the launcher caps every build at the zero-fill build's
+// occupancy); (2) launches the edge threads first: those whose columns leave the image packed into warps of
+// their own, then the strips from both ends inwards (c2d_strip_from_ends); (3) computes every edge address
+// ahead (columns once per thread, the row once per row) so that the edge loads stay unconditional.
 #ifndef C2D_BOUNDARY
 #define C2D_BOUNDARY SIGCONV_BOUNDARY_FILL
 #endif

@@ -47,12 +47,13 @@ def _ptxas(cu: Path) -> str:
 
 
 def _spill_report(text: str) -> dict:
-    """{entry function: (spill store bytes, spill load bytes)} from ptxas -v output."""
+    """{function: (spill store bytes, spill load bytes)} from ptxas -v output: entry functions and the device
+    functions compiled apart (__noinline__)."""
     out, fn = {}, None
     for line in text.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
+        m = re.search(r"Compiling entry function '([^']+)'|Function properties for (\S+)", line)
         if m:
-            fn = m.group(1)
+            fn = m.group(1) or m.group(2)
             continue
         m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
         if m and fn:
@@ -71,6 +72,49 @@ def test_kernel_compiles_without_spills(cu):
         tiled = [f for f in report if "conv1d_tiled" in f]
         assert any("conv1d_tiled_rt" in f for f in tiled) and len(tiled) >= 5, \
             f"tiled kernels were not instantiated (SIGCONV_NVCC_CHECK): {sorted(report)}"
+
+
+# The wrap/symm builds of strip and shfl, as the launcher compiles them (cuda2d._fused): held to the occupancy of
+# the zero-fill build, with no spills in the kernel or in its edge functions. (kernel, kH, kW, pad)
+EDGE_BUILDS = [("strip", 3, 3, 1), ("shfl", 3, 3, 1), ("strip", 5, 5, 2), ("shfl", 5, 5, 2), ("strip", 7, 7, 3),
+               ("shfl", 7, 7, 3)]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
+@pytest.mark.parametrize("kernel,kH,kW,px", _grid(EDGE_BUILDS, {2, 3, 4, 5}),
+                         ids=[f"{c[0]}-{c[1]}x{c[2]}" for c in EDGE_BUILDS])
+def test_boundary_builds_keep_occupancy_without_spills(tmp_path, kernel, kH, kW, px):
+    from sigconv.backends import cuda2d
+
+    src = tmp_path / f"{kernel}.cu"
+    src.write_text(f'#include "conv2d_{kernel}.cuh"\n')
+    if kernel == "strip":
+        defines = dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-px) % 4)
+    else:
+        defines = dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=px)
+
+    def build(boundary: int, cap: int | None = None) -> str:
+        cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", f"-I{KDIR}", "-o", "/dev/null",
+               f"-DC2D_BOUNDARY={boundary}"] + [f"-D{k}={v}" for k, v in defines.items()]
+        res = subprocess.run(cmd + ([f"-maxrregcount={cap}"] if cap else []) + [str(src)], capture_output=True,
+                             text=True, timeout=600)
+        assert res.returncode == 0, f"nvcc failed:\n{res.stderr[-4000:]}"
+        return res.stderr + res.stdout
+
+    def regs(text: str) -> int:
+        return int(re.search(rf"Compiling entry function 'conv2d_{kernel}'.*?Used (\d+) registers", text,
+                             re.S).group(1))
+
+    fill = build(0)
+    cap = cuda2d.occupancy_regs(regs(fill))
+    for name, code in (("wrap", 1), ("symm", 2)):
+        text = build(code, cap)
+        report = _spill_report(text)
+        edge = [f for f in report if f"{kernel}_edge" in f]
+        assert len(edge) >= 2, f"{name}: the edge loaders were not compiled apart: {sorted(report)}"
+        assert regs(text) <= cap
+        spilled = {f: s for f, s in report.items() if s != (0, 0)}
+        assert not spilled, f"{kernel} {kH}x{kW} {name} spills under --maxrregcount={cap}: {spilled}"
 
 
 def test_conv1d_cu_exists():

@@ -169,12 +169,16 @@ def _check_boundary(boundary: str) -> None:
 _REG_UNIT = 8
 
 
+def occupancy_regs(regs: int) -> int:
+    """The most registers per thread a build may use and keep the occupancy of a build that uses ``regs``."""
+    return min(255, -(-int(regs) // _REG_UNIT) * _REG_UNIT)
+
+
 @functools.lru_cache(maxsize=128)
 def _reg_cap(device: int, kernel: str, defines: tuple) -> tuple:
-    """NVRTC options holding a build to the occupancy of ``kernel``'s zero-fill build: its register count rounded
-    up to the allocation unit (memoised per device)."""
+    """NVRTC options holding a build to the occupancy of ``kernel``'s zero-fill build (memoised per device)."""
     regs = _kernels.module(_SRC, dict(defines)).get_function(kernel).num_regs
-    return (f"--maxrregcount={min(255, -(-regs // _REG_UNIT) * _REG_UNIT)}",)
+    return (f"--maxrregcount={occupancy_regs(regs)}",)
 
 
 def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
