@@ -55,7 +55,7 @@ __device__ __forceinline__ int c2d_extend(int i, int n, int boundary) {
 // two of long-running threads, where one slow thread late in the launch sets the time of the whole kernel, so a
 // wrap/symm build (1) runs the edge code in __noinline__ functions, one per loader, which leaves the other
 // threads' code and registers as in the zero-fill build (the launcher caps every build at the zero-fill build's
-// occupancy); (2) launches the edge threads first: those whose columns leave the image packed into warps of
+// occupancy; shfl's launch bound, where it has one, takes precedence); (2) launches the edge threads first: those whose columns leave the image packed into warps of
 // their own, then the strips from both ends inwards (c2d_strip_from_ends); (3) computes every edge address
 // ahead (columns once per thread, the row once per row) so that the edge loads stay unconditional.
 #ifndef C2D_BOUNDARY

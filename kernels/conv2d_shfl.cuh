@@ -42,9 +42,8 @@
 // Small kernels (up to 12 taps) are compiled for blocks of up to 1024 threads, which caps the registers at 64
 // (3x3: 60 instead of 100 uncapped, no spills): at least 1024 resident threads per multiprocessor, so that
 // enough warps, each with its next rows' loads in flight, cover the memory latency. Larger kernels would spill
-// under that cap (5x5: 156 bytes), so they get no bound. (A wrap or symm build gets its launcher's tighter cap, the
-// zero-fill build's occupancy, which a launch bound would override.)
-#if SHFL_KH * SHFL_KW <= 12 && C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL
+// under that cap (5x5: 156 bytes), so they get no bound.
+#if SHFL_KH * SHFL_KW <= 12
 #define SHFL_BOUNDS __launch_bounds__(1024)
 #else
 #define SHFL_BOUNDS
@@ -268,13 +267,11 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
 // The warps of a wrap or symm launch whose window leaves the image run shfl_body with their loader (Load: ShflHalo,
 // ShflExtNear, ShflExtAny, ShflRows) in a function of its own per loader (__noinline__, as in conv2d_strip): the
 // plain loads of the other warps compile as in the zero-fill build, and what an edge loader spills stays in it.
-// (Few arguments: what the kernel derives cheaply is derived again, so that none goes through the stack.)
 template <class Load>
 __device__ __noinline__ void shfl_edge(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
-                                       int Ho, int Wo, int cx, int r0, bool vst, float bias, bool vec) {
-    const int lane = threadIdx.x & 31;
-    const int nin = min(SHFL_ROWS, Ho - r0) + SHFL_KH - 1;
-    shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, cx < Wo, vst, bias, Load(H, W, cx, lane, vec));
+                                       int Ho, int Wo, int lane, int cx, int r0, int nin, bool live, bool vst,
+                                       float bias, bool vec) {
+    shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, Load(H, W, cx, lane, vec));
 }
 
 // Launch order of a wrap or symm launch, by warps (blockDim.x is a multiple of 32, so the grid's threads numbered
@@ -342,7 +339,7 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
     const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the warp streams
     const bool near = g0 >= -H && g1 <= 2 * H;   // within one period of the image
     constexpr int B = C2D_BOUNDARY;
-#define SHFL_EDGE(...) shfl_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, cx, r0, vst, bias, vec)
+#define SHFL_EDGE(...) shfl_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, vec)
     if (!(wx - 4 >= 0 && wx + 4 * 32 + 4 <= W)) {  // columns leave the image
         if (vec && wx >= 0 && wx + 4 * 32 <= W) {  // only an edge lane's halo chunk
             if (near) SHFL_EDGE(ShflHalo<B, true>); else SHFL_EDGE(ShflHalo<B, false>);

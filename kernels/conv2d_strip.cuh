@@ -199,11 +199,10 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
 // StripExtNear, StripExtAny, StripRows) in a function of its own per loader (__noinline__): ptxas allocates its
 // registers apart, so the plain loads of the other threads compile as in the zero-fill build, and what an edge
 // loader spills stays in it.
-// (Few arguments: what the kernel derives cheaply is derived again, so that none goes through the stack.)
 template <class Load>
 __device__ __noinline__ void strip_edge(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
-                                        int Ho, int Wo, int cx, int r0, bool vst, float bias, int ca, bool vec) {
-    const int nin = min(STRIP_ROWS, Ho - r0) + STRIP_KH - 1;
+                                        int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias, int ca,
+                                        bool vec) {
     strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, Load(H, W, ca, vec));
 }
 
@@ -266,7 +265,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
     const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the thread streams
     const bool near = g0 >= -H && g1 <= 2 * H;   // within one period of the image
     constexpr int B = C2D_BOUNDARY;
-#define STRIP_EDGE(...) strip_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, cx, r0, vst, bias, ca, vec)
+#define STRIP_EDGE(...) strip_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec)
     if (!(ca >= 0 && ca + STRIP_NV <= W)) {  // columns leave the image
         if (vec && near) STRIP_EDGE(StripExtNear<B>); else STRIP_EDGE(StripExtAny<B>);
         return;
