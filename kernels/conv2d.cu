@@ -190,8 +190,10 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 
 // Issue the copies of input channel ci's tile and weights into one stage of shared memory. The tile holds the
 // image extended by the compiled boundary (C2D_BOUNDARY, conv2d_common.cuh): `fill` outside for fill (stored
-// directly), wrapped or mirrored samples (4-byte copies from their image positions) for wrap and symm.
-// vec: W % 4 == 0 and x 16-byte aligned, so each aligned chunk is wholly inside or wholly outside the row.
+// directly), wrapped or mirrored samples for wrap and symm. vec: W % 4 == 0 and x 16-byte aligned, so each
+// aligned chunk is wholly inside or wholly outside the row, and one outside is an aligned chunk of the row too
+// (c2d_vchunk): one 16-byte copy, or four 4-byte ones where symm mirrors it. An edge tile then issues as few
+// copies as an inside one (a 64 x 16 tile of a 31x31 kernel has 4 of its 24 chunks per row outside).
 __device__ __forceinline__ void tiled_issue(float* stage, const float* __restrict__ xp, const float* __restrict__ w,
                                             int H, int W, int Cin, int Cout, int ci, int co0, int ir0, int ca,
                                             bool vec, int tid, float fill) {
@@ -206,10 +208,15 @@ __device__ __forceinline__ void tiled_issue(float* stage, const float* __restric
                 cp_async16(dst, xp + (i64)er * W + gc, 16);
             } else if (C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL || er < 0) {
                 *reinterpret_cast<float4*>(dst) = make_float4(fill, fill, fill, fill);
-            } else {
+            } else {  // the rule maps the chunk's 4 columns onto one aligned chunk of the row, backwards under symm
+                const C2dChunk ch = c2d_vchunk<C2D_BOUNDARY>(gc, W);
+                const float* src = xp + (i64)er * W + ch.base;
+                if (C2D_BOUNDARY == SIGCONV_BOUNDARY_WRAP || !ch.rev) {  // (wrap keeps the order)
+                    cp_async16(dst, src, 16);
+                } else {
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    cp_async4(dst + e, xp + (i64)er * W + c2d_extend(gc + e, W, C2D_BOUNDARY), 4);
+                    for (int e = 0; e < 4; ++e) cp_async4(dst + e, src + 3 - e, 4);
+                }
             }
         }
     } else {  // tails: W not a multiple of 4 (or unaligned base): element by element, still coalesced
@@ -397,16 +404,33 @@ __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__
 
 // ============================================================================================ border
 // Boundaries other than zero fill (single channel: x (H, W), w (kH, kW), stride 1, no bias). Any variant first
-// computes y with zero padding, which is already right wherever the window lies inside the image; this pass
-// recomputes only the outputs whose window leaves it (top/bottom bands, left/right columns between them:
-// c2d_border_rc), reading xe[gr, gc] through the boundary rule (c2d_extend). The pass is latency-bound: each
-// output is a chain of kH*kW loads from an image that has mostly left L2. With enough border elements to fill the
-// GPU (G == 1) a thread owns one and its column loop is unrolled by 4, so four loads are in flight; with few
-// (a small image, a large kernel) G lanes (a power of two up to 32, chosen by the launcher) share one element:
-// lane g sums the taps t = g, g+G, ... (row-major) and the G partial sums meet by xor shuffles.
+// computes y with zero padding, which is already right wherever the window lies inside the image. This pass visits
+// only the outputs whose window leaves it (top/bottom bands, left/right columns between them: c2d_border_rc) and
+// adds to each what zero padding left out: the taps that fall outside the image, times xe[gr, gc] read through the
+// boundary rule (c2d_extend), or the fill constant. An output of the left band of a 31x31 "same" window has on
+// average a quarter of its taps outside, so the pass reads a quarter of what recomputing the outputs would. In a
+// row of the image those taps are the columns j < jl and j >= jr (c2d_border_cols); in a row outside it, all kW.
+// The pass is latency-bound: each output is a chain of loads from an image that has mostly left L2. With enough
+// border elements to fill the GPU (G == 1) a thread owns one and its column loops are unrolled by 4, so four loads
+// are in flight; with few (a small image, a large kernel) G lanes (a power of two up to 32, chosen by the
+// launcher) share one element: lane g takes the taps t = g, g+G, ... (row-major) that lie outside and the G
+// partial sums meet by xor shuffles.
 // Grid-stride over the `count` elements (i64: the bands of a large image can exceed 2^31 elements); the loop is
 // warp-uniform (it tests the warp's first element), so every shuffle has all 32 lanes.
-// 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs.
+// 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs, 3 of 9 taps each.
+// Integers (uint64) add mod 2^64, so the sum is the exact one in any order.
+template <typename T>
+__device__ __forceinline__ T c2d_border_cols(const T* __restrict__ xr, const T* __restrict__ wr, int j0, int j1,
+                                             i64 c0, int W, int boundary, T fill, T acc) {
+#pragma unroll 4
+    for (int j = j0; j < j1; ++j) {
+        const int gc = c2d_extend(c0 + j, W, boundary);
+        const T v = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds): the unrolled loads overlap
+        acc += wr[j] * (gc < 0 ? fill : v);
+    }
+    return acc;
+}
+
 template <typename T>
 __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int H, int W,
                               int kH, int kW, int py, int px, int Ho, int Wo, int top, int bot, int left, int right,
@@ -420,36 +444,39 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
         int r = 0, c = 0;
         if (e < count) {
             c2d_border_rc(e, Ho, Wo, top, bot, left, right, r, c);
+            const i64 r0 = (i64)r - py, c0 = (i64)c - px;  // the window's top-left corner in the image
+            // tap columns that read inside the image: [jl, jr)
+            const int jl = (int)(c0 >= 0 ? 0 : (-c0 < kW ? -c0 : kW));
+            const int jr = (int)(W - c0 <= jl ? jl : (W - c0 < kW ? W - c0 : kW));
             if (G == 1) {
                 for (int i = 0; i < kH; ++i) {
                     const T* wr = w + (i64)i * kW;
-                    const int gr = c2d_extend((i64)r + i - py, H, boundary);  // row of xe under tap row i
+                    const bool rin = r0 + i >= 0 && r0 + i < H;
+                    const int gr = c2d_extend(r0 + i, H, boundary);  // row of xe under tap row i
                     if (gr < 0) {  // a row of the fill constant
                         for (int j = 0; j < kW; ++j) acc += wr[j] * fill;
                         continue;
                     }
                     const T* xr = x + (i64)gr * W;
-#pragma unroll 4
-                    for (int j = 0; j < kW; ++j) {
-                        const int gc = c2d_extend((i64)c + j - px, W, boundary);
-                        const T v = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds): the unrolled loads overlap
-                        acc += wr[j] * (gc < 0 ? fill : v);
-                    }
+                    acc = c2d_border_cols(xr, wr, 0, rin ? jl : kW, c0, W, boundary, fill, acc);
+                    if (rin) acc = c2d_border_cols(xr, wr, jr, kW, c0, W, boundary, fill, acc);
                 }
             } else {
                 int i = g / kW, j = g - (g / kW) * kW;  // tap t = g as (row, column)
                 for (int t = g; t < taps; t += G) {
-                    const int gr = c2d_extend((i64)r + i - py, H, boundary);
-                    const int gc = c2d_extend((i64)c + j - px, W, boundary);
-                    const bool out = gr < 0 || gc < 0;
-                    const T v = x[out ? 0 : (i64)gr * W + gc];  // unconditional (in bounds), so loads overlap
-                    acc += w[t] * (out ? fill : v);
+                    if (r0 + i < 0 || r0 + i >= H || j < jl || j >= jr) {  // outside the image
+                        const int gr = c2d_extend(r0 + i, H, boundary);
+                        const int gc = c2d_extend(c0 + j, W, boundary);
+                        const bool out = gr < 0 || gc < 0;
+                        const T v = x[out ? 0 : (i64)gr * W + gc];
+                        acc += w[t] * (out ? fill : v);
+                    }
                     for (j += G; j >= kW; j -= kW) ++i;  // t += G
                 }
             }
         }
         for (int o = G >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        if (e < count && g == 0) y[(i64)r * Wo + c] = acc;
+        if (e < count && g == 0) y[(i64)r * Wo + c] += acc;
     }
 }
 

@@ -291,16 +291,21 @@ def _pass_cases():
 
 @pytest.mark.parametrize("dtype, lanes, H, W, kH, kW, pad, out_hw", list(_pass_cases()))
 def test_border_pass_on_host(border_harness, tmp_path, rng, dtype, lanes, H, W, kH, kW, pad, out_hw):
-    """conv2d_border alone on a NaN-poisoned output writes exactly the border outputs, each equal to the float64
-    correlation of the image extended by numpy.pad (fill 0 and 2.5, wrap, symm); with the launcher's lanes per
-    element, one (the unrolled loop) and 32 (every lane of a warp on one element)."""
+    """conv2d_border alone, on the zero-padded result at the border outputs and a sentinel elsewhere, leaves the
+    sentinel alone and turns each border output into the float64 correlation of the image extended by numpy.pad
+    (fill 0 and 2.5, wrap, symm): it adds exactly the taps outside the image. With the launcher's lanes per
+    element, one (the unrolled loops) and 32 (every lane of a warp on one element)."""
     x = rng.standard_normal((H, W)).astype(dtype)
     w = rng.standard_normal((kH, kW)).astype(dtype)
     mask = _brute_border(H, W, kH, kW, pad, out_hw)
+    sentinel = dtype(12345.0)
+    zero = scipy.signal.correlate2d(_padded(x.astype(np.float64), kH, kW, pad, out_hw, "fill", 0.0),
+                                    w.astype(np.float64), "valid")
+    y0 = np.where(mask, zero, sentinel).astype(dtype)
     for boundary, fill in BOUNDARY_CASES:
-        y = _run_border(border_harness, tmp_path, dtype, x, w, pad, out_hw, boundary, fill,
-                        np.full(out_hw, np.nan, dtype), naive=False, lanes=lanes)
-        assert np.array_equal(~np.isnan(y), mask), f"{boundary}: written outputs are not the border ones"
+        y = _run_border(border_harness, tmp_path, dtype, x, w, pad, out_hw, boundary, fill, y0, naive=False,
+                        lanes=lanes)
+        assert (y[~mask] == sentinel).all(), f"{boundary}: the pass changed outputs whose window is inside"
         xe = _padded(x.astype(np.float64), kH, kW, pad, out_hw, boundary, fill)
         ref = scipy.signal.correlate2d(xe, w.astype(np.float64), "valid")
         tol = {np.float32: 1e-5, np.float64: 1e-10}[dtype]
