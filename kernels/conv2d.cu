@@ -23,8 +23,8 @@
 // rule (c2d_extend) for both ways:
 //   fused     : regblock, prefetch, strip and shfl compile the boundary in (C2D_BOUNDARY) and load the extended
 //               image directly: no second pass.
-//   border    : after naive, shared and separable, a second pass recomputes only the outputs whose window
-//               leaves the image.
+//   border    : after naive, shared and separable, a second pass adds to the outputs whose window leaves the
+//               image the taps that fall outside it.
 //
 // Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
 // naive and border also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is

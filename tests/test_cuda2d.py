@@ -197,8 +197,8 @@ def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
 
 # ------------------------------------------------------------------ boundaries: wrap, symm, a fill constant
 # regblock, prefetch, strip and shfl read the extended image in their own loads (cuda2d.FUSED); for the other
-# variants corr2d runs them with zero padding, then conv2d_border recomputes the outputs whose window leaves the
-# image. Every variant, through its path, against the float64 correlation of the image extended by numpy.pad.
+# variants corr2d runs them with zero padding, then conv2d_border adds the taps outside the image to the outputs
+# whose window leaves it. Every variant, through its path, against the float64 correlation of the image extended by numpy.pad.
 
 BOUNDARIES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 _NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}

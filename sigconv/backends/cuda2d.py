@@ -9,7 +9,8 @@ its grid maths and refuses (``ValueError``) what its registry entry says it cann
 
 Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the variants in :data:`FUSED` compile the
 boundary into their loads (no second pass); the others run with zero padding, then :func:`launch_border`
-recomputes the outputs whose window leaves the image (:func:`border_bands`) with the rule.
+adds, at the outputs whose window leaves the image (:func:`border_bands`), the taps that fall outside it, read
+through the rule.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
@@ -497,8 +498,9 @@ _BOUNDARY_ARG = {b: np.int32(code) for b, code in BOUNDARIES.items()}
 
 
 def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: int = BORDER_BLOCK):
-    """Recompute in ``y`` the outputs whose window leaves the image, with ``boundary`` ("fill" with
-    ``fillvalue``, "wrap", "symm"): the second pass after any variant ran with zero padding. x (1, 1, H, W),
+    """Turn ``y``, the zero-padded result of any variant, into the result under ``boundary`` ("fill" with
+    ``fillvalue``, "wrap", "symm"): add to each output whose window leaves the image the taps that fall outside
+    it, times the extended image (the second pass after naive, shared or separable). x (1, 1, H, W),
     w (1, 1, kH, kW), y (1, 1, Ho, Wo), C-contiguous, one dtype (float32, float64, uint64); stride 1."""
     _check_boundary(boundary)
     H, W = x.shape[2:]
