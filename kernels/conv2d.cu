@@ -413,20 +413,48 @@ __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__
 // The pass is latency-bound: each output is a chain of loads from an image that has mostly left L2. With enough
 // border elements to fill the GPU (G == 1) a thread owns one and its column loops are unrolled by 4, so four loads
 // are in flight; with few (a small image, a large kernel) G lanes (a power of two up to 32, chosen by the
-// launcher) share one element: lane g takes the taps t = g, g+G, ... (row-major) that lie outside and the G
-// partial sums meet by xor shuffles.
+// launcher) share one element: in every tap row lane g takes the outside columns j0 + g, j0 + g + G, ... of each
+// range, and the G partial sums meet by xor shuffles. Either way a thread steps through the outside taps only.
 // Grid-stride over the `count` elements (i64: the bands of a large image can exceed 2^31 elements); the loop is
 // warp-uniform (it tests the warp's first element), so every shuffle has all 32 lanes.
 // 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs, 3 of 9 taps each.
 // Integers (uint64) add mod 2^64, so the sum is the exact one in any order.
-template <typename T>
+template <typename T, int G1>
 __device__ __forceinline__ T c2d_border_cols(const T* __restrict__ xr, const T* __restrict__ wr, int j0, int j1,
-                                             i64 c0, int W, int boundary, T fill, T acc) {
+                                             int G, i64 c0, int W, int boundary, T fill, T acc) {
+    if (G1) {
 #pragma unroll 4
-    for (int j = j0; j < j1; ++j) {
-        const int gc = c2d_extend(c0 + j, W, boundary);
-        const T v = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds): the unrolled loads overlap
-        acc += wr[j] * (gc < 0 ? fill : v);
+        for (int j = j0; j < j1; ++j) {
+            const int gc = c2d_extend(c0 + j, W, boundary);
+            const T v = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds): the unrolled loads overlap
+            acc += wr[j] * (gc < 0 ? fill : v);
+        }
+    } else {  // (the lanes of the element keep G loads in flight)
+        for (int j = j0; j < j1; j += G) {
+            const int gc = c2d_extend(c0 + j, W, boundary);
+            acc += wr[j] * (gc < 0 ? fill : xr[gc < 0 ? 0 : gc]);
+        }
+    }
+    return acc;
+}
+
+// One border output's outside taps, lane g of G: window corner (r0, c0) in the image, tap columns [jl, jr) inside.
+template <typename T, int G1>
+__device__ __forceinline__ T c2d_border_taps(const T* __restrict__ x, const T* __restrict__ w, int H, int W, int kH,
+                                             int kW, i64 r0, i64 c0, int jl, int jr, int g, int G, int boundary,
+                                             T fill) {
+    T acc = T(0);
+    for (int i = 0; i < kH; ++i) {
+        const T* wr = w + (i64)i * kW;
+        const bool rin = r0 + i >= 0 && r0 + i < H;
+        const int gr = c2d_extend(r0 + i, H, boundary);  // row of xe under tap row i
+        if (gr < 0) {  // a row of the fill constant
+            for (int j = g; j < kW; j += G) acc += wr[j] * fill;
+            continue;
+        }
+        const T* xr = x + (i64)gr * W;
+        acc = c2d_border_cols<T, G1>(xr, wr, g, rin ? jl : kW, G, c0, W, boundary, fill, acc);
+        if (rin) acc = c2d_border_cols<T, G1>(xr, wr, jr + g, kW, G, c0, W, boundary, fill, acc);
     }
     return acc;
 }
@@ -437,7 +465,6 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
                               i64 count, int boundary, T fill, int G) {
     const int lane = threadIdx.x & 31, g = lane & (G - 1);
     const i64 step = (i64)gridDim.x * blockDim.x / G;  // elements per sweep of the grid (blockDim % 32 == 0)
-    const int taps = kH * kW;
     if (H <= 0 || W <= 0) return;  // no image to read (the launcher refuses it; the loads below read x[0])
     for (i64 e = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G; e - lane / G < count; e += step) {
         T acc = T(0);
@@ -448,32 +475,8 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
             // tap columns that read inside the image: [jl, jr)
             const int jl = (int)(c0 >= 0 ? 0 : (-c0 < kW ? -c0 : kW));
             const int jr = (int)(W - c0 <= jl ? jl : (W - c0 < kW ? W - c0 : kW));
-            if (G == 1) {
-                for (int i = 0; i < kH; ++i) {
-                    const T* wr = w + (i64)i * kW;
-                    const bool rin = r0 + i >= 0 && r0 + i < H;
-                    const int gr = c2d_extend(r0 + i, H, boundary);  // row of xe under tap row i
-                    if (gr < 0) {  // a row of the fill constant
-                        for (int j = 0; j < kW; ++j) acc += wr[j] * fill;
-                        continue;
-                    }
-                    const T* xr = x + (i64)gr * W;
-                    acc = c2d_border_cols(xr, wr, 0, rin ? jl : kW, c0, W, boundary, fill, acc);
-                    if (rin) acc = c2d_border_cols(xr, wr, jr, kW, c0, W, boundary, fill, acc);
-                }
-            } else {
-                int i = g / kW, j = g - (g / kW) * kW;  // tap t = g as (row, column)
-                for (int t = g; t < taps; t += G) {
-                    if (r0 + i < 0 || r0 + i >= H || j < jl || j >= jr) {  // outside the image
-                        const int gr = c2d_extend(r0 + i, H, boundary);
-                        const int gc = c2d_extend(c0 + j, W, boundary);
-                        const bool out = gr < 0 || gc < 0;
-                        const T v = x[out ? 0 : (i64)gr * W + gc];
-                        acc += w[t] * (out ? fill : v);
-                    }
-                    for (j += G; j >= kW; j -= kW) ++i;  // t += G
-                }
-            }
+            acc = G == 1 ? c2d_border_taps<T, 1>(x, w, H, W, kH, kW, r0, c0, jl, jr, 0, 1, boundary, fill)
+                         : c2d_border_taps<T, 0>(x, w, H, W, kH, kW, r0, c0, jl, jr, g, G, boundary, fill);
         }
         for (int o = G >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
         if (e < count && g == 0) y[(i64)r * Wo + c] += acc;
