@@ -429,12 +429,10 @@ __device__ __forceinline__ T c2d_border_cols(const T* __restrict__ xr, const T* 
             const T v = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds): the unrolled loads overlap
             acc += wr[j] * (gc < 0 ? fill : v);
         }
-    } else {
-#pragma unroll 4
+    } else {  // (the lanes of the element keep G loads in flight)
         for (int j = j0; j < j1; j += G) {
             const int gc = c2d_extend(c0 + j, W, boundary);
-            const T v = xr[gc < 0 ? 0 : gc];
-            acc += wr[j] * (gc < 0 ? fill : v);
+            acc += wr[j] * (gc < 0 ? fill : xr[gc < 0 ? 0 : gc]);
         }
     }
     return acc;
@@ -461,13 +459,10 @@ __device__ __forceinline__ T c2d_border_taps(const T* __restrict__ x, const T* _
     return acc;
 }
 
-// G1: compiled for G == 1 (the launcher picks the instance), so that each instance has only its own loops'
-// registers.
-template <typename T, int G1>
+template <typename T>
 __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int H, int W,
                               int kH, int kW, int py, int px, int Ho, int Wo, int top, int bot, int left, int right,
                               i64 count, int boundary, T fill, int G) {
-    if (G1) G = 1;
     const int lane = threadIdx.x & 31, g = lane & (G - 1);
     const i64 step = (i64)gridDim.x * blockDim.x / G;  // elements per sweep of the grid (blockDim % 32 == 0)
     if (H <= 0 || W <= 0) return;  // no image to read (the launcher refuses it; the loads below read x[0])
@@ -480,7 +475,8 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
             // tap columns that read inside the image: [jl, jr)
             const int jl = (int)(c0 >= 0 ? 0 : (-c0 < kW ? -c0 : kW));
             const int jr = (int)(W - c0 <= jl ? jl : (W - c0 < kW ? W - c0 : kW));
-            acc = c2d_border_taps<T, G1>(x, w, H, W, kH, kW, r0, c0, jl, jr, g, G, boundary, fill);
+            acc = G == 1 ? c2d_border_taps<T, 1>(x, w, H, W, kH, kW, r0, c0, jl, jr, 0, 1, boundary, fill)
+                         : c2d_border_taps<T, 0>(x, w, H, W, kH, kW, r0, c0, jl, jr, g, G, boundary, fill);
         }
         for (int o = G >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
         if (e < count && g == 0) y[(i64)r * Wo + c] += acc;
@@ -495,22 +491,13 @@ template __global__ void conv2d_naive<double>(const double*, const double*, cons
 template __global__ void conv2d_naive<unsigned long long>(const unsigned long long*, const unsigned long long*,
                                                           const unsigned long long*, unsigned long long*, int, int, int,
                                                           int, int, int, int, int, int, int, int, int, int, int);
-template __global__ void conv2d_border<float, 0>(const float*, const float*, float*, int, int, int, int, int, int, int,
-                                                 int, int, int, int, int, i64, int, float, int);
-template __global__ void conv2d_border<double, 0>(const double*, const double*, double*, int, int, int, int, int, int,
-                                                  int, int, int, int, int, int, i64, int, double, int);
-template __global__ void conv2d_border<unsigned long long, 0>(const unsigned long long*, const unsigned long long*,
-                                                              unsigned long long*, int, int, int, int, int, int, int,
-                                                              int, int, int, int, int, i64, int, unsigned long long,
-                                                              int);
-template __global__ void conv2d_border<float, 1>(const float*, const float*, float*, int, int, int, int, int, int, int,
-                                                 int, int, int, int, int, i64, int, float, int);
-template __global__ void conv2d_border<double, 1>(const double*, const double*, double*, int, int, int, int, int, int,
-                                                  int, int, int, int, int, int, i64, int, double, int);
-template __global__ void conv2d_border<unsigned long long, 1>(const unsigned long long*, const unsigned long long*,
-                                                              unsigned long long*, int, int, int, int, int, int, int,
-                                                              int, int, int, int, int, i64, int, unsigned long long,
-                                                              int);
+template __global__ void conv2d_border<float>(const float*, const float*, float*, int, int, int, int, int, int, int, int,
+                                              int, int, int, int, i64, int, float, int);
+template __global__ void conv2d_border<double>(const double*, const double*, double*, int, int, int, int, int, int, int,
+                                               int, int, int, int, int, i64, int, double, int);
+template __global__ void conv2d_border<unsigned long long>(const unsigned long long*, const unsigned long long*,
+                                                           unsigned long long*, int, int, int, int, int, int, int, int,
+                                                           int, int, int, int, i64, int, unsigned long long, int);
 template __global__ void conv2d_shared<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
                                               int, int, int, int, int, int, int, int, int, int);
 template __global__ void conv2d_shared<double>(const double*, const double*, const double*, double*, int, int, int,

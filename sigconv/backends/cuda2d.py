@@ -203,16 +203,14 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
 # naive and border also for uint64; the other templates for the floating dtypes
-_GENERIC_NAMES = (tuple(f"conv2d_naive<{t}>" for t in _CTYPES.values())
-                  + tuple(f"conv2d_border<{t}, {g}>" for t in _CTYPES.values() for g in (0, 1))
+_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border") for t in _CTYPES.values())
                   + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
                           for t in ("float", "double")))
 
 
-def _generic(kernel: str, dtype, *args):
-    """The generic ``kernel`` for ``dtype``; ``args``: its further template arguments."""
+def _generic(kernel: str, dtype):
     mod = _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES)
-    return mod.get_function(f"{kernel}<{', '.join((_CTYPES[np.dtype(dtype)],) + tuple(map(str, args)))}>")
+    return mod.get_function(f"{kernel}<{_CTYPES[np.dtype(dtype)]}>")
 
 
 def _set_smem(func, nbytes: int) -> None:
@@ -512,8 +510,8 @@ def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: in
         return y
     if H * W == 0:
         raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
-    f = _generic("conv2d_border", x.dtype, int(lanes == 1))  # the instance for one lane per element, or several
-    f(grid, (block,), (x, w, y) + iargs + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype), lanes))
+    _generic("conv2d_border", x.dtype)(grid, (block,), (x, w, y) + iargs
+                                       + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype), lanes))
     return y
 
 

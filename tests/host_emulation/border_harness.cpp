@@ -5,7 +5,7 @@
 //   border_harness run DTYPE NGX NGY NBX NBY GX BX  H W kH kW py px Ho Wo top bot left right count boundary FILL
 //                      FILE_X FILE_W FILE_Y G
 // run: DTYPE f32, f64 or u64; conv2d_naive<T> on grid NGX x NGY of NBX x NBY blocks (NGX 0: skipped), then
-// conv2d_border<T, G == 1> on GX blocks of BX threads with G lanes per border element (the launcher's cuda2d.border_grid
+// conv2d_border<T> on GX blocks of BX threads with G lanes per border element (the launcher's cuda2d.border_grid
 // and border_lanes). Arrays raw, 256-byte aligned
 // and exactly as long as the data; FILE_Y is read first (poisoned by the test) and rewritten after the launch.
 #include "cuda_shim_threads.h"
@@ -47,10 +47,7 @@ template <typename T> static int run(char** a) {
     if (ng.x) emu_launch(ng, nb, [&] { conv2d_naive<T>(x, w, x, y, 1, 1, H, W, 1, kH, kW, 1, 1, py, px, Ho, Wo, 0); });
     // one host thread per device thread (the pass's lanes meet in xor shuffles)
     emu_launch_threads(g, b, smem, sizeof(smem), 0, [&] {
-        if (G == 1)
-            conv2d_border<T, 1>(x, w, y, H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right, count, boundary, fill, G);
-        else
-            conv2d_border<T, 0>(x, w, y, H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right, count, boundary, fill, G);
+        conv2d_border<T>(x, w, y, H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right, count, boundary, fill, G);
     });
     const int rc = save(a[23], y, (size_t)Ho * Wo * sizeof(T));
     std::free(x); std::free(w); std::free(y);
