@@ -1,7 +1,10 @@
 """The kernel picker: sigconv's variants from the registry (unavailable ones disabled, with the
-reason) and the block sizes valid for the chosen variant (the others disabled)."""
+reason) and the block sizes, those the chosen variant does not take marked ✗ with the reason (choosing one is
+refused with the full reason)."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -12,7 +15,7 @@ import sigconv
 from sigconv import format_block
 
 from .messages import SettingsChanged
-from .running import Settings
+from .running import Settings, block_refusal
 
 
 def variant_options(s: Settings, gpu_reason: str | None) -> list[tuple[str, str, bool, str]]:
@@ -31,30 +34,32 @@ def variant_options(s: Settings, gpu_reason: str | None) -> list[tuple[str, str,
     return out
 
 
-def block_options(s: Settings) -> list[tuple[object, str, bool]]:
-    """(block, prompt, enabled): 'default' plus every block any variant of the op takes, enabled only
-    where the chosen variant accepts it."""
+def block_options(s: Settings) -> list[tuple[object, str, Optional[str]]]:
+    """(block, prompt, refusal): 'default' plus every block any variant of the op takes. A block the chosen
+    variant does not take is marked ✗ with the short reason in its prompt; ``refusal`` is the full one
+    (:func:`running.block_refusal`, which also refuses it when chosen)."""
     vs = sigconv.variants(s.op)
     allb: list = []
     for v in vs:
         allb += [b for b in v["blocks"] if b not in allb]
     allb.sort(key=lambda b: (b[0] * b[1], b) if isinstance(b, tuple) else (b, ()))
     cur = next((v for v in vs if v["name"] == s.variant and v["backend"] == s.backend), None)
-    ok = set(cur["blocks"]) if cur else set()
     if cur is None:
         dflt = "default"
     elif not cur["blocks"]:
         dflt = "default (none)"
     else:
         dflt = f"default ({format_block(cur['default_block'])})"
-    out = [(None, dflt, True)]
+    out = [(None, dflt, None)]
     for b in allb:
-        out.append((b, format_block(b) if b in ok else f"{format_block(b)} ✗", b in ok))
+        why = block_refusal(s, b)
+        out.append((b, f"{format_block(b)} ✗ {why[0]}" if why else format_block(b), why[1] if why else None))
     return out
 
 
 class KernelPicker(Vertical):
-    """Enter on a variant chooses it; Enter on a block chooses it. Disabled entries cannot be chosen."""
+    """Enter on a variant chooses it; Enter on a block chooses it. Disabled variants cannot be chosen; a ✗ block
+    can be highlighted (its reason shows below the lists) and choosing it is refused with that reason."""
 
     def __init__(self, settings: Settings, gpu_reason: str | None, **kw) -> None:
         super().__init__(**kw)
@@ -87,8 +92,7 @@ class KernelPicker(Vertical):
         self._blocks = block_options(s)
         bl = self.query_one("#blocks", OptionList)
         bl.clear_options()
-        bl.add_options([Option(("● " if b == s.block else "  ") + prompt, disabled=not en)
-                        for b, prompt, en in self._blocks])
+        bl.add_options([Option(("● " if b == s.block else "  ") + prompt) for b, prompt, _ in self._blocks])
         bl.highlighted = next((i for i, v in enumerate(self._blocks) if v[0] == s.block), 0)
         desc = next((d for vid, _, _, d in self._variants if vid == chosen), "")
         self.query_one("#kernel-desc", Static).update(
@@ -100,10 +104,8 @@ class KernelPicker(Vertical):
             vid, prompt, en, desc = self._variants[event.option_index]
             self.query_one("#kernel-desc", Static).update(f"[b]{vid}[/b]: {desc}")
         elif event.option_list.id == "blocks" and event.option_index < len(self._blocks):
-            b, prompt, en = self._blocks[event.option_index]
-            s = self.settings
-            why = "" if en else f": not accepted by {s.variant} ({s.backend}); the ✗ blocks cannot be chosen"
-            self.query_one("#kernel-desc", Static).update(f"block {format_block(b)}{why}")
+            b, prompt, why = self._blocks[event.option_index]
+            self.query_one("#kernel-desc", Static).update(f"✗ {why}" if why else f"block {format_block(b)}")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -8,12 +8,12 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
-from .latency import LATENCY_COLUMNS, Latency, latency_table
+from .latency import SCREEN_COLUMNS, Latency, screen_table
 
 
 class LatencyView(Vertical):
     """Fastest row in bold green, the chosen variant marked with ●; missing baselines as
-    "not available: <reason>" rows."""
+    "not available: <reason>" rows. The table scrolls sideways where the terminal is narrower than its columns."""
 
     def compose(self) -> ComposeResult:
         yield Static("Run (r) to time every variant and block on the loaded data.", id="latency-note")
@@ -22,22 +22,22 @@ class LatencyView(Vertical):
 
     def on_mount(self) -> None:
         t = self.query_one(DataTable)
-        t.add_columns(*LATENCY_COLUMNS)
+        t.add_columns(*SCREEN_COLUMNS)
         self.query_one(PlotextPlot).plt.title("median latency (ms)")
 
     def show(self, lat: Latency) -> None:
         self.latency = lat
         t = self.query_one(DataTable)
         t.clear()
-        for r, cells in zip(lat.rows, latency_table(lat)):
+        for r, cells in zip(lat.rows, screen_table(lat)):
             style = "bold green" if r.fastest else ("dim" if r.status == "not available" else "")
             mark = "● " if r.chosen else "  "
             t.add_row(*[Text(mark + cells[0], style=style)] + [Text(c, style=style) for c in cells[1:]])
         fastest = next((r for r in lat.rows if r.fastest), None)
         note = f"{lat.op} on {lat.case}: {sum(1 for r in lat.rows if r.ms)} timed rows"
         if fastest:
-            note += f"; fastest {fastest.label} ({fastest.backend}) {fastest.ms:.4g} ms"
-        self.query_one("#latency-note", Static).update(note + "  [dim](e: export CSV/markdown)[/dim]")
+            note += f"; fastest {fastest.label.removeprefix('sigconv:')}/{fastest.backend} {fastest.ms:.4g} ms"
+        self.query_one("#latency-note", Static).update(note + "  [dim](e: export, ←/→: columns)[/dim]")
         p = self.query_one(PlotextPlot)
         plt = p.plt
         plt.clear_data()

@@ -106,21 +106,35 @@ def design(s: Settings, fs: float):
     return d.taps, f"{d.description} ({d.taps.size} taps)"
 
 
+def block_refusal(s: Settings, block) -> Optional[tuple[str, str]]:
+    """(short, full): why ``block`` cannot be chosen with the settings' variant, or None when it can. The short
+    reason fits beside the block in the picker; the full one names the blocks that can be chosen."""
+    if block is None:
+        return None
+    b = sigconv.format_block(block)
+    if s.variant == "auto":
+        return "auto picks", f"block {b}: auto picks the variant and its block; choose a variant to choose a block"
+    v = next((v for v in sigconv.variants(s.op) if v["name"] == s.variant and v["backend"] == s.backend), None)
+    if v is None or block in v["blocks"]:
+        return None
+    if not v["blocks"]:
+        return "no blocks", f"block {b} is not valid for {v['name']} ({v['backend']}): it takes no block size"
+    ok = ", ".join(sigconv.format_block(x) for x in v["blocks"])
+    return f"not for {v['name']}", f"block {b} is not valid for {v['name']} ({v['backend']}); valid: {ok}"
+
+
 def check_choice(s: Settings) -> Optional[str]:
     """Why these variant/block choices cannot run (None when they can)."""
-    if s.variant == "auto":
-        return None
-    try:
-        s.kernel
-    except ValueError as exc:
-        return str(exc)
-    v = next(v for v in sigconv.variants(s.op) if v["name"] == s.variant and v["backend"] == s.backend)
-    if not v["available"]:
-        return f"variant {v['name']} ({v['backend']}) is not available: {v['reason']}"
-    if s.block is not None and s.block not in v["blocks"]:
-        ok = ", ".join(sigconv.format_block(b) for b in v["blocks"]) or "none (it takes no block size)"
-        return f"block {sigconv.format_block(s.block)} is not valid for {v['name']}; valid: {ok}"
-    return None
+    if s.variant != "auto":
+        try:
+            s.kernel
+        except ValueError as exc:
+            return str(exc)
+        v = next(v for v in sigconv.variants(s.op) if v["name"] == s.variant and v["backend"] == s.backend)
+        if not v["available"]:
+            return f"variant {v['name']} ({v['backend']}) is not available: {v['reason']}"
+    why = block_refusal(s, s.block)
+    return why[1] if why else None
 
 
 # ---------------------------------------------------------------------------------- running

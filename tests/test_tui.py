@@ -130,14 +130,25 @@ async def test_filter_matches_cli_engine(short_wav):
 
 @run_async
 async def test_invalid_block_refused(short_wav):
-    """A block the variant does not take is disabled in the list and refused with a message when asked for directly."""
+    """A block the variant does not take is marked ✗ with the reason in the list; highlighting it shows the full
+    reason, and choosing it (Enter, or asked for directly) is refused with that reason."""
     app = make_app(str(short_wav), **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot)
         assert app.choose_variant("fft")
         blocks = app.query_one("#blocks")
-        disabled = [blocks.get_option_at_index(i).disabled for i in range(blocks.option_count)]
-        assert disabled[0] is False and all(disabled[1:])  # only "default" for a cpu variant
+        prompts = [str(blocks.get_option_at_index(i).prompt) for i in range(blocks.option_count)]
+        assert "default" in prompts[0] and "✗" not in prompts[0]
+        assert len(prompts) > 1 and all("✗ no blocks" in p for p in prompts[1:])  # a cpu variant takes none
+        blocks.focus()
+        await pilot.press("down")  # the first ✗ block can be highlighted
+        await pilot.pause()
+        desc = str(app.query_one("#kernel-desc").render())
+        assert blocks.highlighted == 1 and "not valid for fft (cpu): it takes no block size" in desc, desc
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.settings.block is None and "not valid for fft (cpu)" in app.status_text
+        assert any("it takes no block size" in n.message for n in app._notifications)
         assert not app.choose_block(128)
         assert app.settings.block is None
         assert "not valid for fft" in app.status_text
@@ -148,6 +159,57 @@ async def test_invalid_block_refused(short_wav):
         opt = variants.get_option("cuda:tiled")
         assert opt.disabled and "CUDA disabled by SIGCONV_DISABLE_CUDA" in str(opt.prompt)
         assert not app.choose_variant("tiled") and app.settings.variant == "fft"
+
+
+def test_block_reasons_name_the_blocks_a_variant_takes():
+    """The picker's ✗ marks and the refusal share one rule (running.block_refusal): a cuda variant's foreign
+    blocks say which blocks it takes, auto says it picks its own, the variant's own blocks carry no mark."""
+    from apps.kernel_picker import block_options
+    from apps.running import block_refusal, check_choice
+
+    s = Settings(backend="cuda", dimension="2d", variant="prefetch")
+    opts = {b: (prompt, why) for b, prompt, why in block_options(s)}
+    assert opts[(8, 4)] == ("8x4", None) and opts[None][1] is None
+    prompt, why = opts[(16, 16)]
+    assert prompt == "16x16 ✗ not for prefetch"
+    assert why == "block 16x16 is not valid for prefetch (cuda); valid: 8x4, 8x8, 16x4, 16x8"
+    fft = Settings(variant="fft", block=256)
+    assert check_choice(fft) == block_refusal(fft, 256)[1] == ("block 256 is not valid for fft (cpu): it takes no "
+                                                              "block size")
+    auto = block_refusal(Settings(backend="cuda", dimension="2d"), (16, 8))
+    assert auto[0] == "auto picks" and "choose a variant to choose a block" in auto[1]
+    assert block_refusal(s, None) is None
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+@run_async
+async def test_latency_table_fits_and_scrolls(size):
+    """At 80x24 the latency table shows each row's implementation, block, time and speed-up over scipy without
+    scrolling; the other columns are reached with the arrow keys in the table; the footer keys stay on screen."""
+    from textual.widgets import DataTable, Footer
+
+    app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
+    async with app.run_test(size=size) as pilot:
+        await _settle(app, pilot)
+        await pilot.press("r")
+        await _settle(app, pilot)
+        assert app.query_one("#tabs").active == "latency"
+        table = app.query_one("#latency-table", DataTable)
+        view = table.scrollable_content_region.width
+        widths = {str(c.label): c.get_render_width(table) for c in table.ordered_columns}
+        shown = list(widths)[:list(widths).index("x scipy") + 1]
+        assert shown == ["impl", "block", "ms", "x scipy"]
+        assert sum(widths[c] for c in shown) <= view, (widths, view)
+        footer = app.query_one(Footer)
+        assert footer.region.height == 1 and footer.region.bottom == size[1]
+        assert "Quit" in str(app.export_screenshot()).replace("\xa0", " ")
+        table.focus()
+        await pilot.press("right", "right", "right")
+        await pilot.pause()
+        if table.virtual_size.width > view:  # the keys scroll it sideways, as far as the last column
+            assert 0 < table.scroll_x <= table.max_scroll_x == table.virtual_size.width - view
+        else:
+            assert table.scroll_x == 0
 
 
 @run_async
@@ -268,10 +330,13 @@ def _fixed_latency(sig, s, **kw):
 
 
 def _no_blink(pilot):
-    """Cursor blink off and focus on a fixed widget, so the screenshot does not depend on timing."""
+    """Cursor blink off and focus on the tab bar, so the screenshot does not depend on timing. (Focusing a
+    widget of another tab would bring that tab to the front.)"""
+    from textual.widgets import Tabs
+
     for w in pilot.app.query("Input"):
         w.cursor_blink = False
-    pilot.app.query_one("#variants").focus()
+    pilot.app.query_one("#tabs").query_one(Tabs).focus()
 
 
 @pytest.mark.parametrize("method", ["band", "low", "high"])
@@ -295,8 +360,13 @@ def test_frequency_response_shows_the_whole_filter(method):
     assert np.all(np.diff(np.log(f)) > 0) and f[-1] == fs / 2
 
 
-def test_snapshot_kernel_screen(snap_compare):
-    """Snapshot: the main screen at 80x24 after loading a sample (controls, kernel picker, footer)."""
+SNAP_SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 36), id="120x36")]
+
+
+@pytest.mark.parametrize("size", SNAP_SIZES)
+def test_snapshot_kernel_screen(snap_compare, size):
+    """Snapshot: the main screen after loading a sample (controls, kernel picker with the ✗ blocks and their
+    reasons, footer)."""
     app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST)
 
     async def run_before(pilot):
@@ -304,11 +374,12 @@ def test_snapshot_kernel_screen(snap_compare):
         _no_blink(pilot)
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_snapshot_signal_screen(snap_compare):
-    """Snapshot: the signal view (waveform, spectrograms, frequency response) after a run at 80x24."""
+@pytest.mark.parametrize("size", SNAP_SIZES)
+def test_snapshot_signal_screen(snap_compare, size):
+    """Snapshot: the signal view (waveform, spectrograms, frequency response) after a run."""
     app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
 
     async def run_before(pilot):
@@ -319,11 +390,13 @@ def test_snapshot_signal_screen(snap_compare):
         _no_blink(pilot)
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_snapshot_latency_screen(snap_compare):
-    """Snapshot: the latency table and bar chart (fixed timings), fastest highlighted, missing baselines listed."""
+@pytest.mark.parametrize("size", SNAP_SIZES)
+def test_snapshot_latency_screen(snap_compare, size):
+    """Snapshot: the latency table and bar chart (fixed timings), fastest highlighted, missing baselines listed;
+    at 80x24 the table's first columns and the footer on screen."""
     app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
 
     async def run_before(pilot):
@@ -333,7 +406,7 @@ def test_snapshot_latency_screen(snap_compare):
         _no_blink(pilot)
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 def test_snapshot_error_panel(snap_compare, tmp_path, monkeypatch):
