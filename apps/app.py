@@ -25,8 +25,8 @@ from .latency_view import LatencyView
 from .loading import Signal, load_signal
 from .messages import (FileLoaded, JobCancelled, JobFailed, LatencyReady, LoadFailed, Progress, RunFinished, Saved,
                        SettingsChanged)
-from .running import (CancelledError, RunResult, Settings, check_choice, check_output, default_output, fit_band,
-                      run_filter, save_output)
+from .running import (CancelledError, RunResult, Settings, check_choice, check_output, default_output, filter_rule,
+                      fit_band, run_filter, save_output)
 from .signal_view import SignalView
 
 TABS = ("kernel", "signal", "latency")
@@ -154,7 +154,7 @@ class SigconvApp(App):
                 panel.set_value(name, getattr(s, name))
         self.query_one(SignalView).show_signal(sig)
         self.query_one("#progress", ProgressBar).update(progress=1.0)
-        self.set_status(f"loaded {sig.path.name}")
+        self.set_status(f"loaded {sig.path.name}; {filter_rule(self.settings, sig.fs)}")
 
     def on_load_failed(self, msg: LoadFailed) -> None:
         self.busy = None
@@ -176,6 +176,8 @@ class SigconvApp(App):
                 if self.signal is not None and name != "strength" and not v < self.signal.fs / 2:
                     raise ValueError(f"{name} must be below Nyquist ({self.signal.fs / 2:g} Hz)")
                 new = replace(s, **{name: v})
+                if name in ("low", "high") and v != getattr(s, name):
+                    new = replace(new, default_band=False)  # the user's band from now on
             elif name == "smooth":
                 k = int(value)
                 if not 1 <= k <= 31 or k % 2 == 0:

@@ -57,6 +57,9 @@ class Settings:
     variant: str = "auto"
     block: object = None  # int (1-D) or (bx, by) (2-D), None for the variant's default
     smooth: int = 5  # 2-D smoothing kernel side
+    # The band-pass is the default for the loaded signal's kind (sigconv.default_band / default_rule, what the
+    # CLI's denoise and batch apply) until the user sets an edge; low/high then show its edges.
+    default_band: bool = True
 
     @property
     def op(self) -> str:
@@ -71,7 +74,7 @@ class Settings:
     def fir(self) -> sigconv.FirSpec:
         """The FIR filter of the chosen method (the default filter for the spectral gate, which has none)."""
         if self.method == "band":
-            return sigconv.FirSpec(band=(self.low, self.high))
+            return sigconv.FirSpec() if self.default_band else sigconv.FirSpec(band=(self.low, self.high))
         if self.method == "low":
             return sigconv.FirSpec(lowpass=self.high)
         if self.method == "high":
@@ -92,18 +95,34 @@ class Settings:
 
 
 def fit_band(s: Settings, fs: float) -> Settings:
-    """Cap the cutoffs below Nyquist (a sensor log at 100 Hz cannot take 8000 Hz)."""
+    """The settings for a signal at rate ``fs``: the default band's edges for its kind while the band is the
+    default (:func:`sigconv.default_band`), else the user's cutoffs capped below Nyquist (a sensor log at 100 Hz
+    cannot take 8000 Hz); the notch likewise."""
     nyq = fs / 2
-    high = min(s.high, 0.9 * nyq)
-    low = min(s.low, 0.5 * high)
+    if s.default_band:
+        low, high = sigconv.default_band(fs)
+    else:
+        high = min(s.high, 0.9 * nyq)
+        low = min(s.low, 0.5 * high)
     notch = s.notch if s.notch < 0.9 * nyq else round(0.25 * nyq, 3)
     return replace(s, low=round(low, 3), high=round(high, 3), notch=notch)
 
 
+def filter_rule(s: Settings, fs: float) -> str:
+    """Which filter the settings apply to a signal at ``fs``, and why (the default's rule, in the engine's words)."""
+    if s.method == "band" and s.default_band:
+        kind = sigconv.signal_kind(fs)
+        lo, hi = sigconv.default_band(fs, kind)
+        return f"filter: the default band-pass {lo:g}-{hi:g} Hz {sigconv.default_rule(kind)}"
+    what = {"band": f"band-pass {s.low:g}-{s.high:g} Hz", "low": f"low-pass {s.high:g} Hz",
+            "high": f"high-pass {s.low:g} Hz", "notch": f"notch {s.notch:g} Hz"}.get(s.method, "spectral gate")
+    return f"filter: {what}, as set"
+
+
 def design(s: Settings, fs: float):
     """(taps, description) exactly as ``sigconv denoise`` designs them (ValueError when they do not fit ``fs``)."""
-    d = s.fir.design(float(fs))
-    return d.taps, f"{d.description} ({d.taps.size} taps)"
+    d = s.fir.design(float(fs), sigconv.signal_kind(fs))
+    return d.taps, f"{d.labelled} ({d.taps.size} taps)"
 
 
 def block_refusal(s: Settings, block) -> Optional[tuple[str, str]]:

@@ -15,7 +15,7 @@ from sigconv._core.blocks import format_block, parse_block
 from sigconv._core.devices import cuda_reason, resolve_backend
 from sigconv._core.errors import InputError, OutputError, Terminated, raise_terminated
 from sigconv.engine.design import design_fir, design_notch
-from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, signal_kind
+from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, default_band, default_rule, signal_kind
 from sigconv.engine.spectral import spectral_denoise
 from sigconv.engine.stream import FIRStream
 from sigconv.registry.table import variants
@@ -56,6 +56,8 @@ __all__ = [
     "FirDesign",
     "GateSpec",
     "signal_kind",
+    "default_band",
+    "default_rule",
     "InputError",
     "OutputError",
     "Terminated",

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import sigconv
+
 pytest.importorskip("textual")
 pytest.importorskip("textual_plotext")
 
@@ -26,6 +28,7 @@ from apps.latency import Latency, latency_rows, latency_table  # noqa: E402
 from apps.app import make_app  # noqa: E402
 from apps.dialogs import ConfirmScreen, PathScreen  # noqa: E402
 from apps.error_panel import ErrorPanel  # noqa: E402
+from apps.messages import SettingsChanged  # noqa: E402
 from apps.running import Settings, design, freq_response  # noqa: E402
 
 SIZE = (80, 24)
@@ -115,8 +118,6 @@ async def test_load_choose_run_latency(short_wav):
 @run_async
 async def test_filter_matches_cli_engine(short_wav):
     """The run's output equals sigconv.apply_fir with the CLI's taps (zero phase), so the UI filters what the CLI filters."""
-    import sigconv
-
     app = make_app(str(short_wav), **FAST, chunk_frames=1000)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot)
@@ -233,16 +234,45 @@ async def test_broken_file_shows_error_and_app_stays_usable(tmp_path, short_wav)
 
 @run_async
 async def test_csv_sensor_log_loads_and_filters():
-    """The CSV sensor log loads through sigconv.read_log (rate from the timestamps) and filters with cutoffs capped below Nyquist."""
+    """The CSV sensor log loads through sigconv.read_log (rate from the timestamps) and gets the sensor-log default
+    that `sigconv batch` and `sigconv denoise` apply (one rule, sigconv.default_band): the same taps, the rule
+    named on screen. Setting an edge makes the band the user's."""
+    from sigconv.engine.batch.filters import taps_for
+
     app = make_app(str(SAMPLES / "sensor_log.csv"), **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot)
         sig = app.signal
         assert sig.kind == "csv" and sig.channels == 6 and abs(sig.fs - 100) < 1e-6
-        assert app.settings.high < 50
+        assert (app.settings.low, app.settings.high) == sigconv.default_band(sig.fs) == (0.5, 40.0)
+        assert app.query_one("#low").value == "0.5" and app.query_one("#high").value == "40"
+        assert "the default band-pass 0.5-40 Hz for sensor logs (rates below 8000 Hz)" in app.status_text
         await pilot.press("r")
         await _settle(app, pilot)
         assert app.result.after.shape == sig.data.shape and app.latency is not None
+        batch_taps, batch_desc = taps_for(sigconv.FirSpec(), sig.fs)
+        assert np.array_equal(app.result.taps, batch_taps)
+        assert "[default for sensor logs" in app.result.desc and "[default for sensor logs" in batch_desc
+        app.on_settings_changed(SettingsChanged("high", "30"))
+        assert not app.settings.default_band and app.settings.fir == sigconv.FirSpec(band=(0.5, 30.0))
+
+
+def test_one_default_filter_rule_for_every_front_end(tmp_path):
+    """denoise (CLI and API), batch and the TUI design the same default for a low-rate recording (a sensor log by
+    its rate) and for audio, and say which rule they applied."""
+    from apps.running import design, filter_rule
+    from sigconv.engine.batch.filters import taps_for
+
+    for fs, kind in ((360, "log"), (16000, "recording")):
+        src = write_audio(tmp_path / f"x{fs}.wav", np.sin(np.arange(4 * fs) * 0.3), fs=fs)
+        job = sigconv.prepare_denoise(src, tmp_path / f"y{fs}.wav", kernel=sigconv.KernelChoice(backend="cpu"))
+        want = sigconv.FirSpec().design(fs, kind)
+        assert job.note == want.note and sigconv.default_rule(kind) in job.note
+        tui_taps, tui_desc = design(Settings(), fs)
+        assert np.array_equal(tui_taps, want.taps) and np.array_equal(taps_for(sigconv.FirSpec(), fs)[0], want.taps)
+        lo, hi = sigconv.default_band(fs)
+        assert f"band-pass {lo:g}-{hi:g} Hz" in job.description and f"band-pass {lo:g}-{hi:g} Hz" in tui_desc
+        assert sigconv.default_rule(kind) in filter_rule(Settings(), fs)
 
 
 @run_async

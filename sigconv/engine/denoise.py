@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 from sigconv._core.errors import InputError, OutputError
 from sigconv.engine.audio import AudioInfo, probe
-from sigconv.engine.settings import FirSpec, GateSpec, KernelChoice
+from sigconv.engine.settings import FirSpec, GateSpec, KernelChoice, signal_kind
 
 __all__ = ["DenoiseJob", "prepare_denoise", "check_output_path", "OutputHints", "default_output", "METHODS"]
 
@@ -121,7 +121,8 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
 
         make, desc = spectral_file_filter(gate, kernel, info)
     else:
-        d = fir.design(float(info.samplerate), "recording", frames=info.frames, source=inp)  # length checked first
+        fs = float(info.samplerate)
+        d = fir.design(fs, signal_kind(fs), frames=info.frames, source=inp)  # length checked first
         taps, note = d.taps, d.note
         desc = f"{d.description} ({taps.size} taps, {fir.phase} phase)"
 

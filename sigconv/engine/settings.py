@@ -22,7 +22,8 @@ from sigconv._core.blocks import check_block_for
 from sigconv.registry import table
 
 __all__ = ["BACKENDS", "PHASES", "SIGNAL_KINDS", "KernelChoice", "FirSpec", "FirDesign", "GateSpec",
-           "signal_kind", "phase_delay", "check_filter_fits", "RECORDING_BAND", "AUDIO_MIN_RATE"]
+           "signal_kind", "default_band", "default_rule", "phase_delay", "check_filter_fits", "RECORDING_BAND",
+           "AUDIO_MIN_RATE"]
 
 #: What ``backend=`` accepts; "auto" is the GPU when one is usable, else the CPU.
 BACKENDS = ("auto", "cpu", "cuda")
@@ -47,6 +48,33 @@ def phase_delay(ntaps: int, phase: str) -> int:
 def signal_kind(fs: float) -> str:
     """"recording" at audio rates (>= :data:`AUDIO_MIN_RATE`), else "log"."""
     return "recording" if fs >= AUDIO_MIN_RATE else "log"
+
+
+def default_rule(kind: str) -> str:
+    """The default filter of a kind of signal (:func:`signal_kind`), in words ("for sensor logs (rates below
+    8000 Hz): band-pass fs/200 to 0.4 fs, ..."): what every front end (the CLI's denoise and batch, the TUI) says
+    when it applies it."""
+    if kind == "log":
+        return (f"for sensor logs (rates below {AUDIO_MIN_RATE:g} Hz): band-pass fs/{1 / LOG_HIGHPASS:g} "
+                f"to {LOG_LOWPASS:g} fs, which removes drift and the band near Nyquist")
+    if kind == "recording":
+        return (f"for recordings (rates of {AUDIO_MIN_RATE:g} Hz and up): band-pass "
+                f"{RECORDING_BAND[0]:g}-{RECORDING_BAND[1]:g} Hz, capped at 90% of Nyquist")
+    raise ValueError(f"signal must be one of {', '.join(SIGNAL_KINDS)}, got {kind!r}")
+
+
+def default_band(fs: float, kind: Optional[str] = None) -> tuple:
+    """(low, high) Hz of the default band-pass for rate ``fs`` and ``kind`` (default: :func:`signal_kind` of
+    ``fs``); :func:`default_rule` says it in words. ``ValueError`` when a recording's band does not fit ``fs``."""
+    kind = signal_kind(fs) if kind is None else kind
+    if kind == "log":
+        return LOG_HIGHPASS * fs, LOG_LOWPASS * fs
+    default_rule(kind)  # (an unknown kind is refused)
+    lo, hi = RECORDING_BAND[0], min(RECORDING_BAND[1], 0.9 * fs / 2)
+    if lo >= hi:
+        raise ValueError(f"the default band ({RECORDING_BAND[0]:g}-{RECORDING_BAND[1]:g} Hz) does not fit a "
+                         f"{fs:g} Hz file; choose --lowpass, --highpass or --band")
+    return lo, hi
 
 
 def _positive(value, name: str, unit: str = "Hz") -> float:
@@ -112,9 +140,9 @@ class FirDesign:
 
     @property
     def note(self) -> Optional[str]:
-        """What to tell the user when the default was chosen for them."""
-        if self.default == "recording":
-            return f"no filter option given: using the default {self.description} for noisy recordings"
+        """What to tell the user when the default was chosen for them: the filter and the rule that chose it."""
+        if self.default:
+            return f"no filter option given: using the default {self.description} {default_rule(self.default)}"
         return None
 
     @property
@@ -218,7 +246,7 @@ class FirSpec:
         if signal not in SIGNAL_KINDS:
             raise ValueError(f"signal must be one of {', '.join(SIGNAL_KINDS)}, got {signal!r}")
         if self.is_default and signal == "log":
-            lo, hi = LOG_HIGHPASS * fs, LOG_LOWPASS * fs
+            lo, hi = default_band(fs, "log")
             args = ("bandpass", (lo, hi), fs, self.taps, None if self.taps else LOG_TRANSITION * fs)
             n = fir_length(*args)
             origin = "--taps" if self.taps else f"the sensor-log default transition ({LOG_TRANSITION * fs:g} Hz)"
@@ -233,11 +261,7 @@ class FirSpec:
         elif self.highpass is not None:
             main = ("highpass", self.highpass)
         elif not self.notch:
-            lo, hi = RECORDING_BAND[0], min(RECORDING_BAND[1], 0.9 * fs / 2)
-            if lo >= hi:
-                raise ValueError(f"the default band ({RECORDING_BAND[0]:g}-{RECORDING_BAND[1]:g} Hz) does not fit a "
-                                 f"{fs:g} Hz file; choose --lowpass, --highpass or --band")
-            main = ("bandpass", (lo, hi))
+            main = ("bandpass", default_band(fs, "recording"))
         lengths, steps, descs, origins = [], [], [], []
         if main is not None:
             kind, edges = main
