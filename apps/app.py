@@ -280,7 +280,7 @@ class SigconvApp(App):
         self.query_one(TabbedContent).active = "latency"
         fastest = next((r for r in msg.latency.rows if r.fastest), None)
         self.set_status(f"done: {self.result.desc if self.result else ''}"
-                        + (f"; fastest {fastest.label} ({fastest.backend})" if fastest else ""))
+                        + (f"; fastest {fastest.short_label}" if fastest else ""))
 
     def on_job_failed(self, msg: JobFailed) -> None:
         self.busy = None

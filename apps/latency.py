@@ -48,6 +48,16 @@ class LatencyRow:
         b = f" b={sigconv.format_block(self.block)}" if self.block is not None else ""
         return f"{self.impl}{b}"
 
+    @property
+    def short(self) -> str:
+        """What the screen calls it: ``fft/cpu``, ``scipy/cpu`` (sigconv's prefix dropped, the backend added)."""
+        return f"{self.impl.removeprefix('sigconv:')}/{self.backend}"
+
+    @property
+    def short_label(self) -> str:
+        """:attr:`short` with the block: ``tiled/cuda b=256``."""
+        return self.short + (f" b={sigconv.format_block(self.block)}" if self.block is not None else "")
+
 
 @dataclass
 class Latency:
@@ -186,8 +196,8 @@ def screen_table(lat: Latency) -> list[list[str]]:
     """:func:`latency_table`'s cells in :data:`SCREEN_COLUMNS` order (``fft/cpu``, ``scipy/cpu``: the implementation
     without sigconv's prefix, over its backend)."""
     out = []
-    for impl, backend, block, ms, gbs, *speedups, status in latency_table(lat):
-        out.append([f"{impl.removeprefix('sigconv:')}/{backend}", block, ms, *speedups, gbs, status])
+    for r, (_impl, _backend, block, ms, gbs, *speedups, status) in zip(lat.rows, latency_table(lat)):
+        out.append([r.short, block, ms, *speedups, gbs, status])
     return out
 
 

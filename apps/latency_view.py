@@ -36,7 +36,7 @@ class LatencyView(Vertical):
         fastest = next((r for r in lat.rows if r.fastest), None)
         note = f"{lat.op} on {lat.case}: {sum(1 for r in lat.rows if r.ms)} timed rows"
         if fastest:
-            note += f"; fastest {fastest.label.removeprefix('sigconv:')}/{fastest.backend} {fastest.ms:.4g} ms"
+            note += f"; fastest {fastest.short_label} {fastest.ms:.4g} ms"
         self.query_one("#latency-note", Static).update(note + "  [dim](e: export, ←/→: columns)[/dim]")
         p = self.query_one(PlotextPlot)
         plt = p.plt
@@ -44,7 +44,7 @@ class LatencyView(Vertical):
         plt.clear_figure()
         timed = [r for r in lat.rows if r.ms][:16]
         if timed:
-            plt.bar([r.label.replace("sigconv:", "") + (f"/{r.backend}") for r in timed], [r.ms for r in timed],
+            plt.bar([r.short_label for r in timed], [r.ms for r in timed],
                     orientation="horizontal", width=0.3)
             plt.title("median latency (ms), shorter is faster")
         p.refresh()

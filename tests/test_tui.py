@@ -182,9 +182,8 @@ def test_block_reasons_name_the_blocks_a_variant_takes():
     assert block_refusal(s, None) is None
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
 @run_async
-async def test_latency_table_fits_and_scrolls(size):
+async def test_latency_table_fits_and_scrolls(size=(80, 24)):
     """At 80x24 the latency table shows each row's implementation, block, time and speed-up over scipy without
     scrolling; the other columns are reached with the arrow keys in the table; the footer keys stay on screen."""
     from textual.widgets import DataTable, Footer
