@@ -21,9 +21,10 @@ Exit codes: 0 all done, 1 some file failed (each listed with its reason), 2 usag
 the three stops the batch alike: no more files start, the files in flight stop and leave no output (nor a
 temporary file), finished files are complete and recorded; rerun to finish. A second signal quits at once.
 
-With no filter option, each file gets a default that suits its rate: recordings (>= 8 kHz) the
-`denoise` band-pass 80-8000 Hz; sensor logs a band-pass fs/200 .. 0.4 fs (0.5-40 Hz at 100 Hz), which
-removes drift and offsets and the band near Nyquist. The summary lists the filter used per rate.
+With no filter option, each file gets the default for its rate, the rule `denoise` and the TUI apply too
+(``sigconv.default_band``): recordings (>= 8 kHz) a band-pass 80-8000 Hz; sensor logs a band-pass
+fs/200 .. 0.4 fs (0.5-40 Hz at 100 Hz), which removes drift and offsets and the band near Nyquist. The
+summary lists the filter used per rate.
 
 Tables and NPY logs are extended at both ends of each filtered run by odd reflection (``--edges odd``,
 the default), so a log with an offset gets no step transient at its start and end; ``--edges zero``

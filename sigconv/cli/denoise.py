@@ -17,8 +17,9 @@ PROGRESS_DELAY_S = 1.0
 
 def add_denoise(sub) -> None:
     p = sub.add_parser("denoise", help="filter a recording (FIR band/low/high/notch, or a spectral gate)",
-                       description="Filter a sound file without loading it whole. With no filter option: "
-                                   "band-pass 80-8000 Hz (capped below Nyquist).")
+                       description="Filter a sound file without loading it whole. With no filter option, the "
+                                   "default for the file's rate (as batch and the TUI apply it): band-pass 80-8000 Hz "
+                                   "(capped below Nyquist) from 8000 Hz up, fs/200 to 0.4 fs below.")
     p.add_argument("input", help="sound file (anything libsndfile reads: WAV, FLAC, OGG, AIFF, ...)")
     p.add_argument("-o", "--output", help="output file (default: <stem>.denoised<suffix> beside the input)")
     p.add_argument("--method", choices=("fir", "spectral"), default="fir", help="denoising method (default fir)")
