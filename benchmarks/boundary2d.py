@@ -100,12 +100,14 @@ def _graph_time(call_on, copies: int, reps: int) -> tuple:
     """(median, p20, p80) ms of the GPU work of one call, its kernels only: the call is captured once per input
     copy into a CUDA graph (stream capture), and the graphs are replayed back to back between CUDA events, so the
     host's Python launch path (which can take longer than the kernels of a small job) never leaves the GPU idle.
-    ``call_on(i)`` runs the call on input copy ``i``. Raises what the capture raises (an allocation inside it)."""
+    ``call_on(i)`` runs the call on input copy ``i``; its allocations come from the stream-ordered pool, which
+    a graph can hold. Raises what the capture raises (a host copy inside the call)."""
     import cupy
 
     stream = cupy.cuda.Stream(non_blocking=True)
     graphs = []
-    with stream:
+    # a scratch allocation inside the call becomes a node of the graph from the stream-ordered pool
+    with stream, cupy.cuda.using_allocator(cupy.cuda.MemoryAsyncPool().malloc):
         for i in range(copies):
             stream.begin_capture()
             try:
@@ -181,6 +183,9 @@ def main(argv=None) -> int:
             w = cupy.asarray(wh.reshape(1, 1, kH, kW))
             # the host factors, as the API passes them (the launcher would otherwise read w back on every call)
             kw = {"factors": cuda2d.separable_factors(wh.reshape(1, 1, kH, kW))[:2]} if name == "separable" else {}
+            # captured (GPU time): separable's factors already on the device (a host copy cannot be captured), and
+            # its scratch from the stream-ordered pool (_graph_time captures under it)
+            kwg = {"factors": tuple(cupy.asarray(f, dtype=cupy.float32) for f in kw["factors"])} if kw else {}
             if name != "auto":
                 why = _registry.get("conv2d", "cuda", name).applies(
                     Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw, rank1=kind == "rank-1"))
@@ -226,7 +231,7 @@ def main(argv=None) -> int:
                 rec.update(status="ok", ms_median=med, p20=p20, p80=p80, reps=a.reps)
                 try:
                     g = _graph_time(lambda i: cuda2d.corr2d(xs[i], w, None, (1, 1), pad, out_hw, variant=name,
-                                                            out=out, boundary=boundary, fillvalue=fill, **kw),
+                                                            out=out, boundary=boundary, fillvalue=fill, **kwg),
                                     copies, a.reps)
                     rec.update(gpu_ms_median=g[0], gpu_p20=g[1], gpu_p80=g[2])
                     row["gpu_ms"][lab] = g[0]

@@ -212,11 +212,26 @@ _GENERIC_NAMES = (tuple(f"conv2d_naive<{t}>" for t in _CTYPES.values())
 
 
 def _generic(kernel: str, dtype, boundary: str = "fill", x=None):
-    """The template kernel ``kernel`` for ``dtype``, built for ``boundary`` (wrap and symm: a module of their own,
-    compiled on first use; x: the image, for :func:`_boundary_defines`'s check)."""
-    defines = _boundary_defines(boundary, x) if boundary != "fill" else {}
-    mod = _kernels.module(_SRC, defines, name_expressions=_GENERIC_NAMES)
-    return mod.get_function(f"{kernel}<{_CTYPES[np.dtype(dtype)]}>")
+    """The template kernel ``kernel`` for ``dtype``, built for ``boundary`` (x: the image, for
+    :func:`_boundary_defines`'s check). fill (any constant) runs the one module of every template; wrap and symm
+    each kernel from a build of its own (:func:`_generic_bounded`)."""
+    name = f"{kernel}<{_CTYPES[np.dtype(dtype)]}>"
+    if boundary == "fill":
+        return _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES).get_function(name)
+    import cupy
+
+    return _generic_bounded(cupy.cuda.Device().id, name, tuple(_boundary_defines(boundary, x).items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _generic_bounded(device: int, name: str, defines: tuple):
+    """Template kernel ``name`` compiled with a boundary's ``defines``, held to the occupancy of its zero-fill
+    build, as :func:`_fused` holds the specialised kernels: the rule's code for the edge columns would otherwise
+    raise the register count of every thread (memoised per device)."""
+    regs = _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES).get_function(name).num_regs
+    mod = _kernels.module(_SRC, dict(defines), name_expressions=(name,),
+                          options=(f"--maxrregcount={occupancy_regs(regs)}",))
+    return mod.get_function(name)
 
 
 def _set_smem(func, nbytes: int) -> None:
