@@ -11,9 +11,9 @@ unaligned channel starts (L % 4 != 0) and several channels; the fft variant also
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger
-than the image and 1xN / Nx1 shapes): naive (float32, float64), every other 2-D variant (float32, wherever it
-applies) and the uint64 kernels (conv1d and conv2d naive, bit for bit against NumPy's int64 arithmetic), which also
-run when no name is given.
+than the image and 1xN / Nx1 shapes): the border pass after naive (float32, float64), the fused kernels
+(regblock, prefetch, strip, shfl: float32, wherever they apply) and the uint64 kernels (conv1d and conv2d naive and
+the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no name is given.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def _extended(x, kH, kW, pad, out_hw, boundary, fill):
 
 
 def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
-    """(checks, mismatches) of the 2-D boundaries (naive: float32/float64/uint64; every other variant that applies:
-    float32, separable with a rank-1 kernel) and the uint64 conv1d kernel; each mismatch printed. ``variants`` (2-D variant names)
+    """(checks, mismatches) of the 2-D boundaries (the border pass after naive: float32/float64/uint64; the fused
+    kernels: float32) and the uint64 conv1d kernel; each mismatch printed. ``variants`` (2-D variant names)
     restricts the run to those variants' boundaries."""
     from sigconv.backends import cuda1d, cuda2d
     from sigconv.registry.table import Conv2dJob, get
@@ -63,12 +63,11 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
         xi = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
         wi = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
         xf, wf = rng.standard_normal((H, W)), rng.standard_normal((kH, kW))
-        w1 = np.outer(rng.standard_normal(kH), rng.standard_normal(kW))  # rank 1, for separable
         for mode, pad, out_hw in _windows_2d(H, W, kH, kW):
             for boundary, fill in (("fill", 0), ("fill", 2.5), ("wrap", 0), ("symm", 0)):
                 job = Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw)
-                others = [v for v in cuda2d.VARIANTS[1:] if not get("conv2d", "cuda", v).applies(job)]
-                runs = [("naive", d) for d in ("float32", "float64", "uint64")] + [(v, "float32") for v in others]
+                fused = [v for v in cuda2d.FUSED if not get("conv2d", "cuda", v).applies(job)]
+                runs = [("naive", d) for d in ("float32", "float64", "uint64")] + [(v, "float32") for v in fused]
                 runs = [r for r in runs if not variants or r[0] in variants]
                 for variant, dtype in runs:
                     exact = dtype == "uint64"
@@ -77,7 +76,7 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
                         x, w = cupy.asarray(xi.view(np.uint64)), cupy.asarray(wi.view(np.uint64))
                     else:
                         f = fill
-                        x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(w1 if variant == "separable" else wf, dtype=dtype)
+                        x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(wf, dtype=dtype)
                     y = cupy.asnumpy(cuda2d.corr2d(x.reshape(1, 1, H, W), w.reshape(1, 1, kH, kW), None, (1, 1), pad,
                                                    out_hw, variant=variant, boundary=boundary, fillvalue=f))[0, 0]
                     n += 1

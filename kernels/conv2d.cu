@@ -1,8 +1,7 @@
 // sigconv 2-D convolution kernels (NCHW cross-correlation, torch.nn.functional.conv2d semantics).
 //
 //   y[n, co, r, c] = bias[co] + sum_{ci, i, j} w[co, ci, i, j] * x[n, ci, r*sy + i - py, c*sx + j - px]
-//   for 0 <= r < Ho, 0 <= c < Wo; outside [0, H) x [0, W) x is extended by the compiled boundary (below): zero
-//   by default (bottom/right pads are implied by Ho, Wo).
+//   for 0 <= r < Ho, 0 <= c < Wo; x is zero outside [0, H) x [0, W) (bottom/right pads are implied by Ho, Wo).
 //
 // Variants, in the order they tell the story (sigconv/backends/cuda2d.py launches them):
 //   naive     : one thread per output element, loops Cin x kH x kW (source article A, with pad and stride).
@@ -20,12 +19,15 @@
 //               warp shuffles (halos up to 4 columns each side); fewer loads and registers per row.
 //   separable : rank-1 kernels w = u v^T per (co, ci) pair: a row pass into a scratch buffer, then a column pass.
 //
-// Boundaries other than zero fill (wrap, symm, a non-zero fill constant; single channel): every variant reads
-// the extended image xe through one index-mapping rule (c2d_extend, conv2d_common.cuh), the rule compiled in
-// (C2D_BOUNDARY, prepended by the launcher), the fill constant a kernel argument: one pass, no second one.
+// Boundaries other than zero fill (wrap, symm, a non-zero fill constant; single channel), one index-mapping
+// rule (c2d_extend) for both ways:
+//   fused     : regblock, prefetch, strip and shfl compile the boundary in (C2D_BOUNDARY) and load the extended
+//               image directly: no second pass.
+//   border    : after naive, shared and separable, a second pass adds to the outputs whose window leaves the
+//               image the taps that fall outside it.
 //
 // Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
-// naive also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
+// naive and border also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
 // NumPy's int64 arithmetic on the same bits); regblock, prefetch and strip are float only and specialised by
 // #defines (Python prepends them).
 //
@@ -75,57 +77,14 @@
 #include "conv2d_common.cuh"
 
 // ============================================================================================ naive
-// xe: x extended by the compiled boundary (C2D_BOUNDARY, conv2d_common.cuh): `fill` outside under fill (zero for
-// plain zero padding, where outside taps are skipped), wrapped or mirrored samples under wrap and symm. A row of
-// taps outside the image is skipped (fill 0) or adds fill times its weights; a row inside it, c2d_row_taps. Every
-// variant reads xe directly this way: one pass for any rule.
-
-// acc + the taps j0 <= j < j1 of weight row wr over xe's row xr at columns c0 + j, each through the rule.
-template <typename T>
-__device__ __forceinline__ T c2d_mapped_taps(const T* __restrict__ xr, const T* __restrict__ wr, int j0, int j1,
-                                             int c0, int W, T fill, bool addfill, T acc) {
-    for (int j = j0; j < j1; ++j) {
-        const int gc = c2d_extend(c0 + j, W, C2D_BOUNDARY);
-        if (gc >= 0)
-            acc += wr[j] * xr[gc];
-        else if (addfill)
-            acc += wr[j] * fill;
-    }
-    return acc;
-}
-
-// acc + the kW taps of weight row wr over xe's row xr at columns c0 + j. Under fill each column maps through the
-// rule, which there is the bounds test of a zero-padded loop. Under wrap and symm the mapping is not affine in j,
-// so loads through it cannot stride: only the columns outside the image map (j < jl, j >= jr), those between
-// read the row directly, and a thread whose window columns all lie inside (`inside`) runs zero fill's loop. (The
-// fill build keeps its one loop: split into runs like this, it measured 1.24 x slower on the 3x3 spectrogram on
-// an H200, for the registers the unrolled runs take in every thread.)
-template <typename T>
-__device__ __forceinline__ T c2d_row_taps(const T* __restrict__ xr, const T* __restrict__ wr, int kW, int c0, int W,
-                                          bool inside, T fill, bool addfill, T acc) {
-    if (C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL) return c2d_mapped_taps<T>(xr, wr, 0, kW, c0, W, fill, addfill, acc);
-    int jl = 0, jr = kW;  // the tap columns that read inside the image: [jl, jr)
-    if (!inside) {
-        jl = c0 >= 0 ? 0 : (-c0 < kW ? -c0 : kW);
-        jr = W - c0 <= jl ? jl : (W - c0 < kW ? W - c0 : kW);
-        acc = c2d_mapped_taps<T>(xr, wr, 0, jl, c0, W, fill, addfill, acc);
-    }
-    for (int j = jl; j < jr; ++j) acc += wr[j] * xr[c0 + j];
-    if (!inside) acc = c2d_mapped_taps<T>(xr, wr, jr, kW, c0, W, fill, addfill, acc);
-    return acc;
-}
-
 template <typename T>
 __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __restrict__ w,
                                            const T* __restrict__ bias, T* __restrict__ y, int N, int Cin,
                                            int H, int W, int Cout, int kH, int kW, int sy, int sx, int py,
-                                           int px, int Ho, int Wo, int has_bias, T fill) {
+                                           int px, int Ho, int Wo, int has_bias) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;  // output column
     const int r = blockIdx.y * blockDim.y + threadIdx.y;  // output row
     if (r >= Ho || c >= Wo) return;                       // no barriers below: early exit is safe
-    const bool addfill = fill != T(0);                    // (uniform: the zero-fill build skips outside taps)
-    const int c0 = c * sx - px;                           // xe column of tap column 0
-    const bool inside = c0 >= 0 && c0 + kW <= W;          // every tap column inside the image
     FOR_PLANES(z, N * Cout) {
         const int n = z / Cout, co = z - n * Cout;
         T acc = has_bias ? bias[co] : T(0);
@@ -133,14 +92,13 @@ __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __r
             const T* xp = x + (i64)(n * Cin + ci) * H * W;
             const T* wp = w + (i64)(co * Cin + ci) * kH * kW;
             for (int i = 0; i < kH; ++i) {
-                const int gr = c2d_extend(r * sy + i - py, H, C2D_BOUNDARY);  // xe row of tap row i
-                const T* wr = wp + i * kW;
-                if (gr < 0) {  // a row of the fill constant
-                    if (addfill)
-                        for (int j = 0; j < kW; ++j) acc += wr[j] * fill;
-                    continue;
+                const int gr = r * sy + i - py;  // input row of tap row i
+                if (gr < 0 || gr >= H) continue;
+                for (int j = 0; j < kW; ++j) {
+                    const int gc = c * sx + j - px;  // input column of tap column j
+                    if (gc < 0 || gc >= W) continue;
+                    acc += wp[i * kW + j] * xp[(i64)gr * W + gc];
                 }
-                acc = c2d_row_taps<T>(xp + (i64)gr * W, wr, kW, c0, W, inside, fill, addfill, acc);
             }
         }
         y[((i64)z * Ho + r) * Wo + c] = acc;
@@ -150,34 +108,18 @@ __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __r
 template <typename T>
 __global__ void conv2d_naive(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                              T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,
-                             int sx, int py, int px, int Ho, int Wo, int has_bias, T fill) {
-    naive_body<T>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, has_bias, fill);
+                             int sx, int py, int px, int Ho, int Wo, int has_bias) {
+    naive_body<T>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, has_bias);
 }
 
 // =========================================================================================== shared
 // Block (bx, by) -> output tile rows [or0, or0+by) x cols [oc0, oc0+bx) of plane (n, co).
-// Input tile: th = (by-1)*sy + kH rows, tw = (bx-1)*sx + kW cols starting at (or0*sy - py, oc0*sx - px), of xe
-// (the image extended by C2D_BOUNDARY, as in naive).
+// Input tile: th = (by-1)*sy + kH rows, tw = (bx-1)*sx + kW cols starting at (or0*sy - py, oc0*sx - px).
 // Row pitch `pitch` >= tw is chosen by the launcher so that the rows one warp touches fall in distinct banks.
-// A tile inside the image loads plainly; only the edge blocks' tiles (EDGE) map each element through the rule.
-template <typename T, bool EDGE>
-__device__ __forceinline__ void shared_load_tile(T* tile, const T* __restrict__ xp, int H, int W, int th, int tw,
-                                                 int pitch, int ir0, int ic0, int tid, int nt, T fill) {
-    for (int idx = tid; idx < th * tw; idx += nt) {
-        const int tr = idx / tw, tc = idx - tr * tw;
-        if (EDGE) {
-            const int gr = c2d_extend(ir0 + tr, H, C2D_BOUNDARY), gc = c2d_extend(ic0 + tc, W, C2D_BOUNDARY);
-            tile[tr * pitch + tc] = (gr >= 0 && gc >= 0) ? xp[(i64)gr * W + gc] : fill;
-        } else {
-            tile[tr * pitch + tc] = xp[(i64)(ir0 + tr) * W + (ic0 + tc)];
-        }
-    }
-}
-
 template <typename T>
 __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                               T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,
-                              int sx, int py, int px, int Ho, int Wo, int has_bias, int pitch, T fill) {
+                              int sx, int py, int px, int Ho, int Wo, int has_bias, int pitch) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* tile = reinterpret_cast<T*>(smem_raw);
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -188,17 +130,17 @@ __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, 
     const int th = (by - 1) * sy + kH, tw = (bx - 1) * sx + kW;
     const int ir0 = or0 * sy - py, ic0 = oc0 * sx - px;  // top-left input pixel of the tile
     const bool live = r < Ho && c < Wo;                  // dead threads still load and sync
-    const bool inside = ir0 >= 0 && ir0 + th <= H && ic0 >= 0 && ic0 + tw <= W;  // the tile needs no rule
     FOR_PLANES(z, N * Cout) {
         const int n = z / Cout, co = z - n * Cout;
         T acc = (has_bias && live) ? bias[co] : T(0);
         for (int ci = 0; ci < Cin; ++ci) {
             const T* xp = x + (i64)(n * Cin + ci) * H * W;
             __syncthreads();  // previous channel's reads are done before overwriting the tile
-            if (inside)
-                shared_load_tile<T, false>(tile, xp, H, W, th, tw, pitch, ir0, ic0, tid, nt, fill);
-            else
-                shared_load_tile<T, true>(tile, xp, H, W, th, tw, pitch, ir0, ic0, tid, nt, fill);
+            for (int idx = tid; idx < th * tw; idx += nt) {
+                const int tr = idx / tw, tc = idx - tr * tw;
+                const int gr = ir0 + tr, gc = ic0 + tc;
+                tile[tr * pitch + tc] = (gr >= 0 && gr < H && gc >= 0 && gc < W) ? xp[(i64)gr * W + gc] : T(0);
+            }
             __syncthreads();
             if (live) {
                 const T* wp = w + (i64)(co * Cin + ci) * kH * kW;
@@ -416,29 +358,25 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) conv2d_tiled(const float*
 
 // ========================================================================================= separable
 // w[co, ci] = u[co, ci] (kH) outer v[co, ci] (kW). Planes p = z0 + zz, zz < nz, p = n*Cout + co.
-// Row pass: tmp[zz, ci, r', c] = sum_j v[co, ci, j] * xe[n, ci, r' - py, c*sx + j - px]  for r' < Hn = (Ho-1)*sy + kH,
-// xe the image extended by C2D_BOUNDARY (as in naive): a row outside it is the fill constant's, sum_j v[j] * fill.
-// The column pass then reads every row it needs from tmp: the boundary costs it nothing.
+// Row pass: tmp[zz, ci, r', c] = sum_j v[co, ci, j] * x[n, ci, r' - py, c*sx + j - px]  for r' < Hn = (Ho-1)*sy + kH.
 template <typename T>
 __global__ void conv2d_sep_rows(const T* __restrict__ x, const T* __restrict__ v, T* __restrict__ tmp, int z0, int nz,
-                                int Cin, int H, int W, int Cout, int kW, int sx, int py, int px, int Hn, int Wo,
-                                T fill) {
+                                int Cin, int H, int W, int Cout, int kW, int sx, int py, int px, int Hn, int Wo) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     const int rr = blockIdx.y * blockDim.y + threadIdx.y;
     if (c >= Wo || rr >= Hn) return;
-    const int gr = c2d_extend(rr - py, H, C2D_BOUNDARY);
-    const bool addfill = fill != T(0);
-    const int c0 = c * sx - px;
-    const bool inside = c0 >= 0 && c0 + kW <= W;
+    const int gr = rr - py;
     FOR_PLANES(q, nz * Cin) {
         const int zz = q / Cin, ci = q - zz * Cin;
         const int p = z0 + zz, n = p / Cout, co = p - n * Cout;
-        const T* vp = v + (i64)(co * Cin + ci) * kW;
         T acc = T(0);
-        if (gr >= 0) {  // (the columns as in naive)
-            acc = c2d_row_taps<T>(x + ((i64)(n * Cin + ci) * H + gr) * W, vp, kW, c0, W, inside, fill, addfill, acc);
-        } else if (addfill) {
-            for (int j = 0; j < kW; ++j) acc += vp[j] * fill;
+        if (gr >= 0 && gr < H) {
+            const T* xr = x + ((i64)(n * Cin + ci) * H + gr) * W;
+            const T* vp = v + (i64)(co * Cin + ci) * kW;
+            for (int j = 0; j < kW; ++j) {
+                const int gc = c * sx + j - px;
+                if (gc >= 0 && gc < W) acc += vp[j] * xr[gc];
+            }
         }
         tmp[((i64)q * Hn + rr) * Wo + c] = acc;
     }
@@ -464,18 +402,111 @@ __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__
     }
 }
 
+// ============================================================================================ border
+// Boundaries other than zero fill (single channel: x (H, W), w (kH, kW), stride 1, no bias). Any variant first
+// computes y with zero padding, which is already right wherever the window lies inside the image. This pass visits
+// only the outputs whose window leaves it (top/bottom bands, left/right columns between them: c2d_border_rc) and
+// adds to each what zero padding left out: the taps that fall outside the image, times xe[gr, gc] read through the
+// boundary rule (c2d_extend), or the fill constant. An output of the left band of a 31x31 "same" window has on
+// average a quarter of its taps outside, so the pass reads a quarter of what recomputing the outputs would. In a
+// row of the image those taps are the columns j < jl and j >= jr (c2d_border_cols); in a row outside it, all kW.
+// The pass is latency-bound: each output is a chain of loads from an image that has mostly left L2. With enough
+// border elements to fill the GPU (G == 1) a thread owns one and its column loops are unrolled by 4, so four loads
+// are in flight; with few (a small image, a large kernel) G lanes (a power of two up to 32, chosen by the
+// launcher) share one element: in every tap row lane g takes the outside columns j0 + g, j0 + g + G, ... of each
+// range, and the G partial sums meet by xor shuffles. Either way a thread steps through the outside taps only.
+// Grid-stride over the `count` elements (i64: the bands of a large image can exceed 2^31 elements); the loop is
+// warp-uniform (it tests the warp's first element), so every shuffle has all 32 lanes.
+// 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs, 3 of 9 taps each.
+// Integers (uint64) add mod 2^64, so the sum is the exact one in any order.
+template <typename T, int G1>
+__device__ __forceinline__ T c2d_border_cols(const T* __restrict__ xr, const T* __restrict__ wr, int j0, int j1,
+                                             int G, i64 c0, int W, int boundary, T fill, T acc) {
+    if (G1) {
+#pragma unroll 4
+        for (int j = j0; j < j1; ++j) {
+            const int gc = c2d_extend(c0 + j, W, boundary);
+            const T v = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds): the unrolled loads overlap
+            acc += wr[j] * (gc < 0 ? fill : v);
+        }
+    } else {  // (the lanes of the element keep G loads in flight)
+        for (int j = j0; j < j1; j += G) {
+            const int gc = c2d_extend(c0 + j, W, boundary);
+            acc += wr[j] * (gc < 0 ? fill : xr[gc < 0 ? 0 : gc]);
+        }
+    }
+    return acc;
+}
+
+// One border output's outside taps, lane g of G: window corner (r0, c0) in the image, tap columns [jl, jr) inside.
+template <typename T, int G1>
+__device__ __forceinline__ T c2d_border_taps(const T* __restrict__ x, const T* __restrict__ w, int H, int W, int kH,
+                                             int kW, i64 r0, i64 c0, int jl, int jr, int g, int G, int boundary,
+                                             T fill) {
+    T acc = T(0);
+    for (int i = 0; i < kH; ++i) {
+        const T* wr = w + (i64)i * kW;
+        const bool rin = r0 + i >= 0 && r0 + i < H;
+        const int gr = c2d_extend(r0 + i, H, boundary);  // row of xe under tap row i
+        if (gr < 0) {  // a row of the fill constant
+            for (int j = g; j < kW; j += G) acc += wr[j] * fill;
+            continue;
+        }
+        const T* xr = x + (i64)gr * W;
+        acc = c2d_border_cols<T, G1>(xr, wr, g, rin ? jl : kW, G, c0, W, boundary, fill, acc);
+        if (rin) acc = c2d_border_cols<T, G1>(xr, wr, jr + g, kW, G, c0, W, boundary, fill, acc);
+    }
+    return acc;
+}
+
+template <typename T>
+__global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int H, int W,
+                              int kH, int kW, int py, int px, int Ho, int Wo, int top, int bot, int left, int right,
+                              i64 count, int boundary, T fill, int G) {
+    const int lane = threadIdx.x & 31, g = lane & (G - 1);
+    const i64 step = (i64)gridDim.x * blockDim.x / G;  // elements per sweep of the grid (blockDim % 32 == 0)
+    if (H <= 0 || W <= 0) return;  // no image to read (the launcher refuses it; the loads below read x[0])
+    for (i64 e = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G; e - lane / G < count; e += step) {
+        T acc = T(0);
+        int r = 0, c = 0;
+        if (e < count) {
+            c2d_border_rc(e, Ho, Wo, top, bot, left, right, r, c);
+            const i64 r0 = (i64)r - py, c0 = (i64)c - px;  // the window's top-left corner in the image
+            // tap columns that read inside the image: [jl, jr)
+            const int jl = (int)(c0 >= 0 ? 0 : (-c0 < kW ? -c0 : kW));
+            const int jr = (int)(W - c0 <= jl ? jl : (W - c0 < kW ? W - c0 : kW));
+            acc = G == 1 ? c2d_border_taps<T, 1>(x, w, H, W, kH, kW, r0, c0, jl, jr, 0, 1, boundary, fill)
+                         : c2d_border_taps<T, 0>(x, w, H, W, kH, kW, r0, c0, jl, jr, g, G, boundary, fill);
+        }
+        for (int o = G >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (e < count && g == 0) y[(i64)r * Wo + c] += acc;
+    }
+}
+
 // Instances for the stand-alone nvcc check (NVRTC builds the same names from name_expressions).
-#define C2D_GENERIC(T)                                                                                                 \
-    template __global__ void conv2d_naive<T>(const T*, const T*, const T*, T*, int, int, int, int, int, int, int, int, \
-                                             int, int, int, int, int, int, T);
-#define C2D_GENERIC_FLOAT(T)                                                                                           \
-    C2D_GENERIC(T)                                                                                                     \
-    template __global__ void conv2d_shared<T>(const T*, const T*, const T*, T*, int, int, int, int, int, int, int,     \
-                                              int, int, int, int, int, int, int, int, T);                              \
-    template __global__ void conv2d_sep_rows<T>(const T*, const T*, T*, int, int, int, int, int, int, int, int, int,  \
-                                                int, int, int, T);                                                     \
-    template __global__ void conv2d_sep_cols<T>(const T*, const T*, const T*, T*, int, int, int, int, int, int, int,  \
-                                                int, int, int);
-C2D_GENERIC_FLOAT(float)
-C2D_GENERIC_FLOAT(double)
-C2D_GENERIC(unsigned long long)
+template __global__ void conv2d_naive<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
+                                             int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_naive<double>(const double*, const double*, const double*, double*, int, int, int, int,
+                                              int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_naive<unsigned long long>(const unsigned long long*, const unsigned long long*,
+                                                          const unsigned long long*, unsigned long long*, int, int, int,
+                                                          int, int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_border<float>(const float*, const float*, float*, int, int, int, int, int, int, int, int,
+                                              int, int, int, int, i64, int, float, int);
+template __global__ void conv2d_border<double>(const double*, const double*, double*, int, int, int, int, int, int, int,
+                                               int, int, int, int, int, i64, int, double, int);
+template __global__ void conv2d_border<unsigned long long>(const unsigned long long*, const unsigned long long*,
+                                                           unsigned long long*, int, int, int, int, int, int, int, int,
+                                                           int, int, int, int, i64, int, unsigned long long, int);
+template __global__ void conv2d_shared<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
+                                              int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_shared<double>(const double*, const double*, const double*, double*, int, int, int,
+                                               int, int, int, int, int, int, int, int, int, int, int, int);
+template __global__ void conv2d_sep_rows<float>(const float*, const float*, float*, int, int, int, int, int, int, int,
+                                                int, int, int, int, int);
+template __global__ void conv2d_sep_rows<double>(const double*, const double*, double*, int, int, int, int, int, int,
+                                                 int, int, int, int, int, int);
+template __global__ void conv2d_sep_cols<float>(const float*, const float*, const float*, float*, int, int, int, int,
+                                                int, int, int, int, int, int);
+template __global__ void conv2d_sep_cols<double>(const double*, const double*, const double*, double*, int, int, int,
+                                                 int, int, int, int, int, int, int);

@@ -196,8 +196,9 @@ def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
 
 
 # ------------------------------------------------------------------ boundaries: wrap, symm, a fill constant
-# Every variant reads the extended image in its own loads (the rule compiled in: C2D_BOUNDARY), in one pass.
-# Each against the float64 correlation of the image extended by numpy.pad.
+# regblock, prefetch, strip and shfl read the extended image in their own loads (cuda2d.FUSED); for the other
+# variants corr2d runs them with zero padding, then conv2d_border adds the taps outside the image to the outputs
+# whose window leaves it. Every variant, through its path, against the float64 correlation of the image extended by numpy.pad.
 
 BOUNDARIES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 _NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
@@ -298,26 +299,23 @@ def test_boundary_every_block(rng, name):
                 _check(out[0, 0], ref, "float32", f"{name} {block} {mode} {boundary} fill={fill}")
 
 
-def test_every_variant_compiles_the_boundary_in(rng, monkeypatch):
-    """Each variant runs wrap and symm from a build with the rule compiled in (C2D_BOUNDARY), and fill with any
-    constant from the zero-fill build (the constant is an argument): one pass, whatever the boundary."""
-    from sigconv import _kernels
+def test_border_pass_runs_only_where_needed(rng, monkeypatch):
+    """fill with 0 launches no border pass; for naive, shared and separable wrap, symm and a fill constant launch
+    exactly one, after the variant; the fused variants never launch one (their loads read the extended image)."""
     from sigconv.backends import cuda2d
 
-    seen = []
-    real = _kernels.module
-    monkeypatch.setattr(_kernels, "module", lambda name, defines=None, *a, **k:
-                        seen.append((defines or {}).get("C2D_BOUNDARY")) or real(name, defines, *a, **k))
+    calls = []
+    real = cuda2d.launch_border
+    monkeypatch.setattr(cuda2d, "launch_border", lambda *a, **k: calls.append(a[4:6]) or real(*a, **k))
     x = cupy.asarray(rng.standard_normal((1, 1, 20, 32)), dtype=cupy.float32)
     w = cupy.asarray(np.outer(rng.standard_normal(3), rng.standard_normal(3)).reshape(1, 1, 3, 3), dtype=cupy.float32)
     for variant in cuda2d.VARIANTS:
+        calls.clear()
         for boundary, fill in BOUNDARIES:
-            seen.clear()
-            cuda2d._generic_bounded.cache_clear()  # (memoised builds: look them up again)
             cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (20, 32), variant=variant, boundary=boundary, fillvalue=fill)
-            built = {b for b in seen if b is not None}
-            want = set() if boundary == "fill" else {cuda2d.BOUNDARIES[boundary]}
-            assert seen and built == want, f"{variant} {boundary}: builds {seen}"
+        want = [] if variant in cuda2d.FUSED else [("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
+        assert calls == want, variant
+    assert set(cuda2d.FUSED) == {"regblock", "prefetch", "strip", "shfl"}
 
 
 def test_boundary_refusals():

@@ -1,13 +1,18 @@
 """Host-side logic of the cuda backend that needs no GPU, run on the CPU with NumPy standing in for CuPy
-where only array maths is involved: the fft variant's filter spectrum and its cache."""
+where only array maths is involved: the fft variant's filter spectrum and its cache; the border pass of the 2-D
+boundaries (its bands, and the kernel's own source compiled for the host)."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.signal
 
 
 @pytest.fixture
@@ -50,3 +55,279 @@ def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     for i in range(c._SPECTRA_MAX + 3):  # bounded
         c._filter_spectrum(w, 1024 * (i + 2), key)
     assert len(c._SPECTRA) == c._SPECTRA_MAX
+
+
+# ------------------------------------------------------------------ the border pass of the 2-D boundaries
+# cuda2d.border_bands (host) says which outputs' windows leave the image; conv2d_border (device) enumerates them
+# through c2d_border_rc and extends the image through c2d_extend (kernels/conv2d_common.cuh). Checked against a
+# brute-force list of those outputs and numpy.pad; tests/host_emulation/border_harness.cpp compiles the kernel's
+# own source for the host (AddressSanitizer) and runs it as the launcher would.
+
+#: (H, W, kH, kW): the kernel larger than the image in both axes, in one, 1xN and Nx1 images, even and odd
+#: kernels, a single pixel, a 1x1 kernel.
+BORDER_SHAPES = [(5, 7, 3, 3), (3, 5, 7, 9), (6, 2, 3, 4), (2, 9, 5, 2), (1, 11, 1, 4), (13, 1, 4, 1), (8, 8, 2, 2),
+                 (1, 1, 3, 3), (7, 6, 1, 1), (9, 10, 4, 5)]
+
+
+def _border_modes(H, W, kH, kW):
+    """(name, pad, out_hw) of SciPy's windows in correlation form: full, convolve2d's same, correlate2d's same
+    and valid (when the image holds the kernel)."""
+    yield "full", (kH - 1, kW - 1), (H + kH - 1, W + kW - 1)
+    yield "same_conv", (kH // 2, kW // 2), (H, W)
+    yield "same_corr", ((kH - 1) // 2, (kW - 1) // 2), (H, W)
+    if H >= kH and W >= kW:
+        yield "valid", (0, 0), (H - kH + 1, W - kW + 1)
+
+
+def _brute_border(H, W, kH, kW, pad, out_hw):
+    """Boolean (Ho, Wo) mask: the outputs whose window reaches outside [0, H) x [0, W)."""
+    (py, px), (Ho, Wo) = pad, out_hw
+    m = np.zeros((Ho, Wo), bool)
+    for r in range(Ho):
+        for c in range(Wo):
+            m[r, c] = not (r - py >= 0 and r - py + kH <= H and c - px >= 0 and c - px + kW <= W)
+    return m
+
+
+def _all_border_cases():
+    for H, W, kH, kW in BORDER_SHAPES:
+        for mode, pad, out_hw in _border_modes(H, W, kH, kW):
+            yield pytest.param(H, W, kH, kW, pad, out_hw, id=f"{H}x{W}-k{kH}x{kW}-{mode}")
+
+
+@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw", list(_all_border_cases()))
+def test_border_bands_match_brute_force(H, W, kH, kW, pad, out_hw):
+    """The bands (top/bottom rows, left/right columns between them) are exactly the outputs whose window leaves
+    the image, also with a kernel larger than the image (every output then)."""
+    from sigconv.backends.cuda2d import border_bands
+
+    top, bot, left, right, count = border_bands(H, W, kH, kW, pad, out_hw)
+    Ho, Wo = out_hw
+    assert 0 <= top <= bot <= Ho and 0 <= left <= right <= Wo
+    m = np.zeros((Ho, Wo), bool)
+    m[:top] = m[bot:] = True
+    m[top:bot, :left] = m[top:bot, right:] = True
+    want = _brute_border(H, W, kH, kW, pad, out_hw)
+    assert np.array_equal(m, want), f"bands {(top, bot, left, right)}:\n{m.astype(int)}\nwant\n{want.astype(int)}"
+    assert count == want.sum()
+    if kH > H or kW > W:
+        assert count == Ho * Wo
+
+
+def test_border_lanes_fill_one_wave():
+    """One lane per element when the border alone fills the GPU (the spectrogram), more (at least four taps each,
+    at most 32) when it is small, never beyond one wave of threads."""
+    from sigconv.backends import cuda2d
+
+    assert cuda2d.border_lanes(3, 3, 133_118) == 1 and cuda2d.border_lanes(5, 5, 266_236) == 1
+    assert cuda2d.border_lanes(7, 7, 49_104) == 4
+    assert cuda2d.border_lanes(31, 31, 1000) == 32 and cuda2d.border_lanes(1, 3, 10) == 1
+    for k, n in ((3, 100), (7, 5000), (15, 20_000), (31, 29_000)):
+        g = cuda2d.border_lanes(k, k, n)
+        assert g & (g - 1) == 0 and 1 <= g <= 32 and (g == 1 or (n * g <= cuda2d.BORDER_WAVE_THREADS
+                                                               and 4 * g <= k * k))
+
+
+def test_border_bands_of_the_spectrogram():
+    """1025 x 65536 with 3x3, same: two full rows and two columns of the rest; the count needs 64 bits for a
+    2^31-output image."""
+    from sigconv.backends.cuda2d import border_bands
+
+    assert border_bands(1025, 65536, 3, 3, (1, 1), (1025, 65536)) == (1, 1024, 1, 65535, 2 * 65536 + 1023 * 2)
+    big = border_bands(1 << 16, 1 << 16, 1 << 15, 3, (1 << 15, 1), (1 << 16, 1 << 16))
+    assert big[4] > 2**31
+
+
+CXX = shutil.which("g++") or shutil.which("c++")
+KDIR = Path(__file__).resolve().parent.parent / "kernels"
+EMU = Path(__file__).resolve().parent / "host_emulation"
+
+
+def _build_border(out_dir: Path) -> tuple:
+    """(exe, skip reason, build error) of tests/host_emulation/border_harness.cpp built for the host, under
+    AddressSanitizer and UBSan when the compiler has them."""
+    exe = out_dir / "border_harness"
+    base = [CXX, "-std=c++20", "-O1", "-g", f"-I{KDIR}", f"-I{EMU}", "-o", str(exe), str(EMU / "border_harness.cpp"),
+            "-pthread"]
+    res = subprocess.run(base[:1] + ["-fsanitize=address,undefined", "-fno-omit-frame-pointer"] + base[1:],
+                         capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:  # no sanitizer runtimes: still run, unsanitized
+        res = subprocess.run(base, capture_output=True, text=True, timeout=600)
+    if res.returncode != 0 and "barrier" in res.stderr:
+        return None, "the C++ compiler lacks C++20 <barrier>: host emulation skipped", None
+    return exe, None, (None if res.returncode == 0 else res.stderr[-4000:])
+
+
+#: The border harness build, started by :func:`prefetch` while the earlier test modules run.
+_BORDER_BUILD: list = []
+
+
+def prefetch(items) -> None:
+    """Start the border harness build at collection when a selected test needs it (conftest calls this)."""
+    if CXX is None or _BORDER_BUILD:
+        return
+    if any("border_harness" in getattr(it, "fixturenames", ()) and it.get_closest_marker("skip") is None
+           for it in items):
+        import tempfile
+        from concurrent.futures import ThreadPoolExecutor
+
+        out = Path(tempfile.mkdtemp(prefix="sigconv-border-"))
+        _BORDER_BUILD.append(ThreadPoolExecutor(1, thread_name_prefix="border-build").submit(_build_border, out))
+
+
+@pytest.fixture(scope="module")
+def border_harness(tmp_path_factory):
+    """The border harness executable (see :func:`_build_border`)."""
+    if CXX is None:
+        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the border pass skipped")
+    if _BORDER_BUILD:
+        exe, skip, err = _BORDER_BUILD[0].result()
+    else:
+        exe, skip, err = _build_border(tmp_path_factory.mktemp("border"))
+    if skip:
+        pytest.skip(skip)
+    assert err is None, f"host build of border_harness.cpp failed:\n{err}"
+    return exe
+
+
+def _harness(exe, *args):
+    res = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=300,
+                         env={"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "halt_on_error=1",
+                              "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, f"border_harness {args[0]} failed (rc {res.returncode}):\n{res.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw", list(_all_border_cases()))
+def test_border_enumeration_on_host(border_harness, tmp_path, H, W, kH, kW, pad, out_hw):
+    """c2d_border_rc, the kernel's own decoding, lists every border output once and nothing else."""
+    from sigconv.backends.cuda2d import border_bands
+
+    top, bot, left, right, count = border_bands(H, W, kH, kW, pad, out_hw)
+    f = tmp_path / "rc.bin"
+    _harness(border_harness, "enum", *out_hw, top, bot, left, right, count, f)
+    rc = np.fromfile(f, np.int32).reshape(-1, 2)
+    assert len(rc) == count
+    assert len({tuple(p) for p in rc.tolist()}) == count, "an output is enumerated twice"
+    want = {tuple(p) for p in np.argwhere(_brute_border(H, W, kH, kW, pad, out_hw)).tolist()}
+    assert {tuple(p) for p in rc.tolist()} == want
+
+
+_NP_MODE = {"wrap": "wrap", "symm": "symmetric"}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
+def test_extend_matches_numpy_pad(border_harness, tmp_path, n, boundary):
+    """c2d_extend, the one boundary rule on the device, maps indices several periods out as numpy.pad extends
+    (fill: -1 outside, the constant's marker)."""
+    from sigconv.backends.cuda2d import BOUNDARIES
+
+    reach = 4 * n + 3
+    f = tmp_path / "ext.bin"
+    _harness(border_harness, "extend", n, BOUNDARIES[boundary], -reach, n + reach, f)
+    got = np.fromfile(f, np.int32)
+    if boundary == "fill":
+        want = np.pad(np.arange(n), reach, mode="constant", constant_values=-1)
+    else:
+        want = np.pad(np.arange(n), reach, mode=_NP_MODE[boundary])
+    assert got.tolist() == want.tolist()
+
+
+def _padded(x, kH, kW, pad, out_hw, boundary, fill):
+    """x extended by the boundary rule to the (Ho + kH - 1) x (Wo + kW - 1) input the outputs read."""
+    (py, px), (Ho, Wo) = pad, out_hw
+    H, W = x.shape
+    widths = ((py, Ho + kH - 1 - H - py), (px, Wo + kW - 1 - W - px))
+    if boundary == "fill":
+        return np.pad(x, widths, mode="constant", constant_values=fill)
+    return np.pad(x, widths, mode=_NP_MODE[boundary])
+
+
+def _int64_corr_valid(xe, w, out_hw):
+    """Exact two's-complement reference: shift and add in int64 (wraps mod 2^64, as the uint64 kernels)."""
+    Ho, Wo = out_hw
+    y = np.zeros((Ho, Wo), np.int64)
+    for i in range(w.shape[0]):
+        for j in range(w.shape[1]):
+            y += w[i, j] * xe[i:i + Ho, j:j + Wo]
+    return y
+
+
+def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive, lanes=None):
+    from sigconv.backends import cuda2d
+
+    H, W = x.shape
+    kH, kW = w.shape
+    top, bot, left, right, count = cuda2d.border_bands(H, W, kH, kW, pad, out_hw)
+    nblk = (8, 4)
+    ng = cuda2d.generic_grid(1, *out_hw, nblk)[:2] if naive else (0, 0)
+    blk = 32  # smaller than the launcher's block, so that the grid has several blocks on these small shapes
+    files = [tmp / "x.bin", tmp / "w.bin", tmp / "y.bin"]
+    for a, f in zip((x, w, y0), files):
+        np.ascontiguousarray(a).tofile(f)
+    dt = {np.float32: "f32", np.float64: "f64", np.uint64: "u64"}[dtype]
+    lanes = lanes or cuda2d.border_lanes(kH, kW, count)
+    _harness(exe, "run", dt, *ng, *nblk, *cuda2d.border_grid(count, blk, lanes), blk, H, W, kH, kW, *pad, *out_hw, top,
+             bot, left, right, count, cuda2d.BOUNDARIES[boundary], repr(fill), *files, lanes)
+    return np.fromfile(files[2], dtype).reshape(out_hw)
+
+
+BOUNDARY_CASES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
+
+
+def _pass_cases():
+    """In the default run, every other border case in float32 with the launcher's lanes (which shares elements
+    over 2-8 lanes on these small shapes), every fourth also in float64 and with one lane per element (the unrolled
+    loop). The rest, and 32 lanes per element, are slow (the host emulator runs one OS thread per device thread);
+    the enumeration test covers every case's bands."""
+    for k, case in enumerate(_all_border_cases()):
+        slow2 = () if k % 2 == 0 else (pytest.mark.slow,)
+        slow4 = () if k % 4 == 0 else (pytest.mark.slow,)
+        yield pytest.param(np.float32, None, *case.values, id=f"f32-{case.id}", marks=slow2)
+        yield pytest.param(np.float64, None, *case.values, id=f"f64-{case.id}", marks=slow4)
+        yield pytest.param(np.float32, 1, *case.values, id=f"f32-lanes1-{case.id}", marks=slow4)
+        yield pytest.param(np.float64, 32, *case.values, id=f"f64-lanes32-{case.id}", marks=(pytest.mark.slow,))
+
+
+@pytest.mark.parametrize("dtype, lanes, H, W, kH, kW, pad, out_hw", list(_pass_cases()))
+def test_border_pass_on_host(border_harness, tmp_path, rng, dtype, lanes, H, W, kH, kW, pad, out_hw):
+    """conv2d_border alone, on the zero-padded result at the border outputs and a sentinel elsewhere, leaves the
+    sentinel alone and turns each border output into the float64 correlation of the image extended by numpy.pad
+    (fill 0 and 2.5, wrap, symm): it adds exactly the taps outside the image. With the launcher's lanes per
+    element, one (the unrolled loops) and 32 (every lane of a warp on one element)."""
+    x = rng.standard_normal((H, W)).astype(dtype)
+    w = rng.standard_normal((kH, kW)).astype(dtype)
+    mask = _brute_border(H, W, kH, kW, pad, out_hw)
+    sentinel = dtype(12345.0)
+    zero = scipy.signal.correlate2d(_padded(x.astype(np.float64), kH, kW, pad, out_hw, "fill", 0.0),
+                                    w.astype(np.float64), "valid")
+    y0 = np.where(mask, zero, sentinel).astype(dtype)
+    for boundary, fill in BOUNDARY_CASES:
+        y = _run_border(border_harness, tmp_path, dtype, x, w, pad, out_hw, boundary, fill, y0, naive=False,
+                        lanes=lanes)
+        assert (y[~mask] == sentinel).all(), f"{boundary}: the pass changed outputs whose window is inside"
+        xe = _padded(x.astype(np.float64), kH, kW, pad, out_hw, boundary, fill)
+        ref = scipy.signal.correlate2d(xe, w.astype(np.float64), "valid")
+        tol = {np.float32: 1e-5, np.float64: 1e-10}[dtype]
+        scale = scipy.signal.correlate2d(np.abs(xe), np.abs(w.astype(np.float64)), "valid")
+        bad = np.abs(y - ref)[mask] > tol * np.maximum(scale[mask], 1e-300)
+        assert not bad.any(), (f"{boundary} fill={fill}: first mismatch at {np.argwhere(mask)[bad][0].tolist()}: "
+                               f"{y[mask][bad][0]} vs {ref[mask][bad][0]}")
+
+
+@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw",
+                         [pytest.param(*c.values, id=c.id, marks=() if k % 2 == 0 else (pytest.mark.slow,))
+                          for k, c in enumerate(_all_border_cases())])
+def test_exact_integer_pass_on_host(border_harness, tmp_path, rng, H, W, kH, kW, pad, out_hw):
+    """uint64: conv2d_naive then conv2d_border, values near 2^62 whose products wrap, equal bit for bit the int64
+    shift-and-add of the extended image, every boundary (the fill constant itself near -2^62)."""
+    x = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
+    w = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
+    big_fill = int(rng.integers(-(2**62), -(2**61)))
+    for boundary, fill in [("fill", 0), ("fill", big_fill), ("wrap", 0), ("symm", 0)]:
+        y0 = np.full(out_hw, 0xA5A5A5A5A5A5A5A5, np.uint64)  # poison: a value no output takes here
+        y = _run_border(border_harness, tmp_path, np.uint64, x.view(np.uint64), w.view(np.uint64), pad, out_hw,
+                        boundary, np.uint64(fill % 2**64).item(), y0, naive=True)
+        ref = _int64_corr_valid(_padded(x, kH, kW, pad, out_hw, boundary, fill), w, out_hw)
+        bad = y.view(np.int64) != ref
+        assert not bad.any(), f"{boundary} fill={fill}: first mismatch at {np.argwhere(bad)[0].tolist()}"

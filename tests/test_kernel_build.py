@@ -680,10 +680,10 @@ def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K,
                        f"{np.argwhere(~np.isclose(y, ref, rtol=10 * tol, atol=10 * tol))[:3].tolist()}"
 
 
-# ------------------------- conv2d.cu's kernels (regblock, prefetch, shared, naive, separable) on the host
+# --------------------------------- conv2d.cu's shared-memory kernels (regblock, prefetch, shared) on the host
 # conv2d_harness.cpp compiles kernels/conv2d.cu with the #defines of cuda2d.tiled_plan (cp.async replaced by
 # synchronous copies with the device's alignment rules), threads and barriers as for 1-D above; the grid and
-# shared memory size are cuda2d.tiled_grid / tiled_plan / shared_geometry / generic_grid's, as on the GPU.
+# shared memory size are cuda2d.tiled_grid / tiled_plan / shared_geometry's, as on the GPU.
 
 def _conv2d_ref(x, w, bias, stride, pad, out_hw):
     """float64 NCHW cross-correlation, torch.nn.functional.conv2d's definition, zero outside the input."""
@@ -704,10 +704,7 @@ def _conv2d_ref(x, w, bias, stride, pad, out_hw):
 # (variant, dtype, N, Cin, H, W, Cout, (kH, kW), stride, pad, out_hw or None, block, bias): the 3x3 spectrogram
 # kernel with W % 4 != 0 (scalar cp.async) and == 0 (16-byte cp.async), article B's 6x6 -> 6 channels with
 # double buffering, stride 2 with a partial group of output channels, rectangular kernels with stride (1, 3),
-# a "full" window larger than the input, the shared kernel in both dtypes with stride, naive with stride, bias and
-# several planes, separable with a rectangular rank-1 kernel and stride.
-#: The template kernels of conv2d.cu (any dtype, any kernel size; the others are specialised by #defines).
-GENERIC_VARIANTS = ("naive", "shared", "separable")
+# a "full" window larger than the input, and the shared kernel in both dtypes with stride.
 C2D_CASES = [
     ("regblock", np.float32, 1, 1, 37, 70, 1, (3, 3), (1, 1), (1, 1), None, (32, 4), False),
     ("prefetch", np.float32, 1, 1, 21, 64, 1, (3, 3), (1, 1), (1, 1), None, (16, 8), False),
@@ -717,8 +714,6 @@ C2D_CASES = [
     ("regblock", np.float32, 1, 1, 9, 9, 2, (7, 7), (1, 1), (6, 6), (15, 15), (8, 8), False),
     ("shared", np.float64, 2, 2, 11, 13, 3, (4, 4), (1, 2), (1, 2), None, (8, 4), True),
     ("shared", np.float32, 1, 1, 40, 33, 1, (3, 3), (1, 1), (1, 1), None, (32, 8), False),
-    ("naive", np.float64, 2, 3, 17, 19, 4, (3, 5), (2, 1), (1, 2), None, (8, 4), True),
-    ("separable", np.float32, 2, 2, 13, 29, 3, (5, 3), (1, 2), (2, 1), None, (16, 4), True),
 ]
 
 
@@ -735,16 +730,12 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
     Ho, Wo = out_hw or ((H + 2 * py - kH) // sy + 1, (W + 2 * px - kW) // sx + 1)
     x = rng.standard_normal((N, Cin, H, W))
     w = rng.standard_normal((Cout, Cin, kH, kW))
-    wfile = w
-    if variant == "separable":  # rank-1 per (co, ci): the harness takes the factors u then v
-        u, v = rng.standard_normal((Cout, Cin, kH)), rng.standard_normal((Cout, Cin, kW))
-        w, wfile = u[..., :, None] * v[..., None, :], np.concatenate([u.ravel(), v.ravel()])
     b = rng.standard_normal(Cout) if bias else np.zeros(Cout)
     itemsize = np.dtype(dtype).itemsize
-    if variant in GENERIC_VARIANTS:
-        pitch, smem = cuda2d.shared_geometry(block, kH, kW, stride, itemsize) if variant == "shared" else (0, 0)
+    if variant == "shared":
+        pitch, smem = cuda2d.shared_geometry(block, kH, kW, stride, itemsize)
         grid = cuda2d.generic_grid(N * Cout, Ho, Wo, block)
-        name = variant
+        name = "shared"
     else:
         plan = cuda2d.tiled_plan(block, kH, kW, stride, px, Cout, variant == "prefetch")
         pitch, smem, name = 0, plan["smem"], "tiled"
@@ -752,14 +743,12 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
     exe = host_build(*_conv2d_build(variant=variant, k=k, stride=stride, pad=pad, block=block, Cout=Cout))
     tmp = tmp_path_factory.mktemp("c2d")
     files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
-    for f, a in zip(files, (x, wfile, b, np.full((N, Cout, Ho, Wo), np.nan))):
+    for f, a in zip(files, (x, w, b, np.full((N, Cout, Ho, Wo), np.nan))):
         a.astype(dtype).tofile(f)
     _emu_run([exe, name, "f32" if dtype == np.float32 else "f64", *grid, *block, smem, N, Cin, H, W, Cout, kH, kW,
               sy, sx, py, px, Ho, Wo, int(bias), pitch, int(W % 4 == 0), int(Wo % 4 == 0), "0", *files], variant)
     y = np.fromfile(files[3], dtype=dtype).reshape(N, Cout, Ho, Wo)
     assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
-    if variant == "separable":  # the factors as the kernel read them
-        w = u.astype(dtype).astype(np.float64)[..., :, None] * v.astype(dtype).astype(np.float64)[..., None, :]
     ref = _conv2d_ref(x.astype(dtype).astype(np.float64), w.astype(dtype).astype(np.float64),
                       b.astype(dtype).astype(np.float64), stride, pad, (Ho, Wo))
     err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
@@ -872,140 +861,6 @@ def test_tiled_boundaries_run_on_host(host_build, tmp_path, variant, boundary, f
                         f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"
 
 
-# The template kernels (naive, shared, separable) compile the boundary in as the fused ones do and read the extended
-# image in their one pass. Every window SciPy's modes give on awkward shapes: the kernel larger than the image in
-# both axes and in one (windows several periods out), 1xN and Nx1 images, even and odd kernels, a single pixel,
-# a 1x1 kernel; blocks of 8x4 threads, so that the small grids still have several blocks.
-#: (H, W, kH, kW)
-BOUNDARY_SHAPES = [(5, 7, 3, 3), (3, 5, 7, 9), (6, 2, 3, 4), (2, 9, 5, 2), (1, 11, 1, 4), (13, 1, 4, 1), (8, 8, 2, 2),
-                   (1, 1, 3, 3), (7, 6, 1, 1), (9, 10, 4, 5)]
-
-
-def _scipy_windows(H, W, kH, kW):
-    """(name, pad, out_hw) of SciPy's windows in correlation form: full, convolve2d's same, correlate2d's same and
-    valid (when the image holds the kernel)."""
-    yield "full", (kH - 1, kW - 1), (H + kH - 1, W + kW - 1)
-    yield "same_conv", (kH // 2, kW // 2), (H, W)
-    yield "same_corr", ((kH - 1) // 2, (kW - 1) // 2), (H, W)
-    if H >= kH and W >= kW:
-        yield "valid", (0, 0), (H - kH + 1, W - kW + 1)
-
-
-def _boundary_windows():
-    for H, W, kH, kW in BOUNDARY_SHAPES:
-        for mode, pad, out_hw in _scipy_windows(H, W, kH, kW):
-            yield (H, W, kH, kW, pad, out_hw), f"{H}x{W}-k{kH}x{kW}-{mode}"
-
-
-def _generic_boundary_cases():
-    """Every window x variant x rule. The default run takes three of the nine (variant, rule) pairs of each
-    window, a different three from one window to the next (so every pair meets kernels larger than the image,
-    thin images and each mode), float32 and float64 in turn; --runslow the rest."""
-    rules = ("wrap", "symm", "fill")
-    for ci, (case, cid) in enumerate(_boundary_windows()):
-        for vi, variant in enumerate(GENERIC_VARIANTS):
-            for bi, boundary in enumerate(rules):
-                dtype = (np.float32, np.float64)[(ci + vi) % 2]
-                marks = () if (ci + vi + bi) % 3 == 0 else (pytest.mark.slow,)
-                yield pytest.param(variant, boundary, dtype, *case, marks=marks,
-                                   id=f"{variant}-{boundary}-{np.dtype(dtype).name}-{cid}")
-
-
-def _generic_on_host(exe, tmp, variant, dtype, x, w, pad, out_hw, fill, block=(8, 4)):
-    """One single-channel job of ``variant`` on the harness (the launcher's grid and shared memory), its output."""
-    from sigconv.backends import cuda2d
-
-    (H, W), (kH, kW), (Ho, Wo) = x.shape, w.shape, out_hw
-    pitch, smem = cuda2d.shared_geometry(block, kH, kW, (1, 1), x.itemsize) if variant == "shared" else (0, 0)
-    wfile = w
-    if variant == "separable":
-        u, v, why = cuda2d.separable_factors(w.reshape(1, 1, kH, kW))
-        assert why is None, why
-        wfile = np.concatenate([np.ravel(u), np.ravel(v)]).astype(dtype)
-    files = [tmp / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
-    poison = np.full(out_hw, 0xA5A5A5A5A5A5A5A5 if dtype == np.uint64 else np.nan, dtype)
-    for f, a in zip(files, (x, wfile, np.zeros(1, dtype), poison)):
-        np.ascontiguousarray(a, dtype=dtype).tofile(f)
-    dt = {np.float32: "f32", np.float64: "f64", np.uint64: "u64"}[dtype]
-    _emu_run([exe, variant, dt, *cuda2d.generic_grid(1, Ho, Wo, block), *block, smem, 1, 1, H, W, 1, kH, kW, 1, 1,
-              *pad, Ho, Wo, 0, pitch, 0, 0, repr(fill), *files], variant)
-    return np.fromfile(files[3], dtype=dtype).reshape(out_hw)
-
-
-@pytest.mark.parametrize("variant, boundary, dtype, H, W, kH, kW, pad, out_hw", list(_generic_boundary_cases()))
-def test_generic_boundaries_run_on_host(host_build, tmp_path, rng, variant, boundary, dtype, H, W, kH, kW, pad,
-                                        out_hw):
-    """naive, shared and separable built for wrap, symm and fill (with 0 and 2.5): every output equals the
-    float64 correlation of the image extended by numpy.pad; none is left unwritten. separable with a rank-1
-    kernel (its row pass reads the extended rows, its column pass the fill constant's)."""
-    x = rng.standard_normal((H, W)).astype(dtype)
-    w = rng.standard_normal((kH, kW))
-    if variant == "separable":
-        w = np.outer(rng.standard_normal(kH), rng.standard_normal(kW))
-    w = w.astype(dtype)
-    exe = host_build(*_conv2d_build(variant, boundary=boundary))
-    for fill in ((0.0, 2.5) if boundary == "fill" else (0.0,)):
-        y = _generic_on_host(exe, tmp_path, variant, dtype, x, w, pad, out_hw, fill)
-        assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
-        xe = x.astype(np.float64)[None]
-        ref = _corr2d_ref(xe, w.astype(np.float64), 0.0, pad, out_hw, boundary, fill)[0]
-        scale = _corr2d_ref(np.abs(xe), np.abs(w.astype(np.float64)), 0.0, pad, out_hw, boundary, abs(fill))[0]
-        tol = {np.float32: 1e-5, np.float64: 1e-12}[dtype]
-        bad = np.abs(y - ref) > tol * np.maximum(scale, 1e-300)
-        assert not bad.any(), (f"{variant} {boundary} fill={fill}: first mismatch at {np.argwhere(bad)[0].tolist()}: "
-                               f"{y[bad][0]} vs {ref[bad][0]}")
-
-
-def _int64_corr(x, w, pad, out_hw, boundary, fill):
-    """Exact two's-complement reference: shift and add of the extended image in int64 (wraps mod 2^64, as the
-    uint64 kernel does)."""
-    (py, px), (Ho, Wo) = pad, out_hw
-    kH, kW = w.shape
-    widths = ((py, Ho + kH - 1 - x.shape[0] - py), (px, Wo + kW - 1 - x.shape[1] - px))
-    kw = {"constant_values": fill} if boundary == "fill" else {}
-    xe = np.pad(x, [(max(a, 0), max(b, 0)) for a, b in widths], mode=_NP_MODE[boundary], **kw)
-    xe = xe[max(-widths[0][0], 0):, max(-widths[1][0], 0):]
-    y = np.zeros((Ho, Wo), np.int64)
-    with np.errstate(over="ignore"):
-        for i in range(kH):
-            for j in range(kW):
-                y += w[i, j] * xe[i:i + Ho, j:j + Wo]
-    return y
-
-
-@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
-@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw",
-                         [pytest.param(*c, id=cid, marks=() if k % 3 == 0 else (pytest.mark.slow,))
-                          for k, (c, cid) in enumerate(_boundary_windows())])
-def test_exact_integer_naive_on_host(host_build, tmp_path, rng, boundary, H, W, kH, kW, pad, out_hw):
-    """uint64 naive (exact integer convolution), values near 2^62 whose products wrap: equal bit for bit the int64
-    shift-and-add of the extended image, every boundary (fill with 0 and a constant near -2^62)."""
-    x = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
-    w = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
-    exe = host_build(*_conv2d_build("naive", boundary=boundary))
-    fills = (0, int(rng.integers(-(2**62), -(2**61)))) if boundary == "fill" else (0,)
-    for fill in fills:
-        y = _generic_on_host(exe, tmp_path, "naive", np.uint64, x.view(np.uint64), w.view(np.uint64), pad, out_hw,
-                             fill % 2**64)
-        bad = y.view(np.int64) != _int64_corr(x, w, pad, out_hw, boundary, fill)
-        assert not bad.any(), f"{boundary} fill={fill}: first mismatch at {np.argwhere(bad)[0].tolist()}"
-
-
-@pytest.mark.parametrize("n", [1, 2, 3, 7])
-@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
-def test_extend_matches_numpy_pad(host_build, tmp_path, n, boundary):
-    """c2d_extend, the one boundary rule on the device, maps indices several periods out as numpy.pad extends
-    (fill: -1 outside, the constant's marker)."""
-    from sigconv.backends.cuda2d import BOUNDARIES
-
-    reach = 4 * n + 3
-    f = tmp_path / "ext.bin"
-    _emu_run([host_build(*_conv2d_build("naive")), "extend", n, BOUNDARIES[boundary], -reach, n + reach, f], "extend")
-    got = np.fromfile(f, np.int32)
-    kw = {"constant_values": -1} if boundary == "fill" else {}
-    assert got.tolist() == np.pad(np.arange(n), reach, mode=_NP_MODE[boundary], **kw).tolist()
-
-
 def test_shfl_applies_only_within_its_halos():
     from sigconv.backends.cuda2d import shfl_applies
 
@@ -1040,12 +895,13 @@ def _shfl_build(kH, kW, pad, rows, boundary="fill", **_):
                                     **_boundary_define(boundary)), "c++20"
 
 
-def _conv2d_build(variant, k=None, stride=None, pad=None, block=None, Cout=1, boundary="fill", **_):
+def _conv2d_build(variant, k, stride, pad, block, Cout, boundary="fill", **_):
     from sigconv.backends import cuda2d
 
-    defines = _boundary_define(boundary)
-    if variant not in GENERIC_VARIANTS:
-        defines.update(cuda2d.tiled_plan(block, k[0], k[1], stride, pad[1], Cout, variant == "prefetch")["defines"])
+    defines = {}
+    if variant != "shared":
+        defines = cuda2d.tiled_plan(block, k[0], k[1], stride, pad[1], Cout, variant == "prefetch")["defines"]
+        defines.update(_boundary_define(boundary))
     return "conv2d_harness.cpp", defines, "c++20"
 
 
@@ -1059,7 +915,4 @@ _KEYS = {
     "test_fused_boundaries_run_on_host": lambda **p: _build_key(*(_strip_build if p["kernel"] == "strip"
                                                                    else _shfl_build)(**p)),
     "test_tiled_boundaries_run_on_host": lambda **p: _build_key(*_conv2d_build(stride=(1, 1), Cout=1, **p)),
-    "test_generic_boundaries_run_on_host": lambda **p: _build_key(*_conv2d_build(**p)),
-    "test_exact_integer_naive_on_host": lambda **p: _build_key(*_conv2d_build("naive", **p)),
-    "test_extend_matches_numpy_pad": lambda **p: _build_key(*_conv2d_build("naive")),
 }

@@ -7,9 +7,10 @@ among its candidates until it has been timed on a GPU. Every launcher has the si
 ``launch_NAME(x, w, bias, stride, pad, out_hw, block=None, out=None)`` on C-contiguous cupy arrays; it owns
 its grid maths and refuses (``ValueError``) what its registry entry says it cannot run.
 
-Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): every variant compiles the boundary into
-its loads (``C2D_BOUNDARY``, one rule: ``c2d_extend`` in kernels/conv2d_common.cuh) and reads the extended image
-directly, in one pass; the fill constant is a kernel argument, so fill with any constant runs the zero-fill build.
+Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the variants in :data:`FUSED` compile the
+boundary into their loads (no second pass); the others run with zero padding, then :func:`launch_border`
+adds, at the outputs whose window leaves the image (:func:`border_bands`), the taps that fall outside it, read
+through the rule.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
@@ -26,8 +27,8 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import Conv2dJob, Variant, get as _get_variant, register
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
-           "launch_strip", "launch_shfl", "launch_separable", "separable_factors", "strip_applies", "shfl_applies",
-           "VARIANTS", "BOUNDARIES", "EXACT_DTYPE"]
+           "launch_strip", "launch_shfl", "launch_separable", "launch_border", "border_bands", "border_grid",
+           "separable_factors", "strip_applies", "shfl_applies", "VARIANTS", "BOUNDARIES", "FUSED", "EXACT_DTYPE"]
 
 _SRC = "conv2d.cu"
 _LIMITS = _kernels.constants()
@@ -56,6 +57,11 @@ VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separab
 _CODES = _kernels.constants("conv2d_common.cuh")
 #: Boundary rule name -> its code in kernels/conv2d_common.cuh (SIGCONV_BOUNDARY_*).
 BOUNDARIES = {b: _CODES[f"SIGCONV_BOUNDARY_{b.upper()}"] for b in ("fill", "wrap", "symm")}
+#: The variants whose kernels read the extended image themselves (C2D_BOUNDARY in kernels/conv2d_common.cuh):
+#: their launchers take ``boundary``/``fillvalue`` and need no border pass.
+FUSED = ("regblock", "prefetch", "strip", "shfl")
+#: Threads per block of the border pass.
+BORDER_BLOCK = 256
 #: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64); the
 #: variants that have a kernel for it.
 EXACT_DTYPE = "uint64"
@@ -159,17 +165,6 @@ def _check_boundary(boundary: str) -> None:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
 
 
-def _boundary_defines(boundary: str, x) -> dict:
-    """The #define that compiles ``boundary`` into a kernel's loads: none for fill (its constant is a kernel
-    argument); ``ValueError`` for an unknown rule, or wrap/symm of an empty image (nothing to repeat)."""
-    _check_boundary(boundary)
-    if boundary == "fill":
-        return {}
-    if x.shape[2] * x.shape[3] == 0:
-        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
-    return {"C2D_BOUNDARY": BOUNDARIES[boundary]}
-
-
 #: Registers are allocated to a warp in units of 256, 8 per thread (sm_70 and later): counts that round up to the
 #: same multiple of 8 give the same occupancy.
 _REG_UNIT = 8
@@ -188,50 +183,34 @@ def _reg_cap(device: int, kernel: str, defines: tuple) -> tuple:
 
 
 def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
-    """(the compiled module, the fill argument) of a specialised launcher's ``kernel`` (tiled, strip, shfl) for
-    ``boundary``.
+    """(the compiled module, the fill argument) of a fused launcher's ``kernel`` for ``boundary``.
 
     fill (any constant) runs the zero-fill build. A wrap or symm build is compiled to the occupancy of the
     zero-fill build (:func:`_reg_cap`): only the threads whose window leaves the image run its extra code, which
     would otherwise set the register count, and so the occupancy, of every thread (on an H200 the cap took
     strip's spectrogram 5x5 from 1.30 to 1.09 x the fill time, shfl's from 1.27 to 1.05 x)."""
-    extra = _boundary_defines(boundary, x)
-    if not extra:
+    _check_boundary(boundary)
+    if boundary == "fill":
         return _kernels.module(_SRC, defines), np.float32(fillvalue)
+    if x.shape[2] * x.shape[3] == 0:
+        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
     import cupy
 
     options = _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())))
-    return _kernels.module(_SRC, {**defines, **extra}, options=options), np.float32(fillvalue)
+    mod = _kernels.module(_SRC, {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}, options=options)
+    return mod, np.float32(fillvalue)
 
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
-# naive also for uint64; the other templates for the floating dtypes
-_GENERIC_NAMES = (tuple(f"conv2d_naive<{t}>" for t in _CTYPES.values())
+# naive and border also for uint64; the other templates for the floating dtypes
+_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border") for t in _CTYPES.values())
                   + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
                           for t in ("float", "double")))
 
 
-def _generic(kernel: str, dtype, boundary: str = "fill", x=None):
-    """The template kernel ``kernel`` for ``dtype``, built for ``boundary`` (x: the image, for
-    :func:`_boundary_defines`'s check). fill (any constant) runs the one module of every template; wrap and symm
-    each kernel from a build of its own (:func:`_generic_bounded`)."""
-    name = f"{kernel}<{_CTYPES[np.dtype(dtype)]}>"
-    if boundary == "fill":
-        return _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES).get_function(name)
-    import cupy
-
-    return _generic_bounded(cupy.cuda.Device().id, name, tuple(_boundary_defines(boundary, x).items()))
-
-
-@functools.lru_cache(maxsize=64)
-def _generic_bounded(device: int, name: str, defines: tuple):
-    """Template kernel ``name`` compiled with a boundary's ``defines``, held to the occupancy of its zero-fill
-    build, as :func:`_fused` holds the specialised kernels: the rule's code for the edge columns would otherwise
-    raise the register count of every thread (memoised per device)."""
-    regs = _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES).get_function(name).num_regs
-    mod = _kernels.module(_SRC, dict(defines), name_expressions=(name,),
-                          options=(f"--maxrregcount={occupancy_regs(regs)}",))
-    return mod.get_function(name)
+def _generic(kernel: str, dtype):
+    mod = _kernels.module(_SRC, {}, name_expressions=_GENERIC_NAMES)
+    return mod.get_function(f"{kernel}<{_CTYPES[np.dtype(dtype)]}>")
 
 
 def _set_smem(func, nbytes: int) -> None:
@@ -254,17 +233,15 @@ def _smem_limit() -> int:
 # ---------------------------------------------------------------------------------------- launchers
 
 
-def launch_naive(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
-    """One thread per output element (float32/float64; uint64: exact, sums wrap mod 2^64); ``boundary``/
-    ``fillvalue``: the extension of x (:data:`BOUNDARIES`), compiled into the loads as in every variant."""
+def launch_naive(x, w, bias, stride, pad, out_hw, block=None, out=None):
+    """One thread per output element (float32/float64; uint64: exact, sums wrap mod 2^64)."""
     bx, by = _checked("naive", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
-    f = _generic("conv2d_naive", x.dtype, boundary, x)
-    fill = _fill_scalar(fillvalue, x.dtype)
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
+    f = _generic("conv2d_naive", x.dtype)
     f(generic_grid(N * Cout, Ho, Wo, (bx, by)), (bx, by, 1),
-      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, stride[0], stride[1], pad[0], pad[1], Ho, Wo, hb) + (fill,))
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, stride[0], stride[1], pad[0], pad[1], Ho, Wo, hb))
     return y
 
 
@@ -287,9 +264,8 @@ def shared_geometry(block, kH: int, kW: int, stride, itemsize: int) -> tuple:
     return pitch, th * pitch * itemsize
 
 
-def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
-    """Input tile + halo per input channel in shared memory (float32/float64); boundaries as
-    :func:`launch_naive` (the tile holds the extended image)."""
+def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None):
+    """Input tile + halo per input channel in shared memory (float32/float64)."""
     bx, by = _checked("shared", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     sy, sx = stride
@@ -297,13 +273,12 @@ def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None, boundar
     if smem > _smem_limit():
         raise ValueError(f"block {bx}x{by} needs {smem} bytes of shared memory for a {kH}x{kW} kernel at stride "
                          f"{tuple(stride)}; pick a smaller block")
-    f = _generic("conv2d_shared", x.dtype, boundary, x)
-    fill = _fill_scalar(fillvalue, x.dtype)
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
+    f = _generic("conv2d_shared", x.dtype)
     _set_smem(f, smem)
     f(generic_grid(N * Cout, Ho, Wo, (bx, by)), (bx, by, 1),
-      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, sy, sx, pad[0], pad[1], Ho, Wo, hb, pitch) + (fill,),
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, sy, sx, pad[0], pad[1], Ho, Wo, hb, pitch),
       shared_mem=smem)
     return y
 
@@ -423,10 +398,8 @@ def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary=
     return y
 
 
-def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, factors=None, boundary="fill",
-                     fillvalue=0.0):
-    """Rank-1 kernels: a row pass into scratch, then a column pass (float32/float64); boundaries as
-    :func:`launch_naive` (the row pass reads the extended image; the column pass is the same for every rule)."""
+def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, factors=None):
+    """Rank-1 kernels: a row pass into scratch, then a column pass (float32/float64)."""
     bx, by = _checked("separable", x, w, stride, pad, out_hw, block)
     import cupy
 
@@ -446,19 +419,56 @@ def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, fact
     per_plane = Cin * Hn * Wo * x.dtype.itemsize  # scratch per (n, co) plane
     chunk = max(1, min(N * Cout, SEP_SCRATCH // max(per_plane, 1)))
     tmp = cupy.empty((chunk * Cin * Hn * Wo,), dtype=x.dtype)
-    frows = _generic("conv2d_sep_rows", x.dtype, boundary, x)
+    frows = _generic("conv2d_sep_rows", x.dtype)
     fcols = _generic("conv2d_sep_cols", x.dtype)
-    fill = _fill_scalar(fillvalue, x.dtype)
     for z0 in range(0, N * Cout, chunk):
         nz = min(chunk, N * Cout - z0)
         frows((math.ceil(Wo / bx), math.ceil(Hn / by), _grid_z(nz * Cin)), (bx, by, 1),
-              (x, vd, tmp) + _i32(z0, nz, Cin, H, W, Cout, kW, sx, pad[0], pad[1], Hn, Wo) + (fill,))
+              (x, vd, tmp) + _i32(z0, nz, Cin, H, W, Cout, kW, sx, pad[0], pad[1], Hn, Wo))
         fcols((math.ceil(Wo / bx), math.ceil(Ho / by), _grid_z(nz)), (bx, by, 1),
               (tmp, ud, b, y) + _i32(z0, nz, Cin, Cout, kH, sy, Hn, Ho, Wo, hb))
     return y
 
 
-# ---------------------------------------------------------------------------------------- boundaries
+# ------------------------------------------------------------------------------------------ border
+
+
+def border_bands(H: int, W: int, kH: int, kW: int, pad, out_hw) -> tuple:
+    """(top, bot, left, right, count) of the outputs whose window leaves the H x W image (stride 1).
+
+    Output r reads input rows r-py .. r-py+kH-1: inside the image iff py <= r <= H-kH+py. So rows r < top =
+    py and r >= bot = H-kH+1+py are border rows (all columns), and in the rows between the columns c < left = px
+    and c >= right = W-kW+1+px; each clamped to the output (bot >= top, right >= left: with a kernel larger than
+    the image every output is a border one). ``count`` is their number, the length of the kernel's enumeration
+    (c2d_border_rc in kernels/conv2d_common.cuh).
+    """
+    (py, px), (Ho, Wo) = (int(v) for v in pad), (int(v) for v in out_hw)
+    top = min(max(py, 0), Ho)
+    bot = min(max(H - kH + 1 + py, top), Ho)
+    left = min(max(px, 0), Wo)
+    right = min(max(W - kW + 1 + px, left), Wo)
+    count = (top + Ho - bot) * Wo + (bot - top) * (left + Wo - right)
+    return top, bot, left, right, count
+
+
+#: About one wave of threads on a large GPU (132 SMs x 2048): the border pass splits an element's taps over
+#: several lanes only while the threads of the whole pass still fit in it (more waves would chain the loads again).
+BORDER_WAVE_THREADS = 1 << 18
+
+
+def border_lanes(kH: int, kW: int, count: int) -> int:
+    """Lanes per border element of conv2d_border: 1 when the ``count`` elements alone fill the GPU, else the
+    largest power of two (up to 32, at least four taps a lane) that keeps the pass within one wave of threads."""
+    taps, g = int(kH) * int(kW), 1
+    while g < 32 and 4 * 2 * g <= taps and int(count) * 2 * g <= BORDER_WAVE_THREADS:
+        g *= 2
+    return g
+
+
+def border_grid(count: int, block: int = BORDER_BLOCK, lanes: int = 1) -> tuple:
+    """Grid of conv2d_border: ``lanes`` threads per border element, capped (the kernel's loop strides over the
+    rest)."""
+    return (max(1, min(-(-int(count) * int(lanes) // block), 65535)),)
 
 
 def _fill_scalar(fillvalue, dtype):
@@ -474,9 +484,39 @@ def _fill_scalar(fillvalue, dtype):
     return np.uint64(v % (1 << 64))
 
 
-def _boundary_applies(x, w, bias, stride) -> str | None:
-    """Why this job cannot take a boundary other than zero fill (one line), or None: SciPy's ``boundary`` is a
-    rule of one single-channel image."""
+@functools.lru_cache(maxsize=256)
+def _border_args(H: int, W: int, kH: int, kW: int, py: int, px: int, Ho: int, Wo: int, block: int) -> tuple:
+    """(grid, integer arguments, count) of a border pass; memoised, so that a repeated call costs a lookup (the
+    pass is short: its host work would otherwise show next to it)."""
+    top, bot, left, right, count = border_bands(H, W, kH, kW, (py, px), (Ho, Wo))
+    lanes = border_lanes(kH, kW, count)
+    return (border_grid(count, block, lanes), _i32(H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right)
+            + (np.int64(count),), count, np.int32(lanes))
+
+
+_BOUNDARY_ARG = {b: np.int32(code) for b, code in BOUNDARIES.items()}
+
+
+def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: int = BORDER_BLOCK):
+    """Turn ``y``, the zero-padded result of any variant, into the result under ``boundary`` ("fill" with
+    ``fillvalue``, "wrap", "symm"): add to each output whose window leaves the image the taps that fall outside
+    it, times the extended image (the second pass after naive, shared or separable). x (1, 1, H, W),
+    w (1, 1, kH, kW), y (1, 1, Ho, Wo), C-contiguous, one dtype (float32, float64, uint64); stride 1."""
+    _check_boundary(boundary)
+    H, W = x.shape[2:]
+    grid, iargs, count, lanes = _border_args(int(H), int(W), *(int(v) for v in w.shape[2:]), int(pad[0]), int(pad[1]),
+                                      *(int(v) for v in y.shape[2:]), int(block))
+    if count == 0:
+        return y
+    if H * W == 0:
+        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
+    _generic("conv2d_border", x.dtype)(grid, (block,), (x, w, y) + iargs
+                                       + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype), lanes))
+    return y
+
+
+def _border_applies(x, w, bias, stride) -> str | None:
+    """Why the border pass cannot follow this job (one line), or None: it handles one single-channel image."""
     N, Cin = int(x.shape[0]), int(x.shape[1])
     Cout = int(w.shape[0])
     if (N, Cin, Cout) != (1, 1, 1) or tuple(stride) != (1, 1) or bias is not None:
@@ -534,8 +574,9 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     w = cupy.ascontiguousarray(w, dtype=x.dtype)
     if bias is not None:
         bias = cupy.ascontiguousarray(bias, dtype=x.dtype)
-    if boundary != "fill" or fillvalue != 0:
-        why = _boundary_applies(x, w, bias, stride)
+    border = boundary != "fill" or fillvalue != 0
+    if border:
+        why = _border_applies(x, w, bias, stride)
         if why:
             what = "fill with a non-zero fillvalue" if boundary == "fill" else repr(boundary)
             raise ValueError(f"boundary {what} needs {why}")
@@ -545,8 +586,13 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     elif variant == "auto":
         variant, block = resolve_auto(x, w, bias, stride, pad, out_hw, separable, block, factors)
     run = _get_variant("conv2d", "cuda", variant).run
-    kw = {"factors": factors} if variant == "separable" and factors is not None else {}
-    return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue, **kw)
+    if variant in FUSED:  # the boundary compiled into the loads: one pass
+        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue)
+    if variant == "separable" and factors is not None:
+        y = run(x, w, bias, stride, pad, out_hw, block=block, out=out, factors=factors)
+    else:
+        y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
+    return launch_border(x, w, y, pad, boundary, fillvalue) if border else y
 
 
 # ------------------------------------------------------------------------------------------- registry

@@ -1,0 +1,81 @@
+// border_harness.cpp: runs kernels/conv2d.cu's boundary pass (conv2d_border, after conv2d_naive's zero-padded
+// pass) on the host, and its two index helpers from conv2d_common.cuh on their own.
+//   border_harness enum Ho Wo top bot left right count FILE_RC      int32 (r, c) of border elements 0..count-1
+//   border_harness extend n boundary lo hi FILE                     int32 c2d_extend(i, n, boundary), lo <= i < hi
+//   border_harness run DTYPE NGX NGY NBX NBY GX BX  H W kH kW py px Ho Wo top bot left right count boundary FILL
+//                      FILE_X FILE_W FILE_Y G
+// run: DTYPE f32, f64 or u64; conv2d_naive<T> on grid NGX x NGY of NBX x NBY blocks (NGX 0: skipped), then
+// conv2d_border<T> on GX blocks of BX threads with G lanes per border element (the launcher's cuda2d.border_grid
+// and border_lanes). Arrays raw, 256-byte aligned
+// and exactly as long as the data; FILE_Y is read first (poisoned by the test) and rewritten after the launch.
+#include "cuda_shim_threads.h"
+#include "conv2d.cu"
+#include "harness_io.h"
+
+#include <string>
+
+// The shared-memory kernels of conv2d.cu (not run here) refer to these; the border pass uses none.
+alignas(256) unsigned char smem_raw[16];
+alignas(256) float smem[4];
+
+static int save(const char* path, const void* p, size_t bytes) {
+    FILE* f = std::fopen(path, "wb");
+    if (!f || (bytes && std::fwrite(p, 1, bytes, f) != bytes)) return 2;  // (no outputs: an empty file)
+    std::fclose(f);
+    return 0;
+}
+
+template <typename T> static T parse_fill(const char* s);
+template <> float parse_fill<float>(const char* s) { return (float)std::strtod(s, nullptr); }
+template <> double parse_fill<double>(const char* s) { return std::strtod(s, nullptr); }
+template <> unsigned long long parse_fill<unsigned long long>(const char* s) { return std::strtoull(s, nullptr, 10); }
+
+template <typename T> static int run(char** a) {
+    auto I = [&](int k) { return std::atoi(a[k]); };
+    dim3 ng, nb, g, b;
+    ng.x = I(0); ng.y = I(1); nb.x = I(2); nb.y = I(3);
+    g.x = I(4); b.x = I(5);
+    const int H = I(6), W = I(7), kH = I(8), kW = I(9), py = I(10), px = I(11), Ho = I(12), Wo = I(13);
+    const int top = I(14), bot = I(15), left = I(16), right = I(17);
+    const i64 count = std::atoll(a[18]);
+    const int boundary = I(19);
+    const T fill = parse_fill<T>(a[20]);
+    T* x = load<T>(a[21], (size_t)H * W);
+    T* w = load<T>(a[22], (size_t)kH * kW);
+    T* y = load<T>(a[23], (size_t)Ho * Wo);
+    const int G = I(24);
+    if (ng.x) emu_launch(ng, nb, [&] { conv2d_naive<T>(x, w, x, y, 1, 1, H, W, 1, kH, kW, 1, 1, py, px, Ho, Wo, 0); });
+    // one host thread per device thread (the pass's lanes meet in xor shuffles)
+    emu_launch_threads(g, b, smem, sizeof(smem), 0, [&] {
+        conv2d_border<T>(x, w, y, H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right, count, boundary, fill, G);
+    });
+    const int rc = save(a[23], y, (size_t)Ho * Wo * sizeof(T));
+    std::free(x); std::free(w); std::free(y);
+    return rc;
+}
+
+int main(int argc, char** argv) {
+    const std::string op = argc > 1 ? argv[1] : "";
+    auto I = [&](int k) { return std::atoi(argv[k]); };
+    if (op == "enum" && argc == 10) {
+        const i64 count = std::atoll(argv[8]);
+        std::vector<int> rc(2 * (size_t)count);
+        for (i64 e = 0; e < count; ++e) c2d_border_rc(e, I(2), I(3), I(4), I(5), I(6), I(7), rc[2 * e], rc[2 * e + 1]);
+        return save(argv[9], rc.data(), rc.size() * sizeof(int));
+    }
+    if (op == "extend" && argc == 7) {
+        const int n = I(2), boundary = I(3);
+        const i64 lo = std::atoll(argv[4]), hi = std::atoll(argv[5]);
+        std::vector<int> out;
+        for (i64 i = lo; i < hi; ++i) out.push_back(c2d_extend(i, n, boundary));
+        return save(argv[6], out.data(), out.size() * sizeof(int));
+    }
+    if (op == "run" && argc == 28) {
+        const std::string dt = argv[2];
+        if (dt == "f32") return run<float>(argv + 3);
+        if (dt == "f64") return run<double>(argv + 3);
+        if (dt == "u64") return run<unsigned long long>(argv + 3);
+    }
+    std::fprintf(stderr, "border_harness: bad arguments (see the header comment)\n");
+    return 2;
+}
