@@ -3,6 +3,7 @@ variants appear disabled. Snapshot tests compare SVG screenshots (pytest-textual
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -438,7 +439,8 @@ def test_snapshot_latency_screen(snap_compare, size):
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_snapshot_error_panel(snap_compare, tmp_path, monkeypatch):
+@pytest.mark.parametrize("size", SNAP_SIZES)
+def test_snapshot_error_panel(snap_compare, tmp_path, monkeypatch, size):
     """Snapshot: the error panel after loading a broken file (a relative path, so the message is stable)."""
     monkeypatch.chdir(tmp_path)
     Path("broken.wav").write_bytes(b"not audio at all")
@@ -449,4 +451,33 @@ def test_snapshot_error_panel(snap_compare, tmp_path, monkeypatch):
         _no_blink(pilot)
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("dialog", ["save", "overwrite"])
+@pytest.mark.parametrize("size", SNAP_SIZES)
+def test_snapshot_dialogs(snap_compare, tmp_path, monkeypatch, size, dialog):
+    """Snapshot: the save dialog with its default path, and the overwrite question when that file exists
+    (the sample copied under a relative path, so both texts are stable)."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SAMPLES / "speech_noisy.wav", "speech_noisy.wav")
+    if dialog == "overwrite":
+        Path("speech_noisy.denoised.wav").write_bytes(b"keep me")
+    app = make_app("speech_noisy.wav", **FAST)
+
+    async def run_before(pilot):
+        await _settle(pilot.app, pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, PathScreen)
+        assert pilot.app.screen.query_one("#path-input").value == "speech_noisy.denoised.wav"
+        pilot.app.screen.query_one("#path-input").cursor_blink = False
+        if dialog == "overwrite":
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(pilot.app.screen, ConfirmScreen)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+    if dialog == "overwrite":
+        assert Path("speech_noisy.denoised.wav").read_bytes() == b"keep me"  # only asked, nothing written
