@@ -14,11 +14,24 @@ from textual.widgets import DirectoryTree, Label
 from .loading import is_viewable
 
 
+def shown(path: Path) -> str:
+    """``path`` as the browser shows it: under the home folder as ``~/...``, else in full."""
+    try:
+        rel = path.relative_to(Path.home())
+    except (ValueError, RuntimeError):  # not under home, or no home folder known
+        return str(path)
+    return "~" if rel == Path(".") else f"~/{rel.as_posix()}"
+
+
 class SignalTree(DirectoryTree):
     """Folders (not hidden ones) and the files sigconv reads."""
 
     def filter_paths(self, paths: Iterable[Path]) -> Iterable[Path]:
         return [p for p in paths if not p.name.startswith(".") and (p.is_dir() or is_viewable(p))]
+
+    async def watch_path(self) -> None:
+        await super().watch_path()  # (repopulates the tree, its root labelled by the tree)
+        self.root.set_label(shown(Path(self.path)))
 
 
 class FileBrowserScreen(ModalScreen[str | None]):
@@ -32,9 +45,12 @@ class FileBrowserScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="browser", classes="dialog"):
-            yield Label(f"Open: audio files and CSV sensor logs under {self.root}", id="browser-title")
+            yield Label(self._title(), id="browser-title")
             yield SignalTree(self.root, id="tree")
             yield Label("[dim]arrows: move  Enter: open/expand  Backspace: up  Esc: close[/dim]")
+
+    def _title(self) -> str:
+        return f"Open: audio files and CSV sensor logs under {shown(self.root)}"
 
     def on_mount(self) -> None:
         self.query_one(SignalTree).focus()
@@ -46,7 +62,7 @@ class FileBrowserScreen(ModalScreen[str | None]):
         tree = self.query_one(SignalTree)
         self.root = self.root.parent
         tree.path = self.root
-        self.query_one("#browser-title", Label).update(f"Open: audio files and CSV sensor logs under {self.root}")
+        self.query_one("#browser-title", Label).update(self._title())
 
     def action_close(self) -> None:
         self.dismiss(None)

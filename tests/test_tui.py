@@ -318,6 +318,64 @@ async def test_save_refuses_overwrite_without_confirmation(tmp_path, short_wav):
         assert not list(tmp_path.glob(".out.wav.*"))  # no temporary left behind
 
 
+async def _browser_listed(pilot, count: int):
+    """Wait until the open browser's tree lists ``count`` entries under its root (its folder loader is a worker
+    that never completes, so _settle does not apply)."""
+    from textual.widgets import DirectoryTree
+
+    tree = pilot.app.screen.query_one(DirectoryTree)
+    for _ in range(200):
+        if len(tree.root.children) == count:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+    return tree
+
+
+def _browser_folder(root: Path) -> None:
+    """A folder as a user has it: a recording, a sensor log, a text file, a hidden file and a subfolder."""
+    shutil.copy(SAMPLES / "speech_noisy.wav", root / "speech.wav")
+    shutil.copy(SAMPLES / "sensor_log.csv", root / "log.csv")
+    (root / "notes.txt").write_text("not a signal")
+    (root / ".hidden.wav").write_bytes(b"")
+    (root / "more").mkdir()
+
+
+@run_async
+async def test_file_browser_lists_signals_and_opens_one(tmp_path, monkeypatch):
+    """o opens the browser on the app's folder, shown under ~ for the home folder; it lists folders, audio and
+    CSV logs only (no text or hidden files); Backspace goes up a folder; Enter on a file loads it."""
+    from textual.widgets import DirectoryTree
+
+    from apps.file_browser import FileBrowserScreen
+
+    home = tmp_path / "home"
+    (home / "rec").mkdir(parents=True)
+    _browser_folder(home / "rec")
+    monkeypatch.setenv("HOME", str(home))
+    app = make_app(None, root=str(home / "rec"), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, FileBrowserScreen)
+        tree = await _browser_listed(pilot, 3)
+        assert str(tree.root.label) == "~/rec" and "under ~/rec" in str(screen.query_one("#browser-title").render())
+        assert sorted(str(n.label) for n in tree.root.children) == ["log.csv", "more", "speech.wav"]
+        await pilot.press("backspace")
+        await _browser_listed(pilot, 1)
+        assert str(tree.root.label) == "~" and "under ~" in str(screen.query_one("#browser-title").render())
+        assert [str(n.label) for n in tree.root.children] == ["rec"]
+        screen.action_up()  # above home: shown in full
+        await _browser_listed(pilot, 1)
+        assert str(tree.root.label) == str(tmp_path)
+        screen.dismiss(str(home / "rec" / "log.csv"))  # what Enter on a file does
+        await pilot.pause()
+        await app.workers.wait_for_complete([w for w in app.workers if w.group == "load"])
+        await pilot.pause()
+        assert app.signal is not None and app.signal.kind == "csv" and app.signal.path.name == "log.csv"
+
+
 @run_async
 async def test_export_latency_csv_and_markdown(tmp_path, short_wav):
     """The latency table exports as CSV and markdown with the same rows."""
@@ -450,6 +508,21 @@ def test_snapshot_error_panel(snap_compare, tmp_path, monkeypatch, size):
         await _settle(pilot.app, pilot)
         _no_blink(pilot)
         await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SNAP_SIZES)
+def test_snapshot_file_browser(snap_compare, tmp_path, monkeypatch, size):
+    """Snapshot: the file browser on a folder under the home folder (shown as ~): folders, audio and CSV logs."""
+    _browser_folder(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    app = make_app(None, root=str(tmp_path), **FAST)
+
+    async def run_before(pilot):
+        await pilot.press("o")
+        await pilot.pause()
+        await _browser_listed(pilot, 4)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
