@@ -344,7 +344,7 @@ def _browser_folder(root: Path) -> None:
 @run_async
 async def test_file_browser_lists_signals_and_opens_one(tmp_path, monkeypatch):
     """o opens the browser on the app's folder, shown under ~ for the home folder; it lists folders, audio and
-    CSV logs only (no text or hidden files); Backspace goes up a folder; Enter on a file loads it."""
+    CSV logs only (no text or hidden files); Enter on a file loads it; Backspace goes up a folder; Esc closes."""
     from textual.widgets import DirectoryTree
 
     from apps.file_browser import FileBrowserScreen
@@ -362,18 +362,27 @@ async def test_file_browser_lists_signals_and_opens_one(tmp_path, monkeypatch):
         tree = await _browser_listed(pilot, 3)
         assert str(tree.root.label) == "~/rec" and "under ~/rec" in str(screen.query_one("#browser-title").render())
         assert sorted(str(n.label) for n in tree.root.children) == ["log.csv", "more", "speech.wav"]
+        tree.cursor_line = next(n for n in tree.root.children if str(n.label) == "log.csv").line
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, FileBrowserScreen)
+        await app.workers.wait_for_complete([w for w in app.workers if w.group == "load"])
+        await pilot.pause()
+        assert app.signal is not None and app.signal.kind == "csv" and app.signal.path.name == "log.csv"
+        await pilot.press("o")  # again, from the same folder
+        await pilot.pause()
+        screen = app.screen
+        tree = await _browser_listed(pilot, 3)
         await pilot.press("backspace")
         await _browser_listed(pilot, 1)
         assert str(tree.root.label) == "~" and "under ~" in str(screen.query_one("#browser-title").render())
         assert [str(n.label) for n in tree.root.children] == ["rec"]
-        screen.action_up()  # above home: shown in full
+        await pilot.press("backspace")  # above home: shown in full
         await _browser_listed(pilot, 1)
         assert str(tree.root.label) == str(tmp_path)
-        screen.dismiss(str(home / "rec" / "log.csv"))  # what Enter on a file does
+        await pilot.press("escape")
         await pilot.pause()
-        await app.workers.wait_for_complete([w for w in app.workers if w.group == "load"])
-        await pilot.pause()
-        assert app.signal is not None and app.signal.kind == "csv" and app.signal.path.name == "log.csv"
+        assert not isinstance(app.screen, FileBrowserScreen) and app.signal.path.name == "log.csv"
 
 
 @run_async
