@@ -292,6 +292,13 @@ class SigconvApp(App):
         self.set_status(f"{msg.task} cancelled")
         self.notify(f"{msg.task} cancelled")
 
+    def cancel_running(self) -> None:
+        """Tell the running job (run, save) to stop, as ``x`` does; for the process's way out (SIGTERM or SIGHUP,
+        see ``sigconv.cli.tui.run_app``): its worker thread unwinds at its next block, a save through its atomic
+        output (the temporary file removed, nothing written). Safe from a signal handler: it sets an event."""
+        if self.busy and self.cancel_event is not None:
+            self.cancel_event.set()
+
     def action_cancel(self) -> None:
         if not self.busy:
             self.set_status("nothing to cancel")

@@ -125,3 +125,29 @@ def test_cancel_leaves_no_output(tmp_path, rng):
         filter_file(probe(src), tmp_path / "out.wav", lambda i, s: CPUFileFilter(np.ones(3) / 3, 1, s),
                     progress=progress, cancel=cancel, block_frames=1000)
     assert [p.name for p in tmp_path.iterdir()] == ["in.wav"]
+
+
+def test_cancel_while_the_writer_drains_leaves_no_output(tmp_path, rng):
+    """A cancel after the last block is filtered, while the writer still has queued blocks to write (a slow
+    disk), stops the run too: no output, no temporary file."""
+    src = write_audio(tmp_path / "in.wav", 0.1 * rng.standard_normal((4000, 1)))
+    cancel = threading.Event()
+    filtered = []
+
+    class Counted(CPUFileFilter):
+        def process(self, block):
+            filtered.append(block.shape[0])
+            return super().process(block)
+
+    def progress(done):  # the writer's callback: it waits until every block is filtered, then cancels
+        for _ in range(500):
+            if sum(filtered) == 4000:
+                break
+            threading.Event().wait(0.01)
+        cancel.set()
+
+    with pytest.raises(KeyboardInterrupt):
+        filter_file(probe(src), tmp_path / "out.wav", lambda i, s: Counted(np.ones(3) / 3, 1, s),
+                    progress=progress, cancel=cancel, block_frames=1000)
+    assert sum(filtered) == 4000  # the cancel came after the filtering, in the writer's drain
+    assert [p.name for p in tmp_path.iterdir()] == ["in.wav"]

@@ -345,8 +345,6 @@ def _browser_folder(root: Path) -> None:
 async def test_file_browser_lists_signals_and_opens_one(tmp_path, monkeypatch):
     """o opens the browser on the app's folder, shown under ~ for the home folder; it lists folders, audio and
     CSV logs only (no text or hidden files); Enter on a file loads it; Backspace goes up a folder; Esc closes."""
-    from textual.widgets import DirectoryTree
-
     from apps.file_browser import FileBrowserScreen
 
     home = tmp_path / "home"
@@ -383,6 +381,74 @@ async def test_file_browser_lists_signals_and_opens_one(tmp_path, monkeypatch):
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, FileBrowserScreen) and app.signal.path.name == "log.csv"
+
+
+#: The TUI as `sigconv tui` runs it (sigconv.cli's stop signals around cli.tui.run_app), headless, saving a
+#: recording whose progress callback is slowed so that the save is still writing when the test stops the process.
+_SAVE_THEN_WAIT = """
+import sys, time
+from pathlib import Path
+sys.path[:0] = [{root!r}]
+from sigconv import cli
+from sigconv.cli import tui
+tui.apps_package()
+from apps.app import make_app
+
+app = make_app({src!r}, backend="cpu")
+app._progress = lambda task: (lambda f: time.sleep(0.1))  # a slow disk: each block of the save takes 100 ms
+
+async def pilot(p):
+    await app.workers.wait_for_complete()
+    await p.pause()
+    app._save(Path({out!r}), False)
+    print("saving", flush=True)
+    while True:
+        await p.pause(0.1)
+
+with cli._stop_signals():
+    try:
+        tui.run_app(app, headless=True, auto_pilot=pilot)
+    except KeyboardInterrupt as exc:
+        print("stopped by", exc.signum, flush=True)
+        sys.exit(128 + exc.signum)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM: POSIX")
+def test_sigterm_while_saving_leaves_no_output(tmp_path, rng):
+    """SIGTERM while the TUI saves a recording: the process stops within seconds, the save is cancelled through
+    its atomic output: no temporary file left, and no output file either (not a finished one after the stop)."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    src = write_audio(tmp_path / "long.wav", 0.1 * rng.standard_normal((48000 * 90, 2)), fs=48000)  # 17 blocks
+    out = tmp_path / "long.denoised.wav"
+    driver = tmp_path / "drive.py"
+    driver.write_text(_SAVE_THEN_WAIT.format(root=str(Path(__file__).resolve().parents[1]), src=str(src),
+                                             out=str(out)))
+    env = {**os.environ, "SIGCONV_DISABLE_CUDA": "1"}
+    p = subprocess.Popen([sys.executable, str(driver)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=env)
+    try:
+        assert p.stdout.readline().strip() == "saving"
+        deadline = time.monotonic() + 30
+        while not list(tmp_path.glob(".long.denoised.wav.*.part")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(tmp_path.glob(".long.denoised.wav.*.part")), "the save never started writing"
+        p.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        rest, _ = p.communicate(timeout=30)
+        stopped_in = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + signal.SIGTERM, rest
+    assert "stopped by 15" in rest
+    assert stopped_in < 5, f"took {stopped_in:.1f} s to stop"
+    assert not out.exists(), "the save finished after the stop"
+    assert not list(tmp_path.glob(".long.denoised.wav.*")), "a temporary output was left behind"
 
 
 @run_async

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from pathlib import Path
 
-__all__ = ["add_tui_arguments", "run_tui", "apps_package"]
+__all__ = ["add_tui_arguments", "run_tui", "run_app", "apps_package"]
 
 
 def apps_package():
@@ -40,5 +41,24 @@ def run_tui(args: argparse.Namespace) -> int:
     if args.file is not None and not Path(args.file).exists():
         print(f"sigconv: error: {args.file}: no such file", file=sys.stderr)
         return 1
-    make_app(args.file, backend=args.backend, root=args.root).run()
+    run_app(make_app(args.file, backend=args.backend, root=args.root))
     return 0
+
+
+def run_app(app, **run_kw) -> None:
+    """Run the TUI ``app`` (``run_kw``: Textual's ``App.run`` keywords) with its running job cancelled on SIGTERM
+    and SIGHUP, ahead of the handler already there (``sigconv.cli`` raises ``sigconv.Terminated``). The job runs
+    in a worker thread that the event loop waits for on its way out, so without the cancel a save in progress
+    would finish after the stop; cancelled, it leaves no output (its atomic output removes the temporary file)."""
+    chained = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        before = signal.getsignal(signum) if signum is not None else None
+        if callable(before):  # (SIG_DFL ends the process outright; SIG_IGN keeps it running: nothing to add)
+            chained[signum] = before
+            signal.signal(signum, lambda s, f, before=before: (app.cancel_running(), before(s, f)))
+    try:
+        app.run(**run_kw)
+    finally:
+        for signum, before in chained.items():
+            signal.signal(signum, before)

@@ -336,7 +336,12 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
             if y.shape[0]:
                 if not put(q_out, y):
                     break
-        threads[1].join()
+        while True:  # the writer drains the last blocks; a cancel until it is done still stops the run
+            threads[1].join(timeout=0.1)
+            if cancel is not None and cancel.is_set():
+                raise KeyboardInterrupt
+            if not threads[1].is_alive():
+                break
         if errors:
             raise errors[0]
     except BaseException:
