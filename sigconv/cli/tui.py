@@ -7,6 +7,7 @@ import argparse
 import importlib
 import signal
 import sys
+import threading
 from pathlib import Path
 
 __all__ = ["add_tui_arguments", "run_tui", "run_app", "apps_package"]
@@ -51,7 +52,7 @@ def run_app(app, **run_kw) -> None:
     in a worker thread that the event loop waits for on its way out, so without the cancel a save in progress
     would finish after the stop; cancelled, it leaves no output (its atomic output removes the temporary file)."""
     chained = {}
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in ("SIGTERM", "SIGHUP") if threading.current_thread() is threading.main_thread() else ():
         signum = getattr(signal, name, None)
         before = signal.getsignal(signum) if signum is not None else None
         if callable(before):  # (SIG_DFL ends the process outright; SIG_IGN keeps it running: nothing to add)
