@@ -292,6 +292,23 @@ class SigconvApp(App):
         self.set_status(f"{msg.task} cancelled")
         self.notify(f"{msg.task} cancelled")
 
+    async def action_quit(self) -> None:
+        """q: quit; while a job runs, ask first. Yes cancels it (a save leaves no output) and quits (the process
+        ends once its worker thread has let go); No keeps it running."""
+        if not self.busy:
+            self.exit()
+            return
+        task = self.busy
+
+        def answer(yes: Optional[bool]) -> None:
+            if yes:
+                self.cancel_running()
+                self.exit()
+            else:
+                self.set_status(f"still {task}: not quitting")
+
+        self.push_screen(ConfirmScreen(f"{task} is running. Cancel it and quit?"), answer)
+
     def cancel_running(self) -> None:
         """Tell the running job (run, save) to stop, as ``x`` does; for the process's way out (SIGTERM or SIGHUP,
         see ``sigconv.cli.tui.run_app``): its worker thread unwinds at its next block, a save through its atomic

@@ -452,6 +452,49 @@ def test_sigterm_while_saving_leaves_no_output(tmp_path, rng):
 
 
 @run_async
+async def test_quit_when_idle_exits_at_once():
+    app = make_app(None, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running and not isinstance(app.screen, ConfirmScreen)
+
+
+def test_quit_while_saving_asks_and_cancels(tmp_path, rng):
+    """q during a save asks first: n keeps it saving; q then y cancels it and quits, and no output (nor a
+    temporary file) is left once the app has ended."""
+    import asyncio
+    import time
+
+    src = write_audio(tmp_path / "long.wav", 0.1 * rng.standard_normal((48000 * 90, 2)), fs=48000)
+    out = tmp_path / "long.denoised.wav"
+    app = make_app(str(src), **FAST)
+    app._progress = lambda task: (lambda f: time.sleep(0.1))  # a slow disk: each block of the save takes 100 ms
+
+    async def drive():
+        async with app.run_test(size=SIZE) as pilot:
+            await _settle(app, pilot)
+            app._save(out, False)
+            await pilot.pause()
+            assert app.busy == "saving"
+            await pilot.press("q")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen) and "saving is running" in app.screen.question
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.busy == "saving" and app.is_running and "not quitting" in app.status_text
+            await pilot.press("q")
+            await pilot.pause()
+            await pilot.press("y")
+            await pilot.pause()
+            assert not app.is_running
+
+    asyncio.run(drive())  # (returns once the save's worker thread has let go)
+    assert not out.exists(), "the save finished after quitting"
+    assert not list(tmp_path.glob(".long.denoised.wav.*")), "a temporary output was left behind"
+
+
+@run_async
 async def test_export_latency_csv_and_markdown(tmp_path, short_wav):
     """The latency table exports as CSV and markdown with the same rows."""
     app = make_app(str(short_wav), **FAST)
