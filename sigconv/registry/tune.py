@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 from sigconv._core.blocks import as_block
+from sigconv._core.cache import cache_dir
 
 __all__ = ["pick", "cache_path", "clear_memo", "enabled", "WARMUP", "REPS"]
 
@@ -35,12 +36,7 @@ _LOCK = threading.Lock()
 
 def cache_path() -> Path:
     """Where the winners are stored (the folder may not exist yet)."""
-    d = os.environ.get("SIGCONV_CACHE_DIR")
-    if d:
-        return Path(d) / "autotune.json"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "sigconv" / "autotune.json"
+    return cache_dir() / "autotune.json"
 
 
 def clear_memo() -> None:
