@@ -16,7 +16,7 @@ from sigconv._core.devices import cuda_reason, resolve_backend
 from sigconv._core.errors import InputError, OutputError, Terminated, raise_terminated
 from sigconv.engine.design import design_fir, design_notch
 from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, default_band, default_rule, signal_kind
-from sigconv.engine.spectral import spectral_denoise
+from sigconv.engine.spectral import gate_stage_times, spectral_denoise
 from sigconv.engine.stream import FIRStream
 from sigconv.registry.table import variants
 
@@ -50,6 +50,7 @@ __all__ = [
     "design_notch",
     "FIRStream",
     "spectral_denoise",
+    "gate_stage_times",
     "variants",
     "KernelChoice",
     "FirSpec",

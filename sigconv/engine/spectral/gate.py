@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 
 import numpy as np
@@ -46,8 +48,8 @@ from sigconv.engine.ops import corr2d
 from sigconv.engine.spectral import noise
 from sigconv.engine.spectral.noise import RAYLEIGH_MEAN_DB, RAYLEIGH_STD_DB
 
-__all__ = ["Gate", "HostOps", "array_getter", "ARRAY_CHUNK", "FRAME_BUDGET", "POWER_FLOOR", "CPU_CHUNK",
-           "SPECTRAL_BUDGET"]
+__all__ = ["Gate", "HostOps", "StageClock", "array_getter", "ARRAY_CHUNK", "FRAME_BUDGET", "POWER_FLOOR", "CPU_CHUNK",
+           "SPECTRAL_BUDGET", "STAGES"]
 
 #: Power floor (relative to full scale) before taking dB: -160 dB.
 POWER_FLOOR = 1e-16
@@ -83,6 +85,55 @@ FRAME_BUDGET = {"cpu": 1 << 23, "cuda": 1 << 26}
 #: Most memory (bytes) the gate's spectrogram-sized arrays may take at once (also bounded by the memory free):
 #: the defaults need a few hundred MB at most; a hop of 1 or a rate in GHz would need terabytes.
 SPECTRAL_BUDGET = 2 << 30
+
+
+#: The stages of one chunk (:meth:`Gate.run_range`), in order: framing, window and forward FFT (with the cells'
+#: power); the raw gate mask; its smoothing (the 2-D convolution); the gain on the spectra; the inverse FFT; the
+#: weighted overlap-add.
+STAGES = ("frames+rfft", "mask", "smooth", "gain", "irfft", "overlap-add")
+
+
+def _untimed(stage):
+    return nullcontext()
+
+
+class StageClock:
+    """A ``timer`` for :meth:`Gate.run_range`: ``with clock(stage): ...`` times the block, with a pair of CUDA
+    events on the current stream (cuda: nothing waits for the device until :meth:`times`) or ``perf_counter``
+    (cpu, where every stage is done when it returns)."""
+
+    def __init__(self, backend: str):
+        self.cuda = backend == "cuda"
+        self.marks = []  # (stage, start, end): events on cuda, seconds on the cpu
+
+    @contextmanager
+    def __call__(self, stage):
+        if self.cuda:
+            import cupy
+
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            yield
+            end.record()
+        else:
+            start = time.perf_counter()
+            yield
+            end = time.perf_counter()
+        self.marks.append((stage, start, end))
+
+    def times(self) -> dict:
+        """Milliseconds per stage (a stage timed twice: the sum); on cuda, waits for the last event first."""
+        out = {}
+        if self.cuda and self.marks:
+            import cupy
+
+            self.marks[-1][2].synchronize()
+            for stage, a, b in self.marks:
+                out[stage] = out.get(stage, 0.0) + float(cupy.cuda.get_elapsed_time(a, b))
+            return out
+        for stage, a, b in self.marks:
+            out[stage] = out.get(stage, 0.0) + (b - a) * 1e3
+        return out
 
 
 def _QUIET():
@@ -579,29 +630,52 @@ class Gate:
 
     # ---------------------------------------------------------------- chunk
 
-    def run_range(self, get, a, b):
+    def run_range(self, get, a, b, timer=None):
         """Output samples [a, b) (0 <= a < b <= L); ``get(lo, hi)`` returns (C, hi - lo) input samples on the
-        backend (zeros outside [0, L))."""
+        backend (zeros outside [0, L)). ``timer(stage)``, a context manager around each of :data:`STAGES`
+        (:class:`StageClock`), times them; None: untimed."""
         with _QUIET():  # in the thread that runs the chunk (NumPy's error state is per thread)
-            return self._run_range(get, a, b)
+            return self._run_range(get, a, b, timer or _untimed)
 
-    def _run_range(self, get, a, b):
+    def _run_range(self, get, a, b, timer):
         H, N, T = self.H, self.N, self.T
         tA = (a + self.P - N) // H + 1  # first frame with s_t + N > a
         tB = (b - 1 + self.P) // H  # last frame with s_t <= b - 1
         g0, g1 = max(0, tA - self.r_s), min(T - 1, tB + self.r_s)  # raw masks needed
         f0, f1 = max(0, g0 - self.r_f), min(T - 1, g1 + self.r_f)  # spectra needed
         nfr = f1 - f0 + 1
-        S, pw = self.frame_power(get(self.s(f0), self.s(f1) + N), nfr)
-        raw, strong = self.raw_mask(pw)
+        with timer("frames+rfft"):
+            S, pw = self.frame_power(get(self.s(f0), self.s(f1) + N), nfr)
+        with timer("mask"):
+            raw, strong = self.raw_mask(pw)
         del pw
-        m = self.smooth(raw[:, g0 - f0:g1 - f0 + 1], (g0 - (tA - self.r_s)), (tB + self.r_s) - g1)  # [tA, tB]
+        with timer("smooth"):
+            m = self.smooth(raw[:, g0 - f0:g1 - f0 + 1], (g0 - (tA - self.r_s)), (tB + self.r_s) - g1)  # [tA, tB]
         del raw
-        st = strong[:, tA - f0:tB - f0 + 1] if strong is not None else None
-        Sg = self.ops.apply_gain(S[:, tA - f0:tB - f0 + 1], m, st, self.prop)
+        with timer("gain"):
+            st = strong[:, tA - f0:tB - f0 + 1] if strong is not None else None
+            Sg = self.ops.apply_gain(S[:, tA - f0:tB - f0 + 1], m, st, self.prop)
         del S, m, strong, st
+        with timer("irfft"):
+            y = self._irfft(Sg)
+        del Sg
         # weighted overlap-add of the frames [tA, tB], in a local buffer that starts at s_tA
-        return self.ops.overlap_add(self._irfft(Sg), self.w, self.inv_wsum, a - self.s(tA), b - a)
+        with timer("overlap-add"):
+            return self.ops.overlap_add(y, self.w, self.inv_wsum, a - self.s(tA), b - a)
+
+    def stage_times(self, get, a, b, reps=10, warmup=2):
+        """Median ms of each of :data:`STAGES` and of the whole range (``"chunk"``) over ``reps`` runs of
+        :meth:`run_range` on [a, b), after ``warmup`` runs: CUDA events on cuda, ``perf_counter`` on the cpu
+        (:class:`StageClock`). The statistics (threshold) must be set, as for :meth:`run_range`."""
+        reps, warmup = _check_int(reps, "reps", 1), _check_int(warmup, "warmup", 0)
+        runs = []
+        for i in range(warmup + reps):
+            clock = StageClock(self.backend)
+            with clock("chunk"):
+                self.run_range(get, a, b, timer=clock)
+            if i >= warmup:
+                runs.append(clock.times())
+        return {k: float(np.median([r[k] for r in runs])) for k in (*STAGES, "chunk")}
 
     def ranges(self, a, b):
         """[a, b) cut into the chunks :meth:`run` computes one at a time (a task each on the cpu's threads)."""
