@@ -9,18 +9,20 @@
 # needs the noisereduce, tqdm and joblib wheels), profile (Nsight Compute on benchmarks/profile_kernels.py:
 # occupancy, achieved bandwidth and stall reasons of the kernels that missed a target), batch
 # (benchmarks/batch_bench.py, GPU modes, on a machine with GPUs), boundary (benchmarks/boundary2d.py: the 2-D
-# boundaries fill/wrap/symm against fill(0) per variant; BOUNDARY_ARGS for its options).
-# "all" and no argument run the first six; the last five only when named.
+# boundaries fill/wrap/symm against fill(0) per variant; BOUNDARY_ARGS for its options), tuilatency
+# (benchmarks/tui_latency.py: the TUI's latency table on cuda for a sample and a synthetic stereo WAV, band-pass
+# and spectral gate, as markdown in $OUT; TUI_LATENCY_ARGS for its options).
+# "all" and no argument run the first six; the last six only when named.
 # Run from the repository root with sigconv importable (PYTHONPATH) and $OUT an existing folder; the
 # results land directly in $OUT (at most 8 files come back from the device machine):
 #   gpu_check.log, tests.xml, sanitize.log, conv1d-*.json/.md, conv2d-*.json/.md, denoise_vs_sox-*.json,
 #   extras.log (fftstages, profile and the spectral, batch and boundary benchmarks' output), spectral-*.json,
-#   batch_*.json, boundary2d-*.json/.md
+#   batch_*.json, boundary2d-*.json/.md, tui-latency-*.md
 # Time: GPU_CHECK_BUDGET seconds in all (default 540) shared among the chosen stages by weight; a
 # stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
 # T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
 # stages still run; the exit status is non-zero if any stage failed. A compact summary comes last.
-# Other knobs: PYTEST_ARGS (default "-n 12" with pytest-xdist, else -x), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py,
+# Other knobs: PYTEST_ARGS (default "-n 12" with pytest-xdist, else -x), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py tests/test_tui_latency.py,
 # those that exist), E2E_DURATION (seconds of audio, default 3600), BENCH1D_ARGS / BENCH2D_ARGS
 # (extra options for sigconv bench).
 
@@ -38,14 +40,14 @@ export PYTHONUNBUFFERED=1
 PY="${PYTHON:-python3}"
 
 ALL="info tests sanitize bench1d bench2d e2e"
-EXTRA="fftstages spectral profile batch boundary"
+EXTRA="fftstages spectral profile batch boundary tuilatency"
 REQ="${*:-${STAGES:-$ALL}}"
 SEL=""
 for s in $REQ; do
   case "$s" in
     all) SEL="$SEL $ALL" ;;
     bench) SEL="$SEL bench1d bench2d" ;;
-    info|tests|sanitize|bench1d|bench2d|e2e|fftstages|spectral|profile|batch|boundary) SEL="$SEL $s" ;;
+    info|tests|sanitize|bench1d|bench2d|e2e|fftstages|spectral|profile|batch|boundary|tuilatency) SEL="$SEL $s" ;;
     *) echo "gpu_check: unknown stage '$s' (stages: $ALL $EXTRA, bench, all)"; exit 2 ;;
   esac
 done
@@ -56,7 +58,8 @@ for s in $ALL $EXTRA; do
 done
 
 weight() { case "$1" in info) echo 1 ;; tests) echo 8 ;; sanitize) echo 3 ;; bench1d) echo 5 ;; bench2d) echo 4 ;; e2e) echo 3 ;;
-  fftstages) echo 1 ;; spectral) echo 3 ;; profile) echo 2 ;; batch) echo 3 ;; boundary) echo 2 ;; esac; }
+  fftstages) echo 1 ;; spectral) echo 3 ;; profile) echo 2 ;; batch) echo 3 ;; boundary) echo 2 ;; tuilatency) echo 3 ;;
+  esac; }
 BUDGET="${GPU_CHECK_BUDGET:-540}"
 T0=$(date +%s)
 
@@ -117,7 +120,7 @@ if "$PY" -c "import xdist" >/dev/null 2>&1; then DEFAULT_PYTEST_ARGS="-n 12 -p n
 
 stage_tests() {
   local T="$1" files="" f rc=0 end
-  for f in ${TEST_FILES:-tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py}; do
+  for f in ${TEST_FILES:-tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py tests/test_tui_latency.py}; do
     [ -f "$f" ] && files="$files $f"
   done
   if [ -z "$files" ]; then echo "no GPU test files found"; NOTE[tests]="no test files"; return 1; fi
@@ -254,6 +257,14 @@ stage_boundary() {
   local T="$1"
   echo "===== boundary =====" | extras
   timeout -k 10 "$T" "$PY" benchmarks/boundary2d.py --out "$OUT" ${BOUNDARY_ARGS:-} 2>&1 | tee "$WORK/boundary.log" | extras
+  return "${PIPESTATUS[0]}"
+}
+
+stage_tuilatency() {
+  local T="$1"
+  echo "===== tuilatency =====" | extras
+  # markdown only: four tables, so that $OUT stays within 8 files (add --formats md csv when run alone)
+  timeout -k 10 "$T" "$PY" benchmarks/tui_latency.py --out "$OUT" --formats md ${TUI_LATENCY_ARGS:-} 2>&1 | extras
   return "${PIPESTATUS[0]}"
 }
 
