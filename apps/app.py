@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
+from rich.markup import escape
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -24,10 +26,12 @@ from .latency import Latency, export_latency, measure_latency
 from .latency_view import LatencyView
 from .loading import Signal, load_signal
 from .messages import (FileLoaded, JobCancelled, JobFailed, LatencyReady, LoadFailed, Progress, RunFinished, Saved,
-                       SettingsChanged)
+                       SettingsChanged, ViewReady)
+from .overview import Cancelled as OverviewCancelled
 from .running import (CancelledError, RunResult, Settings, check_choice, check_output, default_output, filter_rule,
                       fit_band, run_filter, save_output)
 from .signal_view import SignalView
+from .viewport import READ_LIMIT, ZOOM, Viewport, window_view
 
 TABS = ("kernel", "signal", "latency")
 
@@ -44,6 +48,12 @@ class SigconvApp(App):
         Binding("s", "save", "Save"),
         Binding("e", "export", "Export"),
         Binding("t", "next_tab", "Tab"),
+        # the signal view's window (its keys are named there: the footer keeps to what fits in 80 columns)
+        Binding("plus,equals_sign", "zoom(2)", "Zoom in", show=False),
+        Binding("minus", "zoom(0.5)", "Zoom out", show=False),
+        Binding("left_square_bracket", "pan(-0.5)", "Pan left", show=False),
+        Binding("right_square_bracket", "pan(0.5)", "Pan right", show=False),
+        Binding("0", "view_whole", "Whole file", show=False),
         Binding("escape", "dismiss_error", "Dismiss", show=False),
         Binding("q", "quit", "Quit"),
     ]
@@ -68,6 +78,8 @@ class SigconvApp(App):
         self.cancel_event = threading.Event()
         self.busy: Optional[str] = None  # task running now
         self.status_text = ""
+        self.viewport: Optional[Viewport] = None  # the signal view's window
+        self._scratch: Optional[tempfile.TemporaryDirectory] = None  # runs of a recording write their file there
 
     # ------------------------------------------------------------------ layout
 
@@ -101,7 +113,7 @@ class SigconvApp(App):
 
     def set_status(self, text: str) -> None:
         self.status_text = text
-        self.query_one("#status", Static).update(text)
+        self.query_one("#status", Static).update(escape(text))
 
     def show_error(self, title: str, message: str) -> None:
         self.query_one(ErrorPanel).show_error(title, message)
@@ -134,7 +146,10 @@ class SigconvApp(App):
     @work(thread=True, exclusive=True, group="load")
     def _load_worker(self, path: str) -> None:
         try:
-            self.post_message(FileLoaded(load_signal(path)))
+            self.post_message(FileLoaded(load_signal(path, progress=self._progress("loading"),
+                                                     cancel=self.cancel_event)))
+        except OverviewCancelled:
+            self.post_message(JobCancelled("loading"))
         except sigconv.InputError as exc:
             self.post_message(LoadFailed(path, str(exc)))
         except Exception as exc:  # noqa: BLE001 (anything else: one line, app stays up)
@@ -143,9 +158,11 @@ class SigconvApp(App):
     def on_file_loaded(self, msg: FileLoaded) -> None:
         self.busy = None
         sig = msg.signal
-        self.signal, self.result, self.latency = sig, None, None
+        self._drop_result()
+        self.signal, self.latency = sig, None
+        self.viewport = Viewport.whole(sig.frames)
         self.query_one(ErrorPanel).clear()
-        self.query_one("#file-info", Static).update(sig.summary())
+        self.query_one("#file-info", Static).update(escape(sig.summary()))
         s = fit_band(self.settings, sig.fs)
         if s != self.settings:
             self.settings = s
@@ -153,6 +170,7 @@ class SigconvApp(App):
             for name in ("low", "high", "notch"):
                 panel.set_value(name, getattr(s, name))
         self.query_one(SignalView).show_signal(sig)
+        self._update_view()
         self.query_one("#progress", ProgressBar).update(progress=1.0)
         self.set_status(f"loaded {sig.path.name}; {filter_rule(self.settings, sig.fs)}")
 
@@ -242,13 +260,13 @@ class SigconvApp(App):
             return
         if self._start("filtering"):
             self.query_one(ErrorPanel).clear()
-            self._run_worker(self.signal, self.settings, self.cancel_event)
+            self._run_worker(self.signal, self.settings, self.cancel_event, self._span())
 
     @work(thread=True, exclusive=True, group="run")
-    def _run_worker(self, sig, s, cancel) -> None:
+    def _run_worker(self, sig, s, cancel, span) -> None:
         try:
-            res = run_filter(sig, s, progress=self._progress("filtering"), cancel=cancel,
-                             chunk_frames=self.chunk_frames, chunk_delay=self.chunk_delay)
+            res = run_filter(sig, s, scratch=self.scratch_dir(), span=span, progress=self._progress("filtering"),
+                             cancel=cancel, chunk_frames=self.chunk_frames, chunk_delay=self.chunk_delay)
             self.post_message(RunFinished(res))
             self.post_message(Progress("timing", 0.0))
             lat = self.measure(sig, s, cancel=cancel, **self.latency_opts)
@@ -267,9 +285,12 @@ class SigconvApp(App):
                 self.set_status("timing every variant and block (x to cancel)...")
 
     def on_run_finished(self, msg: RunFinished) -> None:
+        if self.result is not None and self.result.output is not None and self.result.output != msg.result.output:
+            self.result.output.unlink(missing_ok=True)
         self.result = msg.result
         if self.signal is not None:
             self.query_one(SignalView).show_result(self.signal, msg.result)
+            self._update_view()
         self.set_status(f"filtered: {msg.result.desc}; timing...")
 
     def on_latency_ready(self, msg: LatencyReady) -> None:
@@ -283,7 +304,8 @@ class SigconvApp(App):
                         + (f"; fastest {fastest.short_label}" if fastest else ""))
 
     def on_job_failed(self, msg: JobFailed) -> None:
-        self.busy = None
+        if msg.task != "view":  # a window that could not be read stops nothing
+            self.busy = None
         self.show_error(f"{msg.task} failed", msg.error)
 
     def on_job_cancelled(self, msg: JobCancelled) -> None:
@@ -359,12 +381,13 @@ class SigconvApp(App):
 
     def _save(self, out: Path, overwrite: bool) -> None:
         if self._start("saving"):
-            self._save_worker(self.signal, self.settings, out, overwrite, self.result, self.cancel_event)
+            self._save_worker(self.signal, self.settings, out, overwrite, self.result, self.cancel_event,
+                              self._span())
 
     @work(thread=True, exclusive=True, group="save")
-    def _save_worker(self, sig, s, out, overwrite, result, cancel) -> None:
+    def _save_worker(self, sig, s, out, overwrite, result, cancel, span) -> None:
         try:
-            msg = save_output(sig, s, out, overwrite=overwrite, result=result,
+            msg = save_output(sig, s, out, overwrite=overwrite, result=result, span=span,
                               progress=self._progress("saving"), cancel=cancel)
             self.post_message(Saved(msg))
         except CancelledError:
@@ -404,6 +427,69 @@ class SigconvApp(App):
                              lambda yes: write(True) if yes else self.set_status(f"not exported: {out} kept"))
         else:
             write(False)
+
+    # ------------------------------------------------------------------ the signal view's window
+
+    def _span(self) -> Optional[tuple]:
+        """The frames a 2-D smoothing run takes: the window's first READ_LIMIT."""
+        if self.viewport is None:
+            return None
+        vp = self.viewport
+        return vp.start, min(vp.stop, vp.start + READ_LIMIT)
+
+    def action_zoom(self, factor: float) -> None:
+        self._move(lambda vp: vp.zoomed(factor), "zoom in" if factor > 1 else "zoom out")
+
+    def action_pan(self, fraction: float) -> None:
+        self._move(lambda vp: vp.panned(fraction), "pan")
+
+    def action_view_whole(self) -> None:
+        self._move(lambda vp: Viewport.whole(vp.frames), "show the whole file")
+
+    def _move(self, how: Callable[[Viewport], Viewport], what: str) -> None:
+        if self.signal is None or self.viewport is None:
+            self.refuse("load a file first (o)")
+            return
+        self.query_one(TabbedContent).active = "signal"
+        vp = how(self.viewport)
+        if vp == self.viewport:
+            self.set_status(f"cannot {what}: the window is {self.viewport.describe(self.signal.fs)}")
+            return
+        self.viewport = vp
+        self.set_status(f"window {vp.describe(self.signal.fs)}")
+        self._update_view()
+
+    def _update_view(self) -> None:
+        if self.signal is None or self.viewport is None:
+            return
+        after = self.result.after if self.result is not None else None
+        self._view_worker(self.signal, self.viewport, after)
+
+    @work(thread=True, exclusive=True, group="view")
+    def _view_worker(self, sig, vp, after) -> None:
+        try:
+            self.post_message(ViewReady(sig, window_view(sig, vp, after)))
+        except sigconv.InputError as exc:
+            self.post_message(JobFailed("view", str(exc).splitlines()[0]))
+
+    def on_view_ready(self, msg: ViewReady) -> None:
+        if msg.signal is self.signal and msg.view.viewport == self.viewport:
+            self.query_one(SignalView).show_window(msg.signal, msg.view, self.result)
+
+    def scratch_dir(self) -> Path:
+        """A private folder for the runs' filtered files (removed when the app exits)."""
+        if self._scratch is None:  # (also removed at interpreter exit, whatever the way out)
+            self._scratch = tempfile.TemporaryDirectory(prefix="sigconv-tui-", ignore_cleanup_errors=True)
+        return Path(self._scratch.name)
+
+    def _drop_result(self) -> None:
+        if self.result is not None and self.result.output is not None:
+            self.result.output.unlink(missing_ok=True)
+        self.result = None
+
+    def on_unmount(self) -> None:
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     # ------------------------------------------------------------------ misc
 

@@ -148,14 +148,14 @@ def measure_latency(sig: Signal, s: Settings, *, budget: float = 0.2, reps: int 
     op = s.op
     if op == "conv1d":
         taps, _ = design(s, sig.fs) if s.method != "spectral" else (gauss_kernel(s.smooth)[0], "")
-        x = sig.data[:, :max(max_frames, 4 * taps.size)]  # at least a few filter lengths
+        x = sig.read(0, max(max_frames, 4 * taps.size))  # at least a few filter lengths
         # the loaded data as it is: on a log with a large offset (accel_z ~ 9.8) under a band-pass, the
         # bench's check accepts float32 results that are within the rounding of their terms
         if taps.size > x.shape[1]:
             raise ValueError(f"the filter ({taps.size} taps) is longer than the signal ({x.shape[1]} frames)")
         case = signal_case_1d(x, taps)
     else:
-        case = signal_case_2d(spectrogram(sig.data[0, :max_frames]), s.smooth)
+        case = signal_case_2d(spectrogram(sig.read(0, max_frames)[0]), s.smooth)
     gpu_ok = sigconv.cuda_reason() is None
 
     def variants_for(be):
@@ -174,7 +174,7 @@ def measure_latency(sig: Signal, s: Settings, *, budget: float = 0.2, reps: int 
                   device={be: name for be, name in (("cuda", meta.get("cuda")), ("cpu", cpu_name())) if name},
                   copy=copy)
     if s.method == "spectral":
-        x = sig.data[:, :max_frames]  # the chunk the gate's stages are timed on
+        x = sig.read(0, max_frames)  # the chunk the gate's stages are timed on
         lat.rows += gate_stage_rows(x, sig.fs, s, reps=max(1, min(reps, 20)))
         lat.stage_case = f"C={x.shape[0]} L={x.shape[1]} at {sig.fs:g} Hz"
         if should_stop():

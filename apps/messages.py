@@ -78,3 +78,11 @@ class PathChosen(Message):
     """The file browser chose ``path`` to load."""
 
     path: str
+
+
+@dataclass
+class ViewReady(Message):
+    """The signal view's window was read; ``view`` is an ``apps.viewport.WindowView`` of ``signal``."""
+
+    signal: Any
+    view: Any

@@ -9,6 +9,7 @@ threads.
 from __future__ import annotations
 
 import csv
+import os
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -19,7 +20,8 @@ import numpy as np
 
 import sigconv
 
-from .loading import Signal
+from . import overview as _overview
+from .loading import Signal, array_signal, audio_signal
 
 #: How the TUI's user fixes an output problem (its dialogs, not the command line's options).
 TUI_HINTS = sigconv.OutputHints(overwrite="confirm to overwrite", rename="choose another name")
@@ -196,12 +198,17 @@ def freq_response(taps: np.ndarray, fs: float, n: int = 512):
 
 @dataclass
 class RunResult:
-    before: np.ndarray  # (C, L) or (F, T)
-    after: np.ndarray
+    """A finished run. FIR and spectral gate: ``after``, the filtered signal (a recording's is the file
+    :attr:`output`, written by the engine and read on demand; a log's sits in memory). 2-D smoothing: the
+    spectrogram of channel 0 over frames ``span`` before and after."""
+
     desc: str
+    after: Optional[Signal] = None
+    output: Optional[Path] = None
     taps: Optional[np.ndarray] = None
-    spec_before: Optional[np.ndarray] = None  # (F, T) of channel 0
+    spec_before: Optional[np.ndarray] = None  # (F, T), 2-D smoothing
     spec_after: Optional[np.ndarray] = None
+    span: tuple = (0, 0)  # frames smoothed (2-D)
     seconds: float = 0.0
     settings: Optional[Settings] = None
 
@@ -211,14 +218,17 @@ def _check_cancel(cancel: Optional[threading.Event]) -> None:
         raise CancelledError
 
 
-def run_filter(sig: Signal, s: Settings, *, progress: Optional[Callable[[float], None]] = None,
-               cancel: Optional[threading.Event] = None, chunk_frames: int = 1 << 16,
-               chunk_delay: float = 0.0) -> RunResult:
-    """Filter the loaded signal in memory with the chosen backend/variant/block.
+def run_filter(sig: Signal, s: Settings, *, scratch: Optional[Path] = None, span: Optional[tuple] = None,
+               progress: Optional[Callable[[float], None]] = None, cancel: Optional[threading.Event] = None,
+               chunk_frames: int = 1 << 16, chunk_delay: float = 0.0) -> RunResult:
+    """Filter the loaded signal with the chosen backend/variant/block.
 
-    1-D FIR: ``sigconv.FIRStream`` chunk by chunk (progress and cancel between chunks), centred to
-    zero phase as ``sigconv denoise`` does. 2-D: the spectrogram of channel 0 smoothed by a k x k
-    Gaussian with ``sigconv.correlate2d``. Spectral gate: ``sigconv.spectral_denoise`` per channel.
+    A recording (FIR or spectral gate): the whole file streams through ``sigconv.prepare_denoise``, the engine of
+    ``sigconv denoise``, into a file in the folder ``scratch`` (progress and cancel per block; ``chunk_delay``
+    seconds of pause after each, for tests), which the views then read. A sensor log: in memory, 1-D FIR through
+    ``sigconv.FIRStream`` chunk by chunk (``chunk_frames``), centred to zero phase as ``sigconv denoise`` does;
+    the gate through ``sigconv.spectral_denoise`` per channel. 2-D: the spectrogram of channel 0 over the frames
+    ``span`` (a, b) smoothed by a k x k Gaussian with ``sigconv.correlate2d``.
     """
     progress = progress or (lambda f: None)
     why = check_choice(s)
@@ -226,28 +236,29 @@ def run_filter(sig: Signal, s: Settings, *, progress: Optional[Callable[[float],
         raise ValueError(why)
     t0 = time.perf_counter()
     k = s.kernel
-    if s.method == "spectral":
-        g = s.gate
-        out = []
-        for c in range(sig.channels):
-            _check_cancel(cancel)
-            y = sigconv.spectral_denoise(sig.data[c], sig.fs, prop_decrease=g.strength, backend=k.backend,
-                                         variant=k.variant, block=k.block)
-            out.append(np.asarray(y, dtype=np.float32))
-            progress((c + 1) / sig.channels)
-        after = np.stack(out)
-        return RunResult(sig.data, after, f"spectral gate, strength {g.strength:g}",
-                         spec_before=spectrogram(sig.data[0]), spec_after=spectrogram(after[0]),
-                         seconds=time.perf_counter() - t0, settings=s)
-    if s.dimension == "2d":
-        S = spectrogram(sig.data[0])
+    if s.dimension == "2d" and s.method != "spectral":
+        a, b = span if span is not None else (0, sig.frames)
+        S = spectrogram(sig.read(a, b)[0])
         progress(0.3)
         _check_cancel(cancel)
         Y = np.asarray(sigconv.correlate2d(S, gauss_kernel(s.smooth), "same", backend=k.backend,
                                            variant=k.variant, block=k.block))
         progress(1.0)
-        return RunResult(S, Y, f"spectrogram smoothing, {s.smooth}x{s.smooth} Gaussian", spec_before=S,
-                         spec_after=Y, seconds=time.perf_counter() - t0, settings=s)
+        return RunResult(f"spectrogram smoothing, {s.smooth}x{s.smooth} Gaussian", spec_before=S, spec_after=Y,
+                         span=(a, b), seconds=time.perf_counter() - t0, settings=s)
+    if sig.values is None:
+        return _run_file(sig, s, scratch, progress, cancel, chunk_delay, t0)
+    if s.method == "spectral":
+        g = s.gate
+        out = []
+        for c in range(sig.channels):
+            _check_cancel(cancel)
+            y = sigconv.spectral_denoise(sig.values[c], sig.fs, prop_decrease=g.strength, backend=k.backend,
+                                         variant=k.variant, block=k.block)
+            out.append(np.asarray(y, dtype=np.float32))
+            progress((c + 1) / sig.channels)
+        return RunResult(f"spectral gate, strength {g.strength:g}", after=array_signal(sig, np.stack(out)),
+                         seconds=time.perf_counter() - t0, settings=s)
     taps, desc = design(s, sig.fs)
     if taps.size > sig.frames:
         raise ValueError(f"the filter ({taps.size} taps) is longer than the signal ({sig.frames} frames); "
@@ -259,14 +270,49 @@ def run_filter(sig: Signal, s: Settings, *, progress: Optional[Callable[[float],
     L = sig.frames
     for a in range(0, L, chunk_frames):
         _check_cancel(cancel)
-        parts.append(np.asarray(st.process(sig.data[:, a:a + chunk_frames])))
+        parts.append(np.asarray(st.process(sig.values[:, a:a + chunk_frames])))
         progress(min(1.0, (a + chunk_frames) / L))
         if chunk_delay:
             time.sleep(chunk_delay)
     parts.append(np.asarray(st.flush()).reshape(sig.channels, -1))
     y = np.concatenate(parts, axis=1)[:, delay:delay + L]
-    return RunResult(sig.data, np.ascontiguousarray(y, dtype=np.float32), desc, taps=taps,
-                     spec_before=spectrogram(sig.data[0]), spec_after=spectrogram(y[0]),
+    return RunResult(desc, after=array_signal(sig, y), taps=taps, seconds=time.perf_counter() - t0, settings=s)
+
+
+#: Share of a recording's run's progress bar for the filtering (the rest: the output's overview).
+FILTER_SHARE = 0.9
+
+
+def scratch_output(sig: Signal, scratch: Path) -> Path:
+    """Where a run of the recording ``sig`` writes its filtered file in the folder ``scratch``."""
+    return Path(scratch) / f"{sig.path.stem}.filtered{sig.path.suffix}"
+
+
+def _run_file(sig, s, scratch, progress, cancel, chunk_delay, t0) -> RunResult:
+    if scratch is None:
+        raise ValueError("a recording is filtered into a file: give a scratch folder")
+    out = scratch_output(sig, scratch)
+    job = sigconv.prepare_denoise(sig.path, out, method="spectral" if s.method == "spectral" else "fir",
+                                  fir=s.fir, gate=s.gate, kernel=s.kernel, overwrite=True, hints=TUI_HINTS)
+    frames = max(1, job.info.frames)
+
+    def done(n):
+        progress(FILTER_SHARE * n / frames)
+        if chunk_delay:
+            time.sleep(chunk_delay)
+
+    try:
+        job.run(progress=done, cancel=cancel)
+    except KeyboardInterrupt:
+        raise CancelledError from None
+    taps, desc = design(s, sig.fs) if s.method != "spectral" else (None, job.description)
+    info = sigconv.probe(out)
+    try:
+        ov = _overview.compute(info, progress=lambda f: progress(FILTER_SHARE + (1 - FILTER_SHARE) * f),
+                               cancel=cancel)
+    except _overview.Cancelled:
+        raise CancelledError from None
+    return RunResult(desc, after=audio_signal(info, ov), output=out, taps=taps,
                      seconds=time.perf_counter() - t0, settings=s)
 
 
@@ -285,32 +331,42 @@ def check_output(sig: Signal, out: Path, *, overwrite: bool = True) -> None:
 
 
 def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, result: Optional[RunResult] = None,
-                progress: Optional[Callable[[float], None]] = None,
+                span: Optional[tuple] = None, progress: Optional[Callable[[float], None]] = None,
                 cancel: Optional[threading.Event] = None) -> str:
-    """Write the filtered output; returns a one-line summary.
+    """Write the filtered output; returns a one-line summary. Everything goes through ``sigconv.atomic_output``:
+    a cancel or an error leaves no output.
 
-    Audio: ``sigconv.prepare_denoise`` (the whole file, streamed, atomic). CSV logs: the in-memory result
-    with the timestamp column. 2-D smoothing: the smoothed spectrogram as .npy. Both through
-    ``sigconv.atomic_output``.
+    A recording: the run's file when ``result`` is a finished run of these settings (copied, block by block),
+    else ``sigconv.prepare_denoise`` (the whole file, streamed). A sensor log: the in-memory result with the
+    timestamp column. 2-D smoothing: the smoothed spectrogram of the frames ``span`` (the result's) as .npy.
     """
     out = Path(out)
+    fresh = result is not None and result.settings == s
     if s.dimension == "2d" and s.method != "spectral":
         check_output(sig, out, overwrite=overwrite)
-        if result is None or result.spec_after is None or result.settings != s:
-            result = run_filter(sig, s, cancel=cancel)
+        if not fresh or result.spec_after is None or (span is not None and tuple(span) != result.span):
+            result = run_filter(sig, s, span=span, cancel=cancel)
+        a, b = result.span
         with sigconv.atomic_output(out) as tmp, open(tmp, "wb") as f:
-            np.save(f, result.after)
-        return f"wrote {out} (smoothed spectrogram {result.after.shape[0]}x{result.after.shape[1]})"
+            np.save(f, result.spec_after)
+        return (f"wrote {out} (smoothed spectrogram {result.spec_after.shape[0]}x{result.spec_after.shape[1]}, "
+                f"frames {a}-{b})")
     if sig.kind == "csv":
         check_output(sig, out, overwrite=overwrite)
-        if result is None or result.settings != s or result.after.shape != sig.data.shape:
+        if not fresh or result.after is None:
             result = run_filter(sig, s, cancel=cancel, progress=progress)
+        y = result.after.read()
         with sigconv.atomic_output(out) as tmp, open(tmp, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow([sig.time_name, *sig.names])
             for i in range(sig.frames):
-                w.writerow([repr(float(sig.timestamps[i])), *(f"{v:.9g}" for v in result.after[:, i])])
+                w.writerow([repr(float(sig.timestamps[i])), *(f"{v:.9g}" for v in y[:, i])])
         return f"wrote {out} ({sig.frames} rows, {sig.channels} channels; {result.desc})"
+    if fresh and result.output is not None and result.output.is_file():
+        check_output(sig, out, overwrite=overwrite)
+        _copy(result.output, out, progress, cancel)
+        return (f"wrote {out}: {sig.duration:.2f} s, {result.desc}; backend {s.backend} "
+                f"(the run's output, {result.seconds:.2f} s)")
     job = sigconv.prepare_denoise(sig.path, out, method="spectral" if s.method == "spectral" else "fir",
                                   fir=s.fir, gate=s.gate, kernel=s.kernel, overwrite=overwrite,
                                   hints=TUI_HINTS)
@@ -322,3 +378,29 @@ def save_output(sig: Signal, s: Settings, out, *, overwrite: bool = False, resul
         raise CancelledError from None
     return (f"wrote {out}: {info.duration:.2f} s, {job.description}; backend {job.kernel.backend} "
             f"(variant {res.variant}); {res.clipped} samples clipped")
+
+
+#: Bytes per step of a copy (progress and cancel between steps).
+COPY_STEP = 8 << 20
+
+
+def _copy(src: Path, out: Path, progress, cancel) -> None:
+    """``src`` to ``out`` through ``sigconv.atomic_output`` (synced before the rename); CancelledError leaves
+    nothing."""
+    total = max(1, src.stat().st_size)
+    with sigconv.atomic_output(out) as tmp, open(src, "rb") as fi, open(tmp, "wb") as fo:
+        done = 0
+        while True:
+            _check_cancel(cancel)
+            chunk = fi.read(COPY_STEP)
+            if not chunk:
+                break
+            try:
+                fo.write(chunk)
+            except OSError as exc:
+                raise sigconv.OutputError(f"{out}: write failed ({exc.strerror})") from None
+            done += len(chunk)
+            if progress is not None:
+                progress(done / total)
+        fo.flush()
+        os.fsync(fo.fileno())

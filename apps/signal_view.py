@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from rich.color import Color
+from rich.markup import escape
 from rich.segment import Segment
 from rich.style import Style
 from textual.app import ComposeResult
@@ -14,17 +15,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from .running import freq_response, spectrogram
-
-
-def downsample_minmax(y: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(t index, min, max) envelopes of ``y`` in ``n`` bins, for drawing a long waveform in a terminal."""
-    y = np.asarray(y)
-    n = max(1, min(n, y.size))
-    edges = np.linspace(0, y.size, n + 1).astype(int)
-    lo = np.minimum.reduceat(y, edges[:-1])
-    hi = np.maximum.reduceat(y, edges[:-1])
-    return edges[:-1], lo, hi
+from .running import freq_response
+from .viewport import clock
 
 
 def downsample_2d(S: np.ndarray, rows: int, cols: int) -> np.ndarray:
@@ -95,51 +87,87 @@ class Spectrogram(Widget):
 
 
 class SignalView(VerticalScroll):
-    """Everything about the loaded signal and the last run, one panel under the other (scroll with the arrows)."""
+    """Everything about the loaded signal and the last run, one panel under the other (scroll with the arrows):
+    the whole file's envelope with the visible window marked, the window's waveform and spectrograms before and
+    after filtering, and the filter's frequency response."""
 
     def compose(self) -> ComposeResult:
         yield Static("Load a file (o) and run (r) to see the signal before and after filtering.", id="signal-note")
+        yield PlotextPlot(id="overview")
         yield PlotextPlot(id="wave")
         yield Spectrogram("spectrogram before", id="spec-before")
         yield Spectrogram("spectrogram after", id="spec-after")
         yield PlotextPlot(id="response")
 
     def on_mount(self) -> None:
-        for pid in ("wave", "response"):
-            p = self.query_one(f"#{pid}", PlotextPlot)
-            p.plt.title("waveform" if pid == "wave" else "frequency response")
+        for pid, title in (("overview", "whole file"), ("wave", "waveform"), ("response", "frequency response")):
+            self.query_one(f"#{pid}", PlotextPlot).plt.title(title)
 
     def show_signal(self, sig) -> None:
-        self.query_one("#signal-note", Static).update(sig.summary())
-        self._wave(sig.data[0], None, sig.fs)
-        S = spectrogram(sig.data[0])
-        self.query_one("#spec-before", Spectrogram).set_data(S)
+        """A new signal: its summary; the window's plots follow (:meth:`show_window`)."""
+        self.query_one("#signal-note", Static).update(escape(sig.summary()))
         self.query_one("#spec-after", Spectrogram).set_data(None)
         self._response(None, sig.fs)
 
     def show_result(self, sig, res) -> None:
-        self.query_one("#signal-note", Static).update(f"{sig.summary()}\n{res.desc}")
-        if res.before.shape == sig.data.shape:
-            self._wave(res.before[0], res.after[0], sig.fs)
-        before = self.query_one("#spec-before", Spectrogram)
-        before.set_data(res.spec_before)
-        self.query_one("#spec-after", Spectrogram).set_data(res.spec_after, before.range)
+        """A finished run: its description and filter response; a 2-D run's spectrograms (of the frames it
+        smoothed). The window's after-traces of a 1-D run follow with :meth:`show_window`."""
+        self.result_desc = res.desc
         self._response(res.taps, sig.fs, res.settings.edges if res.settings is not None else ())
+        if res.spec_after is not None:
+            before = self.query_one("#spec-before", Spectrogram)
+            before.set_data(res.spec_before)
+            self.query_one("#spec-after", Spectrogram).set_data(res.spec_after, before.range)
+            a, b = res.span
+            before.border_title = f"spectrogram before, {clock(a / sig.fs)}-{clock(b / sig.fs)}"
 
-    def _wave(self, before, after, fs: float) -> None:
+    def show_window(self, sig, wv, res=None) -> None:
+        """Draw the window ``wv`` (an ``apps.viewport.WindowView``): the overview with the window marked, the
+        window's waveform before/after and its spectrograms (unless ``res`` is a 2-D run, whose spectrograms
+        stay)."""
+        vp = wv.viewport
+        how = "" if wv.before.exact else " (from the overview)"
+        lines = [escape(sig.summary()), f"window: {vp.describe(sig.fs)}{how}"]
+        if res is not None:
+            lines.append(escape(res.desc))
+        self.query_one("#signal-note", Static).update("\n".join(lines))
+        self._overview(wv, sig.fs)
+        self._wave(wv.before, wv.after)
+        if res is None or res.spec_after is None:
+            before = self.query_one("#spec-before", Spectrogram)
+            before.border_title = "spectrogram before" + ("" if wv.before.exact else " (sampled)")
+            before.set_data(wv.before.spec)
+            after = self.query_one("#spec-after", Spectrogram)
+            after.set_data(wv.after.spec if wv.after is not None else None, before.range)
+
+    def _overview(self, wv, fs: float) -> None:
+        p = self.query_one("#overview", PlotextPlot)
+        plt = p.plt
+        plt.clear_data()
+        plt.clear_figure()
+        tr = wv.overview
+        t = tr.t.tolist()
+        plt.plot(t, tr.hi.tolist(), color="gray", marker="braille")
+        plt.plot(t, tr.lo.tolist(), color="gray", marker="braille")
+        vp = wv.viewport
+        if not vp.is_whole:
+            for x in (vp.start / fs, vp.stop / fs):
+                plt.vline(float(x), color="red")
+        plt.title("whole file  (+/- zoom, [ ] pan, 0 all)")
+        p.refresh()
+
+    def _wave(self, before, after) -> None:
         p = self.query_one("#wave", PlotextPlot)
         plt = p.plt
         plt.clear_data()
         plt.clear_figure()
-        n = 200
-        for y, label, colour in ((before, "before", "gray"), (after, "after", "cyan")):
-            if y is None:
+        for tr, label, colour in ((before, "before", "gray"), (after, "after", "cyan")):
+            if tr is None:
                 continue
-            idx, lo, hi = downsample_minmax(y, n)
-            t = (idx / fs).tolist()
-            plt.plot(t, hi.tolist(), label=label, color=colour, marker="braille")
-            plt.plot(t, lo.tolist(), color=colour, marker="braille")
-        plt.title("waveform (min/max envelope), channel 0")
+            t = tr.t.tolist()
+            plt.plot(t, tr.hi.tolist(), label=label, color=colour, marker="braille")
+            plt.plot(t, tr.lo.tolist(), color=colour, marker="braille")
+        plt.title("the window, channel 0 (min/max)")
         plt.xlabel("s")
         p.refresh()
 

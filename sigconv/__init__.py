@@ -12,6 +12,7 @@ from sigconv._version import __version__
 from sigconv._api import apply_fir, convolve, convolve2d, correlate, correlate2d
 from sigconv._conv2d import conv2d
 from sigconv._core.blocks import format_block, parse_block
+from sigconv._core.cache import cache_dir
 from sigconv._core.devices import cuda_reason, resolve_backend
 from sigconv._core.errors import InputError, OutputError, Terminated, raise_terminated
 from sigconv.engine.design import design_fir, design_notch
@@ -67,6 +68,7 @@ __all__ = [
     "resolve_backend",
     "format_block",
     "parse_block",
+    "cache_dir",
     *_LAZY,
 ]
 

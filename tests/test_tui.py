@@ -103,7 +103,8 @@ async def test_load_choose_run_latency(short_wav):
         await pilot.press("tab")  # leave the list so "r" reaches the app
         await pilot.press("r")
         await _settle(app, pilot)
-        assert app.result is not None and app.result.after.shape == app.signal.data.shape
+        after = app.result.after
+        assert (after.channels, after.frames) == (app.signal.channels, app.signal.frames)
         impls = {(r.impl, r.backend) for r in app.latency.rows if r.ms}
         assert ("scipy", "cpu") in impls and ("sigconv:fft", "cpu") in impls
         chosen = [r for r in app.latency.rows if r.chosen]
@@ -117,17 +118,22 @@ async def test_load_choose_run_latency(short_wav):
 
 
 @run_async
-async def test_filter_matches_cli_engine(short_wav):
-    """The run's output equals sigconv.apply_fir with the CLI's taps (zero phase), so the UI filters what the CLI filters."""
-    app = make_app(str(short_wav), **FAST, chunk_frames=1000)
+async def test_filter_matches_cli_engine(tmp_path, short_wav):
+    """A recording's run is the engine of `sigconv denoise`: its file is byte for byte what prepare_denoise writes,
+    and equals sigconv.apply_fir with the CLI's taps (zero phase) within half an LSB of PCM_16."""
+    app = make_app(str(short_wav), **FAST)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot)
         await pilot.press("r")
         await _settle(app, pilot)
         res = app.result
-        ref = sigconv.apply_fir(app.signal.data.astype(np.float64), res.taps, backend="cpu")
-        err = np.linalg.norm(res.after - ref) / np.linalg.norm(ref)
-        assert err < 1e-5, err
+        assert res.output.parent == app.scratch_dir() and res.output.parent != short_wav.parent
+        cli = tmp_path / "cli.wav"
+        sigconv.prepare_denoise(short_wav, cli, kernel=sigconv.KernelChoice(backend="cpu")).run()
+        assert res.output.read_bytes() == cli.read_bytes()
+        ref = sigconv.apply_fir(app.signal.read().astype(np.float64), res.taps, backend="cpu")
+        err = np.abs(res.after.read() - ref).max()
+        assert err <= 0.5 / 32768 + 1e-6, err
 
 
 @run_async
@@ -249,7 +255,7 @@ async def test_csv_sensor_log_loads_and_filters():
         assert "the default band-pass 0.5-40 Hz for sensor logs (rates below 8000 Hz)" in app.status_text
         await pilot.press("r")
         await _settle(app, pilot)
-        assert app.result.after.shape == sig.data.shape and app.latency is not None
+        assert app.result.after.read().shape == sig.values.shape and app.latency is not None
         batch_taps, batch_desc = taps_for(sigconv.FirSpec(), sig.fs)
         assert np.array_equal(app.result.taps, batch_taps)
         assert "[default for sensor logs" in app.result.desc and "[default for sensor logs" in batch_desc
@@ -277,9 +283,10 @@ def test_one_default_filter_rule_for_every_front_end(tmp_path):
 
 @run_async
 async def test_cancel_stops_the_run(tmp_path, rng):
-    """x cancels a running filter: no result, the status says cancelled and the app is idle again."""
-    path = write_audio(tmp_path / "long.wav", 0.1 * rng.standard_normal((48000 * 4, 2)), fs=48000)
-    app = make_app(str(path), **FAST, chunk_frames=2048, chunk_delay=0.05)
+    """x cancels a running filter: no result, no file left in the scratch folder, the status says cancelled and
+    the app is idle again."""
+    path = write_audio(tmp_path / "long.wav", 0.1 * rng.standard_normal((48000 * 30, 2)), fs=48000)
+    app = make_app(str(path), **FAST, chunk_delay=0.2)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot)
         await pilot.press("r")
@@ -288,6 +295,7 @@ async def test_cancel_stops_the_run(tmp_path, rng):
         await _settle(app, pilot)
         assert app.result is None and app.busy is None, (app.status_text, app.busy)
         assert "cancelled" in app.status_text
+        assert not list(app.scratch_dir().iterdir())
 
 
 @run_async
@@ -585,14 +593,17 @@ def test_snapshot_kernel_screen(snap_compare, size):
 
 @pytest.mark.parametrize("size", SNAP_SIZES)
 def test_snapshot_signal_screen(snap_compare, size):
-    """Snapshot: the signal view (waveform, spectrograms, frequency response) after a run."""
+    """Snapshot: the signal view after a run, zoomed in once: the whole file with the window marked, the window's
+    waveform and spectrograms before and after, the frequency response below (scrolled to)."""
     app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
 
     async def run_before(pilot):
         await _settle(pilot.app, pilot)
         await pilot.press("r")
         await _settle(pilot.app, pilot)
-        pilot.app.query_one("#tabs").active = "signal"
+        await pilot.press("plus")
+        await _settle(pilot.app, pilot)
+        assert pilot.app.query_one("#tabs").active == "signal"
         _no_blink(pilot)
         await pilot.pause()
 
