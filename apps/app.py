@@ -13,6 +13,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 
 import sigconv
@@ -135,7 +136,20 @@ class SigconvApp(App):
         return True
 
     def _progress(self, task: str) -> Callable[[float], None]:
-        return lambda f: self.post_message(Progress(task, float(f)))
+        """A worker's progress callback: posts at most one Progress a percent (and the end), so that a stream of
+        small blocks does not keep the screen redrawing while the worker needs the cores."""
+        last = [-1.0]
+        lock = threading.Lock()
+
+        def report(f: float) -> None:
+            f = float(f)
+            with lock:  # (a load's parts report from several threads)
+                if f < 1.0 and f - last[0] < 0.01:
+                    return
+                last[0] = f
+            self.post_message(Progress(task, f))
+
+        return report
 
     # ------------------------------------------------------------------ loading
 
@@ -473,8 +487,13 @@ class SigconvApp(App):
             self.post_message(JobFailed("view", str(exc).splitlines()[0]))
 
     def on_view_ready(self, msg: ViewReady) -> None:
-        if msg.signal is self.signal and msg.view.viewport == self.viewport:
-            self.query_one(SignalView).show_window(msg.signal, msg.view, self.result)
+        if msg.signal is not self.signal or msg.view.viewport != self.viewport:
+            return  # a window the user has moved on from
+        try:
+            view = self.query_one(SignalView)
+        except NoMatches:  # the app is closing: nothing to draw on
+            return
+        view.show_window(msg.signal, msg.view, self.result)
 
     def scratch_dir(self) -> Path:
         """A private folder for the runs' filtered files (removed when the app exits)."""

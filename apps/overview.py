@@ -116,13 +116,13 @@ class _Builder:
         ncols = max(1, -(-frames // self.step))
         self.spec = np.full((N_FFT // 2 + 1, ncols), -10.0, np.float16)
         self.w = _window()
-        self.done = 0
 
-    def add(self, blk: np.ndarray, scale: Optional[float]) -> None:
+    def add(self, blk: np.ndarray, scale: Optional[float], at: int) -> None:
+        """Frames [at, at + n) of the file (``at`` a multiple of :attr:`block`): threads may add disjoint ranges."""
         n = blk.shape[0]
         if n == 0:
             return
-        i0 = self.done // self.bin
+        i0 = at // self.bin
         full = n // self.bin
         x = np.ascontiguousarray(blk.T)  # (C, n): reductions along contiguous rows
         if full:
@@ -137,14 +137,13 @@ class _Builder:
         if scale is not None:
             self.lo[:, i0:i0 + nb] *= scale
             self.hi[:, i0:i0 + nb] *= scale
-        self._spec(x[0], scale)
-        self.done += n
+        self._spec(x[0], scale, at)
 
-    def _spec(self, c0: np.ndarray, scale: Optional[float]) -> None:
+    def _spec(self, c0: np.ndarray, scale: Optional[float], at: int) -> None:
         from scipy import fft
 
         step = self.step
-        j0 = self.done // step
+        j0 = at // step
         cols = -(-c0.size // step)
         if c0.size < cols * step:  # the file's last block: its last column padded with zeros
             c0 = np.concatenate([c0, np.zeros(cols * step - c0.size, c0.dtype)])
@@ -163,7 +162,7 @@ def from_array(x: np.ndarray) -> Overview:
     x = np.asarray(x, dtype=np.float32)
     b = _Builder(int(x.shape[1]), int(x.shape[0]))
     for a in range(0, x.shape[1], b.block):
-        b.add(x[:, a:a + b.block].T, None)
+        b.add(x[:, a:a + b.block].T, None, a)
     return b.finish()
 
 
@@ -176,34 +175,81 @@ def _read_dtype(subtype: str) -> str:
     return "float32"
 
 
+#: Most threads streaming one file (each reads its own contiguous part through its own handle).
+MAX_THREADS = 4
+#: Containers whose frames can be sought exactly and cheaply (the parts of a file are read in parallel there).
+_SEEKABLE = frozenset({"WAV", "WAVEX", "AIFF", "AU", "W64", "RF64", "CAF", "FLAC", "RAW", "IRCAM", "NIST", "WVE"})
+
+
+def _parts(frames: int, block: int, fmt: str) -> list[tuple[int, int]]:
+    """[a, z) ranges of whole blocks, one per thread: as many as the cores (at most MAX_THREADS) where the container
+    seeks exactly and the file has at least two blocks a thread, else one."""
+    blocks = -(-frames // block)
+    n = min(MAX_THREADS, os.cpu_count() or 1, blocks // 2) if fmt in _SEEKABLE else 1
+    n = max(1, n)
+    cuts = [round(i * blocks / n) * block for i in range(n + 1)]
+    return [(a, min(z, frames)) for a, z in zip(cuts[:-1], cuts[1:]) if a < frames]
+
+
 def compute(info, *, progress: Optional[Callable[[float], None]] = None,
             cancel: Optional[threading.Event] = None) -> Overview:
-    """Stream the file of ``info`` (a ``sigconv.AudioInfo``) once; ``progress(fraction)`` after each block;
-    :class:`Cancelled` when ``cancel`` is set. ``sigconv.InputError`` (one line) for a file that cannot be read to
-    its end or holds non-finite samples."""
-    import soundfile as sf
+    """Stream the file of ``info`` (a ``sigconv.AudioInfo``) once, in parallel parts where it seeks exactly;
+    ``progress(fraction)`` as blocks are done; :class:`Cancelled` when ``cancel`` is set. ``sigconv.InputError``
+    (one line) for a file that cannot be read to its end or holds non-finite samples."""
+    from concurrent.futures import ThreadPoolExecutor
 
     dtype = _read_dtype(info.subtype)
     scale = _SCALE.get(dtype)
-    b = _Builder(int(info.frames), int(info.channels))
-    blk = b.block
-    buf = np.empty((blk, info.channels), dtype)
-    try:
-        with sf.SoundFile(str(info.path)) as f:
-            while b.done < info.frames:
-                if cancel is not None and cancel.is_set():
-                    raise Cancelled
-                got = f.read(frames=min(blk, info.frames - b.done), dtype=dtype, out=buf)
-                if got.shape[0] == 0:
-                    break
-                b.add(got, scale)
-                if progress is not None:
-                    progress(b.done / info.frames)
-    except sf.LibsndfileError as exc:
-        raise sigconv.InputError(f"{info.path}: cannot read frame {b.done} ({exc})") from None
-    if b.done < info.frames:
-        raise sigconv.InputError(f"{info.path}: read {b.done} frames but the header says {info.frames}; "
-                                 "the file is damaged")
+    frames = int(info.frames)
+    b = _Builder(frames, int(info.channels))
+    lock = threading.Lock()
+    done = [0]
+    failed = threading.Event()  # one part failed: the others stop too
+
+    def part(a: int, z: int) -> None:
+        import soundfile as sf
+
+        at = a
+        try:
+            with sf.SoundFile(str(info.path)) as f:
+                if a:
+                    f.seek(a)
+                buf = np.empty((b.block, info.channels), dtype)
+                while at < z:
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled
+                    if failed.is_set():
+                        return
+                    got = f.read(frames=min(b.block, z - at), dtype=dtype, out=buf)
+                    if got.shape[0] == 0:
+                        break
+                    b.add(got, scale, at)
+                    at += got.shape[0]
+                    with lock:
+                        done[0] += got.shape[0]
+                        if progress is not None:
+                            progress(done[0] / max(1, frames))
+        except sf.LibsndfileError as exc:
+            failed.set()
+            raise sigconv.InputError(f"{info.path}: cannot read frame {at} ({exc})") from None
+        except BaseException:
+            failed.set()
+            raise
+        if at < z:
+            failed.set()
+            raise sigconv.InputError(f"{info.path}: read {at} frames but the header says {frames}; the file is "
+                                     "damaged")
+
+    parts = _parts(frames, b.block, info.format)
+    if len(parts) == 1:
+        part(*parts[0])
+    else:
+        with ThreadPoolExecutor(len(parts)) as ex:
+            futures = [ex.submit(part, a, z) for a, z in parts]
+            errors = [f.exception() for f in futures]
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
     ov = b.finish()
     if not (np.isfinite(ov.lo).all() and np.isfinite(ov.hi).all()):
         first = int(np.argmax(~(np.isfinite(ov.lo) & np.isfinite(ov.hi)).all(axis=0))) * ov.bin
