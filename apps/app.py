@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
@@ -64,6 +66,8 @@ class SigconvApp(App):
                  chunk_frames: int = 1 << 16, chunk_delay: float = 0.0,
                  measure: Optional[Callable] = None) -> None:
         super().__init__()
+        # the file starts streaming now, while the GPU probe below imports CuPy (a second on a GPU machine)
+        self._preload: Optional[tuple] = self._start_preload(path) if path else None
         self.gpu_reason = sigconv.cuda_reason()
         if backend == "auto":
             backend = "cpu" if self.gpu_reason else "cuda"
@@ -157,11 +161,46 @@ class SigconvApp(App):
         if self._start("loading"):
             self._load_worker(path)
 
+    def _start_preload(self, path: str) -> tuple:
+        """Load ``path`` in a thread of its own from the app's construction on; the first load of that path takes
+        its result (:meth:`_load_worker`). Returns (path, future, cancel event, [fraction done])."""
+        fut: Future = Future()
+        cancel, done = threading.Event(), [0.0]
+
+        def run() -> None:
+            try:
+                fut.set_result(load_signal(path, progress=lambda f: done.__setitem__(0, f), cancel=cancel))
+            except BaseException as exc:  # noqa: BLE001 (handed to the load worker)
+                fut.set_exception(exc)
+
+        threading.Thread(target=run, name="sigconv-preload", daemon=True).start()
+        return path, fut, cancel, done
+
+    def _preloaded(self, path: str, cancel: threading.Event, progress: Callable[[float], None]) -> Optional[Signal]:
+        """The preloaded signal of ``path`` once it is ready (progress relayed, cancel passed on); None when the
+        preload was of another path (or already taken)."""
+        pre, self._preload = self._preload, None
+        if pre is None or pre[0] != path:
+            if pre is not None:
+                pre[2].set()
+            return None
+        _, fut, pre_cancel, done = pre
+        while True:
+            if cancel.is_set():
+                pre_cancel.set()
+            try:
+                return fut.result(timeout=0.05)
+            except FutureTimeout:
+                progress(done[0])
+
     @work(thread=True, exclusive=True, group="load")
     def _load_worker(self, path: str) -> None:
         try:
-            self.post_message(FileLoaded(load_signal(path, progress=self._progress("loading"),
-                                                     cancel=self.cancel_event)))
+            progress = self._progress("loading")
+            sig = self._preloaded(path, self.cancel_event, progress)
+            if sig is None:
+                sig = load_signal(path, progress=progress, cancel=self.cancel_event)
+            self.post_message(FileLoaded(sig))
         except OverviewCancelled:
             self.post_message(JobCancelled("loading"))
         except sigconv.InputError as exc:

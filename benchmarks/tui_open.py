@@ -10,7 +10,8 @@ fresh process driving `sigconv tui` headless (Textual's pilot, 120x36), so that 
 - run: the default band-pass (7,921 taps) and the spectral gate over the whole file, on --backend, streamed through
   the engine of `sigconv denoise` into the app's scratch folder (the latency table replaced by a stub: it times
   a 2^20-frame excerpt, not the file);
-- save: the run's file copied to an output beside the recording.
+- save: the run's file copied to an output beside the recording;
+- cli: the same two filters by `sigconv denoise` in a process of its own, for reference.
 Targets: open in 2 s or less, peak RSS under 500 MB. Writes tui-open-<machine>-<backend>-<date>.json and .md.
 """
 
@@ -32,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_OPEN_S = 2.0
 TARGET_RSS_MB = 500.0
-STEPS = ("open-cold", "open-warm", "run-band-pass", "run-spectral", "save")
+STEPS = ("open-cold", "open-warm", "run-band-pass", "cli-band-pass", "run-spectral", "cli-spectral", "save")
 
 
 def write_recording(path: Path, seconds: int, fs: int = 48000) -> None:
@@ -55,6 +56,15 @@ def write_recording(path: Path, seconds: int, fs: int = 48000) -> None:
 def _child(step: str, path: str, backend: str, out: str) -> dict:
     t_start = time.perf_counter()
     sys.path.insert(0, str(ROOT))
+    if step.startswith("cli-"):  # the same filter by `sigconv denoise`, for reference
+        from sigconv.cli import main as cli
+
+        method = "spectral" if step == "cli-spectral" else "fir"
+        rc = cli(["denoise", path, "-o", out, "--method", method, "--backend", backend, "--quiet"])
+        Path(out).unlink(missing_ok=True)
+        return {"step": step, "rc": rc, "run_s": time.perf_counter() - t_start, "desc": f"sigconv denoise --method "
+                f"{method} --backend {backend} (process, for reference)",
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     from sigconv.cli.tui import apps_package
 
     apps_package()
@@ -131,7 +141,9 @@ def markdown(meta: dict, rows: list) -> str:
     lines = [f"# sigconv tui on a {meta['seconds'] / 60:g}-minute stereo recording ({meta['backend']})", "",
              f"- {meta['date']}; {meta['machine']}; {meta['cpus']} CPUs; file {meta['file_mb']:.0f} MB, "
              f"48 kHz stereo PCM_16; Python {meta['python']}",
-             f"- targets: open in {TARGET_OPEN_S:g} s or less, peak RSS under {TARGET_RSS_MB:g} MB", "",
+             f"- targets: open in {TARGET_OPEN_S:g} s or less, peak RSS under {TARGET_RSS_MB:g} MB (the page cache "
+             "holds the file: it was just written); the run and save rows have no target: they stream, and "
+             "the cli rows are `sigconv denoise` on the same file for comparison", "",
              "| step | in the app (s) | process wall (s) | peak RSS (MB) | verdict | what |",
              "|---|---:|---:|---:|---|---|"]
     for r in rows:
@@ -139,14 +151,12 @@ def markdown(meta: dict, rows: list) -> str:
         if s.startswith("open"):
             secs, ok = r["open_s"], r["open_s"] <= TARGET_OPEN_S and r["peak_rss_mb"] < TARGET_RSS_MB
             what = "overview + window drawn"
-        elif s == "save":
-            secs, ok = r["save_s"], r["peak_rss_mb"] < TARGET_RSS_MB
-            what = r.get("saved", "")
-        else:
-            secs, ok = r["run_s"], r["peak_rss_mb"] < TARGET_RSS_MB
-            what = r.get("desc", "")
-        lines.append(f"| {s} | {secs:.2f} | {r['process_wall_s']:.2f} | {r['peak_rss_mb']:.0f} | "
-                     f"{'PASS' if ok else 'MISS'} | {what.replace('|', '/')} |")
+        else:  # the whole-file steps stream (no target of their own): their memory beside the command line's
+            secs, ok = (r["save_s"], None) if s == "save" else (r["run_s"], None)
+            what = r.get("saved", "") if s == "save" else r.get("desc", "")
+        verdict = "" if ok is None else ("PASS" if ok else "MISS")
+        lines.append(f"| {s} | {secs:.2f} | {r['process_wall_s']:.2f} | {r['peak_rss_mb']:.0f} | {verdict} | "
+                     f"{what.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
 
 
