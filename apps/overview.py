@@ -176,7 +176,7 @@ def _read_dtype(subtype: str) -> str:
 
 
 #: Most threads streaming one file (each reads its own contiguous part through its own handle).
-MAX_THREADS = 4
+MAX_THREADS = 8
 #: Containers whose frames can be sought exactly and cheaply (the parts of a file are read in parallel there).
 _SEEKABLE = frozenset({"WAV", "WAVEX", "AIFF", "AU", "W64", "RF64", "CAF", "FLAC", "RAW", "IRCAM", "NIST", "WVE"})
 

@@ -91,17 +91,17 @@ def _child(step: str, path: str, backend: str, out: str) -> dict:
                     app.on_settings_changed(SettingsChanged("method", "spectral"))
                 t1 = time.perf_counter()
                 await pilot.press("r")
-                while app.busy or app.result is None:
+                while app.busy or app.result is None:  # (polled slowly: each pause redraws the screen)
                     if "failed" in app.status_text:
                         raise SystemExit(app.status_text)
-                    await pilot.pause(0.02)
+                    await pilot.pause(0.25)
                 res["run_s"] = time.perf_counter() - t1
                 res["desc"] = app.result.desc
             if step == "save":
                 t2 = time.perf_counter()
                 app._save(Path(out), True)
                 while app.busy:
-                    await pilot.pause(0.02)
+                    await pilot.pause(0.1)
                 res["save_s"] = time.perf_counter() - t2
                 res["saved"] = app.status_text
         res["in_process_s"] = time.perf_counter() - t_start
