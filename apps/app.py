@@ -57,6 +57,8 @@ class SigconvApp(App):
         Binding("left_square_bracket", "pan(-0.5)", "Pan left", show=False),
         Binding("right_square_bracket", "pan(0.5)", "Pan right", show=False),
         Binding("0", "view_whole", "Whole file", show=False),
+        Binding("n", "noise_clip", "Noise clip", show=False),
+        Binding("N", "noise_clip(False)", "No noise clip", show=False),
         Binding("escape", "dismiss_error", "Dismiss", show=False),
         Binding("q", "quit", "Quit"),
     ]
@@ -291,7 +293,9 @@ class SigconvApp(App):
         if new.dimension != old.dimension:
             panel.set_value("dimension", new.dimension)
         self.query_one(KernelPicker).refresh_lists(new)
-        self.set_status(f"{new.op}: variant {new.variant} ({new.backend}), block {sigconv.format_block(new.block)}")
+        self.set_status(f"{new.op}: variant {new.variant} ({new.backend}), block {sigconv.format_block(new.block)}"
+                        + ("; n takes the visible window as the noise clip" if new.method == "spectral"
+                           and old.method != "spectral" else ""))
 
     def choose_variant(self, name: str) -> bool:
         """Choose a variant of the current backend (the picker does this on Enter); False if refused."""
@@ -499,6 +503,22 @@ class SigconvApp(App):
     def action_view_whole(self) -> None:
         self._move(lambda vp: Viewport.whole(vp.frames), "show the whole file")
 
+    def action_noise_clip(self, use: bool = True) -> None:
+        """n: the visible window is the spectral gate's noise clip (it should hold only noise); N: none, the
+        noise estimated from the whole signal."""
+        if self.signal is None or self.viewport is None:
+            self.refuse("load a file first (o)")
+            return
+        vp, fs = self.viewport, self.signal.fs
+        clip = (round(vp.start / fs, 6), round(vp.stop / fs, 6)) if use else None
+        if use and vp.is_whole:
+            self.refuse("zoom in (+) to a stretch of noise alone first: n makes the window the noise clip")
+            return
+        self._apply(replace(self.settings, noise_from=clip))
+        self.set_status(f"noise clip {vp.describe(fs)}; the spectral gate's floor comes from it (N: none)" if use
+                        else "no noise clip: the spectral gate estimates the noise from the whole signal")
+        self._update_view()
+
     def _move(self, how: Callable[[Viewport], Viewport], what: str) -> None:
         if self.signal is None or self.viewport is None:
             self.refuse("load a file first (o)")
@@ -532,7 +552,7 @@ class SigconvApp(App):
             view = self.query_one(SignalView)
         except NoMatches:  # the app is closing: nothing to draw on
             return
-        view.show_window(msg.signal, msg.view, self.result)
+        view.show_window(msg.signal, msg.view, self.result, self.settings.noise_from)
 
     def scratch_dir(self) -> Path:
         """A private folder for the runs' filtered files (removed when the app exits)."""

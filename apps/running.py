@@ -59,6 +59,8 @@ class Settings:
     variant: str = "auto"
     block: object = None  # int (1-D) or (bx, by) (2-D), None for the variant's default
     smooth: int = 5  # 2-D smoothing kernel side
+    #: (start, end) seconds of the signal holding only noise, for the spectral gate (None: estimated from it all)
+    noise_from: Optional[tuple] = None
     # The band-pass is the default for the loaded signal's kind (sigconv.default_band / default_rule, what the
     # CLI's denoise and batch apply) until the user sets an edge; low/high then show its edges.
     default_band: bool = True
@@ -93,7 +95,7 @@ class Settings:
 
     @property
     def gate(self) -> sigconv.GateSpec:
-        return sigconv.GateSpec(strength=self.strength)
+        return sigconv.GateSpec(strength=self.strength, noise_from=self.noise_from)
 
 
 def fit_band(s: Settings, fs: float) -> Settings:
@@ -251,13 +253,16 @@ def run_filter(sig: Signal, s: Settings, *, scratch: Optional[Path] = None, span
     if s.method == "spectral":
         g = s.gate
         out = []
+        a, b = (int(round(t * sig.fs)) for t in g.noise_from) if g.noise_from else (0, 0)
         for c in range(sig.channels):
             _check_cancel(cancel)
-            y = sigconv.spectral_denoise(sig.values[c], sig.fs, prop_decrease=g.strength, backend=k.backend,
-                                         variant=k.variant, block=k.block)
+            y = sigconv.spectral_denoise(sig.values[c], sig.fs, noise=sig.values[c, a:b] if b > a else None,
+                                         prop_decrease=g.strength, backend=k.backend, variant=k.variant,
+                                         block=k.block)
             out.append(np.asarray(y, dtype=np.float32))
             progress((c + 1) / sig.channels)
-        return RunResult(f"spectral gate, strength {g.strength:g}", after=array_signal(sig, np.stack(out)),
+        noise = f", noise from {g.noise_from[0]:g}-{g.noise_from[1]:g} s" if g.noise_from else ""
+        return RunResult(f"spectral gate, strength {g.strength:g}{noise}", after=array_signal(sig, np.stack(out)),
                          seconds=time.perf_counter() - t0, settings=s)
     taps, desc = design(s, sig.fs)
     if taps.size > sig.frames:

@@ -97,9 +97,11 @@ class SignalView(VerticalScroll):
         yield PlotextPlot(id="wave")
         yield Spectrogram("spectrogram before", id="spec-before")
         yield Spectrogram("spectrogram after", id="spec-after")
+        yield Spectrogram("gate gain: after / before (dark: removed)", id="spec-gain")
         yield PlotextPlot(id="response")
 
     def on_mount(self) -> None:
+        self.query_one("#spec-gain", Spectrogram).display = False
         for pid, title in (("overview", "whole file"), ("wave", "waveform"), ("response", "frequency response")):
             self.query_one(f"#{pid}", PlotextPlot).plt.title(title)
 
@@ -121,18 +123,26 @@ class SignalView(VerticalScroll):
             a, b = res.span
             before.border_title = f"spectrogram before, {clock(a / sig.fs)}-{clock(b / sig.fs)}"
 
-    def show_window(self, sig, wv, res=None) -> None:
-        """Draw the window ``wv`` (an ``apps.viewport.WindowView``): the overview with the window marked, the
-        window's waveform before/after and its spectrograms (unless ``res`` is a 2-D run, whose spectrograms
-        stay)."""
+    def show_window(self, sig, wv, res=None, noise_from=None) -> None:
+        """Draw the window ``wv`` (an ``apps.viewport.WindowView``): the overview with the window (and the noise
+        clip ``noise_from``, seconds) marked, the window's waveform before/after and its spectrograms (unless
+        ``res`` is a 2-D run, whose spectrograms stay); after the spectral gate, the gain it applied."""
         vp = wv.viewport
         how = "" if wv.before.exact else " (from the overview)"
-        lines = [escape(sig.summary()), f"window: {vp.describe(sig.fs)}{how}"]
+        clip = (f"; noise clip {clock(noise_from[0], sig.duration)}-{clock(noise_from[1], sig.duration)}"
+                if noise_from else "")
+        lines = [escape(sig.summary()), f"window: {vp.describe(sig.fs)}{how}{clip}"]
         if res is not None:
             lines.append(escape(res.desc))
         self.query_one("#signal-note", Static).update("\n".join(lines))
-        self._overview(wv, sig.fs)
+        self._overview(wv, sig.fs, noise_from)
         self._wave(wv.before, wv.after)
+        gain = self.query_one("#spec-gain", Spectrogram)
+        spectral = res is not None and res.settings is not None and res.settings.method == "spectral"
+        gain.display = spectral and wv.after is not None
+        if gain.display:
+            g = wv.after.spec - wv.before.spec  # log10 of the power ratio, cell by cell
+            gain.set_data(np.minimum(g, 0.0), (-3.0, 0.0))
         if res is None or res.spec_after is None:
             before = self.query_one("#spec-before", Spectrogram)
             before.border_title = "spectrogram before" + ("" if wv.before.exact else " (sampled)")
@@ -140,7 +150,7 @@ class SignalView(VerticalScroll):
             after = self.query_one("#spec-after", Spectrogram)
             after.set_data(wv.after.spec if wv.after is not None else None, before.range)
 
-    def _overview(self, wv, fs: float) -> None:
+    def _overview(self, wv, fs: float, noise_from=None) -> None:
         p = self.query_one("#overview", PlotextPlot)
         plt = p.plt
         plt.clear_data()
@@ -153,6 +163,8 @@ class SignalView(VerticalScroll):
         if not vp.is_whole:
             for x in (vp.start / fs, vp.stop / fs):
                 plt.vline(float(x), color="red")
+        for x in noise_from or ():
+            plt.vline(float(x), color="green")
         plt.title("whole file  (+/- zoom, [ ] pan, 0 all)")
         p.refresh()
 

@@ -611,6 +611,33 @@ def test_snapshot_signal_screen(snap_compare, size):
 
 
 @pytest.mark.parametrize("size", SNAP_SIZES)
+def test_snapshot_spectral_gate_with_noise_clip(snap_compare, size):
+    """Snapshot: the signal view after the spectral gate, its noise clip the first quarter of the file (n on a
+    zoomed window, marked on the overview), scrolled to the gate's gain view."""
+    app = make_app(str(SAMPLES / "speech_noisy.wav"), **FAST, measure=_fixed_latency)
+
+    async def run_before(pilot):
+        await _settle(pilot.app, pilot)
+        pilot.app.query_one("#method").value = "spectral"  # as the Method list does
+        await pilot.pause()
+        assert pilot.app.settings.method == "spectral"
+        await pilot.press("plus", "plus", *["left_square_bracket"] * 4, "n")
+        await _settle(pilot.app, pilot)
+        assert pilot.app.settings.noise_from == (0.0, 2.5)
+        await pilot.press("r")
+        await _settle(pilot.app, pilot)
+        await pilot.press("0")
+        await _settle(pilot.app, pilot)
+        gain = pilot.app.query_one("#spec-gain")
+        assert gain.display
+        gain.scroll_visible(animate=False)
+        _no_blink(pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SNAP_SIZES)
 def test_snapshot_latency_screen(snap_compare, size):
     """Snapshot: the latency table and bar chart (fixed timings), fastest highlighted, missing baselines listed;
     at 80x24 the table's first columns and the footer on screen."""

@@ -300,3 +300,43 @@ async def test_cancel_while_loading(tmp_path, rng, monkeypatch):
         await pilot.press("x")
         await _settle(app, pilot)
         assert app.signal is None and app.busy is None and "loading cancelled" in app.status_text
+
+
+@run_async
+async def test_noise_clip_from_the_window_and_the_gate_gain_view(tmp_path, three_minutes):
+    """n takes the visible window as the spectral gate's noise clip (marked on the overview, named in the note),
+    N drops it; the whole-file run is what `sigconv denoise --noise-from` writes, and the gain it applied shows
+    as a view of its own (never above 0 dB)."""
+    from apps.messages import SettingsChanged
+
+    app = make_app(str(three_minutes), **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(app, pilot)
+        await pilot.press("n")  # the whole file is no noise clip
+        await pilot.pause()
+        assert app.settings.noise_from is None and "zoom in" in app.status_text
+        app.on_settings_changed(SettingsChanged("method", "spectral"))
+        assert "n takes the visible window as the noise clip" in app.status_text
+        for _ in range(5):
+            await pilot.press("plus")
+        await pilot.press("left_square_bracket")
+        await _settle(app, pilot)
+        vp = app.viewport
+        await pilot.press("n")
+        await _settle(app, pilot)
+        clip = (round(vp.start / 48000, 6), round(vp.stop / 48000, 6))
+        assert app.settings.noise_from == clip and app.settings.gate.noise_from == clip
+        assert "noise clip" in str(app.query_one("#signal-note").render())
+        assert not app.query_one("#spec-gain").display  # no run yet
+        await pilot.press("r")
+        await _settle(app, pilot)
+        assert "noise from" in app.result.desc, app.result.desc
+        gain = app.query_one("#spec-gain")
+        assert gain.display and gain.S is not None and gain.S.max() <= 0 and gain.S.min() < -0.5
+        ref = tmp_path / "ref.wav"
+        sigconv.prepare_denoise(three_minutes, ref, method="spectral", gate=sigconv.GateSpec(noise_from=clip),
+                                kernel=sigconv.KernelChoice(backend="cpu")).run()
+        assert app.result.output.read_bytes() == ref.read_bytes()
+        await pilot.press("N")
+        await pilot.pause()
+        assert app.settings.noise_from is None and "estimates the noise" in app.status_text
