@@ -34,7 +34,7 @@ from .overview import Cancelled as OverviewCancelled
 from .running import (CancelledError, RunResult, Settings, check_choice, check_output, default_output, filter_rule,
                       fit_band, run_filter, save_output)
 from .signal_view import SignalView
-from .viewport import READ_LIMIT, ZOOM, Viewport, window_view
+from .viewport import READ_LIMIT, Viewport, window_view
 
 TABS = ("kernel", "signal", "latency")
 

@@ -20,9 +20,8 @@ from .running import spectrogram
 
 #: Longest window whose samples are read for the views (frames): 43.7 s at 48 kHz, 8 MiB of stereo float32.
 READ_LIMIT = 1 << 21
-#: Shortest window (frames), and the zoom step.
+#: Shortest window (frames).
 MIN_FRAMES = 256
-ZOOM = 2.0
 #: Columns of the envelopes the view computes (the plots draw at most this many points).
 COLUMNS = 400
 

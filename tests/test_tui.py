@@ -12,19 +12,9 @@ import pytest
 
 import sigconv
 
-pytest.importorskip("textual")
-pytest.importorskip("textual_plotext")
-
 from conftest import SAMPLES, write_audio  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from sigconv._core import devices as _devices  # noqa: E402
-from sigconv.cli.tui import apps_package  # noqa: E402
-
-apps_package()
+from tui_support import cpu_only_module, run_async  # noqa: E402,F401 (an autouse fixture)
+from tui_support import settle as _settle  # noqa: E402
 from apps.latency import Latency, latency_rows, latency_table  # noqa: E402
 from apps.app import make_app  # noqa: E402
 from apps.dialogs import ConfirmScreen, PathScreen  # noqa: E402
@@ -35,33 +25,7 @@ from apps.running import Settings, design, freq_response  # noqa: E402
 SIZE = (80, 24)
 
 
-def run_async(fn):
-    """Run an async pilot test without an asyncio plugin for pytest."""
-    import asyncio
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
 FAST = dict(backend="cpu", latency_budget=0.01, latency_reps=3, latency_frames=4096)
-
-
-def _clear_device_probes():
-    for probe in (_devices._cupy_reason, _devices.cuda_reason, _devices._torch_reason, _devices.gpu_name):
-        probe.cache_clear()
-
-
-@pytest.fixture(autouse=True)
-def _cpu_only_machine(monkeypatch):
-    """Every TUI test sees the same machine, whatever this one has: CUDA disabled (one fixed reason text), so
-    the GPU variants are disabled with the same words in the screens and the snapshots everywhere."""
-    monkeypatch.setenv("SIGCONV_DISABLE_CUDA", "1")
-    _clear_device_probes()
-    yield
-    _clear_device_probes()
 
 
 @pytest.fixture
@@ -70,13 +34,6 @@ def short_wav(tmp_path, rng):
     t = np.arange(16000) / 8000
     x = 0.3 * np.sin(2 * np.pi * 440 * t) + 0.05 * rng.standard_normal(t.size)
     return write_audio(tmp_path / "short.wav", x, fs=8000)
-
-
-async def _settle(app, pilot):
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 @run_async
@@ -477,7 +434,9 @@ def test_quit_while_saving_asks_and_cancels(tmp_path, rng):
     src = write_audio(tmp_path / "long.wav", 0.1 * rng.standard_normal((48000 * 90, 2)), fs=48000)
     out = tmp_path / "long.denoised.wav"
     app = make_app(str(src), **FAST)
-    app._progress = lambda task: (lambda f: time.sleep(0.1))  # a slow disk: each block of the save takes 100 ms
+    # a slow disk: each block of the save takes 250 ms, 4 s in all, far longer than the keys below take even on a
+    # busy machine
+    app._progress = lambda task: (lambda f: time.sleep(0.25))
 
     async def drive():
         async with app.run_test(size=SIZE) as pilot:

@@ -4,28 +4,15 @@ cuDNN and CuPy."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import sigconv
 
-pytest.importorskip("textual")
-pytest.importorskip("textual_plotext")
-
 from conftest import SAMPLES, write_audio  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from sigconv._core import devices as _devices  # noqa: E402
-from sigconv.cli.tui import apps_package  # noqa: E402
 from sigconv.engine.spectral import gate as _gate  # noqa: E402
-
-apps_package()
+from tui_support import cpu_only, run_async  # noqa: E402,F401 (a fixture)
+from tui_support import settle as _settle  # noqa: E402
 from apps.app import make_app  # noqa: E402
 from apps.latency import (LATENCY_COLUMNS, SCREEN_COLUMNS, Latency, LatencyRow, export_latency,  # noqa: E402
                           latency_csv, latency_markdown, latency_rows, latency_table, measure_latency, screen_table)
@@ -36,39 +23,6 @@ from apps.running import Settings  # noqa: E402
 SIZE = (120, 36)
 FAST = dict(latency_budget=0.01, latency_reps=3, latency_frames=4096)
 STAGE_IMPLS = [f"gate:{s}" for s in (*_gate.STAGES, "chunk")]
-
-
-def run_async(fn):
-    """Run an async pilot test without an asyncio plugin for pytest."""
-    import asyncio
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def _settle(app, pilot):
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def _clear_device_probes():
-    for probe in (_devices._cupy_reason, _devices.cuda_reason, _devices._torch_reason, _devices.gpu_name):
-        probe.cache_clear()
-
-
-@pytest.fixture
-def cpu_only(monkeypatch):
-    """CUDA disabled (one fixed reason text), whatever this machine has: the cpu tests see the same rows everywhere."""
-    monkeypatch.setenv("SIGCONV_DISABLE_CUDA", "1")
-    _clear_device_probes()
-    yield
-    _clear_device_probes()
 
 
 @pytest.fixture

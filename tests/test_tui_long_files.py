@@ -4,7 +4,6 @@ through the engine of `sigconv denoise` into a scratch file, saved from it, canc
 
 from __future__ import annotations
 
-import sys
 import tracemalloc
 from pathlib import Path
 
@@ -13,19 +12,9 @@ import pytest
 
 import sigconv
 
-pytest.importorskip("textual")
-pytest.importorskip("textual_plotext")
-
 from conftest import write_audio  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from sigconv._core import devices as _devices  # noqa: E402
-from sigconv.cli.tui import apps_package  # noqa: E402
-
-apps_package()
+from tui_support import clear_device_probes, cuda_off, run_async  # noqa: E402
+from tui_support import settle as _settle  # noqa: E402
 from apps import overview as ov_mod  # noqa: E402
 from apps.app import make_app  # noqa: E402
 from apps.loading import load_signal  # noqa: E402
@@ -36,33 +25,13 @@ FAST = dict(backend="cpu", latency_budget=0.01, latency_reps=3, latency_frames=4
 SIZE = (120, 36)
 
 
-def run_async(fn):
-    import asyncio
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def _settle(app, pilot):
-    for _ in range(2):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-
-
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch, tmp_path):
     """CUDA off (the same screens everywhere) and a cache folder of the test's own."""
-    monkeypatch.setenv("SIGCONV_DISABLE_CUDA", "1")
+    cuda_off(monkeypatch)
     monkeypatch.setenv("SIGCONV_CACHE_DIR", str(tmp_path / "cache"))
-    for probe in (_devices._cupy_reason, _devices.cuda_reason, _devices._torch_reason, _devices.gpu_name):
-        probe.cache_clear()
     yield
-    for probe in (_devices._cupy_reason, _devices.cuda_reason, _devices._torch_reason, _devices.gpu_name):
-        probe.cache_clear()
+    clear_device_probes()
 
 
 def _long_wav(path: Path, rng, seconds: int, fs: int = 48000, channels: int = 2, subtype: str = "PCM_16") -> Path:
@@ -103,7 +72,6 @@ def test_overview_is_exact_and_streamed(three_minutes):
     finally:
         tracemalloc.stop()
     x, _ = sf.read(str(three_minutes), dtype="float32", always_2d=True)
-    whole = info.frames * info.channels * 4
     threads = len(ov_mod._parts(info.frames, ov_mod.READ_BLOCK, info.format))
     assert peak < (2 + 12 * threads) * 2**20, f"overview peak {peak / 2**20:.1f} MiB ({threads} threads)"
     B = ov.bin
