@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from .loading import Signal
-from .running import spectrogram
+from .running import HOP, N_FFT, spectrogram
 
 #: Longest window whose samples are read for the views (frames): 43.7 s at 48 kHz, 8 MiB of stereo float32.
 READ_LIMIT = 1 << 21
@@ -24,6 +24,9 @@ READ_LIMIT = 1 << 21
 MIN_FRAMES = 256
 #: Columns of the envelopes the view computes (the plots draw at most this many points).
 COLUMNS = 400
+#: Most STFT frames of a window's spectrogram (the view pools it to its width: two frames a cell at most); a
+#: longer window takes its frames at a larger hop.
+SPEC_COLUMNS = 512
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ def trace(sig: Signal, vp: Viewport, columns: int = COLUMNS) -> Trace:
     if b - a <= READ_LIMIT:
         x = sig.read(a, b)[0]
         idx, lo, hi = minmax(x, columns)
-        return Trace((a + idx) / sig.fs, lo, hi, spectrogram(x), True)
+        hop = max(HOP, -(-(x.size - N_FFT) // SPEC_COLUMNS))
+        return Trace((a + idx) / sig.fs, lo, hi, spectrogram(x, hop=hop), True)
     idx, lo, hi = sig.overview.envelope(a, b, columns)
     return Trace(idx / sig.fs, lo[0], hi[0], sig.overview.spectrogram(a, b), False)
 
