@@ -140,8 +140,6 @@ class _Builder:
         self._spec(x[0], scale, at)
 
     def _spec(self, c0: np.ndarray, scale: Optional[float], at: int) -> None:
-        from scipy import fft
-
         step = self.step
         j0 = at // step
         cols = -(-c0.size // step)
@@ -150,7 +148,7 @@ class _Builder:
         fr = c0.reshape(cols, SPEC_FRAMES, step // SPEC_FRAMES)[:, :, :N_FFT] * self.w  # (cols, frames, N)
         if scale is not None:
             fr *= np.float32(scale)
-        p = np.abs(fft.rfft(fr, axis=-1, workers=-1)) ** 2
+        p = np.abs(np.fft.rfft(fr, axis=-1)) ** 2  # (NumPy's: no import while the app starts; parts run in threads)
         self.spec[:, j0:j0 + cols] = np.log10(p.mean(axis=1).T + 1e-10)
 
     def finish(self) -> Overview:
