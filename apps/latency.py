@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import platform
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -171,7 +169,7 @@ def measure_latency(sig: Signal, s: Settings, *, budget: float = 0.2, reps: int 
         raise CancelledError
     copy = {be: gbs for be in sorted({r["backend"] for r in records if r.get("gbs")}) if (gbs := copy_gbs(be))}
     lat = Latency(op, case.label, latency_rows(records, s, copy=copy), date=meta["date"],
-                  device={be: name for be, name in (("cuda", meta.get("cuda")), ("cpu", cpu_name())) if name},
+                  device={be: name for be, name in (("cuda", meta.get("cuda")), ("cpu", bench.cpu_name())) if name},
                   copy=copy)
     if s.method == "spectral":
         x = sig.read(0, max_frames)  # the chunk the gate's stages are timed on
@@ -207,18 +205,6 @@ def copy_gbs(backend: str) -> Optional[float]:
         return float((bench.gpu_copy_gbs() if backend == "cuda" else bench.cpu_copy_gbs(1 << 26))["gbs"])
     except Exception:  # noqa: BLE001 (no GPU memory to spare: the column stays empty)
         return None
-
-
-@lru_cache(maxsize=1)
-def cpu_name() -> str:
-    """The CPU's model name and thread count (``/proc/cpuinfo``, else what ``platform`` says)."""
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
-    except OSError:
-        pass
-    return f"{name} ({os.cpu_count()} threads)"
 
 
 def _record_rows(r: dict, copy: Optional[float] = None) -> list:

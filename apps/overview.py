@@ -1,11 +1,13 @@
 """The whole of a file at a glance, computed by streaming it once: a min/max envelope per channel and a coarse
 spectrogram of channel 0, kept in sigconv's cache folder (``sigconv.cache_dir()``), never beside the file.
 
-An hour of 48 kHz stereo PCM_16 is read in blocks of :data:`READ_BLOCK` frames in the file's own integer type
-(libsndfile's float conversion costs eight times the read), so memory stays at a few blocks whatever the length.
-The envelope has one (min, max) pair per :data:`BIN` frames or more (at most :data:`MAX_BINS` bins), the
-spectrogram one column per :data:`SPEC_STEP` frames or more (at most :data:`MAX_SPEC_COLS` columns, float16): the
-mean power of :data:`SPEC_FRAMES` Hann frames spread over that step. An hour of 48 kHz stereo takes 8 MB. A reopened file whose path, size and modification time are unchanged loads from the cache.
+The file is read in blocks of :data:`READ_BLOCK` frames in its own integer type (libsndfile's float conversion
+costs eight times the read), in parallel parts where the container seeks exactly, so memory stays at a few blocks
+a thread whatever the length. The envelope has one (min, max) pair per :data:`BIN` frames or more (at most
+:data:`MAX_BINS` bins), the spectrogram one column per :data:`SPEC_STEP` frames or more (at most
+:data:`MAX_SPEC_COLS` columns, float16): the mean power of :data:`SPEC_FRAMES` Hann frames spread over that step.
+An hour of 48 kHz stereo takes 8 MB. A reopened file whose path, size and modification time are unchanged loads
+from the cache.
 
 No Textual import here: the screens call these functions from worker threads.
 """

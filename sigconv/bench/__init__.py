@@ -13,8 +13,8 @@ from sigconv.bench.check import TOL, check_result, rounding_scale
 from sigconv.bench.harness import BenchOptions, measure
 from sigconv.bench.report import default_out_dir
 from sigconv.bench.suite import SuiteOptions, backends_for, entry_lines, run_suite
-from sigconv.bench.timing import cpu_copy_gbs, gpu_copy_gbs
+from sigconv.bench.timing import cpu_copy_gbs, cpu_name, gpu_copy_gbs
 
 __all__ = ["Case1D", "Case2D", "CASES_2D", "CPU_MAX_ELEMS", "CPU_MAX_MACS", "default_cases_1d", "default_cases_2d",
            "parse_shape2d", "TOL", "check_result", "rounding_scale", "BenchOptions", "measure", "SuiteOptions",
-           "run_suite", "backends_for", "entry_lines", "default_out_dir", "gpu_copy_gbs", "cpu_copy_gbs"]
+           "run_suite", "backends_for", "entry_lines", "default_out_dir", "gpu_copy_gbs", "cpu_copy_gbs", "cpu_name"]
