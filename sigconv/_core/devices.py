@@ -9,7 +9,7 @@ from typing import Optional
 
 from sigconv._core.errors import first_line
 
-__all__ = ["unavailable", "cuda_reason", "cuda_quick_reason", "gpu_name", "resolve_backend"]
+__all__ = ["unavailable", "cuda_reason", "cuda_quick_reason", "gpu_name", "resolve_backend", "start_driver"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,6 +83,37 @@ def unavailable(req: str) -> Optional[str]:
             return "torch is not installed; pip install 'sigconv[bench]'"
         return None
     raise ValueError(f"unknown requirement {req!r}")
+
+
+_DRIVER_STARTED = False
+
+
+def start_driver() -> None:
+    """Start the CUDA driver and the device's primary context in a thread, now, so that they overlap CuPy's import
+    (both take about a quarter of a second; ``import cupy`` holds the interpreter, the driver does not). CuPy then
+    finds the context made. Best effort and once per process: any failure (no driver, no device, not Linux) is left
+    for :func:`cuda_reason` to report. The context stays retained until the process ends, as CuPy's does."""
+    global _DRIVER_STARTED
+    if _DRIVER_STARTED or os.environ.get("SIGCONV_DISABLE_CUDA"):
+        return
+    _DRIVER_STARTED = True
+
+    def start():
+        import ctypes
+
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            if lib.cuInit(0) != 0:
+                return
+            dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+            if lib.cuDeviceGet(ctypes.byref(dev), 0) == 0:
+                lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+        except (OSError, AttributeError):
+            pass
+
+    import threading
+
+    threading.Thread(target=start, name="sigconv-cuda-driver", daemon=True).start()
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,7 +17,7 @@ from sigconv import _kernels
 from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Conv1dJob, Variant, get as _get_variant, register
 
-__all__ = ["corr1d", "resolve_auto", "StreamFilter", "tiled_geometry", "launch_config", "host_taps_key", "CONST_TAPS",
+__all__ = ["corr1d", "resolve_auto", "load_modules", "StreamFilter", "tiled_geometry", "launch_config", "host_taps_key", "CONST_TAPS",
            "SHARED_KCH", "TILED_STATIC_MAX_K", "SOURCE", "EXACT_DTYPE", "EXACT_VARIANTS"]
 
 SOURCE = "conv1d.cu"
@@ -198,6 +198,13 @@ def tiled_geometry(K: int, block: int) -> dict:
 
 
 _RT_EXPRS = ("conv1d_tiled_rt<8>", "conv1d_tiled_rt<16>")
+
+
+def load_modules() -> None:
+    """Compile (or load from CuPy's cache) the modules every filter length uses: the direct kernels and the runtime-K
+    ``tiled`` kernels; the static-K ``tiled`` ones are compiled per K on first use."""
+    _module()
+    _module(name_expressions=_RT_EXPRS)
 
 
 def launch_tiled(x, w, pad, out_len, block, out=None):

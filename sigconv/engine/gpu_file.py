@@ -17,7 +17,7 @@ from sigconv.backends import cuda1d
 from sigconv.engine.audio import PCMSpec
 from sigconv.engine.settings import phase_delay
 
-__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "quantise_device", "to_work_device",
+__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "warm_up", "quantise_device", "to_work_device",
            "DEVICE_LOCK"]
 
 #: Held while one of this process's threads uses the GPU for a batch log (``filter_span``, or a block filter over
@@ -260,6 +260,17 @@ def correlate_span(xh: np.ndarray, wh: np.ndarray, pad: int, n: int, *, variant:
         if variant == "auto":
             variant, block = cuda1d.resolve_auto(xg, w, pad, n, block)
         return cupy.asnumpy(cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key))
+
+
+def warm_up() -> None:
+    """Load now what the first :func:`correlate_span` in this process would otherwise wait for: the direct 1-D kernels'
+    modules (from CuPy's cache) and the memory pool. A batch's GPU process runs it while its pool's workers parse
+    their first files, so that their first answers do not queue behind it. The ``fft`` variant's cuFFT layer is not
+    loaded: it takes half a second, and the direct kernels serve the short filters of sensor logs."""
+    import cupy
+
+    cuda1d.load_modules()
+    cupy.empty(1 << 20, dtype=cupy.float32)  # the pool's first block
 
 
 def filter_span(x: np.ndarray, taps, n: int, *, offset: int, delay: int, variant: str = "auto",

@@ -405,9 +405,10 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
     InputError (the backend asked for cannot run, Dask missing) or OutputError (OUTDIR cannot be created or
     written), each with one line, before any file is touched.
     """
-    outdir = _check_request(request)
+    # the GPU's process first: CUDA's start is the longest part of a batch's start, and overlaps all of the rest
     gpu = runners.start_gpu_process() if _gpu_process_wanted(request) else None
     try:
+        outdir = _check_request(request)
         try:
             inputs = find_inputs(request.inputs, outdir, recursive=request.recursive)  # none found: DiscoveryError
         except DiscoveryError as exc:
@@ -415,7 +416,7 @@ def run_batch(request: BatchRequest, *, on_result: Optional[Callable[[BatchProgr
         lock = _Lock(outdir)
     except BaseException:
         if gpu is not None:
-            gpu.close()
+            gpu.close(timeout=0)  # a request that cannot run: the error now, not once CUDA has started
         raise
     found = inputs.found
 

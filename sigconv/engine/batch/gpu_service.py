@@ -115,6 +115,9 @@ def _serve(control, authkey: bytes) -> None:
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_IGN)
+    from sigconv._core import devices
+
+    devices.start_driver()  # the driver starts while CuPy imports (_start_cuda)
     listener = Listener(family="AF_UNIX", authkey=authkey)
     control.send(listener.address)
     conns: list = []
@@ -180,6 +183,12 @@ def _start_cuda() -> Optional[str]:
         cupy.empty(1, dtype=cupy.float32)  # the context, made now rather than at the first log
     except Exception as exc:  # noqa: BLE001
         return _first_line(exc)
+    try:
+        from sigconv.engine.gpu_file import warm_up
+
+        warm_up()  # the kernels' modules and cuFFT, loaded before the first log rather than at it
+    except Exception:  # noqa: BLE001 - the first log's filter says what is wrong
+        pass
     return None
 
 
