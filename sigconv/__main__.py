@@ -1,3 +1,3 @@
-from sigconv.cli import main
+from sigconv.cli import run
 
-raise SystemExit(main())
+run()
