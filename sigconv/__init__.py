@@ -17,12 +17,13 @@ from sigconv._core.devices import cuda_reason, resolve_backend
 from sigconv._core.errors import InputError, OutputError, Terminated, raise_terminated
 from sigconv.engine.design import design_fir, design_notch
 from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, default_band, default_rule, signal_kind
-from sigconv.engine.spectral import gate_stage_times, spectral_denoise
 from sigconv.engine.stream import FIRStream
 from sigconv.registry.table import variants
 
-#: Public names whose modules load on first use (file I/O, logs, batch): name -> module.
+#: Public names whose modules load on first use (the spectral gate, file I/O, logs, batch): name -> module.
 _LAZY = {
+    "spectral_denoise": "sigconv.engine.spectral",
+    "gate_stage_times": "sigconv.engine.spectral",
     "atomic_output": "sigconv._core.atomic",
     "AudioInfo": "sigconv.engine.audio",
     "probe": "sigconv.engine.audio",
@@ -50,8 +51,6 @@ __all__ = [
     "design_fir",
     "design_notch",
     "FIRStream",
-    "spectral_denoise",
-    "gate_stage_times",
     "variants",
     "KernelChoice",
     "FirSpec",

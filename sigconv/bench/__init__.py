@@ -7,14 +7,33 @@
 - :mod:`~sigconv.bench.suite`: a whole run (:class:`SuiteOptions`, :func:`run_suite`), its method and files.
 """
 
-from sigconv.bench.cases import (CASES_2D, CPU_MAX_ELEMS, CPU_MAX_MACS, Case1D, Case2D, default_cases_1d,
-                                 default_cases_2d, parse_shape2d)
-from sigconv.bench.check import TOL, check_result, rounding_scale
-from sigconv.bench.harness import BenchOptions, measure
-from sigconv.bench.report import default_out_dir
-from sigconv.bench.suite import SuiteOptions, backends_for, entry_lines, run_suite
-from sigconv.bench.timing import cpu_copy_gbs, cpu_name, gpu_copy_gbs
+from importlib import import_module
+
+#: Public names -> the module that holds them, loaded on first use (``sigconv bench``'s options need the case names
+#: only; the harness, its checks and its peers load when a run starts).
+_HOME = {
+    **dict.fromkeys(("CASES_2D", "CPU_MAX_ELEMS", "CPU_MAX_MACS", "Case1D", "Case2D", "default_cases_1d",
+                     "default_cases_2d", "parse_shape2d"), "sigconv.bench.cases"),
+    **dict.fromkeys(("TOL", "check_result", "rounding_scale"), "sigconv.bench.check"),
+    **dict.fromkeys(("BenchOptions", "measure"), "sigconv.bench.harness"),
+    "default_out_dir": "sigconv.bench.report",
+    **dict.fromkeys(("SuiteOptions", "backends_for", "entry_lines", "run_suite"), "sigconv.bench.suite"),
+    **dict.fromkeys(("cpu_copy_gbs", "cpu_name", "gpu_copy_gbs"), "sigconv.bench.timing"),
+}
 
 __all__ = ["Case1D", "Case2D", "CASES_2D", "CPU_MAX_ELEMS", "CPU_MAX_MACS", "default_cases_1d", "default_cases_2d",
            "parse_shape2d", "TOL", "check_result", "rounding_scale", "BenchOptions", "measure", "SuiteOptions",
            "run_suite", "backends_for", "entry_lines", "default_out_dir", "gpu_copy_gbs", "cpu_copy_gbs", "cpu_name"]
+
+
+def __getattr__(name):
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sigconv.bench' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from sigconv import bench, format_block, parse_block
-from sigconv.bench import BenchOptions, SuiteOptions
+from sigconv.bench import CASES_2D
 
 __all__ = ["add_bench_arguments", "run_bench"]
 
@@ -55,7 +55,7 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shape", action="append", default=None, metavar="N,Cin,H,W,Cout,kH,kW[,s[,p]]",
                         help="conv2d: a custom shape (repeatable); replaces the default set")
     parser.add_argument("--cases", type=_name_list, default=None, metavar="LIST",
-                        help=f"conv2d: which default cases ({','.join(bench.CASES_2D)})")
+                        help=f"conv2d: which default cases ({','.join(CASES_2D)})")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--backend", choices=("auto", "cuda", "cpu", "all"), default="auto",
                         help="whose variants to time: auto = cuda when a GPU is usable, else cpu "
@@ -92,9 +92,9 @@ def _validate(args: argparse.Namespace) -> Optional[str]:
     if not args.budget > 0:
         return f"--budget must be > 0 seconds, got {args.budget}"
     if args.cases:
-        bad = [c for c in args.cases if c not in bench.CASES_2D]
+        bad = [c for c in args.cases if c not in CASES_2D]
         if bad:
-            return f"--cases must be among {','.join(bench.CASES_2D)}, got {','.join(bad)}"
+            return f"--cases must be among {','.join(CASES_2D)}, got {','.join(bad)}"
     if args.op == "conv1d":
         for b in args.blocks or ():
             if not isinstance(b, int):
@@ -117,11 +117,11 @@ def _names(names: Optional[list]) -> Optional[tuple]:
     return () if names == ["none"] else tuple(names)
 
 
-def _options(args: argparse.Namespace, cases: list) -> SuiteOptions:
-    rows = BenchOptions(variants=_names(args.variants), peers=_names(args.peers), blocks=args.blocks,
+def _options(args: argparse.Namespace, cases: list) -> "bench.SuiteOptions":
+    rows = bench.BenchOptions(variants=_names(args.variants), peers=_names(args.peers), blocks=args.blocks,
                         budget=args.budget, reps=args.reps, seed=args.seed, max_direct_macs=args.max_direct_macs,
                         dtype=args.dtype)
-    return SuiteOptions(args.op, tuple(cases), rows, backend=args.backend, out=args.out, quick=args.quick,
+    return bench.SuiteOptions(args.op, tuple(cases), rows, backend=args.backend, out=args.out, quick=args.quick,
                         json_only=args.json_only, max_seconds=args.max_seconds, argv=tuple(sys.argv[1:]))
 
 
