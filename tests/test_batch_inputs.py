@@ -256,6 +256,32 @@ def test_irregular_timestamps_still_warned_and_refused():
         logs.infer_rate(back, "log.csv")
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 999, 1000])
+def test_median_step_as_numpy_gives_it(rng, n):
+    """The median step is NumPy's median (odd and even counts, repeated values) without NumPy's NaN check."""
+    a = rng.standard_normal(n)
+    assert logs._median(a) == float(np.median(a))
+    steps = np.round(rng.uniform(0.0027, 0.0029, n), 4)  # few distinct values: ties around the middle
+    assert logs._median(steps) == float(np.median(steps))
+
+
+def test_rate_of_a_first_log_imports_nothing_more():
+    """A batch worker's first log infers its rate with what the worker has imported: ``np.median`` imported
+    ``numpy.ma`` there (40-70 ms in every worker at once, before its first file could go on)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from sigconv.engine.batch import logs\n"
+            "before = set(sys.modules)\n"
+            "t = np.round(np.arange(6000) / 100.0, 2)\n"
+            "assert logs.infer_rate(t, 'log.csv') == (100.0, [])\n"
+            "print(sorted(set(sys.modules) - before))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def _write_360_logs(src: Path, rng, n=3600):
     """The same 360 Hz log three ways: 6-decimal seconds (CSV), ISO datetimes with microseconds (CSV), a
     timestamp[us] column (Parquet)."""

@@ -259,6 +259,47 @@ def test_cuda_batch_of_logs_runs_in_a_pool_with_one_gpu_process_and_matches_cpu(
         assert np.abs(a - b).max() <= 1e-5 * np.abs(a).max(), name
 
 
+@pytest.mark.parametrize("disabled", [False, True])
+def test_the_driver_starts_in_one_thread_and_never_fails(disabled):
+    """The GPU process starts the CUDA driver in a thread while CuPy imports: one thread however often it is
+    asked, none when CUDA is disabled, and it ends quietly where there is no driver (this machine, in CI)."""
+    import subprocess
+
+    code = ("import threading, time\n"
+            "from sigconv._core import devices\n"
+            "devices.start_driver(); first = devices._DRIVER_THREAD\n"
+            "devices.start_driver()\n"
+            "ts = [first] if first is not None else []\n"
+            "print(len(ts), devices._DRIVER_THREAD is first and all(t.daemon for t in ts))\n"
+            "[t.join(60) for t in ts]\n"
+            "print(sum(t.is_alive() for t in ts))\n")
+    env = dict(os.environ, SIGCONV_DISABLE_CUDA="1" if disabled else "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert out.stdout.split() == (["0", "True", "0"] if disabled else ["1", "True", "0"])
+
+
+@pytest.mark.gpu
+def test_warm_up_loads_the_direct_modules_and_spans_stay_right(rng):
+    """The GPU process's warm-up loads the direct 1-D kernels' modules before the first log; a span filtered after
+    it (fresh taps, the same variants) equals the float64 correlation."""
+    from sigconv import _kernels
+    from sigconv.backends import cuda1d
+    from sigconv.engine import gpu_file
+
+    gpu_file.warm_up()
+    loaded = {(k[1], k[3]) for k in _kernels._MODULES}
+    assert (cuda1d.SOURCE, ()) in loaded and (cuda1d.SOURCE, cuda1d._RT_EXPRS) in loaded
+    x = rng.standard_normal((2, 5003)).astype(np.float32)
+    w = rng.standard_normal(301).astype(np.float32)
+    n = 4500
+    want = np.stack([np.correlate(np.concatenate([np.zeros(7), c.astype(np.float64)]), w.astype(np.float64),
+                                  "valid")[:n] for c in x])
+    for variant in ("auto", "tiled", "shared"):
+        y = gpu_file.correlate_span(x, w, 7, n, variant=variant)
+        assert y.shape == (2, n) and np.abs(y - want).max() <= 1e-4 * np.abs(want).max(), variant
+
+
 @pytest.mark.gpu
 def test_cuda_batch_of_recordings_in_threads_matches_cpu(tmp_path, rng):
     """Recordings share the GPU from several threads at once (each its own block filter): the outputs match the

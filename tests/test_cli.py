@@ -399,3 +399,43 @@ def test_batch_refuses_an_absurd_rate(tmp_path, fs, capsys):
     assert rc == 2 and len(err.splitlines()) == 1
     assert "--fs" in err and "outside the sample rates sigconv filters" in err
     assert not (tmp_path / "out").exists()
+
+
+def _program(argv, tmp_path, env=None):
+    """The ``sigconv`` program (``sigconv.cli.run``) on ``argv`` in a subprocess whose interpreter says, at its
+    teardown (an atexit handler), that it ran one."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('teardown', file=sys.stderr, flush=True))\n"
+            f"sys.argv = ['sigconv'] + {list(map(str, argv))!r}\n"
+            "from sigconv.cli import run\n"
+            "run()\n")
+    e = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {}))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=e,
+                          timeout=120)
+
+
+def test_program_ends_without_teardown_after_its_work(tmp_path, rng):
+    """After batch (and denoise, variants) the program skips Python's teardown: its exit code, its last lines on
+    both streams and its outputs are all there. A usage error, or a command not in the list, ends the usual way."""
+    src = tmp_path / "logs"
+    src.mkdir()
+    t = np.arange(3000) / 100.0
+    (src / "ok.csv").write_text("time,x\n" + "".join(f"{a:.2f},{b!r}\n" for a, b in zip(t, rng.standard_normal(3000).tolist())))
+    (src / "bad.csv").write_text("time,x\n0,1\n0,2\n")  # steps that do not increase: fails, the batch goes on
+    r = _program(["batch", src, "-o", tmp_path / "out", "--backend", "cpu", "-j", "1"], tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "teardown" not in r.stderr
+    assert "failed: bad.csv" in r.stderr and r.stderr.rstrip().splitlines()[-1].startswith("batch: 1 done"), r.stderr
+    assert (tmp_path / "out" / "ok.csv").stat().st_size > 0
+    r = _program(["variants", "conv1d"], tmp_path)
+    assert r.returncode == 0 and "teardown" not in r.stderr
+    assert r.stdout.startswith("conv1d:") and r.stdout.endswith("\n") and len(r.stdout.splitlines()) >= 4
+    r = _program(["batch"], tmp_path)
+    assert r.returncode == 2 and "teardown" in r.stderr
+    r = _program(["tui", "--help"], tmp_path)
+    assert r.returncode == 0 and "teardown" in r.stderr

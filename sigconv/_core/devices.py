@@ -85,7 +85,7 @@ def unavailable(req: str) -> Optional[str]:
     raise ValueError(f"unknown requirement {req!r}")
 
 
-_DRIVER_STARTED = False
+_DRIVER_THREAD = None  # the thread of start_driver, once started
 
 
 def start_driver() -> None:
@@ -93,10 +93,9 @@ def start_driver() -> None:
     (both take about a quarter of a second; ``import cupy`` holds the interpreter, the driver does not). CuPy then
     finds the context made. Best effort and once per process: any failure (no driver, no device, not Linux) is left
     for :func:`cuda_reason` to report. The context stays retained until the process ends, as CuPy's does."""
-    global _DRIVER_STARTED
-    if _DRIVER_STARTED or os.environ.get("SIGCONV_DISABLE_CUDA"):
+    global _DRIVER_THREAD
+    if _DRIVER_THREAD is not None or os.environ.get("SIGCONV_DISABLE_CUDA"):
         return
-    _DRIVER_STARTED = True
 
     def start():
         import ctypes
@@ -113,7 +112,8 @@ def start_driver() -> None:
 
     import threading
 
-    threading.Thread(target=start, name="sigconv-cuda-driver", daemon=True).start()
+    _DRIVER_THREAD = threading.Thread(target=start, name="sigconv-cuda-driver", daemon=True)
+    _DRIVER_THREAD.start()
 
 
 @functools.lru_cache(maxsize=None)
