@@ -245,11 +245,26 @@ def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
     return backend == "cuda" or devices.cuda_quick_reason() is None
 
 
-#: ``--backend auto`` with one GPU runs the files there (a worker pool and the GPU's process) when they average at
-#: least this many bytes; smaller files go to the CPU process pool, which then starts no CUDA. On an H200 host (16
-#: cores), 2026-12-01, 200 logs of 1.5 MB: the pool 1.90 s, the GPU runner 1.99 s (medians of 3,
-#: benchmarks/results/H200-2026-12-01-batch-gpu-process); larger files carry more filtering per byte parsed.
+#: ``--backend auto`` with one GPU runs a batch of logs there (a worker pool and the GPU's process) when they average
+#: from ``AUTO_GPU_LOG_BYTES[0]`` up to ``AUTO_GPU_LOG_BYTES[1]``; other batches of logs go to the CPU process pool,
+#: which then starts no CUDA. Measured on an H200 host (16 cores), 2026-12-02, whole commands, medians of 3
+#: (benchmarks/results/H200-2026-12-02-batch/): 1,000 logs of 63 KB, the pool 1.90 s against the GPU 2.11 s (a log
+#: filters in well under a millisecond on a CPU, less than a request to the GPU's process costs); 200 logs of
+#: 1.5 MB, the GPU 1.46 s against 1.57 s; 3 logs of 25 MB, the pool 1.81 s against 2.30 s (three files, three
+#: workers: the GPU's start and its FFT layer's first use, about half a second, are not paid back).
+AUTO_GPU_LOG_BYTES = (1 << 20, 16 << 20)
+#: A batch with recordings (or logs streamed in blocks) runs on the GPU when its files average this much or more.
 AUTO_GPU_MIN_FILE_BYTES = 4 << 20
+
+
+def _auto_on_gpu(todo: list) -> bool:
+    """Whether ``--backend auto`` with one GPU (and no other choice made) runs the files ``todo`` there, by their
+    average size: the rule above."""
+    total = sum(t["size"] for t in todo)
+    if all(gpu_service.served(t, stream.STREAM_MIN_BYTES) for t in todo):
+        low, high = AUTO_GPU_LOG_BYTES
+        return low * len(todo) <= total < high * len(todo)
+    return total >= AUTO_GPU_MIN_FILE_BYTES * len(todo)
 
 
 def _gpu_process_wanted(request: BatchRequest) -> bool:
@@ -268,13 +283,12 @@ def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict, gpu=N
     ``info["settings"]`` holds the tasks' settings on "cpu". No more workers (processes, threads, Dask workers)
     start than there are files for them, and the description says how many did."""
     n_todo = len(todo)
-    total_bytes = sum(t["size"] for t in todo)
     n_gpus = 0 if request.settings.kernel.backend == "cpu" else runners.visible_gpu_count()
     jobs = request.jobs or min(os.cpu_count() or 1, max(1, n_todo))
     kernel = request.settings.kernel
     if (kernel.backend == "auto" and kernel.variant == "auto" and n_gpus and not request.scheduler and jobs > 1
-            and n_todo > 1 and total_bytes < AUTO_GPU_MIN_FILE_BYTES * n_todo):
-        # small files: the CPU pool, on the cpu backend (its workers would otherwise each start CUDA)
+            and n_todo > 1 and not _auto_on_gpu(todo)):
+        # the CPU pool is the faster there, on the cpu backend (its workers would otherwise each start CUDA)
         info["settings"] = replace(request.settings, kernel=replace(kernel, backend="cpu"))
         n_gpus = 0
     if request.scheduler:

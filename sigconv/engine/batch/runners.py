@@ -15,7 +15,7 @@ whole group (systemd, a closed terminal), as that stop.
 CPU or GPU: on the cpu backend files run in a process pool (``run_pool``). On one GPU (``run_gpu``) logs run
 in a process pool too, whose workers parse and write while one more process, the only one with a CUDA context,
 filters them (:mod:`.gpu_service`); recordings and streamed tables, which keep a block filter's state, then run
-in threads of this process (``run_threads``). The coordinator decides which (``coordinator.AUTO_GPU_MIN_FILE_BYTES``
+in threads of this process (``run_threads``). The coordinator decides which (``coordinator._auto_on_gpu``
 for "auto"). Pools fork from the coordinator where that is sound (no other thread, no CUDA: the command line),
 so that workers start at once with its imports; else they come from a forkserver.
 
