@@ -249,20 +249,28 @@ def main(argv=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"batch_{machine}_{date}"
+    # each mode against the CPU pool of the earlier checkout on the same set, in the same run (the GPU batch's target:
+    # twice as fast as the CPU batch was)
+    base = {r["set"]: r["seconds"] for r in results if r["mode"] == "pool@baseline" and r["rc"] == 0}
+    for r in results:
+        r["x_vs_pool_baseline"] = round(base[r["set"]] / r["seconds"], 2) if r["set"] in base and r["seconds"] else None
+        if r["x_vs_pool_baseline"] is not None:
+            print(f"{r['set']:5} {r['mode']:15} {r['x_vs_pool_baseline']:.2f}x the CPU pool of the baseline")
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
     lines = [f"# sigconv batch throughput: {machine}, {date}", "",
              f"{meta['cpus']} CPUs, {gpus} GPU(s), Python {meta['python']}; {meta['filter']}. "
              "Wall time of a whole `sigconv batch` command (start-up and Dask cluster start included).", "",
-             "| set | files | MB | mode | where | seconds (median) | runs (s) | files/s | M rows/s | MB/s | rc | "
-             "GPUs used (files each) | max rel diff vs cpu |",
-             "|---|---:|---:|---|---|---:|---|---:|---:|---:|---:|---|---:|"]
+             "| set | files | MB | mode | where | seconds (median) | runs (s) | files/s | M rows/s | MB/s | "
+             "x pool@baseline | rc | GPUs used (files each) | max rel diff vs cpu |",
+             "|---|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|"]
     for r in results:
         g = ", ".join(f"{k} ({v})" for k, v in r["files_per_gpu"].items()) or "-"
         d = "-" if r["max_rel_diff_vs_single"] is None else f"{r['max_rel_diff_vs_single']:.1e}"
         rps = "-" if r["rows_per_s"] is None else f"{r['rows_per_s'] / 1e6:.2f}"
         runs_s = ", ".join(f"{t:.2f}" for t in r["runs_s"])
+        xb = "-" if r["x_vs_pool_baseline"] is None else f"{r['x_vs_pool_baseline']:.2f}"
         lines.append(f"| {r['set']} | {r['set_files']} | {r['set_MB']} | {r['mode']} | {r['where']} | {r['seconds']} | "
-                     f"{runs_s} | {r['files_per_s']} | {rps} | {r['MB_per_s']} | {r['rc']} | {g} | {d} |")
+                     f"{runs_s} | {r['files_per_s']} | {rps} | {r['MB_per_s']} | {xb} | {r['rc']} | {g} | {d} |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {stem}.json and .md")
     # a failure: a command that failed, outputs that differ from the single-process run, or a GPU mode that did

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT
 
 import sigconv  # noqa: E402
-from sigconv.engine.batch import cancel, coordinator, filters, runners  # noqa: E402
+from sigconv.engine.batch import cancel, coordinator, filters, process, runners  # noqa: E402
 from sigconv.engine.batch.manifest import NAME as MANIFEST  # noqa: E402
 
 SHIMS = Path(__file__).with_name("shims")
@@ -211,6 +211,38 @@ def test_the_gpu_process_filters_every_log_and_the_workers_write_the_cpu_outputs
                       for v in line.split(",")[1:]]
         assert max(digits) <= 9 and max(ref_digits) >= 16, (max(digits), max(ref_digits))
     assert not _leftovers(tmp_path / "out")
+
+
+def test_tables_that_stream_run_where_the_gpu_is_never_in_a_served_worker(tmp_path, rng, as_if_one_gpu, monkeypatch):
+    """A table the streamed path takes (by size, or by its cells: a CSV of 8 MB or more) keeps a block filter's
+    state, so it runs in the threads of the process that holds the GPU; a pool worker served by the GPU's process
+    would make a CUDA context of its own for it. Only tables read whole go to the pool."""
+    from sigconv.engine.batch import gpu_service, stream
+
+    src = _logs(tmp_path / "in", rng, 3, rows=1000)  # about 30 KB
+    _logs(tmp_path / "in" / "big", rng, 2, rows=4000)  # about 120 KB: streamed once the cell rule is lowered
+    monkeypatch.setattr(stream, "STREAM_MIN_CELLS", 40_000)
+    seen = []
+    real = process.process_task
+
+    def spy(task):
+        r = real(task)
+        return r | {"streamed_here": bool(r.get("streamed")), "gpu_worker": gpu_service.client() is not None}
+
+    monkeypatch.setattr(runners, "process_task", spy)
+    real_record = coordinator.Manifest.append
+
+    def record(self, t, r):
+        seen.append((Path(t["input"]).parent.name, r.get("streamed_here"), r.get("gpu_worker")))
+        return real_record(self, t, r)
+
+    monkeypatch.setattr(coordinator.Manifest, "append", record)
+    rep = sigconv.run_batch(sigconv.BatchRequest([src], tmp_path / "out", sigconv.BatchSettings(
+        kernel=sigconv.KernelChoice(backend="auto")), jobs=2, recursive=True))
+    assert len(rep.done) == 5 and not rep.failed, rep.failed
+    assert rep.where == "2 worker processes and 1 GPU process then 2 threads sharing 1 GPU", rep.where
+    assert sorted(seen) == [("big", True, False)] * 2 + [("in", False, True)] * 3, seen
+    assert gpu_service.served({"kind": "npy", "input": "x.npy"}) and not gpu_service.served({"kind": "audio"})
 
 
 def test_gpu_runner_stops_in_flight_files_and_starts_no_more(tmp_path, rng, as_if_one_gpu):
@@ -621,8 +653,8 @@ def test_auto_sends_logs_to_the_gpu_only_in_its_size_window(tmp_path, rng, forke
 
 def test_auto_rule_by_average_size():
     """The rule itself: a batch of logs in the window goes to the GPU; with a recording among them, 4 MB or more."""
-    log = {"kind": "csv", "size": 1_500_000}
-    small, big = dict(log, size=60_000), dict(log, size=30 << 20)
+    log = {"kind": "csv", "size": 1_500_000, "streamed": False}
+    small, big = dict(log, size=60_000), dict(log, size=20 << 20)  # a Parquet log read whole, say
     wav = {"kind": "audio", "size": 3 << 20}
     assert coordinator._auto_on_gpu([log] * 200)
     assert not coordinator._auto_on_gpu([small] * 1000) and not coordinator._auto_on_gpu([big] * 3)

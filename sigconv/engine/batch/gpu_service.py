@@ -31,12 +31,22 @@ class Unavailable(RuntimeError):
     """CUDA could not start in the process that serves the GPU; the message says why."""
 
 
-def served(task: dict, stream_min_bytes: int) -> bool:
-    """Whether a task's filtering can be served to a pool worker: logs read whole (CSV and Parquet under
-    ``stream_min_bytes``, every NPY). Recordings and streamed tables keep a block filter's state between blocks, so
-    they run where the GPU is."""
+def served(task: dict) -> bool:
+    """Whether a task's filtering can be served to a pool worker: logs read whole (every NPY; CSV and Parquet that
+    ``stream.wanted`` does not stream: a streamed table keeps a block filter's state between blocks, so it runs
+    where the GPU is). Judged once per task (``task["streamed"]``; a Parquet file's footer is read for it)."""
     kind = task["kind"]
-    return kind == "npy" or (kind in ("csv", "parquet") and task["size"] < stream_min_bytes)
+    if kind == "npy":
+        return True
+    if kind not in ("csv", "parquet"):
+        return False
+    if "streamed" not in task:
+        from pathlib import Path
+
+        from sigconv.engine.batch import stream
+
+        task["streamed"] = stream.wanted(Path(task["input"]), kind)
+    return not task["streamed"]
 
 
 def _first_line(exc: BaseException) -> str:
