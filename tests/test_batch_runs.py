@@ -619,9 +619,9 @@ def test_threads_never_see_a_zero_umask(tmp_path, rng, as_if_one_gpu):
         assert mode == (0o755 if p.is_dir() else 0o644), (p, oct(mode))
 
 
-def test_auto_sends_logs_to_the_gpu_only_in_its_size_window(tmp_path, rng, forked, monkeypatch):
-    """--backend auto with a GPU: logs averaging under AUTO_GPU_LOG_BYTES[0] or from AUTO_GPU_LOG_BYTES[1] go to the
-    CPU process pool, on the cpu backend (their workers start no CUDA); those in between to the GPU runner."""
+def test_auto_sends_small_logs_to_the_cpu_pool_and_larger_ones_to_the_gpu(tmp_path, rng, forked, monkeypatch):
+    """--backend auto with a GPU: logs averaging under AUTO_GPU_LOG_BYTES go to the CPU process pool, on the cpu
+    backend (their workers start no CUDA); larger ones to the GPU runner. The outputs are the same."""
     monkeypatch.setattr(coordinator, "_on_gpu", lambda request, n_gpus: True)
     monkeypatch.setattr(runners, "visible_gpu_count", lambda *a, **k: 1)
     monkeypatch.setenv("SIGCONV_DISABLE_CUDA", "1")
@@ -635,27 +635,25 @@ def test_auto_sends_logs_to_the_gpu_only_in_its_size_window(tmp_path, rng, forke
 
     monkeypatch.setattr(runners, "run_pool", pool)
     src = _logs(tmp_path / "in", rng, 4, rows=800)  # about 60 KB each
-    size = sum(p.stat().st_size for p in src.rglob("*.csv")) / 4
-    runs = {"small": (int(size) + 1, 1 << 30), "inside": (1000, 1 << 30), "large": (1000, int(size))}
-    for name, window in runs.items():
-        monkeypatch.setattr(coordinator, "AUTO_GPU_LOG_BYTES", window)
+    for name, bound in (("small", 1 << 20), ("large", 1000)):
+        monkeypatch.setattr(coordinator, "AUTO_GPU_LOG_BYTES", bound)
         seen.clear()
         rep = sigconv.run_batch(_request(src, tmp_path / name, 2, backend="auto"))
         assert len(rep.done) == 4, rep.failed
-        if name == "inside":
+        if name == "large":
             assert rep.where == "2 worker processes and 1 GPU process" and seen == [(0, "auto", True)] * 4
         else:
             assert rep.where == "2 worker processes" and seen == [(0, "cpu", False)] * 4, name
     for name in rep.done:
-        assert (tmp_path / "small" / name).read_bytes() == (tmp_path / "inside" / name).read_bytes()
-        assert (tmp_path / "large" / name).read_bytes() == (tmp_path / "inside" / name).read_bytes()
+        assert (tmp_path / "small" / name).read_bytes() == (tmp_path / "large" / name).read_bytes()
 
 
 def test_auto_rule_by_average_size():
-    """The rule itself: a batch of logs in the window goes to the GPU; with a recording among them, 4 MB or more."""
+    """The rule itself: logs go to the GPU when all are read whole and they average 1 MB or more (a streamed table
+    keeps them on the CPU pool); with a recording among them, from 4 MB."""
     log = {"kind": "csv", "size": 1_500_000, "streamed": False}
-    small, big = dict(log, size=60_000), dict(log, size=20 << 20)  # a Parquet log read whole, say
+    small, streamed = dict(log, size=60_000), dict(log, size=25 << 20, streamed=True)
     wav = {"kind": "audio", "size": 3 << 20}
-    assert coordinator._auto_on_gpu([log] * 200)
-    assert not coordinator._auto_on_gpu([small] * 1000) and not coordinator._auto_on_gpu([big] * 3)
+    assert coordinator._auto_on_gpu([log] * 200) and not coordinator._auto_on_gpu([small] * 1000)
+    assert not coordinator._auto_on_gpu([streamed] * 3) and not coordinator._auto_on_gpu([streamed] + [log] * 9)
     assert not coordinator._auto_on_gpu([wav, log]) and coordinator._auto_on_gpu([dict(wav, size=9 << 20), log])

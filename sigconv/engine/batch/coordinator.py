@@ -245,25 +245,26 @@ def _on_gpu(request: BatchRequest, n_gpus: int) -> bool:
     return backend == "cuda" or devices.cuda_quick_reason() is None
 
 
-#: ``--backend auto`` with one GPU runs a batch of logs there (a worker pool and the GPU's process) when they average
-#: from ``AUTO_GPU_LOG_BYTES[0]`` up to ``AUTO_GPU_LOG_BYTES[1]``; other batches of logs go to the CPU process pool,
-#: which then starts no CUDA. Measured on an H200 host (16 cores), 2026-12-02, whole commands, medians of 3
-#: (benchmarks/results/H200-2026-12-02-batch/): 1,000 logs of 63 KB, the pool 1.90 s against the GPU 2.11 s (a log
-#: filters in well under a millisecond on a CPU, less than a request to the GPU's process costs); 200 logs of
-#: 1.5 MB, the GPU 1.46 s against 1.57 s; 3 logs of 25 MB, the pool 1.81 s against 2.30 s (three files, three
-#: workers: the GPU's start and its FFT layer's first use, about half a second, are not paid back).
-AUTO_GPU_LOG_BYTES = (1 << 20, 16 << 20)
-#: A batch with recordings (or logs streamed in blocks) runs on the GPU when its files average this much or more.
+#: ``--backend auto`` with one GPU runs a batch of logs there (a worker pool and the GPU's process) when every log is
+#: read whole and they average ``AUTO_GPU_LOG_BYTES`` or more; other batches of logs go to the CPU process pool, which
+#: then starts no CUDA. Measured on an H200 host (16 cores), 2026-12-02, whole commands, medians of 3 in one run of
+#: ``benchmarks/batch_bench.py`` (benchmarks/results/H200-2026-12-02-batch/): 1,000 logs of 63 KB, the pool 2.71 s
+#: against the GPU 2.99 s (such a log filters in well under a millisecond on a CPU, less than a request to the GPU's
+#: process costs); 200 logs of 1.5 MB, the GPU 1.72 s against the pool 1.91 s; 3 CSV logs of 25 MB (streamed in blocks,
+#: so on the GPU they run in threads of one process), the pool 2.40 s against 2.49 s (parsing and writing the text
+#: is the work there, and processes do it without sharing an interpreter lock).
+AUTO_GPU_LOG_BYTES = 1 << 20
+#: A batch with recordings (which run in threads sharing the GPU) goes there when its files average this much or
+#: more.
 AUTO_GPU_MIN_FILE_BYTES = 4 << 20
 
 
 def _auto_on_gpu(todo: list) -> bool:
-    """Whether ``--backend auto`` with one GPU (and no other choice made) runs the files ``todo`` there, by their
-    average size: the rule above."""
+    """Whether ``--backend auto`` with one GPU (and no other choice made) runs the files ``todo`` there: the rules
+    above."""
     total = sum(t["size"] for t in todo)
-    if all(gpu_service.served(t) for t in todo):
-        low, high = AUTO_GPU_LOG_BYTES
-        return low * len(todo) <= total < high * len(todo)
+    if all(t["kind"] != "audio" for t in todo):
+        return all(gpu_service.served(t) for t in todo) and total >= AUTO_GPU_LOG_BYTES * len(todo)
     return total >= AUTO_GPU_MIN_FILE_BYTES * len(todo)
 
 
