@@ -242,7 +242,8 @@ def test_tables_that_stream_run_where_the_gpu_is_never_in_a_served_worker(tmp_pa
     assert len(rep.done) == 5 and not rep.failed, rep.failed
     assert rep.where == "2 worker processes and 1 GPU process then 2 threads sharing 1 GPU", rep.where
     assert sorted(seen) == [("big", True, False)] * 2 + [("in", False, True)] * 3, seen
-    assert gpu_service.served({"kind": "npy", "input": "x.npy"}) and not gpu_service.served({"kind": "audio"})
+    assert gpu_service.served({"kind": "npy"}, False) and not gpu_service.served({"kind": "audio"}, False)
+    assert gpu_service.served({"kind": "csv"}, False) and not gpu_service.served({"kind": "csv"}, True)
 
 
 def test_gpu_runner_stops_in_flight_files_and_starts_no_more(tmp_path, rng, as_if_one_gpu):

@@ -28,7 +28,7 @@ from typing import Callable, Optional, Sequence
 from sigconv._core import devices
 from sigconv._core.atomic import PART_NAME
 from sigconv._core.errors import STOP_SIGNALS, InputError, OutputError, Terminated
-from sigconv.engine.batch import cancel, gpu_service, runners
+from sigconv.engine.batch import cancel, gpu_service, runners, stream
 from sigconv.engine.batch.discovery import DiscoveryError, find_inputs, output_problem, overwrite_problem
 from sigconv.engine.batch.manifest import Manifest, settings_hash
 from sigconv.engine.batch.settings import BatchSettings
@@ -264,7 +264,8 @@ def _auto_on_gpu(todo: list) -> bool:
     above."""
     total = sum(t["size"] for t in todo)
     if all(t["kind"] != "audio" for t in todo):
-        return all(gpu_service.served(t) for t in todo) and total >= AUTO_GPU_LOG_BYTES * len(todo)
+        return (all(gpu_service.served(t, stream.streamed(t)) for t in todo)
+                and total >= AUTO_GPU_LOG_BYTES * len(todo))
     return total >= AUTO_GPU_MIN_FILE_BYTES * len(todo)
 
 
@@ -305,8 +306,8 @@ def _runner(request: BatchRequest, todo: list, feed: Callable, info: dict, gpu=N
     if n_gpus == 1 and jobs > 1 and n_todo > 1 and _on_gpu(request, n_gpus):
         # one GPU, one CUDA context: logs in a process pool that parses and writes while one more process filters
         # them on the GPU; then recordings and streamed tables in threads of this process
-        served = [t for t in todo if gpu_service.served(t)]
-        rest = [t for t in todo if not gpu_service.served(t)]
+        served = [t for t in todo if gpu_service.served(t, stream.streamed(t))]
+        rest = [t for t in todo if not gpu_service.served(t, stream.streamed(t))]
         procs, threads = min(jobs, len(served)), min(jobs, len(rest))
         where = " then ".join(w for w in (f"{procs} worker processes and 1 GPU process" if served else "",
                                           f"{threads} threads sharing 1 GPU" if rest else "") if w)

@@ -31,22 +31,12 @@ class Unavailable(RuntimeError):
     """CUDA could not start in the process that serves the GPU; the message says why."""
 
 
-def served(task: dict) -> bool:
+def served(task: dict, streamed: bool) -> bool:
     """Whether a task's filtering can be served to a pool worker: logs read whole (every NPY; CSV and Parquet that
-    ``stream.wanted`` does not stream: a streamed table keeps a block filter's state between blocks, so it runs
-    where the GPU is). Judged once per task (``task["streamed"]``; a Parquet file's footer is read for it)."""
+    are not ``streamed``, as ``stream.streamed`` judges: a streamed table keeps a block filter's state between blocks,
+    so it runs where the GPU is)."""
     kind = task["kind"]
-    if kind == "npy":
-        return True
-    if kind not in ("csv", "parquet"):
-        return False
-    if "streamed" not in task:
-        from pathlib import Path
-
-        from sigconv.engine.batch import stream
-
-        task["streamed"] = stream.wanted(Path(task["input"]), kind)
-    return not task["streamed"]
+    return kind == "npy" or (kind in ("csv", "parquet") and not streamed)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -35,7 +35,7 @@ def do_table(task: dict, s: BatchSettings, inp: Path, out: Path, outdir: Path, r
     """A CSV or Parquet log: streamed when large or wide (and the stream can promise the in-memory result), else
     read whole; the channels filtered, every other column written back as it was. ``res["columns"]``: the
     channels filtered. A filtered value that is not finite where its input was fails the file."""
-    if stream.wanted(inp, task["kind"]) and stream.do_table(task, s, inp, out, outdir, res):
+    if stream.streamed(task) and stream.do_table(task, s, inp, out, outdir, res):
         return  # streamed (large files); else redone here, in memory
     table, tc = logs.read_table(inp, task["kind"], s.time_column, s.columns)
     warnings = res["warnings"]

@@ -89,6 +89,14 @@ def wanted(path: Path, kind: str) -> bool:
         return False
 
 
+def streamed(task: dict) -> bool:
+    """Whether the batch task's table is streamed (:func:`wanted`), judged once (``task["streamed"]``; a Parquet
+    file's footer is read for it)."""
+    if "streamed" not in task:
+        task["streamed"] = wanted(Path(task["input"]), task["kind"])
+    return task["streamed"]
+
+
 class _Source:
     """One table file: its time column name, the time column alone, and its record batches."""
 
