@@ -75,31 +75,26 @@ def _timed_generator(owner, attr: str, name: str) -> None:
 
 
 def install() -> None:
+    import sigconv.cli
     from sigconv.engine.batch import (coordinator, filters, formats, gpu_service, logs, manifest, process,
                                       runners)
 
-    _timed(logs, "read_table", "worker:read")
-    _timed(logs, "file_rate", "worker:rate")
-    _timed(filters, "taps_for", "worker:taps")
-    _timed(filters, "filter_columns", "worker:filter")
-    _timed(formats, "replace_columns", "worker:columns")
-    _timed(formats, "write_table", "worker:write")
+    # (owner, function, stage): the stages of one log in a worker, the GPU process's, the coordinator's
+    timed = [(logs, "read_table", "worker:read"), (logs, "file_rate", "worker:rate"),
+             (filters, "taps_for", "worker:taps"), (filters, "filter_columns", "worker:filter"),
+             (formats, "replace_columns", "worker:columns"), (formats, "write_table", "worker:write"),
+             (runners, "process_task", "worker:file"), (gpu_service._Client, "filter_span", "worker:gpu-request"),
+             (runners, "_pool_worker_init", "worker:init"),
+             (gpu_service, "_answer", "gpu:answer"), (gpu_service, "_start_cuda", "gpu:start-cuda"),
+             (manifest.Manifest, "append", "coordinator:record"), (coordinator, "find_inputs", "coordinator:find"),
+             (runners, "start_gpu_process", "coordinator:start-gpu-process"),
+             (runners, "_pool_context", "coordinator:pool-context"),
+             (coordinator, "_check_request", "coordinator:check-request"), (coordinator, "_tasks", "coordinator:tasks"),
+             (manifest.Manifest, "__init__", "coordinator:manifest"),
+             (sigconv.cli, "make_parser", "coordinator:make-parser")]
+    for owner, attr, name in timed:
+        _timed(owner, attr, name)
     _timed_generator(process, "safe_output", "worker:output")
-    _timed(runners, "process_task", "worker:file")
-    _timed(gpu_service._Client, "filter_span", "worker:gpu-request")
-    _timed(gpu_service, "_answer", "gpu:answer")
-    _timed(gpu_service, "_start_cuda", "gpu:start-cuda")
-    _timed(runners, "_pool_worker_init", "worker:init")
-    _timed(manifest.Manifest, "append", "coordinator:record")
-    _timed(coordinator, "find_inputs", "coordinator:find")
-    _timed(runners, "start_gpu_process", "coordinator:start-gpu-process")
-    _timed(runners, "_pool_context", "coordinator:pool-context")
-    _timed(coordinator, "_check_request", "coordinator:check-request")
-    _timed(coordinator, "_tasks", "coordinator:tasks")
-    _timed(manifest.Manifest, "__init__", "coordinator:manifest")
-    import sigconv.cli
-
-    _timed(sigconv.cli, "make_parser", "coordinator:make-parser")
 
 
 def summarize(trace: Path, wall: float) -> dict:

@@ -6,14 +6,13 @@ that the command line and the terminal UI are built on. ``import sigconv`` never
 the pipelines are imported on first use.
 """
 
-from importlib import import_module
-
 from sigconv._version import __version__
 from sigconv._api import apply_fir, convolve, convolve2d, correlate, correlate2d
 from sigconv._conv2d import conv2d
 from sigconv._core.blocks import format_block, parse_block
 from sigconv._core.cache import cache_dir
 from sigconv._core.devices import cuda_reason, resolve_backend
+from sigconv._core.lazy import lazy_names
 from sigconv._core.errors import InputError, OutputError, Terminated, raise_terminated
 from sigconv.engine.design import design_fir, design_notch
 from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, default_band, default_rule, signal_kind
@@ -72,14 +71,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sigconv' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
+del lazy_names

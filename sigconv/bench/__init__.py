@@ -7,7 +7,7 @@
 - :mod:`~sigconv.bench.suite`: a whole run (:class:`SuiteOptions`, :func:`run_suite`), its method and files.
 """
 
-from importlib import import_module
+from sigconv._core.lazy import lazy_names
 
 #: Public names -> the module that holds them, loaded on first use (``sigconv bench``'s options need the case names
 #: only; the harness, its checks and its peers load when a run starts).
@@ -26,14 +26,5 @@ __all__ = ["Case1D", "Case2D", "CASES_2D", "CPU_MAX_ELEMS", "CPU_MAX_MACS", "def
            "run_suite", "backends_for", "entry_lines", "default_out_dir", "gpu_copy_gbs", "cpu_copy_gbs", "cpu_name"]
 
 
-def __getattr__(name):
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sigconv.bench' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
+del lazy_names
