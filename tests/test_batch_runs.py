@@ -213,6 +213,46 @@ def test_the_gpu_process_filters_every_log_and_the_workers_write_the_cpu_outputs
     assert not _leftovers(tmp_path / "out")
 
 
+def test_the_gpu_process_outlives_a_worker_whose_samples_are_still_referenced(rng, numpy_gpu, monkeypatch, capfd):
+    """A worker ends (its connection closes) while something in the GPU's process still holds a view of its shared
+    samples (CuPy may, for the copy of its last request): the process cannot unmap them yet. It goes on serving the
+    other workers, with no traceback, and frees them with the view."""
+    import multiprocessing as mp
+
+    from sigconv._core import devices
+    from sigconv.engine import gpu_file
+    from sigconv.engine.batch import gpu_service
+
+    if not hasattr(os, "memfd_create"):
+        pytest.skip("no memfd_create here")
+    monkeypatch.setattr(devices, "cuda_reason", lambda: None)
+    kept = []
+    real = gpu_file.correlate_span
+
+    def holding(xh, *a, **k):
+        kept.append(xh)  # a view of the worker's arena, alive after the answer
+        return real(xh, *a, **k)
+
+    monkeypatch.setattr(gpu_file, "correlate_span", holding)
+    service = gpu_service.GPUService.start(mp.get_context("fork"))
+    try:
+        assert service.status(timeout=60) is None
+        taps = rng.standard_normal(31)
+        x = rng.standard_normal((500, 2))
+        first = gpu_service._Client(service.address, service.authkey)
+        want = first.filter_span(x, taps, 400, offset=40, delay=15)
+        first._drop()  # the worker ends
+        second = gpu_service._Client(service.address, service.authkey)
+        got = second.filter_span(x, taps, 400, offset=40, delay=15)
+        assert np.array_equal(got, want)
+        second._drop()
+    finally:
+        served = service.close(timeout=10)
+        service._proc.join(10)
+    assert served == 2 and service._proc.exitcode == 0
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_tables_that_stream_run_where_the_gpu_is_never_in_a_served_worker(tmp_path, rng, as_if_one_gpu, monkeypatch):
     """A table the streamed path takes (by size, or by its cells: a CSV of 8 MB or more) keeps a block filter's
     state, so it runs in the threads of the process that holds the GPU; a pool worker served by the GPU's process

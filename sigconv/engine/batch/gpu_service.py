@@ -162,11 +162,20 @@ def _serve(control, authkey: bytes) -> None:
                         with lock:
                             conns.remove(ready)
                         ready.close()
-                        arena = arenas.pop(ready, None)
-                        if arena is not None:
-                            arena.close()
+                        _unmap(arenas.pop(ready, None))
     finally:
         listener.close()
+
+
+def _unmap(arena) -> None:
+    """Unmap a worker's shared samples once it has gone; while something still holds a view of them (CuPy may, of
+    its last request's copy) they are freed with that view instead."""
+    if arena is None:
+        return
+    try:
+        arena.close()
+    except BufferError:
+        pass
 
 
 def _start_cuda() -> Optional[str]:
