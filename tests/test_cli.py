@@ -425,7 +425,8 @@ def test_program_ends_without_teardown_after_its_work(tmp_path, rng):
     src = tmp_path / "logs"
     src.mkdir()
     t = np.arange(3000) / 100.0
-    (src / "ok.csv").write_text("time,x\n" + "".join(f"{a:.2f},{b!r}\n" for a, b in zip(t, rng.standard_normal(3000).tolist())))
+    x = rng.standard_normal(3000).tolist()
+    (src / "ok.csv").write_text("time,x\n" + "".join(f"{a:.2f},{b!r}\n" for a, b in zip(t, x)))
     (src / "bad.csv").write_text("time,x\n0,1\n0,2\n")  # steps that do not increase: fails, the batch goes on
     r = _program(["batch", src, "-o", tmp_path / "out", "--backend", "cpu", "-j", "1"], tmp_path)
     assert r.returncode == 1, r.stderr

@@ -119,10 +119,10 @@ def _names(names: Optional[list]) -> Optional[tuple]:
 
 def _options(args: argparse.Namespace, cases: list) -> "bench.SuiteOptions":
     rows = bench.BenchOptions(variants=_names(args.variants), peers=_names(args.peers), blocks=args.blocks,
-                        budget=args.budget, reps=args.reps, seed=args.seed, max_direct_macs=args.max_direct_macs,
-                        dtype=args.dtype)
+                              budget=args.budget, reps=args.reps, seed=args.seed, max_direct_macs=args.max_direct_macs,
+                              dtype=args.dtype)
     return bench.SuiteOptions(args.op, tuple(cases), rows, backend=args.backend, out=args.out, quick=args.quick,
-                        json_only=args.json_only, max_seconds=args.max_seconds, argv=tuple(sys.argv[1:]))
+                              json_only=args.json_only, max_seconds=args.max_seconds, argv=tuple(sys.argv[1:]))
 
 
 def run_bench(args: argparse.Namespace) -> int:

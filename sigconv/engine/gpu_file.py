@@ -17,8 +17,8 @@ from sigconv.backends import cuda1d
 from sigconv.engine.audio import PCMSpec
 from sigconv.engine.settings import phase_delay
 
-__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "warm_up", "quantise_device", "to_work_device",
-           "DEVICE_LOCK"]
+__all__ = ["GPUFileFilter", "filter_span", "span_operands", "correlate_span", "warm_up", "quantise_device",
+           "to_work_device", "DEVICE_LOCK"]
 
 #: Held while one of this process's threads uses the GPU for a batch log (``filter_span``, or a block filter over
 #: a log): transfers and kernels of one log at a time; the host's share of the work (edges, conversions) is done

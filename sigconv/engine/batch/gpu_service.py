@@ -195,7 +195,7 @@ def _start_cuda() -> Optional[str]:
     try:
         from sigconv.engine.gpu_file import warm_up
 
-        warm_up()  # the kernels' modules and cuFFT, loaded before the first log rather than at it
+        warm_up()  # the direct kernels' modules, loaded before the first log rather than at it
     except Exception:  # noqa: BLE001 - the first log's filter says what is wrong
         pass
     return None
