@@ -11,7 +11,8 @@ unaligned channel starts (L % 4 != 0) and several channels; the fft variant also
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger
-than the image and 1xN / Nx1 shapes): the border pass after naive (float32, float64), the fused kernels
+than the image and 1xN / Nx1 shapes): the border pass after naive and the extended copy before it (float32,
+float64), the fused kernels
 (regblock, prefetch, strip, shfl: float32, wherever they apply) and the uint64 kernels (conv1d and conv2d naive and
 the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no name is given.
 """
@@ -67,9 +68,11 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
             for boundary, fill in (("fill", 0), ("fill", 2.5), ("wrap", 0), ("symm", 0)):
                 job = Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw)
                 fused = [v for v in cuda2d.FUSED if not get("conv2d", "cuda", v).applies(job)]
-                runs = [("naive", d) for d in ("float32", "float64", "uint64")] + [(v, "float32") for v in fused]
+                # naive through both ways to a boundary (the border pass; the extended copy, conv2d_extend)
+                runs = [("naive", d, e) for d in ("float32", "float64", "uint64") for e in (False, True)] \
+                    + [(v, "float32", None) for v in fused]
                 runs = [r for r in runs if not variants or r[0] in variants]
-                for variant, dtype in runs:
+                for variant, dtype, extend in runs:
                     exact = dtype == "uint64"
                     if exact:
                         f = -3 if fill else 0  # an integer fill constant, negative: taken mod 2^64
@@ -78,9 +81,10 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
                         f = fill
                         x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(wf, dtype=dtype)
                     y = cupy.asnumpy(cuda2d.corr2d(x.reshape(1, 1, H, W), w.reshape(1, 1, kH, kW), None, (1, 1), pad,
-                                                   out_hw, variant=variant, boundary=boundary, fillvalue=f))[0, 0]
+                                                   out_hw, variant=variant, boundary=boundary, fillvalue=f,
+                                                   extend=extend))[0, 0]
                     n += 1
-                    tag = f"{variant} {dtype} {H}x{W} k{kH}x{kW} {mode} {boundary} fill={f}"
+                    tag = f"{variant} {dtype} {H}x{W} k{kH}x{kW} {mode} {boundary} fill={f} extend={extend}"
                     if exact:
                         xe = _extended(xi, kH, kW, pad, out_hw, boundary, f)
                         ref = np.zeros(out_hw, np.int64)

@@ -24,10 +24,12 @@
 //   fused     : regblock, prefetch, strip and shfl compile the boundary in (C2D_BOUNDARY) and load the extended
 //               image directly: no second pass.
 //   border    : after naive, shared and separable, a second pass adds to the outputs whose window leaves the
-//               image the taps that fall outside it.
+//               image the taps that fall outside it;
+//   extend    : or, where that pass would cost more than a copy (a small image, a large kernel), the image
+//               extended into a new array first, which the variant then reads with zero padding.
 //
 // Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
-// naive and border also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
+// naive, border and extend also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
 // NumPy's int64 arithmetic on the same bits); regblock, prefetch and strip are float only and specialised by
 // #defines (Python prepends them).
 //
@@ -483,6 +485,26 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
     }
 }
 
+// ========================================================================================= extend
+// The other way to a boundary other than zero fill: the image extended by the rule (c2d_extend) into a new array
+// xe of He x We, xe[r, c] = xe(x)[r - oy, c - ox], which any variant then reads with zero padding as a "valid"
+// correlation, at zero-fill speed. It costs one read and one write of the extended image, against the border
+// pass's chain of loads per outside tap: the launcher (cuda2d.border_path) takes it where the outside taps
+// outnumber the copy's elements (a small image, a large kernel). One thread per column, stepping over rows
+// (grid-stride in y): a warp's loads and stores are consecutive columns of one row (backwards under symm's mirror,
+// still within the row's cache lines).
+template <typename T>
+__global__ void conv2d_extend(const T* __restrict__ x, T* __restrict__ xe, int H, int W, int He, int We, int oy,
+                              int ox, int boundary, T fill) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= We || H <= 0 || W <= 0) return;  // (the launcher refuses an empty image)
+    const int ec = c2d_extend(c - ox, W, boundary);  // image column under xe's column c; -1: fill
+    for (int r = blockIdx.y * blockDim.y + threadIdx.y; r < He; r += gridDim.y * blockDim.y) {
+        const int er = c2d_extend(r - oy, H, boundary);
+        xe[(i64)r * We + c] = (er < 0 || ec < 0) ? fill : x[(i64)er * W + ec];
+    }
+}
+
 // Instances for the stand-alone nvcc check (NVRTC builds the same names from name_expressions).
 template __global__ void conv2d_naive<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
                                              int, int, int, int, int, int, int, int, int);
@@ -498,6 +520,10 @@ template __global__ void conv2d_border<double>(const double*, const double*, dou
 template __global__ void conv2d_border<unsigned long long>(const unsigned long long*, const unsigned long long*,
                                                            unsigned long long*, int, int, int, int, int, int, int, int,
                                                            int, int, int, int, i64, int, unsigned long long, int);
+template __global__ void conv2d_extend<float>(const float*, float*, int, int, int, int, int, int, int, float);
+template __global__ void conv2d_extend<double>(const double*, double*, int, int, int, int, int, int, int, double);
+template __global__ void conv2d_extend<unsigned long long>(const unsigned long long*, unsigned long long*, int, int, int,
+                                                           int, int, int, int, unsigned long long);
 template __global__ void conv2d_shared<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
                                               int, int, int, int, int, int, int, int, int, int);
 template __global__ void conv2d_shared<double>(const double*, const double*, const double*, double*, int, int, int,

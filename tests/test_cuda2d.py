@@ -198,7 +198,9 @@ def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
 # ------------------------------------------------------------------ boundaries: wrap, symm, a fill constant
 # regblock, prefetch, strip and shfl read the extended image in their own loads (cuda2d.FUSED); for the other
 # variants corr2d runs them with zero padding, then conv2d_border adds the taps outside the image to the outputs
-# whose window leaves it. Every variant, through its path, against the float64 correlation of the image extended by numpy.pad.
+# whose window leaves it, or (cuda2d.border_path: many outside taps against the image) conv2d_extend copies the
+# extended image, which the variant reads with zero padding. Every variant, through the path the rule picks and
+# through the other one, against the float64 correlation of the image extended by numpy.pad.
 
 BOUNDARIES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 _NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
@@ -262,14 +264,23 @@ def test_boundary_every_variant(rng, name, dtype, shape):
             why = v.applies(Conv2dJob((1, 1, H, W), (1, 1, kH, kW), dtype, (1, 1), pad, out_hw, rank1=True))
             if why:
                 continue
+        # the path the rule picks (None), and for a named variant the other one: the copy for the fused variants
+        # (where the variant still applies to the copy, read with zero padding), the pass or the copy for the rest
+        rule = None if v is None else cuda2d.border_path(name, H, W, kH, kW, pad, out_hw)
+        paths = [None] if v is None else [None, rule != "extend"]
+        if rule == "fused" and v.applies(Conv2dJob((1, 1, out_hw[0] + kH - 1, out_hw[1] + kW - 1), (1, 1, kH, kW),
+                                                   dtype, (1, 1), (0, 0), out_hw, rank1=True)):
+            paths = [None]
         for boundary, fill in BOUNDARIES:
-            out = cupy.full((1, 1) + out_hw, cupy.nan, dtype=dtype)
-            y = cuda2d.corr2d(x, w, None, (1, 1), pad, out_hw, variant=name, out=out, boundary=boundary,
-                              fillvalue=fill)
-            assert y is out
             ref = scipy.signal.correlate2d(_extended(x64, kH, kW, pad, out_hw, boundary, fill), w64, "valid")
-            _check(y[0, 0], ref, dtype, f"{name} {dtype} {label} {mode} {boundary} fill={fill}")
-            ran += 1
+            for extend in paths if (boundary, fill) != ("fill", 0.0) else [None]:
+                out = cupy.full((1, 1) + out_hw, cupy.nan, dtype=dtype)
+                y = cuda2d.corr2d(x, w, None, (1, 1), pad, out_hw, variant=name, out=out, boundary=boundary,
+                                  fillvalue=fill, extend=extend)
+                assert y is out
+                _check(y[0, 0], ref, dtype, f"{name} {dtype} {label} {mode} {boundary} fill={fill} extend={extend} "
+                                            f"(rule: {rule})")
+                ran += 1
     if not ran:
         pytest.skip(f"{name} applies to no window of {label}")
 
@@ -300,22 +311,41 @@ def test_boundary_every_block(rng, name):
 
 
 def test_border_pass_runs_only_where_needed(rng, monkeypatch):
-    """fill with 0 launches no border pass; for naive, shared and separable wrap, symm and a fill constant launch
-    exactly one, after the variant; the fused variants never launch one (their loads read the extended image)."""
+    """fill with 0 launches neither the border pass nor the copy. For naive, shared and separable, wrap, symm and a
+    fill constant launch exactly one of them, as border_path says: the pass after the variant on 20 x 32 with 3x3,
+    the copy before it on 24 x 24 with 15x15 (and on 20 x 32 when asked for); the fused variants launch neither
+    unless asked for the copy (their loads read the extended image)."""
     from sigconv.backends import cuda2d
 
     calls = []
-    real = cuda2d.launch_border
-    monkeypatch.setattr(cuda2d, "launch_border", lambda *a, **k: calls.append(a[4:6]) or real(*a, **k))
-    x = cupy.asarray(rng.standard_normal((1, 1, 20, 32)), dtype=cupy.float32)
-    w = cupy.asarray(np.outer(rng.standard_normal(3), rng.standard_normal(3)).reshape(1, 1, 3, 3), dtype=cupy.float32)
-    for variant in cuda2d.VARIANTS:
-        calls.clear()
-        for boundary, fill in BOUNDARIES:
-            cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (20, 32), variant=variant, boundary=boundary, fillvalue=fill)
-        want = [] if variant in cuda2d.FUSED else [("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
-        assert calls == want, variant
+    real_pass, real_copy = cuda2d.launch_border, cuda2d.launch_extend
+    monkeypatch.setattr(cuda2d, "launch_border", lambda *a, **k: calls.append(("pass",) + a[4:6]) or real_pass(*a, **k))
+    monkeypatch.setattr(cuda2d, "launch_extend", lambda *a, **k: calls.append(("copy",) + a[5:7]) or real_copy(*a, **k))
+    for (H, W, k), extend in (((20, 32, 3), None), ((24, 24, 15), None), ((20, 32, 3), True)):
+        x = cupy.asarray(rng.standard_normal((1, 1, H, W)), dtype=cupy.float32)
+        wh = np.outer(rng.standard_normal(k), rng.standard_normal(k))
+        w = cupy.asarray(wh.reshape(1, 1, k, k), dtype=cupy.float32)
+        pad = ((k - 1) // 2,) * 2
+        for variant in cuda2d.VARIANTS:
+            why = _registry.get("conv2d", "cuda", variant).applies(
+                Conv2dJob((1, 1, H, W), (1, 1, k, k), "float32", (1, 1), pad, (H, W), rank1=True))
+            if why or (extend and variant == "shfl" and k - 1 > cuda2d.SHFL_HALO):
+                continue
+            calls.clear()
+            for boundary, fill in BOUNDARIES:
+                y = cuda2d.corr2d(x, w, None, (1, 1), pad, (H, W), variant=variant, boundary=boundary, fillvalue=fill,
+                                  extend=extend)
+                ref = scipy.signal.correlate2d(_extended(cupy.asnumpy(x)[0, 0].astype(np.float64), k, k, pad, (H, W),
+                                                         boundary, fill), cupy.asnumpy(w)[0, 0].astype(np.float64),
+                                               "valid")
+                _check(y[0, 0], ref, "float32", f"{variant} {H}x{W} k{k} {boundary} fill={fill} extend={extend}")
+            rule = cuda2d.border_path(variant, H, W, k, k, pad, (H, W))
+            way = "copy" if extend or rule == "extend" else None if rule == "fused" else "pass"
+            want = [] if way is None else [(way, "fill", 2.5), (way, "wrap", 0.0), (way, "symm", 0.0)]
+            assert calls == want, (variant, H, W, k, extend)
     assert set(cuda2d.FUSED) == {"regblock", "prefetch", "strip", "shfl"}
+    assert cuda2d.border_path("naive", 24, 24, 15, 15, (7, 7), (24, 24)) == "extend"
+    assert cuda2d.border_path("naive", 20, 32, 3, 3, (1, 1), (20, 32)) == "pass"
 
 
 def test_boundary_refusals():

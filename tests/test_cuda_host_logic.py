@@ -233,6 +233,52 @@ def test_extend_matches_numpy_pad(border_harness, tmp_path, n, boundary):
     assert got.tolist() == want.tolist()
 
 
+def _brute_outside(H, W, kH, kW, pad, out_hw):
+    """Taps of all the outputs' windows that fall outside the image, counted one by one (4-D)."""
+    (py, px), (Ho, Wo) = pad, out_hw
+    rin = (np.arange(Ho)[:, None] - py + np.arange(kH)[None, :] >= 0) & \
+        (np.arange(Ho)[:, None] - py + np.arange(kH)[None, :] < H)
+    cin = (np.arange(Wo)[:, None] - px + np.arange(kW)[None, :] >= 0) & \
+        (np.arange(Wo)[:, None] - px + np.arange(kW)[None, :] < W)
+    return int((~(rin[:, None, :, None] & cin[None, :, None, :])).sum())
+
+
+@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw", list(_all_border_cases()))
+def test_border_costs_count_the_outside_taps(H, W, kH, kW, pad, out_hw):
+    """border_costs: the outside taps equal a tap-by-tap count; the copy holds the Ho + kH - 1 rows the outputs read,
+    each the Wo + kW - 1 columns they read rounded up to a multiple of 4."""
+    from sigconv.backends import cuda2d
+
+    outside, elements = cuda2d.border_costs(H, W, kH, kW, pad, out_hw)
+    assert outside == _brute_outside(H, W, kH, kW, pad, out_hw)
+    (Ho, Wo) = out_hw
+    width = Wo + kW - 1
+    assert elements == (Ho + kH - 1) * (width + (-width) % 4)
+    if outside == 0:
+        assert cuda2d.border_bands(H, W, kH, kW, pad, out_hw)[4] == 0
+        assert cuda2d.border_path("naive", H, W, kH, kW, pad, out_hw) == "pass"
+
+
+def test_border_path_takes_the_copy_for_small_images_and_large_kernels():
+    """The fused variants read the extended image themselves; the others take the border pass where the outside
+    taps are few against the image (the spectrogram, a large image with 7x7), the copy where a large kernel meets
+    a small image (512 x 512 with 31x31: 25.6 outside taps per element of the copy), at the rule's ratio."""
+    from sigconv.backends import cuda2d
+
+    def path(variant, H, W, k):
+        return cuda2d.border_path(variant, H, W, k, k, ((k - 1) // 2,) * 2, (H, W))
+
+    for v in cuda2d.FUSED:
+        assert path(v, 512, 512, 31) == "fused"
+    for v in ("naive", "shared", "separable"):
+        assert path(v, 512, 512, 31) == "extend" and path(v, 1024, 1024, 15) == "extend"
+        assert path(v, 1025, 65536, 3) == "pass" and path(v, 4096, 4096, 7) == "pass"
+        assert path(v, 2048, 2048, 15) == "pass"
+    outside, elements = cuda2d.border_costs(512, 512, 31, 31, (15, 15), (512, 512))
+    assert (outside, elements) == (7_560_960, 542 * 544)
+    assert cuda2d.border_path("naive", 5, 8, 1, 1, (0, 0), (5, 8)) == "pass"  # no tap outside: nothing to do
+
+
 def _padded(x, kH, kW, pad, out_hw, boundary, fill):
     """x extended by the boundary rule to the (Ho + kH - 1) x (Wo + kW - 1) input the outputs read."""
     (py, px), (Ho, Wo) = pad, out_hw
@@ -273,6 +319,46 @@ def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive, l
 
 
 BOUNDARY_CASES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
+
+
+def _extend_cases():
+    """Every border case in float32; every third also in float64 and in uint64 (a fill constant near -2^62)."""
+    for k, case in enumerate(_all_border_cases()):
+        yield pytest.param(np.float32, *case.values, id=f"f32-{case.id}")
+        if k % 3 == 0:
+            yield pytest.param(np.float64, *case.values, id=f"f64-{case.id}")
+            yield pytest.param(np.uint64, *case.values, id=f"u64-{case.id}")
+
+
+@pytest.mark.parametrize("dtype, H, W, kH, kW, pad, out_hw", list(_extend_cases()))
+def test_extended_copy_on_host(border_harness, tmp_path, rng, dtype, H, W, kH, kW, pad, out_hw):
+    """conv2d_extend on the launcher's grid writes every element of the copy (poisoned first) with the image
+    extended by numpy.pad, for fill 0 and a constant, wrap and symm, also several periods out (a kernel larger than
+    the image) and in the columns that round the rows up to a multiple of 4; nothing outside the arrays is touched
+    (AddressSanitizer)."""
+    from sigconv.backends import cuda2d
+
+    (py, px), (Ho, Wo) = pad, out_hw
+    He, We = Ho + kH - 1, cuda2d._extended_width(Wo, kW)
+    if dtype == np.uint64:
+        x = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64).view(np.uint64)
+        cases = [("fill", 0), ("fill", int(rng.integers(-(2**62), -(2**61))) % 2**64), ("wrap", 0), ("symm", 0)]
+    else:
+        x = rng.standard_normal((H, W)).astype(dtype)
+        cases = BOUNDARY_CASES
+    fx, fe = tmp_path / "x.bin", tmp_path / "xe.bin"
+    x.tofile(fx)
+    dt = {np.float32: "f32", np.float64: "f64", np.uint64: "u64"}[dtype]
+    for boundary, fill in cases:
+        poison = np.full((He, We), 0xA5A5A5A5A5A5A5A5 if dtype == np.uint64 else np.nan, dtype)
+        poison.tofile(fe)
+        _harness(border_harness, "image", dt, *cuda2d.extend_grid(He, We), *cuda2d.EXTEND_BLOCK, H, W, He, We, py, px,
+                 cuda2d.BOUNDARIES[boundary], repr(fill) if dtype != np.uint64 else fill, fx, fe)
+        got = np.fromfile(fe, dtype).reshape(He, We)
+        want = _padded(x, kH, kW + We - (Wo + kW - 1), pad, out_hw, boundary, dtype(fill))
+        assert got.shape == want.shape
+        assert np.array_equal(got, want), f"{boundary} fill={fill}: first mismatch at " \
+            f"{np.argwhere(got != want)[0].tolist()}"
 
 
 def _pass_cases():

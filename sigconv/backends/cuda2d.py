@@ -10,7 +10,9 @@ its grid maths and refuses (``ValueError``) what its registry entry says it cann
 Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the variants in :data:`FUSED` compile the
 boundary into their loads (no second pass); the others run with zero padding, then :func:`launch_border`
 adds, at the outputs whose window leaves the image (:func:`border_bands`), the taps that fall outside it, read
-through the rule.
+through the rule; or, where those taps outnumber the elements of the extended image (a small image, a large
+kernel: :func:`border_path`), :func:`launch_extend` copies the image extended by the rule and the variant reads
+the copy with zero padding.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
@@ -27,7 +29,8 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import Conv2dJob, Variant, get as _get_variant, register
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
-           "launch_strip", "launch_shfl", "launch_separable", "launch_border", "border_bands", "border_grid",
+           "launch_strip", "launch_shfl", "launch_separable", "launch_border", "launch_extend", "border_bands",
+           "border_grid", "border_costs", "border_path", "extend_grid",
            "separable_factors", "strip_applies", "shfl_applies", "VARIANTS", "BOUNDARIES", "FUSED", "EXACT_DTYPE"]
 
 _SRC = "conv2d.cu"
@@ -62,6 +65,12 @@ BOUNDARIES = {b: _CODES[f"SIGCONV_BOUNDARY_{b.upper()}"] for b in ("fill", "wrap
 FUSED = ("regblock", "prefetch", "strip", "shfl")
 #: Threads per block of the border pass.
 BORDER_BLOCK = 256
+#: The extension's rule (:func:`border_path`): the border pass steps through its outside taps as a chain of
+#: dependent loads, the extension copies each element of the extended image once (a read and a write, coalesced);
+#: the variants other than the fused ones extend when the outside taps are at least this many per element.
+EXTEND_TAPS_PER_ELEMENT = 1.0
+#: Launch block of the extension (threads along the columns, along the rows).
+EXTEND_BLOCK = (32, 8)
 #: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64); the
 #: variants that have a kernel for it.
 EXACT_DTYPE = "uint64"
@@ -202,8 +211,9 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
 
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
-# naive and border also for uint64; the other templates for the floating dtypes
-_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border") for t in _CTYPES.values())
+# naive, border and extend also for uint64; the other templates for the floating dtypes
+_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border", "conv2d_extend")
+                        for t in _CTYPES.values())
                   + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
                           for t in ("float", "double")))
 
@@ -515,6 +525,66 @@ def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: in
     return y
 
 
+def _inside_taps(n: int, k: int, p: int, no: int) -> int:
+    """Sum over the outputs o < ``no`` along one axis of the taps their window [o - p, o - p + k) has inside [0, n)."""
+    o = np.arange(int(no), dtype=np.int64) - int(p)
+    return int(np.clip(np.minimum(o + int(k), int(n)) - np.maximum(o, 0), 0, None).sum())
+
+
+def _extended_width(Wo: int, kW: int) -> int:
+    """Row length of :func:`launch_extend`'s copy: the Wo + kW - 1 columns the outputs read, rounded up to a
+    multiple of 4 (16-byte rows for float32: the tiled kernels' vector loads)."""
+    return -(-(int(Wo) + int(kW) - 1) // 4) * 4
+
+
+@functools.lru_cache(maxsize=256)
+def border_costs(H: int, W: int, kH: int, kW: int, pad, out_hw) -> tuple:
+    """(outside taps, extended elements) of a boundary job: the taps of every output's window that fall outside
+    the H x W image (what the border pass reads through the rule; the windows are separable, so it is the full
+    count less the product of the inside counts along each axis), and the elements of :func:`launch_extend`'s
+    copy."""
+    (py, px), (Ho, Wo) = (int(v) for v in pad), (int(v) for v in out_hw)
+    outside = int(kH) * int(kW) * Ho * Wo - _inside_taps(H, kH, py, Ho) * _inside_taps(W, kW, px, Wo)
+    return outside, (Ho + int(kH) - 1) * _extended_width(Wo, kW)
+
+
+def border_path(variant: str, H: int, W: int, kH: int, kW: int, pad, out_hw) -> str:
+    """How ``variant`` runs a boundary other than zero fill on this job: "fused" (its loads read the extended
+    image: :data:`FUSED`), "pass" (zero padding, then :func:`launch_border`), or "extend" (:func:`launch_extend`,
+    then the variant with zero padding on the copy) where the outside taps are at least
+    :data:`EXTEND_TAPS_PER_ELEMENT` per element of the copy."""
+    if variant in FUSED:
+        return "fused"
+    outside, elements = border_costs(int(H), int(W), int(kH), int(kW), tuple(pad), tuple(out_hw))
+    return "extend" if outside > 0 and outside >= EXTEND_TAPS_PER_ELEMENT * elements else "pass"
+
+
+def extend_grid(He: int, We: int, block=EXTEND_BLOCK) -> tuple:
+    """Grid of conv2d_extend for an He x We copy: a thread per column, rows over the y blocks (capped; the kernel
+    steps over the rest)."""
+    bx, by = block
+    return (-(-int(We) // bx), max(1, min(-(-int(He) // by), 65535)))
+
+
+def launch_extend(x, kH: int, kW: int, pad, out_hw, boundary: str = "fill", fillvalue=0.0):
+    """The image x (1, 1, H, W) extended by ``boundary`` ("fill" with ``fillvalue``, "wrap", "symm") into a new
+    (1, 1, Ho + kH - 1, We) array, element [r, c] = the extended image at (r - py, c - px); We covers the
+    Wo + kW - 1 columns the outputs read (:func:`_extended_width`). Any variant run on it with pad (0, 0) and
+    ``out_hw`` gives the result under ``boundary``. float32, float64, uint64."""
+    import cupy
+
+    _check_boundary(boundary)
+    H, W = int(x.shape[2]), int(x.shape[3])
+    if H * W == 0:
+        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
+    (py, px), (Ho, Wo) = (int(v) for v in pad), (int(v) for v in out_hw)
+    He, We = Ho + int(kH) - 1, _extended_width(Wo, kW)
+    xe = cupy.empty((1, 1, He, We), dtype=x.dtype)
+    _generic("conv2d_extend", x.dtype)(extend_grid(He, We), EXTEND_BLOCK, (x, xe) + _i32(H, W, He, We, py, px)
+                                       + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype)))
+    return xe
+
+
 def _border_applies(x, w, bias, stride) -> str | None:
     """Why the border pass cannot follow this job (one line), or None: it handles one single-channel image."""
     N, Cin = int(x.shape[0]), int(x.shape[1])
@@ -548,13 +618,15 @@ def resolve_auto(x, w, bias, stride, pad, out_hw, separable=None, block=None, fa
 
 
 def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None, factors=None,
-           boundary="fill", fillvalue=0.0):
+           boundary="fill", fillvalue=0.0, extend=None):
     """The 2-D contract (see ``sigconv.backends``) on cupy arrays; ``variant`` from :data:`VARIANTS` or auto.
 
     ``separable``/``factors``: what the caller knows from a host copy of ``w`` (whether it is rank-1, and
     its :func:`separable_factors` (u, v)); the separable launcher then does not read ``w`` back.
     ``boundary``/``fillvalue``: the extension of x beyond the image ("fill" with the constant, "wrap", "symm"),
-    for a single-channel job (N = Cin = Cout = 1, stride 1, no bias) unless it is "fill" with 0.
+    for a single-channel job (N = Cin = Cout = 1, stride 1, no bias) unless it is "fill" with 0; ``extend``
+    None runs it as :func:`border_path` says, True through :func:`launch_extend`, False the variant's own way
+    (fused loads or the border pass).
     uint64 x (exact integer convolution mod 2^64; w an integer array, taken mod 2^64) runs ``naive``."""
     import cupy
 
@@ -586,6 +658,13 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     elif variant == "auto":
         variant, block = resolve_auto(x, w, bias, stride, pad, out_hw, separable, block, factors)
     run = _get_variant("conv2d", "cuda", variant).run
+    if border:
+        kH, kW = int(w.shape[2]), int(w.shape[3])
+        path = border_path(variant, x.shape[2], x.shape[3], kH, kW, pad, out_hw) if extend is None else \
+            "extend" if extend else "fused" if variant in FUSED else "pass"
+        if path == "extend":  # the variant reads the extended copy with zero padding
+            x = launch_extend(x, kH, kW, pad, out_hw, boundary, fillvalue)
+            pad, boundary, fillvalue, border = (0, 0), "fill", 0.0, False
     if variant in FUSED:  # the boundary compiled into the loads: one pass
         return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue)
     if variant == "separable" and factors is not None:

@@ -4,6 +4,9 @@
 //   border_harness extend n boundary lo hi FILE                     int32 c2d_extend(i, n, boundary), lo <= i < hi
 //   border_harness run DTYPE NGX NGY NBX NBY GX BX  H W kH kW py px Ho Wo top bot left right count boundary FILL
 //                      FILE_X FILE_W FILE_Y G
+//   border_harness image DTYPE GX GY BX BY  H W He We oy ox boundary FILL  FILE_X FILE_XE
+// image: conv2d_extend<T> on grid GX x GY of BX x BY blocks (the launcher's cuda2d.launch_extend), x (H, W) ->
+// xe (He, We), FILE_XE read first (poisoned) and rewritten.
 // run: DTYPE f32, f64 or u64; conv2d_naive<T> on grid NGX x NGY of NBX x NBY blocks (NGX 0: skipped), then
 // conv2d_border<T> on GX blocks of BX threads with G lanes per border element (the launcher's cuda2d.border_grid
 // and border_lanes). Arrays raw, 256-byte aligned
@@ -54,6 +57,20 @@ template <typename T> static int run(char** a) {
     return rc;
 }
 
+template <typename T> static int image(char** a) {
+    auto I = [&](int k) { return std::atoi(a[k]); };
+    dim3 g, b;
+    g.x = I(0); g.y = I(1); b.x = I(2); b.y = I(3);
+    const int H = I(4), W = I(5), He = I(6), We = I(7), oy = I(8), ox = I(9), boundary = I(10);
+    const T fill = parse_fill<T>(a[11]);
+    T* x = load<T>(a[12], (size_t)H * W);
+    T* xe = load<T>(a[13], (size_t)He * We);
+    emu_launch(g, b, [&] { conv2d_extend<T>(x, xe, H, W, He, We, oy, ox, boundary, fill); });
+    const int rc = save(a[13], xe, (size_t)He * We * sizeof(T));
+    std::free(x); std::free(xe);
+    return rc;
+}
+
 int main(int argc, char** argv) {
     const std::string op = argc > 1 ? argv[1] : "";
     auto I = [&](int k) { return std::atoi(argv[k]); };
@@ -75,6 +92,12 @@ int main(int argc, char** argv) {
         if (dt == "f32") return run<float>(argv + 3);
         if (dt == "f64") return run<double>(argv + 3);
         if (dt == "u64") return run<unsigned long long>(argv + 3);
+    }
+    if (op == "image" && argc == 17) {
+        const std::string dt = argv[2];
+        if (dt == "f32") return image<float>(argv + 3);
+        if (dt == "f64") return image<double>(argv + 3);
+        if (dt == "u64") return image<unsigned long long>(argv + 3);
     }
     std::fprintf(stderr, "border_harness: bad arguments (see the header comment)\n");
     return 2;
