@@ -502,13 +502,21 @@ def _fixed_latency(sig, s, **kw):
     return Latency("conv1d", "signal C=1 L=4096 K=33", latency_rows(recs, s), date="2026-01-01")
 
 
-def _no_blink(pilot):
-    """Cursor blink off and focus on the tab bar, so the screenshot does not depend on timing. (Focusing a
-    widget of another tab would bring that tab to the front.)"""
+def _steady(pilot):
+    """Cursor blink off and focus on the tab bar, so the screenshot does not depend on timing (focusing a widget
+    of another tab would bring that tab to the front); every spectrogram shown as the same ramp of its own shape,
+    so that it does not depend on the machine: its cells are FFT and gate results, whose last bits differ between
+    CPUs and library builds and move a cell's colour by one step (the tests above check those values)."""
     from textual.widgets import Tabs
+
+    from apps.signal_view import Spectrogram
 
     for w in pilot.app.query("Input"):
         w.cursor_blink = False
+    for sp in pilot.app.query(Spectrogram):
+        if sp.S is not None:
+            F, T = sp.S.shape
+            sp.set_data(np.add.outer(np.linspace(0.0, 0.5, F), np.linspace(0.0, 0.5, T)), (0.0, 1.0))
     pilot.app.query_one("#tabs").query_one(Tabs).focus()
 
 
@@ -544,7 +552,7 @@ def test_snapshot_kernel_screen(snap_compare, size):
 
     async def run_before(pilot):
         await _settle(pilot.app, pilot)
-        _no_blink(pilot)
+        _steady(pilot)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -563,7 +571,7 @@ def test_snapshot_signal_screen(snap_compare, size):
         await pilot.press("plus")
         await _settle(pilot.app, pilot)
         assert pilot.app.query_one("#tabs").active == "signal"
-        _no_blink(pilot)
+        _steady(pilot)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -590,7 +598,7 @@ def test_snapshot_spectral_gate_with_noise_clip(snap_compare, size):
         gain = pilot.app.query_one("#spec-gain")
         assert gain.display
         gain.scroll_visible(animate=False)
-        _no_blink(pilot)
+        _steady(pilot)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -606,7 +614,7 @@ def test_snapshot_latency_screen(snap_compare, size):
         await _settle(pilot.app, pilot)
         await pilot.press("r")
         await _settle(pilot.app, pilot)
-        _no_blink(pilot)
+        _steady(pilot)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -621,7 +629,7 @@ def test_snapshot_error_panel(snap_compare, tmp_path, monkeypatch, size):
 
     async def run_before(pilot):
         await _settle(pilot.app, pilot)
-        _no_blink(pilot)
+        _steady(pilot)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
