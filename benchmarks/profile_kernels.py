@@ -10,6 +10,8 @@ Cases, float32 (the benchmark's shapes):
   conv2d-k3-strip     spectrogram 1x1x1025x65536, random 3x3, variant strip, block 64x1
   conv2d-k3-regblock  the same, variant regblock, block 32x4 (its fastest block in the bench)
   conv2d-k3-shfl      the same, variant shfl, block 128x1 (not an auto candidate yet)
+  conv2d-k31-prefetch-fill / -wrap  1x1x512x512, random 31x31, "same", variant prefetch, block 8x4, with
+                      zero fill and with boundary "wrap" (what the wrap build costs over the zero-fill build)
   conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, blocks 64 and 256
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
@@ -20,10 +22,12 @@ runs (a smoke test) and prints each case's CUDA-event time. Needs a GPU.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
-CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv2d-k3-shfl", "conv1d-k25-tiled", "conv1d-k1023-fft")
+CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv2d-k3-shfl", "conv2d-k31-prefetch-fill",
+         "conv2d-k31-prefetch-wrap", "conv1d-k25-tiled", "conv1d-k1023-fft")
 
 
 def main(argv=None) -> int:
@@ -53,6 +57,13 @@ def main(argv=None) -> int:
                                                                     block=(32, 4), out=y)
         runs["conv2d-k3-shfl"] = lambda: cuda2d.launch_shfl(x, w, None, (1, 1), (1, 1), (1025, 65536),
                                                             block=(128, 1), out=y)
+    if any(c.startswith("conv2d-k31") for c in a.only):
+        xs = rng.standard_normal((1, 1, 512, 512), dtype=cupy.float32)
+        ws = rng.standard_normal((1, 1, 31, 31), dtype=cupy.float32)
+        ys = cupy.empty_like(xs)
+        for b in ("fill", "wrap"):
+            runs[f"conv2d-k31-prefetch-{b}"] = functools.partial(
+                cuda2d.launch_prefetch, xs, ws, None, (1, 1), (15, 15), (512, 512), block=(8, 4), out=ys, boundary=b)
     if any(c.startswith("conv1d") for c in a.only):
         L = 1 << 26
         x1 = rng.standard_normal((1, L), dtype=cupy.float32)
