@@ -1,6 +1,7 @@
 """Host-side logic of the cuda backend that needs no GPU, run on the CPU with NumPy standing in for CuPy
-where only array maths is involved: the fft variant's filter spectrum and its cache; the border pass of the 2-D
-boundaries (its bands, and the kernel's own source compiled for the host)."""
+where only array maths is involved: the fft variant's filter spectrum and its cache; the two ways to the 2-D
+boundaries, the border pass and the extended copy (their bands and costs, the rule between them, and the kernels'
+own source compiled for the host)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,9 @@ def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
 # cuda2d.border_bands (host) says which outputs' windows leave the image; conv2d_border (device) enumerates them
 # through c2d_border_rc and extends the image through c2d_extend (kernels/conv2d_common.cuh). Checked against a
 # brute-force list of those outputs and numpy.pad; tests/host_emulation/border_harness.cpp compiles the kernel's
-# own source for the host (AddressSanitizer) and runs it as the launcher would.
+# own source for the host (AddressSanitizer) and runs it as the launcher would. cuda2d.border_costs counts the taps
+# the pass would read against the elements of the extended copy (conv2d_extend, run on the host the same way), and
+# cuda2d.border_path picks between them.
 
 #: (H, W, kH, kW): the kernel larger than the image in both axes, in one, 1xN and Nx1 images, even and odd
 #: kernels, a single pixel, a 1x1 kernel.
