@@ -13,7 +13,7 @@ the run to those variants (``sanitize.py boundary strip shfl``: those two, their
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger
 than the image and 1xN / Nx1 shapes): the border pass after naive and the extended copy before it (float32,
 float64), the fused kernels
-(regblock, prefetch, strip, shfl: float32, wherever they apply) and the uint64 kernels (conv1d and conv2d naive and
+(regblock, prefetch, strip, shfl: float32, wherever they apply; separable's row pass through the rule, rank-1) and the uint64 kernels (conv1d and conv2d naive and
 the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no name is given.
 """
 
@@ -64,13 +64,14 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
         xi = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
         wi = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
         xf, wf = rng.standard_normal((H, W)), rng.standard_normal((kH, kW))
+        wr = np.outer(rng.standard_normal(kH), rng.standard_normal(kW))  # rank-1, for separable
         for mode, pad, out_hw in _windows_2d(H, W, kH, kW):
             for boundary, fill in (("fill", 0), ("fill", 2.5), ("wrap", 0), ("symm", 0)):
                 job = Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw)
                 fused = [v for v in cuda2d.FUSED if not get("conv2d", "cuda", v).applies(job)]
                 # naive through both ways to a boundary (the border pass; the extended copy, conv2d_extend)
                 runs = [("naive", d, e) for d in ("float32", "float64", "uint64") for e in (False, True)] \
-                    + [(v, "float32", None) for v in fused]
+                    + [(v, "float32", False) for v in fused]  # their own loads (the rule may pick the copy)
                 runs = [r for r in runs if not variants or r[0] in variants]
                 for variant, dtype, extend in runs:
                     exact = dtype == "uint64"
@@ -79,7 +80,8 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
                         x, w = cupy.asarray(xi.view(np.uint64)), cupy.asarray(wi.view(np.uint64))
                     else:
                         f = fill
-                        x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(wf, dtype=dtype)
+                        x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(wr if variant == "separable" else wf,
+                                                                           dtype=dtype)
                     y = cupy.asnumpy(cuda2d.corr2d(x.reshape(1, 1, H, W), w.reshape(1, 1, kH, kW), None, (1, 1), pad,
                                                    out_hw, variant=variant, boundary=boundary, fillvalue=f,
                                                    extend=extend))[0, 0]

@@ -260,23 +260,31 @@ def test_border_costs_count_the_outside_taps(H, W, kH, kW, pad, out_hw):
     if outside == 0:
         assert cuda2d.border_bands(H, W, kH, kW, pad, out_hw)[4] == 0
         assert cuda2d.border_path("naive", H, W, kH, kW, pad, out_hw) == "pass"
+        assert cuda2d.border_path("strip", H, W, kH, kW, pad, out_hw) == "fused"
 
 
 def test_border_path_takes_the_copy_for_small_images_and_large_kernels():
-    """The fused variants read the extended image themselves; the others take the border pass where the outside
-    taps are few against the image (the spectrogram, a large image with 7x7), the copy where a large kernel meets
-    a small image (512 x 512 with 31x31: 25.6 outside taps per element of the copy), at the rule's ratio."""
+    """regblock, prefetch, shfl and separable read the extended image themselves; naive and shared take the border
+    pass and strip its own loads where the outside taps are few against the image (the spectrogram, a large image
+    with 7x7), and the copy where a large kernel meets a small image (512 x 512 with 31x31: 25.6 outside taps per
+    element of the copy), at each one's ratio."""
     from sigconv.backends import cuda2d
 
     def path(variant, H, W, k):
         return cuda2d.border_path(variant, H, W, k, k, ((k - 1) // 2,) * 2, (H, W))
 
-    for v in cuda2d.FUSED:
-        assert path(v, 512, 512, 31) == "fused"
-    for v in ("naive", "shared", "separable"):
+    for v in ("regblock", "prefetch", "shfl", "separable"):
+        assert path(v, 512, 512, 31) == "fused" and path(v, 2048, 2048, 15) == "fused"
+    for v in ("naive", "shared", "strip"):  # 25.6, 1.59 and 0.81 outside taps per element of the copy
         assert path(v, 512, 512, 31) == "extend" and path(v, 1024, 1024, 15) == "extend"
-        assert path(v, 1025, 65536, 3) == "pass" and path(v, 4096, 4096, 7) == "pass"
-        assert path(v, 2048, 2048, 15) == "pass"
+        assert path(v, 2048, 2048, 15) == "extend"
+        assert path(v, 4096, 4096, 7) == ("fused" if v == "strip" else "pass")  # 0.04
+        assert path(v, 1025, 65536, 3) == ("fused" if v == "strip" else "pass")  # 0.006
+    # between 0.25 and 0.5 outside taps per element: strip copies, naive and shared take the pass
+    H = next(h for h in range(4096, 64, -16) if 0.3 <= np.divide(*cuda2d.border_costs(h, h, 9, 9, (4, 4), (h, h))))
+    outside, elements = cuda2d.border_costs(H, H, 9, 9, (4, 4), (H, H))
+    assert 0.25 <= outside / elements < 0.5
+    assert path("strip", H, H, 9) == "extend" and path("naive", H, H, 9) == "pass"
     outside, elements = cuda2d.border_costs(512, 512, 31, 31, (15, 15), (512, 512))
     assert (outside, elements) == (7_560_960, 542 * 544)
     assert cuda2d.border_path("naive", 5, 8, 1, 1, (0, 0), (5, 8)) == "pass"  # no tap outside: nothing to do
@@ -331,6 +339,37 @@ def _extend_cases():
         if k % 3 == 0:
             yield pytest.param(np.float64, *case.values, id=f"f64-{case.id}")
             yield pytest.param(np.uint64, *case.values, id=f"u64-{case.id}")
+
+
+@pytest.mark.parametrize("dtype, H, W, kH, kW, pad, out_hw",
+                         [pytest.param(np.float32 if k % 3 else np.float64, *c.values, id=c.id)
+                          for k, c in enumerate(_all_border_cases())])
+def test_separable_boundary_passes_on_host(border_harness, tmp_path, rng, dtype, H, W, kH, kW, pad, out_hw):
+    """separable under a boundary: its row pass through the rule (conv2d_sep_rows_ext), then the column pass, on the
+    launcher's grids, equal the float64 correlation of the numpy.pad-extended image with u v^T, every output written
+    (poisoned first), for fill 0 and a constant, wrap and symm."""
+    from sigconv.backends import cuda2d
+
+    x = rng.standard_normal((H, W)).astype(dtype)
+    u, v = rng.standard_normal(kH).astype(dtype), rng.standard_normal(kW).astype(dtype)
+    files = [tmp_path / n for n in ("x.bin", "u.bin", "v.bin", "y.bin")]
+    for a, f in zip((x, u, v), files):
+        a.tofile(f)
+    dt = {np.float32: "f32", np.float64: "f64"}[dtype]
+    block = (8, 4)  # small, so that these shapes span several blocks
+    for boundary, fill in BOUNDARY_CASES:
+        np.full(out_hw, np.nan, dtype).tofile(files[3])
+        _harness(border_harness, "sep", dt, *block, H, W, kH, kW, *pad, *out_hw, cuda2d.BOUNDARIES[boundary],
+                 repr(fill), *files)
+        y = np.fromfile(files[3], dtype).reshape(out_hw)
+        xe = _padded(x.astype(np.float64), kH, kW, pad, out_hw, boundary, fill)
+        w = np.outer(u, v).astype(np.float64)
+        ref = scipy.signal.correlate2d(xe, w, "valid")
+        scale = scipy.signal.correlate2d(np.abs(xe), np.abs(w), "valid")
+        tol = {np.float32: 1e-5, np.float64: 1e-10}[dtype]
+        assert np.isfinite(y).all(), f"{boundary}: unwritten outputs"
+        bad = np.abs(y - ref) > tol * np.maximum(scale, 1e-300)
+        assert not bad.any(), f"{boundary} fill={fill}: first mismatch at {np.argwhere(bad)[0].tolist()}"
 
 
 @pytest.mark.parametrize("dtype, H, W, kH, kW, pad, out_hw", list(_extend_cases()))

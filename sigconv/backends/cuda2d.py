@@ -7,12 +7,12 @@ among its candidates until it has been timed on a GPU. Every launcher has the si
 ``launch_NAME(x, w, bias, stride, pad, out_hw, block=None, out=None)`` on C-contiguous cupy arrays; it owns
 its grid maths and refuses (``ValueError``) what its registry entry says it cannot run.
 
-Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the variants in :data:`FUSED` compile the
-boundary into their loads (no second pass); the others run with zero padding, then :func:`launch_border`
-adds, at the outputs whose window leaves the image (:func:`border_bands`), the taps that fall outside it, read
-through the rule; or, where those taps outnumber the elements of the extended image (a small image, a large
-kernel: :func:`border_path`), :func:`launch_extend` copies the image extended by the rule and the variant reads
-the copy with zero padding.
+Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the variants in :data:`FUSED` read the
+extended image in their own loads (no second pass; separable in its row pass); naive and shared run with zero
+padding, then :func:`launch_border` adds, at the outputs whose window leaves the image (:func:`border_bands`), the
+taps that fall outside it, read through the rule. Where those taps are many against the image (a small image, a
+large kernel: :func:`border_path`), naive, shared and strip instead read a copy of the extended image
+(:func:`launch_extend`) with zero padding.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
@@ -60,15 +60,22 @@ VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separab
 _CODES = _kernels.constants("conv2d_common.cuh")
 #: Boundary rule name -> its code in kernels/conv2d_common.cuh (SIGCONV_BOUNDARY_*).
 BOUNDARIES = {b: _CODES[f"SIGCONV_BOUNDARY_{b.upper()}"] for b in ("fill", "wrap", "symm")}
-#: The variants whose kernels read the extended image themselves (C2D_BOUNDARY in kernels/conv2d_common.cuh):
-#: their launchers take ``boundary``/``fillvalue`` and need no border pass.
-FUSED = ("regblock", "prefetch", "strip", "shfl")
+#: The variants whose kernels read the extended image themselves (C2D_BOUNDARY in kernels/conv2d_common.cuh;
+#: separable's row pass, conv2d_sep_rows_ext): their launchers take ``boundary``/``fillvalue`` and need no border
+#: pass.
+FUSED = ("regblock", "prefetch", "strip", "shfl", "separable")
 #: Threads per block of the border pass.
 BORDER_BLOCK = 256
-#: The extension's rule (:func:`border_path`): the border pass steps through its outside taps as a chain of
-#: dependent loads, the extension copies each element of the extended image once (a read and a write, coalesced);
-#: the variants other than the fused ones extend when the outside taps are at least this many per element.
-EXTEND_TAPS_PER_ELEMENT = 1.0
+#: The extension's rule (:func:`border_path`): the variants named here read a copy of the extended image when the
+#: taps of the outputs' windows that fall outside the image are at least this many per element of the copy. The
+#: border pass (naive, shared) steps through those taps as chains of dependent loads; the copy reads and writes
+#: each element once. strip's own edge code costs it more as the kernel grows. Measured on an H200 (GPU time
+#: over fill(0), worst of wrap and symm): at 0.04 outside taps per element (4096 x 4096, 7x7) the pass costs naive
+#: 1.02 x and the copy 1.11 x, strip's own loads 1.01 x and the copy 2.0 x or more (the spectrogram); at 0.81
+#: (2048 x 2048, 15x15) the pass 1.07 x (naive) and 1.10 x (shared), the copy 1.05 and 1.06 x, strip's own loads
+#: 1.61 x and the copy 1.11 x; at 1.59 and 25.6 the copy wins for all three. regblock and prefetch never gain
+#: from the copy (1.19-1.25 x against their own 1.01-1.10 x on those cases).
+EXTEND_TAPS_PER_ELEMENT = {"naive": 0.5, "shared": 0.5, "strip": 0.25}
 #: Launch block of the extension (threads along the columns, along the rows).
 EXTEND_BLOCK = (32, 8)
 #: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64); the
@@ -408,10 +415,21 @@ def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary=
     return y
 
 
-def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, factors=None):
-    """Rank-1 kernels: a row pass into scratch, then a column pass (float32/float64)."""
+def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, factors=None, boundary="fill",
+                     fillvalue=0.0):
+    """Rank-1 kernels: a row pass into scratch, then a column pass (float32/float64). ``boundary``/``fillvalue``
+    other than zero fill (one image, one channel, stride 1, no bias): the row pass reads the extended image
+    (conv2d_sep_rows_ext)."""
     bx, by = _checked("separable", x, w, stride, pad, out_hw, block)
     import cupy
+
+    _check_boundary(boundary)
+    if boundary != "fill" or fillvalue != 0:
+        why = _border_applies(x, w, bias, stride)
+        if why:
+            raise ValueError(f"boundary {boundary!r} with fillvalue {fillvalue!r} needs {why}")
+        if x.shape[2] * x.shape[3] == 0:
+            raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
 
     if factors is None:
         u, v, why = separable_factors(w)
@@ -431,6 +449,14 @@ def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, fact
     tmp = cupy.empty((chunk * Cin * Hn * Wo,), dtype=x.dtype)
     frows = _generic("conv2d_sep_rows", x.dtype)
     fcols = _generic("conv2d_sep_cols", x.dtype)
+    if boundary != "fill" or fillvalue != 0:  # one plane: the row pass through the rule, the column pass as ever
+        _generic("conv2d_sep_rows_ext", x.dtype)(
+            (math.ceil(Wo / bx), math.ceil(Hn / by), 1), (bx, by, 1),
+            (x, vd, tmp) + _i32(H, W, kW, pad[0], pad[1], Hn, Wo) + (_BOUNDARY_ARG[boundary],
+                                                                     _fill_scalar(fillvalue, x.dtype)))
+        fcols((math.ceil(Wo / bx), math.ceil(Ho / by), 1), (bx, by, 1),
+              (tmp, ud, b, y) + _i32(0, 1, 1, 1, kH, 1, Hn, Ho, Wo, hb))
+        return y
     for z0 in range(0, N * Cout, chunk):
         nz = min(chunk, N * Cout - z0)
         frows((math.ceil(Wo / bx), math.ceil(Hn / by), _grid_z(nz * Cin)), (bx, by, 1),
@@ -549,14 +575,16 @@ def border_costs(H: int, W: int, kH: int, kW: int, pad, out_hw) -> tuple:
 
 
 def border_path(variant: str, H: int, W: int, kH: int, kW: int, pad, out_hw) -> str:
-    """How ``variant`` runs a boundary other than zero fill on this job: "fused" (its loads read the extended
-    image: :data:`FUSED`), "pass" (zero padding, then :func:`launch_border`), or "extend" (:func:`launch_extend`,
-    then the variant with zero padding on the copy) where the outside taps are at least
-    :data:`EXTEND_TAPS_PER_ELEMENT` per element of the copy."""
-    if variant in FUSED:
-        return "fused"
-    outside, elements = border_costs(int(H), int(W), int(kH), int(kW), tuple(pad), tuple(out_hw))
-    return "extend" if outside > 0 and outside >= EXTEND_TAPS_PER_ELEMENT * elements else "pass"
+    """How ``variant`` runs a boundary other than zero fill on this job: "extend" (:func:`launch_extend`, then the
+    variant with zero padding on the copy) where the outside taps reach the variant's
+    :data:`EXTEND_TAPS_PER_ELEMENT` per element of the copy, else "fused" (its loads read the extended image:
+    :data:`FUSED`) or "pass" (zero padding, then :func:`launch_border`)."""
+    ratio = EXTEND_TAPS_PER_ELEMENT.get(variant)
+    if ratio is not None:
+        outside, elements = border_costs(int(H), int(W), int(kH), int(kW), tuple(pad), tuple(out_hw))
+        if outside > 0 and outside >= ratio * elements:
+            return "extend"
+    return "fused" if variant in FUSED else "pass"
 
 
 def extend_grid(He: int, We: int, block=EXTEND_BLOCK) -> tuple:
@@ -665,12 +693,11 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
         if path == "extend":  # the variant reads the extended copy with zero padding
             x = launch_extend(x, kH, kW, pad, out_hw, boundary, fillvalue)
             pad, boundary, fillvalue, border = (0, 0), "fill", 0.0, False
-    if variant in FUSED:  # the boundary compiled into the loads: one pass
-        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue)
-    if variant == "separable" and factors is not None:
-        y = run(x, w, bias, stride, pad, out_hw, block=block, out=out, factors=factors)
-    else:
-        y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
+    if variant in FUSED:  # the boundary read in the variant's own loads: no second pass
+        kw = {"factors": factors} if variant == "separable" and factors is not None else {}
+        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue,
+                   **kw)
+    y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
     return launch_border(x, w, y, pad, boundary, fillvalue) if border else y
 
 
