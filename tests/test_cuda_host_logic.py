@@ -236,6 +236,25 @@ def test_extend_matches_numpy_pad(border_harness, tmp_path, n, boundary):
     assert got.tolist() == want.tolist()
 
 
+def test_every_template_kernel_the_launchers_call_is_compiled():
+    """Each conv2d.cu template that cuda2d launches by name (_generic) is among the name expressions NVRTC compiles
+    (a missing one fails only on a GPU, as "named symbol not found"), in every dtype it is launched with, and each
+    has an explicit instance for the nvcc check."""
+    import re
+
+    from sigconv.backends import cuda2d
+
+    src = Path(cuda2d.__file__).read_text()
+    called = set(re.findall(r'_generic\("(\w+)"', src))
+    assert {"conv2d_naive", "conv2d_border", "conv2d_extend", "conv2d_shared"} <= called
+    compiled = {e.split("<")[0] for e in cuda2d._GENERIC_NAMES}
+    assert called <= compiled, f"launched but not compiled: {sorted(called - compiled)}"
+    cu = (KDIR / "conv2d.cu").read_text()
+    for name in called:
+        assert re.search(rf"template __global__ void {name}<float>\(", cu), name
+        assert f"{name}<float>" in cuda2d._GENERIC_NAMES and f"{name}<double>" in cuda2d._GENERIC_NAMES, name
+
+
 def _brute_outside(H, W, kH, kW, pad, out_hw):
     """Taps of all the outputs' windows that fall outside the image, counted one by one (4-D)."""
     (py, px), (Ho, Wo) = pad, out_hw

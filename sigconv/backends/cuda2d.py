@@ -221,7 +221,8 @@ _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: 
 # naive, border and extend also for uint64; the other templates for the floating dtypes
 _GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border", "conv2d_extend")
                         for t in _CTYPES.values())
-                  + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
+                  + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_rows_ext",
+                                                "conv2d_sep_cols")
                           for t in ("float", "double")))
 
 
