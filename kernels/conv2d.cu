@@ -25,8 +25,8 @@
 //               image directly: no second pass.
 //   border    : after naive, shared and separable, a second pass adds to the outputs whose window leaves the
 //               image the taps that fall outside it;
-//   extend    : or, where that pass would cost more than a copy (a small image, a large kernel), the image
-//               extended into a new array first, which the variant then reads with zero padding.
+//   extend    : or, where that pass (or strip's own edge code) would cost more than a copy (a small image, a
+//               large kernel), the image extended into a new array first, which the variant reads with zero padding.
 //
 // Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
 // naive, border and extend also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
@@ -489,8 +489,8 @@ __global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, 
 // The other way to a boundary other than zero fill: the image extended by the rule (c2d_extend) into a new array
 // xe of He x We, xe[r, c] = xe(x)[r - oy, c - ox], which any variant then reads with zero padding as a "valid"
 // correlation, at zero-fill speed. It costs one read and one write of the extended image, against the border
-// pass's chain of loads per outside tap: the launcher (cuda2d.border_path) takes it where the outside taps
-// outnumber the copy's elements (a small image, a large kernel). One thread per column, stepping over rows
+// pass's chain of loads per outside tap: the launcher (cuda2d.border_path) takes it where the outside taps are
+// many against the copy's elements (a small image, a large kernel). One thread per column, stepping over rows
 // (grid-stride in y): a warp's loads and stores are consecutive columns of one row (backwards under symm's mirror,
 // still within the row's cache lines).
 template <typename T>
