@@ -10,11 +10,11 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
-``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
-Nx1 shapes): the border pass after naive and the extended copy before it (float32, float64), the fused kernels
-(regblock, prefetch, strip, shfl: float32, wherever they apply, through their own loads) and the uint64 kernels
-(conv1d and conv2d naive and the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no
-name is given.
+``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger
+than the image and 1xN / Nx1 shapes): the border pass after naive and the extended copy before it (float32,
+float64), the fused kernels
+(regblock, prefetch, strip, shfl: float32, wherever they apply; separable's row pass through the rule, rank-1) and the uint64 kernels (conv1d and conv2d naive and
+the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no name is given.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
         xi = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
         wi = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
         xf, wf = rng.standard_normal((H, W)), rng.standard_normal((kH, kW))
+        wr = np.outer(rng.standard_normal(kH), rng.standard_normal(kW))  # rank-1, for separable
         for mode, pad, out_hw in _windows_2d(H, W, kH, kW):
             for boundary, fill in (("fill", 0), ("fill", 2.5), ("wrap", 0), ("symm", 0)):
                 job = Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw)
@@ -79,7 +80,8 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
                         x, w = cupy.asarray(xi.view(np.uint64)), cupy.asarray(wi.view(np.uint64))
                     else:
                         f = fill
-                        x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(wf, dtype=dtype)
+                        x, w = cupy.asarray(xf, dtype=dtype), cupy.asarray(wr if variant == "separable" else wf,
+                                                                           dtype=dtype)
                     y = cupy.asnumpy(cuda2d.corr2d(x.reshape(1, 1, H, W), w.reshape(1, 1, kH, kW), None, (1, 1), pad,
                                                    out_hw, variant=variant, boundary=boundary, fillvalue=f,
                                                    extend=extend))[0, 0]

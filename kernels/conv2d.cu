@@ -22,8 +22,8 @@
 // Boundaries other than zero fill (wrap, symm, a non-zero fill constant; single channel), one index-mapping
 // rule (c2d_extend) for both ways:
 //   fused     : regblock, prefetch, strip and shfl compile the boundary in (C2D_BOUNDARY) and load the extended
-//               image directly: no second pass.
-//   border    : after naive, shared and separable, a second pass adds to the outputs whose window leaves the
+//               image directly: no second pass; separable's row pass reads it (conv2d_sep_rows_ext).
+//   border    : after naive and shared, a second pass adds to the outputs whose window leaves the
 //               image the taps that fall outside it;
 //   extend    : or, where that pass (or strip's own edge code) would cost more than a copy (a small image, a
 //               large kernel), the image extended into a new array first, which the variant reads with zero padding.
@@ -384,6 +384,35 @@ __global__ void conv2d_sep_rows(const T* __restrict__ x, const T* __restrict__ v
     }
 }
 
+// Row pass under a boundary other than zero fill (one image, one channel, stride 1): tmp[r', c] = sum_j v[j] *
+// xe[r' - py, c + j - px], the image extended by the rule (c2d_extend, `boundary`, `fill`), for r' < Hn = Ho + kH - 1;
+// the column pass then runs unchanged on tmp. So a wrap, symm or fill-constant call costs separable the two passes
+// of a zero-fill call and no third one; the zero-fill row pass above stays as it is. Only the threads whose window
+// leaves the image's columns pay the rule per tap.
+template <typename T>
+__global__ void conv2d_sep_rows_ext(const T* __restrict__ x, const T* __restrict__ v, T* __restrict__ tmp, int H,
+                                    int W, int kW, int py, int px, int Hn, int Wo, int boundary, T fill) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int rr = blockIdx.y * blockDim.y + threadIdx.y;
+    if (c >= Wo || rr >= Hn || H <= 0 || W <= 0) return;  // (the launcher refuses an empty image)
+    const int gr = c2d_extend(rr - py, H, boundary);  // image row under tmp's row rr; -1: a row of the constant
+    T acc = T(0);
+    if (gr < 0) {
+        for (int j = 0; j < kW; ++j) acc += v[j] * fill;
+    } else if (c - px >= 0 && c - px + kW <= W) {  // the window's columns inside the image: plain loads
+        const T* xr = x + (i64)gr * W + (c - px);
+        for (int j = 0; j < kW; ++j) acc += v[j] * xr[j];
+    } else {
+        const T* xr = x + (i64)gr * W;
+        for (int j = 0; j < kW; ++j) {
+            const int gc = c2d_extend(c + j - px, W, boundary);
+            const T xv = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds), so that the loads can overlap
+            acc += v[j] * (gc < 0 ? fill : xv);
+        }
+    }
+    tmp[(i64)rr * Wo + c] = acc;
+}
+
 // Column pass: y[p, r, c] = bias[co] + sum_ci sum_i u[co, ci, i] * tmp[zz, ci, r*sy + i, c].
 template <typename T>
 __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__ u, const T* __restrict__ bias,
@@ -532,6 +561,10 @@ template __global__ void conv2d_sep_rows<float>(const float*, const float*, floa
                                                 int, int, int, int, int);
 template __global__ void conv2d_sep_rows<double>(const double*, const double*, double*, int, int, int, int, int, int,
                                                  int, int, int, int, int, int);
+template __global__ void conv2d_sep_rows_ext<float>(const float*, const float*, float*, int, int, int, int, int, int,
+                                                    int, int, float);
+template __global__ void conv2d_sep_rows_ext<double>(const double*, const double*, double*, int, int, int, int, int,
+                                                     int, int, int, double);
 template __global__ void conv2d_sep_cols<float>(const float*, const float*, const float*, float*, int, int, int, int,
                                                 int, int, int, int, int, int);
 template __global__ void conv2d_sep_cols<double>(const double*, const double*, const double*, double*, int, int, int,

@@ -196,12 +196,11 @@ def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
 
 
 # ------------------------------------------------------------------ boundaries: wrap, symm, a fill constant
-# regblock, prefetch, strip and shfl read the extended image in their own loads (cuda2d.FUSED); naive, shared and
-# separable run with zero padding, then conv2d_border adds the taps outside the image to the outputs whose window
+# regblock, prefetch, strip, shfl and separable read the extended image in their own loads (cuda2d.FUSED); naive
+# and shared run with zero padding, then conv2d_border adds the taps outside the image to the outputs whose window
 # leaves it; where cuda2d.border_path says so (many outside taps against the image) conv2d_extend copies the
-# extended image instead, which naive, shared, separable or strip read with zero padding. Every variant, through
-# the path the rule picks and through the other one, against the float64 correlation of the image extended by
-# numpy.pad.
+# extended image instead, which naive, shared or strip read with zero padding. Every variant, through the path the rule picks and
+# through the other one, against the float64 correlation of the image extended by numpy.pad.
 
 BOUNDARIES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 _NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
@@ -313,9 +312,9 @@ def test_boundary_every_block(rng, name):
 
 def test_border_pass_runs_only_where_needed(rng, monkeypatch):
     """fill with 0 launches neither the border pass nor the copy. Otherwise each call launches what border_path says:
-    for naive, shared and separable the pass after the variant on 20 x 32 with 3x3, the copy before it on 24 x 24
-    with 15x15 (strip too); on 20 x 32 the copy for every variant when asked for; otherwise nothing (the variant's
-    loads read the extended image). Every result checked against the float64 reference."""
+    for naive and shared the pass after the variant on 20 x 32 with 3x3, the copy before it on 24 x 24 with 15x15
+    (strip too); on 20 x 32 the copy for every variant when asked for; otherwise nothing (the variant's loads read
+    the extended image). Every result checked against the float64 reference."""
     from sigconv.backends import cuda2d
 
     calls = []
@@ -344,7 +343,7 @@ def test_border_pass_runs_only_where_needed(rng, monkeypatch):
             way = "copy" if extend or rule == "extend" else None if rule == "fused" else "pass"
             want = [] if way is None else [(way, "fill", 2.5), (way, "wrap", 0.0), (way, "symm", 0.0)]
             assert calls == want, (variant, H, W, k, extend)
-    assert set(cuda2d.FUSED) == {"regblock", "prefetch", "strip", "shfl"}
+    assert set(cuda2d.FUSED) == {"regblock", "prefetch", "strip", "shfl", "separable"}
     assert cuda2d.border_path("naive", 24, 24, 15, 15, (7, 7), (24, 24)) == "extend"
     assert cuda2d.border_path("strip", 24, 24, 15, 15, (7, 7), (24, 24)) == "extend"
     assert cuda2d.border_path("naive", 20, 32, 3, 3, (1, 1), (20, 32)) == "pass"

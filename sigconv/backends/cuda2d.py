@@ -8,10 +8,10 @@ among its candidates until it has been timed on a GPU. Every launcher has the si
 its grid maths and refuses (``ValueError``) what its registry entry says it cannot run.
 
 Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the variants in :data:`FUSED` read the
-extended image in their own loads (no second pass); naive, shared and separable run with zero padding, then
-:func:`launch_border` adds, at the outputs whose window leaves the image (:func:`border_bands`), the taps that fall
-outside it, read through the rule. Where those taps are many against the image (a small image, a large kernel:
-:func:`border_path`), naive, shared, separable and strip instead read a copy of the extended image
+extended image in their own loads (no second pass; separable in its row pass); naive and shared run with zero
+padding, then :func:`launch_border` adds, at the outputs whose window leaves the image (:func:`border_bands`), the
+taps that fall outside it, read through the rule. Where those taps are many against the image (a small image, a
+large kernel: :func:`border_path`), naive, shared and strip instead read a copy of the extended image
 (:func:`launch_extend`) with zero padding.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
@@ -60,22 +60,22 @@ VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separab
 _CODES = _kernels.constants("conv2d_common.cuh")
 #: Boundary rule name -> its code in kernels/conv2d_common.cuh (SIGCONV_BOUNDARY_*).
 BOUNDARIES = {b: _CODES[f"SIGCONV_BOUNDARY_{b.upper()}"] for b in ("fill", "wrap", "symm")}
-#: The variants whose kernels read the extended image themselves (C2D_BOUNDARY in kernels/conv2d_common.cuh):
-#: their launchers take ``boundary``/``fillvalue`` and need no border pass.
-FUSED = ("regblock", "prefetch", "strip", "shfl")
+#: The variants whose kernels read the extended image themselves (C2D_BOUNDARY in kernels/conv2d_common.cuh;
+#: separable's row pass, conv2d_sep_rows_ext): their launchers take ``boundary``/``fillvalue`` and need no border
+#: pass.
+FUSED = ("regblock", "prefetch", "strip", "shfl", "separable")
 #: Threads per block of the border pass.
 BORDER_BLOCK = 256
 #: The extension's rule (:func:`border_path`): the variants named here read a copy of the extended image when the
 #: taps of the outputs' windows that fall outside the image are at least this many per element of the copy. The
-#: border pass (naive, shared, separable) steps through those taps as chains of dependent loads; the copy reads
-#: and writes each element once. strip's own edge code costs it more as the kernel grows. Measured on an H200 (GPU
-#: time over fill(0), worst of wrap and symm): at 0.006-0.04 outside taps per element (the spectrogram; 4096 x
-#: 4096, 7x7) the pass costs naive 1.01-1.02 x and the copy 1.11-1.26 x (separable: 1.01 x and 1.28 x), strip's
-#: own loads 1.00-1.01 x and the copy 2.0 x or more; at 0.81 (2048 x 2048, 15x15) the pass 1.07 x (naive), 1.10 x
-#: (shared), 1.31 x (separable), the copy 1.05, 1.06 and 1.21 x, strip's own loads 1.61 x and the copy 1.11 x; at
-#: 1.59 and 25.6 the copy wins for all four. regblock and prefetch never gain from the copy (1.19-1.25 x against
-#: their own 1.01-1.10 x on those cases).
-EXTEND_TAPS_PER_ELEMENT = {"naive": 0.5, "shared": 0.5, "separable": 0.5, "strip": 0.25}
+#: border pass (naive, shared) steps through those taps as chains of dependent loads; the copy reads and writes
+#: each element once. strip's own edge code costs it more as the kernel grows. Measured on an H200 (GPU time
+#: over fill(0), worst of wrap and symm): at 0.04 outside taps per element (4096 x 4096, 7x7) the pass costs naive
+#: 1.02 x and the copy 1.11 x, strip's own loads 1.01 x and the copy 2.0 x or more (the spectrogram); at 0.81
+#: (2048 x 2048, 15x15) the pass 1.07 x (naive) and 1.10 x (shared), the copy 1.05 and 1.06 x, strip's own loads
+#: 1.61 x and the copy 1.11 x; at 1.59 and 25.6 the copy wins for all three. regblock and prefetch never gain
+#: from the copy (1.19-1.25 x against their own 1.01-1.10 x on those cases).
+EXTEND_TAPS_PER_ELEMENT = {"naive": 0.5, "shared": 0.5, "strip": 0.25}
 #: Launch block of the extension (threads along the columns, along the rows).
 EXTEND_BLOCK = (32, 8)
 #: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64); the
@@ -221,7 +221,8 @@ _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: 
 # naive, border and extend also for uint64; the other templates for the floating dtypes
 _GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border", "conv2d_extend")
                         for t in _CTYPES.values())
-                  + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_cols")
+                  + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_rows_ext",
+                                                "conv2d_sep_cols")
                           for t in ("float", "double")))
 
 
@@ -415,10 +416,21 @@ def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary=
     return y
 
 
-def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, factors=None):
-    """Rank-1 kernels: a row pass into scratch, then a column pass (float32/float64)."""
+def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, factors=None, boundary="fill",
+                     fillvalue=0.0):
+    """Rank-1 kernels: a row pass into scratch, then a column pass (float32/float64). ``boundary``/``fillvalue``
+    other than zero fill (one image, one channel, stride 1, no bias): the row pass reads the extended image
+    (conv2d_sep_rows_ext)."""
     bx, by = _checked("separable", x, w, stride, pad, out_hw, block)
     import cupy
+
+    _check_boundary(boundary)
+    if boundary != "fill" or fillvalue != 0:
+        why = _border_applies(x, w, bias, stride)
+        if why:
+            raise ValueError(f"boundary {boundary!r} with fillvalue {fillvalue!r} needs {why}")
+        if x.shape[2] * x.shape[3] == 0:
+            raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
 
     if factors is None:
         u, v, why = separable_factors(w)
@@ -438,6 +450,14 @@ def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, fact
     tmp = cupy.empty((chunk * Cin * Hn * Wo,), dtype=x.dtype)
     frows = _generic("conv2d_sep_rows", x.dtype)
     fcols = _generic("conv2d_sep_cols", x.dtype)
+    if boundary != "fill" or fillvalue != 0:  # one plane: the row pass through the rule, the column pass as ever
+        _generic("conv2d_sep_rows_ext", x.dtype)(
+            (math.ceil(Wo / bx), math.ceil(Hn / by), 1), (bx, by, 1),
+            (x, vd, tmp) + _i32(H, W, kW, pad[0], pad[1], Hn, Wo) + (_BOUNDARY_ARG[boundary],
+                                                                     _fill_scalar(fillvalue, x.dtype)))
+        fcols((math.ceil(Wo / bx), math.ceil(Ho / by), 1), (bx, by, 1),
+              (tmp, ud, b, y) + _i32(0, 1, 1, 1, kH, 1, Hn, Ho, Wo, hb))
+        return y
     for z0 in range(0, N * Cout, chunk):
         nz = min(chunk, N * Cout - z0)
         frows((math.ceil(Wo / bx), math.ceil(Hn / by), _grid_z(nz * Cin)), (bx, by, 1),
@@ -675,11 +695,10 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
             x = launch_extend(x, kH, kW, pad, out_hw, boundary, fillvalue)
             pad, boundary, fillvalue, border = (0, 0), "fill", 0.0, False
     if variant in FUSED:  # the boundary read in the variant's own loads: no second pass
-        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue)
-    if variant == "separable" and factors is not None:
-        y = run(x, w, bias, stride, pad, out_hw, block=block, out=out, factors=factors)
-    else:
-        y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
+        kw = {"factors": factors} if variant == "separable" and factors is not None else {}
+        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue,
+                   **kw)
+    y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
     return launch_border(x, w, y, pad, boundary, fillvalue) if border else y
 
 

@@ -7,6 +7,9 @@
 //   border_harness image DTYPE GX GY BX BY  H W He We oy ox boundary FILL  FILE_X FILE_XE
 // image: conv2d_extend<T> on grid GX x GY of BX x BY blocks (the launcher's cuda2d.launch_extend), x (H, W) ->
 // xe (He, We), FILE_XE read first (poisoned) and rewritten.
+//   border_harness sep DTYPE BX BY  H W kH kW py px Ho Wo boundary FILL  FILE_X FILE_U FILE_V FILE_Y
+// sep: separable's boundary passes, conv2d_sep_rows_ext<T> then conv2d_sep_cols<T> on BX x BY blocks over the
+// scratch's Ho + kH - 1 rows and the output's Ho rows (the launcher's grids), w = u v^T; DTYPE f32 or f64.
 // run: DTYPE f32, f64 or u64; conv2d_naive<T> on grid NGX x NGY of NBX x NBY blocks (NGX 0: skipped), then
 // conv2d_border<T> on GX blocks of BX threads with G lanes per border element (the launcher's cuda2d.border_grid
 // and border_lanes). Arrays raw, 256-byte aligned
@@ -71,6 +74,28 @@ template <typename T> static int image(char** a) {
     return rc;
 }
 
+template <typename T> static int sep(char** a) {
+    auto I = [&](int k) { return std::atoi(a[k]); };
+    dim3 b, g1, g2;
+    b.x = I(0); b.y = I(1);
+    const int H = I(2), W = I(3), kH = I(4), kW = I(5), py = I(6), px = I(7), Ho = I(8), Wo = I(9), boundary = I(10);
+    const T fill = parse_fill<T>(a[11]);
+    const int Hn = Ho + kH - 1;
+    g1.x = g2.x = (Wo + b.x - 1) / b.x;
+    g1.y = (Hn + b.y - 1) / b.y;
+    g2.y = (Ho + b.y - 1) / b.y;
+    T* x = load<T>(a[12], (size_t)H * W);
+    T* u = load<T>(a[13], (size_t)kH);
+    T* v = load<T>(a[14], (size_t)kW);
+    T* y = load<T>(a[15], (size_t)Ho * Wo);
+    T* tmp = static_cast<T*>(std::malloc((size_t)Hn * Wo * sizeof(T) + 1));
+    emu_launch(g1, b, [&] { conv2d_sep_rows_ext<T>(x, v, tmp, H, W, kW, py, px, Hn, Wo, boundary, fill); });
+    emu_launch(g2, b, [&] { conv2d_sep_cols<T>(tmp, u, x, y, 0, 1, 1, 1, kH, 1, Hn, Ho, Wo, 0); });
+    const int rc = save(a[15], y, (size_t)Ho * Wo * sizeof(T));
+    std::free(x); std::free(u); std::free(v); std::free(y); std::free(tmp);
+    return rc;
+}
+
 int main(int argc, char** argv) {
     const std::string op = argc > 1 ? argv[1] : "";
     auto I = [&](int k) { return std::atoi(argv[k]); };
@@ -92,6 +117,11 @@ int main(int argc, char** argv) {
         if (dt == "f32") return run<float>(argv + 3);
         if (dt == "f64") return run<double>(argv + 3);
         if (dt == "u64") return run<unsigned long long>(argv + 3);
+    }
+    if (op == "sep" && argc == 19) {
+        const std::string dt = argv[2];
+        if (dt == "f32") return sep<float>(argv + 3);
+        if (dt == "f64") return sep<double>(argv + 3);
     }
     if (op == "image" && argc == 17) {
         const std::string dt = argv[2];
