@@ -12,6 +12,8 @@ Cases, float32 (the benchmark's shapes):
   conv2d-k3-shfl      the same, variant shfl, block 128x1 (not an auto candidate yet)
   conv2d-k31-prefetch-fill / -wrap  1x1x512x512, random 31x31, "same", variant prefetch, block 8x4, with
                       zero fill and with boundary "wrap" (what the wrap build costs over the zero-fill build)
+  conv2d-img15-strip-fill / -symm  1x1x2048x2048, random 15x15, "same", variant strip, block 64x1, with zero fill
+                      and with boundary "symm" through strip's own loads (its edge threads' cost)
   conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, blocks 64 and 256
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
@@ -27,7 +29,8 @@ import sys
 from pathlib import Path
 
 CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv2d-k3-shfl", "conv2d-k31-prefetch-fill",
-         "conv2d-k31-prefetch-wrap", "conv1d-k25-tiled", "conv1d-k1023-fft")
+         "conv2d-k31-prefetch-wrap", "conv2d-img15-strip-fill", "conv2d-img15-strip-symm", "conv1d-k25-tiled",
+         "conv1d-k1023-fft")
 
 
 def main(argv=None) -> int:
@@ -64,6 +67,13 @@ def main(argv=None) -> int:
         for b in ("fill", "wrap"):
             runs[f"conv2d-k31-prefetch-{b}"] = functools.partial(
                 cuda2d.launch_prefetch, xs, ws, None, (1, 1), (15, 15), (512, 512), block=(8, 4), out=ys, boundary=b)
+    if any(c.startswith("conv2d-img15") for c in a.only):
+        xi = rng.standard_normal((1, 1, 2048, 2048), dtype=cupy.float32)
+        wi = rng.standard_normal((1, 1, 15, 15), dtype=cupy.float32)
+        yi = cupy.empty_like(xi)
+        for b in ("fill", "symm"):
+            runs[f"conv2d-img15-strip-{b}"] = functools.partial(
+                cuda2d.launch_strip, xi, wi, None, (1, 1), (7, 7), (2048, 2048), block=(64, 1), out=yi, boundary=b)
     if any(c.startswith("conv1d") for c in a.only):
         L = 1 << 26
         x1 = rng.standard_normal((1, L), dtype=cupy.float32)

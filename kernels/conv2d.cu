@@ -200,6 +200,27 @@ __device__ __forceinline__ void tiled_issue(float* stage, const float* __restric
                                             int H, int W, int Cin, int Cout, int ci, int co0, int ir0, int ca,
                                             bool vec, int tid, float fill) {
     float* tile = stage;
+#if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
+    // wrap / symm, a tile within one period of the image (every tile unless the kernel is larger than the image):
+    // each chunk's row and place by selects (c2d_extend_near, c2d_vchunk_near), one copy per chunk, no branch on
+    // inside or outside. An edge tile then costs its warps about as many instructions as an inside one; in a
+    // grid of one wave (a small image, a large kernel) the slowest warp sets the kernel's end.
+    if (vec && ir0 >= -H && ir0 + TH <= 2 * H && ca >= -W && ca + TWL <= 2 * W) {
+        constexpr int B = C2D_BOUNDARY;
+        for (int idx = tid; idx < TH * NCH; idx += NT) {
+            const int tr = idx / NCH, q = idx - tr * NCH;
+            const C2dChunk ch = c2d_vchunk_near<B>(ca + 4 * q, W);
+            const float* src = xp + (i64)c2d_extend_near<B>(ir0 + tr, H) * W + ch.base;
+            float* dst = tile + tr * PITCH + 4 * q;
+            if (B == SIGCONV_BOUNDARY_WRAP || !ch.rev) {
+                cp_async16(dst, src, 16);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) cp_async4(dst + e, src + 3 - e, 4);
+            }
+        }
+    } else
+#endif
     if (vec) {
         for (int idx = tid; idx < TH * NCH; idx += NT) {  // chunks split evenly over the threads
             const int tr = idx / NCH, q = idx - tr * NCH;

@@ -103,6 +103,19 @@ __device__ __forceinline__ C2dChunk c2d_vchunk(int c, int W) {
     ch.rev = k0 > k3;
     return ch;
 }
+// c2d_vchunk where c lies within one period of the image (-W <= c, c + 3 < 2W): selects only, no branch.
+template <int B>
+__device__ __forceinline__ C2dChunk c2d_vchunk_near(int c, int W) {
+    C2dChunk ch;
+    if (B == SIGCONV_BOUNDARY_WRAP) {
+        ch.base = c < 0 ? c + W : (c >= W ? c - W : c);
+        ch.rev = false;
+    } else {  // symm: columns c..c+3 mirror to -4-c..-1-c (left) or 2W-4-c..2W-1-c (right), backwards
+        ch.base = c < 0 ? -4 - c : (c >= W ? 2 * W - 4 - c : c);
+        ch.rev = c < 0 || c >= W;
+    }
+    return ch;
+}
 template <int B>
 __device__ __forceinline__ float4 c2d_ld_chunk(const float* __restrict__ rp, C2dChunk ch) {
     const float4 t = __ldg(reinterpret_cast<const float4*>(rp + ch.base));
