@@ -22,6 +22,14 @@
 #ifndef STRIP_ROWS
 #define STRIP_ROWS SIGCONV_STRIP_ROWS  // strip kernel: output rows per thread
 #endif
+// Wrap/symm builds: 1, every thread loads through the rule's chunk map (StripExtNear, inlined; the 2-D thread
+// mapping of the fill build); 0, only the threads whose window leaves the image do, in edge functions. 1 for the
+// large kernels (the rotating accumulators): there an edge thread took 1.4-1.7 x as long as an inside one on an
+// H200 (2048 x 2048, 15x15: the launch is half a wave, so the slowest thread sets its end), while the chunk map
+// costs the inside threads a register per chunk and a select per value under symm.
+#ifndef STRIP_UNIFORM
+#define STRIP_UNIFORM (STRIP_KH > SIGCONV_STRIP_RING_MAX_KH)
+#endif
 
 // Taps of the current call (copied in stream order by the launcher before each launch).
 __constant__ float c_taps[STRIP_KH * STRIP_KW];
@@ -139,7 +147,7 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
         for (int k = 0; k < STRIP_KH; ++k)
 #pragma unroll
             for (int b = 0; b < 4; ++b) acc[k][b] = 0.f;
-#if STRIP_KH <= 11 && STRIP_KH * STRIP_KW <= 121
+#if STRIP_KH <= SIGCONV_STRIP_RING_MAX_KH && STRIP_KH * STRIP_KW <= 121
         for (int base = 0; base < nin; base += STRIP_KH) {
 #pragma unroll
             for (int u = 0; u < STRIP_KH; ++u) {
@@ -195,10 +203,10 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
 }
 
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-// The threads of a wrap or symm launch whose window leaves the image run strip_body with their loader (Load:
-// StripExtNear, StripExtAny, StripRows) in a function of its own per loader (__noinline__): ptxas allocates its
-// registers apart, so the plain loads of the other threads compile as in the zero-fill build, and what an edge
-// loader spills stays in it.
+// The threads of a wrap or symm launch whose window leaves the image (under STRIP_UNIFORM, those the chunk map
+// does not serve) run strip_body with their loader (Load: StripExtNear, StripExtAny, StripRows) in a function of
+// its own per loader (__noinline__): ptxas allocates its registers apart, so the plain loads of the other threads
+// compile as in the zero-fill build, and what an edge loader spills stays in it.
 template <class Load>
 __device__ __noinline__ void strip_edge(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
                                         int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias, int ca,
@@ -206,6 +214,7 @@ __device__ __noinline__ void strip_edge(const float* __restrict__ x, float* __re
     strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, Load(H, W, ca, vec));
 }
 
+#if !STRIP_UNIFORM
 // Launch order of a wrap or symm launch: the grid's threads, numbered block by block (the order in which blocks
 // start), take first the threads whose columns leave the image (every strip's, packed together: their warps hold
 // no plain thread waiting on their longer loads, and they start in the first wave), then the others strip by
@@ -239,15 +248,18 @@ __device__ __forceinline__ bool strip_order(int Ho, int Wo, int W, int px, int& 
     return true;
 }
 #endif
+#endif
 
 // Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). A fill build maps
 // (blockIdx, threadIdx) to (columns, strip) directly and every thread takes the plain loads. Under wrap or symm
-// (strip_order) a thread whose window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside
-// the image takes the plain loads too; the others run strip_edge with their loader.
+// with STRIP_UNIFORM, the same mapping, and every thread loads through the rule's chunk map (StripExtNear) where
+// its rows lie within one period of the image and rows are 16-byte (else StripExtAny). Otherwise (strip_order) a
+// thread whose window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside the image takes
+// the plain loads too; the others run strip_edge with their loader.
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                         int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
                                         int has_bias, int vec_in, int vec_out, float fill) {
-#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL
+#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL || STRIP_UNIFORM
     const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
 #else
@@ -265,6 +277,14 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
     const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the thread streams
     const bool near = g0 >= -H && g1 <= 2 * H;   // within one period of the image
     constexpr int B = C2D_BOUNDARY;
+#if STRIP_UNIFORM
+    if (vec && near) {
+        strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtNear<B>(H, W, ca, vec));
+        return;
+    }
+    strip_edge<StripExtAny<B>>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
+    return;
+#else
 #define STRIP_EDGE(...) strip_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec)
     if (!(ca >= 0 && ca + STRIP_NV <= W)) {  // columns leave the image
         if (vec && near) STRIP_EDGE(StripExtNear<B>); else STRIP_EDGE(StripExtAny<B>);
@@ -275,6 +295,7 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
         return;
     }
 #undef STRIP_EDGE
+#endif
 #endif
     strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripPlain{H, W, ca, vec, fill});
 }

@@ -13,6 +13,9 @@
 // conv2d_strip.cuh / conv2d_shfl.cuh: output rows per thread when the launcher passes none.
 #define SIGCONV_STRIP_ROWS 32
 #define SIGCONV_SHFL_ROWS 32
+// conv2d_strip.cuh: kernel heights above this take the rotating accumulators, and their wrap/symm builds load every
+// thread's rows through the rule (no edge functions; the launcher leaves their registers uncapped).
+#define SIGCONV_STRIP_RING_MAX_KH 11
 // conv2d_shfl.cuh: widest halo (columns on each side) taken from a neighbouring lane: one float4.
 #define SIGCONV_SHFL_MAX_HALO 4
 

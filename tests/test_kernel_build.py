@@ -808,6 +808,11 @@ FUSED_CASES = [
     # launch order of a wrap/symm build (edge columns first, then strip by strip), with 2-D blocks
     ("strip", "symm", 0.0, 1, 70, 136, 5, 5, (2, 2), None, (32, 2), 8),
     ("shfl", "wrap", 0.0, 1, 40, 1032, 7, 7, (3, 3), None, (64, 2), 8),
+    # kernels above the ring's height: every thread through the rule's chunk map (STRIP_UNIFORM), 16-byte rows and
+    # (W = 70) the scalar fallback
+    ("strip", "symm", 0.0, 1, 41, 64, 15, 15, (7, 7), None, (32, 1), 8),
+    ("strip", "wrap", 0.0, 2, 30, 72, 13, 13, (6, 6), None, (32, 2), 16),
+    ("strip", "symm", 0.0, 1, 33, 70, 13, 15, (6, 7), None, (64, 1), 8),
 ]
 
 

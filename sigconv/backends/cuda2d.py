@@ -49,6 +49,9 @@ _BLOCKS_SHFL = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
 STRIP_MAX = 15
 #: Output rows per strip / shfl thread (kernels/limits.cuh).
 STRIP_ROWS = _LIMITS["SIGCONV_STRIP_ROWS"]
+#: Kernel heights above this run strip with rotating accumulators; their wrap/symm builds load every thread's rows
+#: through the rule (STRIP_UNIFORM in kernels/conv2d_strip.cuh) and keep the registers they need.
+STRIP_RING_MAX_KH = _LIMITS["SIGCONV_STRIP_RING_MAX_KH"]
 SHFL_ROWS = _LIMITS["SIGCONV_SHFL_ROWS"]
 #: The widest halo (columns each side) the shfl kernel takes from a neighbour lane (kernels/limits.cuh).
 SHFL_HALO = _LIMITS["SIGCONV_SHFL_MAX_HALO"]
@@ -204,7 +207,8 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
     fill (any constant) runs the zero-fill build. A wrap or symm build is compiled to the occupancy of the
     zero-fill build (:func:`_reg_cap`): only the threads whose window leaves the image run its extra code, which
     would otherwise set the register count, and so the occupancy, of every thread (on an H200 the cap took
-    strip's spectrogram 5x5 from 1.30 to 1.09 x the fill time, shfl's from 1.27 to 1.05 x)."""
+    strip's spectrogram 5x5 from 1.30 to 1.09 x the fill time, shfl's from 1.27 to 1.05 x). strip's builds for
+    kernels taller than :data:`STRIP_RING_MAX_KH`, where every thread reads through the rule, are not capped."""
     _check_boundary(boundary)
     if boundary == "fill":
         return _kernels.module(_SRC, defines), np.float32(fillvalue)
@@ -212,7 +216,8 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
         raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
     import cupy
 
-    options = _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())))
+    uniform = kernel == "conv2d_strip" and defines["STRIP_KH"] > STRIP_RING_MAX_KH  # no edge-only code to confine
+    options = () if uniform else _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())))
     mod = _kernels.module(_SRC, {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}, options=options)
     return mod, np.float32(fillvalue)
 
