@@ -30,9 +30,10 @@ import scipy.signal
 #: transform survives, and deep in the small numbers.
 FFT_MAGNITUDES = {"float32": (0, 120, -100), "float64": (0, 1000, -1000)}
 #: The boundary shapes (H, W, kH, kW): kernel larger than the image in both / one axis, 1xN, Nx1, even; widths
-#: that are multiples of 4 (the fused kernels' 16-byte loads).
+#: that are multiples of 4 (the fused kernels' 16-byte loads); kernels taller than strip's ring (every thread
+#: reading through the rule).
 BOUNDARY_SHAPES = ((9, 13, 3, 3), (3, 5, 7, 9), (17, 6, 5, 2), (6, 2, 3, 4), (1, 11, 1, 4), (13, 1, 4, 1),
-                   (9, 16, 3, 3), (5, 8, 7, 7))
+                   (9, 16, 3, 3), (5, 8, 7, 7), (20, 24, 15, 15), (30, 36, 13, 11))
 
 
 def _windows_2d(H, W, kH, kW):

@@ -396,9 +396,14 @@ __global__ void conv2d_sep_rows(const T* __restrict__ x, const T* __restrict__ v
         if (gr >= 0 && gr < H) {
             const T* xr = x + ((i64)(n * Cin + ci) * H + gr) * W;
             const T* vp = v + (i64)(co * Cin + ci) * kW;
-            for (int j = 0; j < kW; ++j) {
-                const int gc = c * sx + j - px;
-                if (gc >= 0 && gc < W) acc += vp[j] * xr[gc];
+            const int c0 = c * sx - px;  // input column of tap 0
+            if (c0 >= 0 && c0 + kW <= W) {  // the window's columns inside the image: no test per tap
+                for (int j = 0; j < kW; ++j) acc += vp[j] * xr[c0 + j];
+            } else {
+                for (int j = 0; j < kW; ++j) {
+                    const int gc = c0 + j;
+                    if (gc >= 0 && gc < W) acc += vp[j] * xr[gc];
+                }
             }
         }
         tmp[((i64)q * Hn + rr) * Wo + c] = acc;

@@ -313,15 +313,16 @@ def test_boundary_every_block(rng, name):
 def test_border_pass_runs_only_where_needed(rng, monkeypatch):
     """fill with 0 launches neither the border pass nor the copy. Otherwise each call launches what border_path says:
     for naive and shared the pass after the variant on 20 x 32 with 3x3, the copy before it on 24 x 24 with 15x15
-    (strip too); on 20 x 32 the copy for every variant when asked for; otherwise nothing (the variant's loads read
-    the extended image). Every result checked against the float64 reference."""
+    and on 48 x 48 with 11x11 (strip too there; with 15x15 strip reads through the rule in every thread); on 20 x 32
+    the copy for every variant when asked for; otherwise nothing (the variant's loads read the extended image).
+    Every result checked against the float64 reference."""
     from sigconv.backends import cuda2d
 
     calls = []
     real_pass, real_copy = cuda2d.launch_border, cuda2d.launch_extend
     monkeypatch.setattr(cuda2d, "launch_border", lambda *a, **k: calls.append(("pass",) + a[4:6]) or real_pass(*a, **k))
     monkeypatch.setattr(cuda2d, "launch_extend", lambda *a, **k: calls.append(("copy",) + a[5:7]) or real_copy(*a, **k))
-    for (H, W, k), extend in (((20, 32, 3), None), ((24, 24, 15), None), ((20, 32, 3), True)):
+    for (H, W, k), extend in (((20, 32, 3), None), ((24, 24, 15), None), ((48, 48, 11), None), ((20, 32, 3), True)):
         x = cupy.asarray(rng.standard_normal((1, 1, H, W)), dtype=cupy.float32)
         wh = np.outer(rng.standard_normal(k), rng.standard_normal(k))
         w = cupy.asarray(wh.reshape(1, 1, k, k), dtype=cupy.float32)
@@ -345,7 +346,8 @@ def test_border_pass_runs_only_where_needed(rng, monkeypatch):
             assert calls == want, (variant, H, W, k, extend)
     assert set(cuda2d.FUSED) == {"regblock", "prefetch", "strip", "shfl", "separable"}
     assert cuda2d.border_path("naive", 24, 24, 15, 15, (7, 7), (24, 24)) == "extend"
-    assert cuda2d.border_path("strip", 24, 24, 15, 15, (7, 7), (24, 24)) == "extend"
+    assert cuda2d.border_path("strip", 24, 24, 15, 15, (7, 7), (24, 24)) == "fused"
+    assert cuda2d.border_path("strip", 48, 48, 11, 11, (5, 5), (48, 48)) == "extend"
     assert cuda2d.border_path("naive", 20, 32, 3, 3, (1, 1), (20, 32)) == "pass"
 
 

@@ -286,7 +286,8 @@ def test_border_path_takes_the_copy_for_small_images_and_large_kernels():
     """regblock, prefetch, shfl and separable read the extended image themselves; naive and shared take the border
     pass and strip its own loads where the outside taps are few against the image (the spectrogram, a large image
     with 7x7), and the copy where a large kernel meets a small image (512 x 512 with 31x31: 25.6 outside taps per
-    element of the copy), at each one's ratio."""
+    element of the copy), at each one's ratio; strip with a kernel taller than its ring (every thread reading
+    through the rule) never copies."""
     from sigconv.backends import cuda2d
 
     def path(variant, H, W, k):
@@ -294,9 +295,14 @@ def test_border_path_takes_the_copy_for_small_images_and_large_kernels():
 
     for v in ("regblock", "prefetch", "shfl", "separable"):
         assert path(v, 512, 512, 31) == "fused" and path(v, 2048, 2048, 15) == "fused"
-    for v in ("naive", "shared", "strip"):  # 25.6, 1.59 and 0.81 outside taps per element of the copy
+    for v in ("naive", "shared"):  # 25.6, 1.59 and 0.81 outside taps per element of the copy
         assert path(v, 512, 512, 31) == "extend" and path(v, 1024, 1024, 15) == "extend"
         assert path(v, 2048, 2048, 15) == "extend"
+    assert cuda2d.STRIP_RING_MAX_KH == 11
+    for k in (13, 15):
+        assert path("strip", 1024, 1024, k) == "fused" and path("strip", 24, 24, k) == "fused"
+    assert path("strip", 1024, 1024, 11) == "extend" and path("strip", 48, 48, 11) == "extend"
+    for v in ("naive", "shared", "strip"):
         assert path(v, 4096, 4096, 7) == ("fused" if v == "strip" else "pass")  # 0.04
         assert path(v, 1025, 65536, 3) == ("fused" if v == "strip" else "pass")  # 0.006
     # between 0.25 and 0.5 outside taps per element: strip copies, naive and shared take the pass

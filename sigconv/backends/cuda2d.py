@@ -72,12 +72,13 @@ BORDER_BLOCK = 256
 #: The extension's rule (:func:`border_path`): the variants named here read a copy of the extended image when the
 #: taps of the outputs' windows that fall outside the image are at least this many per element of the copy. The
 #: border pass (naive, shared) steps through those taps as chains of dependent loads; the copy reads and writes
-#: each element once. strip's own edge code costs it more as the kernel grows. Measured on an H200 (GPU time
-#: over fill(0), worst of wrap and symm): at 0.04 outside taps per element (4096 x 4096, 7x7) the pass costs naive
-#: 1.02 x and the copy 1.11 x, strip's own loads 1.01 x and the copy 2.0 x or more (the spectrogram); at 0.81
-#: (2048 x 2048, 15x15) the pass 1.07 x (naive) and 1.10 x (shared), the copy 1.05 and 1.06 x, strip's own loads
-#: 1.61 x and the copy 1.11 x; at 1.59 and 25.6 the copy wins for all three. regblock and prefetch never gain
-#: from the copy (1.19-1.25 x against their own 1.01-1.10 x on those cases).
+#: each element once. strip's edge functions (kernels up to :data:`STRIP_RING_MAX_KH` tall) cost it more as the
+#: kernel grows; the taller kernels load every row through the rule and never take the copy. Measured on an H200
+#: (GPU time over fill(0), worst of wrap and symm): at 0.04 outside taps per element (4096 x 4096, 7x7) the pass
+#: costs naive 1.02 x and the copy 1.11 x, strip's own loads 1.01 x and the copy 2.0 x or more (the spectrogram);
+#: at 0.81 (2048 x 2048, 15x15) the pass 1.07 x (naive) and 1.10 x (shared), the copy 1.05 and 1.06 x; strip
+#: there 0.85-0.88 x through its own loads and 1.11 x through the copy; at 1.59 and 25.6 the copy wins for naive
+#: and shared. regblock, prefetch and separable never gain from the copy.
 EXTEND_TAPS_PER_ELEMENT = {"naive": 0.5, "shared": 0.5, "strip": 0.25}
 #: Launch block of the extension (threads along the columns, along the rows).
 EXTEND_BLOCK = (32, 8)
@@ -586,6 +587,8 @@ def border_path(variant: str, H: int, W: int, kH: int, kW: int, pad, out_hw) -> 
     :data:`EXTEND_TAPS_PER_ELEMENT` per element of the copy, else "fused" (its loads read the extended image:
     :data:`FUSED`) or "pass" (zero padding, then :func:`launch_border`)."""
     ratio = EXTEND_TAPS_PER_ELEMENT.get(variant)
+    if variant == "strip" and int(kH) > STRIP_RING_MAX_KH:  # every thread reads through the rule
+        ratio = None
     if ratio is not None:
         outside, elements = border_costs(int(H), int(W), int(kH), int(kW), tuple(pad), tuple(out_hw))
         if outside > 0 and outside >= ratio * elements:
