@@ -228,7 +228,7 @@ def main(argv=None) -> int:
                                   out_hw)):
                     other = None
             row["other_path"] = None if other is None else ("extend" if other else
-                                                            "fused" if row["path"] == "fused" else "pass")
+                                                            "fused" if name in cuda2d.FUSED else "pass")
             ok = True
             todo = [(b, f, None) for b, f in BOUNDARIES]
             if other is not None:
