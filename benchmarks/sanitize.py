@@ -10,11 +10,11 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
-``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger
-than the image and 1xN / Nx1 shapes): the border pass after naive and the extended copy before it (float32,
-float64), the fused kernels
-(regblock, prefetch, strip, shfl: float32, wherever they apply; separable's row pass through the rule, rank-1) and the uint64 kernels (conv1d and conv2d naive and
-the border pass, bit for bit against NumPy's int64 arithmetic), which also run when no name is given.
+``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
+Nx1 shapes): the border pass after naive and the extended copy before it (float32, float64), the fused kernels
+(regblock, prefetch, strip, shfl: float32, wherever they apply, through their own loads; separable's row pass
+through the rule, rank-1) and the uint64 kernels (conv1d and conv2d naive and the border pass, bit for bit against
+NumPy's int64 arithmetic), which also run when no name is given.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@
 #endif
 // Wrap/symm builds: 1, every thread loads through the rule's chunk map (StripExtNear, inlined; the 2-D thread
 // mapping of the fill build); 0, only the threads whose window leaves the image do, in edge functions. 1 for the
-// large kernels (the rotating accumulators): there an edge thread took 1.4-1.7 x as long as an inside one on an
-// H200 (2048 x 2048, 15x15: the launch is half a wave, so the slowest thread sets its end), while the chunk map
-// costs the inside threads a register per chunk and a select per value under symm.
+// large kernels (the rotating accumulators): with edge functions their wrap/symm builds took 1.4-1.9 x the
+// zero-fill time on an H200 (1024 x 1024 and 2048 x 2048, 15x15: a launch of half a wave or less ends with its
+// slowest thread), with the chunk map 0.78-0.93 x, on the spectrogram too.
 #ifndef STRIP_UNIFORM
 #define STRIP_UNIFORM (STRIP_KH > SIGCONV_STRIP_RING_MAX_KH)
 #endif

@@ -199,8 +199,9 @@ def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
 # regblock, prefetch, strip, shfl and separable read the extended image in their own loads (cuda2d.FUSED); naive
 # and shared run with zero padding, then conv2d_border adds the taps outside the image to the outputs whose window
 # leaves it; where cuda2d.border_path says so (many outside taps against the image) conv2d_extend copies the
-# extended image instead, which naive, shared or strip read with zero padding. Every variant, through the path the rule picks and
-# through the other one, against the float64 correlation of the image extended by numpy.pad.
+# extended image instead, which naive, shared or strip (up to 11 rows) read with zero padding. Every variant,
+# through the path the rule picks and through the other one, against the float64 correlation of the image
+# extended by numpy.pad.
 
 BOUNDARIES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 _NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}

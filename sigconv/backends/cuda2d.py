@@ -11,8 +11,8 @@ Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the varian
 extended image in their own loads (no second pass; separable in its row pass); naive and shared run with zero
 padding, then :func:`launch_border` adds, at the outputs whose window leaves the image (:func:`border_bands`), the
 taps that fall outside it, read through the rule. Where those taps are many against the image (a small image, a
-large kernel: :func:`border_path`), naive, shared and strip instead read a copy of the extended image
-(:func:`launch_extend`) with zero padding.
+large kernel: :func:`border_path`), naive, shared and strip (kernels of up to :data:`STRIP_RING_MAX_KH` rows)
+instead read a copy of the extended image (:func:`launch_extend`) with zero padding.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
