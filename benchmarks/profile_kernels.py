@@ -13,7 +13,7 @@ Cases, float32 (the benchmark's shapes):
   conv2d-k31-prefetch-fill / -wrap  1x1x512x512, random 31x31, "same", variant prefetch, block 8x4, with
                       zero fill and with boundary "wrap" (what the wrap build costs over the zero-fill build)
   conv2d-img15-strip-fill / -symm  1x1x2048x2048, random 15x15, "same", variant strip, block 64x1, with zero fill
-                      and with boundary "symm" through strip's own loads (its edge threads' cost)
+                      and with boundary "symm" (every thread through the rule's chunk map)
   conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, blocks 64 and 256
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
@@ -60,20 +60,18 @@ def main(argv=None) -> int:
                                                                     block=(32, 4), out=y)
         runs["conv2d-k3-shfl"] = lambda: cuda2d.launch_shfl(x, w, None, (1, 1), (1, 1), (1025, 65536),
                                                             block=(128, 1), out=y)
-    if any(c.startswith("conv2d-k31") for c in a.only):
-        xs = rng.standard_normal((1, 1, 512, 512), dtype=cupy.float32)
-        ws = rng.standard_normal((1, 1, 31, 31), dtype=cupy.float32)
-        ys = cupy.empty_like(xs)
-        for b in ("fill", "wrap"):
-            runs[f"conv2d-k31-prefetch-{b}"] = functools.partial(
-                cuda2d.launch_prefetch, xs, ws, None, (1, 1), (15, 15), (512, 512), block=(8, 4), out=ys, boundary=b)
-    if any(c.startswith("conv2d-img15") for c in a.only):
-        xi = rng.standard_normal((1, 1, 2048, 2048), dtype=cupy.float32)
-        wi = rng.standard_normal((1, 1, 15, 15), dtype=cupy.float32)
-        yi = cupy.empty_like(xi)
-        for b in ("fill", "symm"):
-            runs[f"conv2d-img15-strip-{b}"] = functools.partial(
-                cuda2d.launch_strip, xi, wi, None, (1, 1), (7, 7), (2048, 2048), block=(64, 1), out=yi, boundary=b)
+    # single-channel boundary cases: (name, image side, kernel side, launcher, block, the boundaries compared)
+    for tag, side, k, launch, block, bounds in (
+            ("k31-prefetch", 512, 31, cuda2d.launch_prefetch, (8, 4), ("fill", "wrap")),
+            ("img15-strip", 2048, 15, cuda2d.launch_strip, (64, 1), ("fill", "symm"))):
+        if not any(c.startswith(f"conv2d-{tag}") for c in a.only):
+            continue
+        xb = rng.standard_normal((1, 1, side, side), dtype=cupy.float32)
+        wb = rng.standard_normal((1, 1, k, k), dtype=cupy.float32)
+        yb = cupy.empty_like(xb)
+        for b in bounds:
+            runs[f"conv2d-{tag}-{b}"] = functools.partial(launch, xb, wb, None, (1, 1), ((k - 1) // 2,) * 2,
+                                                          (side, side), block=block, out=yb, boundary=b)
     if any(c.startswith("conv1d") for c in a.only):
         L = 1 << 26
         x1 = rng.standard_normal((1, L), dtype=cupy.float32)
