@@ -185,6 +185,19 @@ def _check_boundary(boundary: str) -> None:
         raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}; got {boundary!r}")
 
 
+def _require_image(boundary: str, x) -> None:
+    """Refuse an empty image where ``boundary`` has to read it (wrap and symm repeat its samples)."""
+    H, W = int(x.shape[2]), int(x.shape[3])
+    if H * W == 0:
+        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
+
+
+def _strip_reads_rule(kH: int) -> bool:
+    """Whether strip's wrap/symm build for a kernel of ``kH`` rows loads every thread's rows through the rule
+    (STRIP_UNIFORM in kernels/conv2d_strip.cuh): no edge functions, so no register cap and no extended copy."""
+    return int(kH) > STRIP_RING_MAX_KH
+
+
 #: Registers are allocated to a warp in units of 256, 8 per thread (sm_70 and later): counts that round up to the
 #: same multiple of 8 give the same occupancy.
 _REG_UNIT = 8
@@ -213,11 +226,10 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
     _check_boundary(boundary)
     if boundary == "fill":
         return _kernels.module(_SRC, defines), np.float32(fillvalue)
-    if x.shape[2] * x.shape[3] == 0:
-        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
+    _require_image(boundary, x)
     import cupy
 
-    uniform = kernel == "conv2d_strip" and defines["STRIP_KH"] > STRIP_RING_MAX_KH  # no edge-only code to confine
+    uniform = kernel == "conv2d_strip" and _strip_reads_rule(defines["STRIP_KH"])  # no edge-only code to confine
     options = () if uniform else _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())))
     mod = _kernels.module(_SRC, {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}, options=options)
     return mod, np.float32(fillvalue)
@@ -435,8 +447,7 @@ def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, fact
         why = _border_applies(x, w, bias, stride)
         if why:
             raise ValueError(f"boundary {boundary!r} with fillvalue {fillvalue!r} needs {why}")
-        if x.shape[2] * x.shape[3] == 0:
-            raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {x.shape[2]}x{x.shape[3]}")
+        _require_image(boundary, x)
 
     if factors is None:
         u, v, why = separable_factors(w)
@@ -551,8 +562,7 @@ def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: in
                                       *(int(v) for v in y.shape[2:]), int(block))
     if count == 0:
         return y
-    if H * W == 0:
-        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
+    _require_image(boundary, x)
     _generic("conv2d_border", x.dtype)(grid, (block,), (x, w, y) + iargs
                                        + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype), lanes))
     return y
@@ -587,7 +597,7 @@ def border_path(variant: str, H: int, W: int, kH: int, kW: int, pad, out_hw) -> 
     :data:`EXTEND_TAPS_PER_ELEMENT` per element of the copy, else "fused" (its loads read the extended image:
     :data:`FUSED`) or "pass" (zero padding, then :func:`launch_border`)."""
     ratio = EXTEND_TAPS_PER_ELEMENT.get(variant)
-    if variant == "strip" and int(kH) > STRIP_RING_MAX_KH:  # every thread reads through the rule
+    if variant == "strip" and _strip_reads_rule(kH):  # every thread reads through the rule
         ratio = None
     if ratio is not None:
         outside, elements = border_costs(int(H), int(W), int(kH), int(kW), tuple(pad), tuple(out_hw))
@@ -611,9 +621,8 @@ def launch_extend(x, kH: int, kW: int, pad, out_hw, boundary: str = "fill", fill
     import cupy
 
     _check_boundary(boundary)
+    _require_image(boundary, x)
     H, W = int(x.shape[2]), int(x.shape[3])
-    if H * W == 0:
-        raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
     (py, px), (Ho, Wo) = (int(v) for v in pad), (int(v) for v in out_hw)
     He, We = Ho + int(kH) - 1, _extended_width(Wo, kW)
     xe = cupy.empty((1, 1, He, We), dtype=x.dtype)
