@@ -5,11 +5,11 @@
 regblock, prefetch, strip and shfl read the extended image in their own loads (the boundary compiled in), separable
 in its row pass; naive and shared run with zero padding, then one pass (conv2d_border) over the outputs whose
 window leaves the image. Where cuda2d.border_path says so (many taps outside the image against the elements of the
-extended image), naive, shared and strip (kernels up to 11 rows) copy the extended image first (conv2d_extend) and
+extended image), naive and shared copy the extended image first (conv2d_extend) and
 run on it with zero padding. Cases, float32, "same" windows: the spectrogram 1025 x 65536 with 3x3 and 5x5 kernels,
 a 4096 x 4096 image with 7x7, 512 x 512 with 31x31; on request (``--cases``) 2048 x 2048 and 1024 x 1024 with 15x15
-(``img15``, ``k15``: either side of the copy's line for naive and shared), 1024 x 1024 with 11x11 (``k11``: strip's
-tallest kernel with edge functions) and 4096 x 4096 with 31x31 (``k31big``). For auto
+(``img15``, ``k15``: either side of the copy's line for naive and shared), 1024 x 1024 with 11x11 (``k11``: the tallest
+kernel of strip's accumulator ring) and 4096 x 4096 with 31x31 (``k31big``). For auto
 and every registered variant that applies (separable on a rank-1 kernel
 of the same size): each boundary's result is first checked against a float64 reference of the image extended by
 numpy.pad (the top, bottom and a middle band of rows, every column), then timed with CUDA events (warm-up, then

@@ -62,6 +62,7 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
     n = bad = 0
     tol = {"float32": 1e-5, "float64": 1e-10}
     for H, W, kH, kW in BOUNDARY_SHAPES:
+        print(f"boundary {H}x{W} k{kH}x{kW} ({n} checks so far, {bad} mismatches)", flush=True)
         xi = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
         wi = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
         xf, wf = rng.standard_normal((H, W)), rng.standard_normal((kH, kW))

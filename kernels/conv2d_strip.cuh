@@ -22,14 +22,11 @@
 #ifndef STRIP_ROWS
 #define STRIP_ROWS SIGCONV_STRIP_ROWS  // strip kernel: output rows per thread
 #endif
-// Wrap/symm builds: 1, every thread loads through the rule's chunk map (StripExtNear, inlined; the 2-D thread
-// mapping of the fill build); 0, only the threads whose window leaves the image do, in edge functions. 1 for the
-// large kernels (the rotating accumulators): with edge functions their wrap/symm builds took 1.4-1.9 x the
-// zero-fill time on an H200 (1024 x 1024 and 2048 x 2048, 15x15: a launch of half a wave or less ends with its
-// slowest thread), with the chunk map 0.78-0.93 x, on the spectrogram too.
-#ifndef STRIP_UNIFORM
-#define STRIP_UNIFORM (STRIP_KH > SIGCONV_STRIP_RING_MAX_KH)
-#endif
+// Wrap/symm builds: every thread loads its rows through the rule's chunk map (StripExtNear, inlined, the fill
+// build's thread mapping), compiled to the fill build's occupancy (cuda2d._fused). A build with the plain loads
+// for the threads whose window lies inside the image and edge functions for the others took 1.4 to
+// 2.9 x the zero-fill time on an H200 (1024 x 1024 to 2048 x 2048, 7x7 to 15x15: a launch of a wave or less ends
+// with its slowest thread; 1.01-1.40 x on the spectrogram); through the chunk map, 0.76-0.99 x.
 
 // Taps of the current call (copied in stream order by the launcher before each launch).
 __constant__ float c_taps[STRIP_KH * STRIP_KW];
@@ -38,8 +35,7 @@ __constant__ float c_taps[STRIP_KH * STRIP_KW];
 #define STRIP_NV ((((STRIP_SH + 3 + STRIP_KW) + 3) / 4) * 4)
 
 // Row loaders of strip_body: load(v, xp, gr) sets v[k] = xe[gr, ca + k] for the thread's STRIP_NV columns.
-// The plain loads (every thread of a fill build; the threads whose window lies inside the image otherwise):
-// 16-byte chunks where the row allows, the fill constant outside the image.
+// The plain loads (every thread of a fill build): 16-byte chunks where the row allows, the fill constant outside the image.
 struct StripPlain {
     int H, W, ca;
     bool vec;  // W % 4 == 0 and x 16-byte aligned: a chunk (ca + 4q, a multiple of 4) is wholly in or out
@@ -66,9 +62,8 @@ struct StripPlain {
     }
 };
 
-// wrap / symm (B) for a thread whose window leaves the image but whose rows stay within one period of it, with
-// 16-byte rows (W % 4 == 0): each chunk's place computed once (C2dChunk), the row by selects; every load
-// unconditional, as in the plain loads.
+// wrap / symm (B) for a thread whose rows stay within one period of the image, with 16-byte rows (W % 4 == 0):
+// each chunk's place computed once (C2dChunk), the row by selects; every load unconditional.
 template <int B>
 struct StripExtNear {
     int H;
@@ -88,8 +83,8 @@ struct StripExtNear {
     }
 };
 
-// wrap / symm (B), any other thread whose window leaves the image (rows beyond one period: a kernel larger than
-// the image; or W % 4 != 0): a column index per value computed once, the row through c2d_extend.
+// wrap / symm (B), any other thread (rows beyond one period: a kernel larger than the image; or W % 4 != 0): a
+// column index per value computed once, the row through c2d_extend.
 template <int B>
 struct StripExtAny {
     int H;
@@ -103,30 +98,6 @@ struct StripExtAny {
         const float* rp = xp + (i64)c2d_extend(gr, H, B) * W;
 #pragma unroll
         for (int k = 0; k < STRIP_NV; ++k) v[k] = __ldg(rp + col[k]);
-    }
-};
-
-// wrap / symm (B) for a thread whose columns lie inside the image and whose rows do not (the first and last
-// strips): the plain column loads, unconditional, from the row the rule gives (by selects when NEAR: within one
-// period of the image).
-template <int B, bool NEAR>
-struct StripRows {
-    int H, W, ca;
-    bool vec;
-    __device__ __forceinline__ StripRows(int H_, int W_, int ca_, bool vec_) : H(H_), W(W_), ca(ca_), vec(vec_) {}
-    __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
-        const float* rp = xp + (i64)(NEAR ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B)) * W;
-#pragma unroll
-        for (int q = 0; q < STRIP_NV / 4; ++q) {
-            const int gc = ca + 4 * q;
-            float4 t;
-            if (vec) {
-                t = __ldg(reinterpret_cast<const float4*>(rp + gc));
-            } else {
-                t.x = __ldg(rp + gc); t.y = __ldg(rp + gc + 1); t.z = __ldg(rp + gc + 2); t.w = __ldg(rp + gc + 3);
-            }
-            v[4 * q] = t.x; v[4 * q + 1] = t.y; v[4 * q + 2] = t.z; v[4 * q + 3] = t.w;
-        }
     }
 };
 
@@ -147,7 +118,7 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
         for (int k = 0; k < STRIP_KH; ++k)
 #pragma unroll
             for (int b = 0; b < 4; ++b) acc[k][b] = 0.f;
-#if STRIP_KH <= SIGCONV_STRIP_RING_MAX_KH && STRIP_KH * STRIP_KW <= 121
+#if STRIP_KH <= SIGCONV_STRIP_RING_MAX_KH && STRIP_KH * STRIP_KW <= SIGCONV_STRIP_RING_MAX_TAPS
         for (int base = 0; base < nin; base += STRIP_KH) {
 #pragma unroll
             for (int u = 0; u < STRIP_KH; ++u) {
@@ -203,69 +174,26 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
 }
 
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-// The threads of a wrap or symm launch whose window leaves the image (under STRIP_UNIFORM, those the chunk map
-// does not serve) run strip_body with their loader (Load: StripExtNear, StripExtAny, StripRows) in a function of
-// its own per loader (__noinline__): ptxas allocates its registers apart, so the plain loads of the other threads
-// compile as in the zero-fill build, and what an edge loader spills stays in it.
+// The threads of a wrap or symm launch that the chunk map does not serve (rows beyond one period of the image, or
+// W % 4 != 0) run strip_body with StripExtAny in a function of its own (__noinline__): ptxas allocates its
+// registers apart, and what it spills stays in it.
 template <class Load>
 __device__ __noinline__ void strip_edge(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
                                         int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias, int ca,
                                         bool vec) {
     strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, Load(H, W, ca, vec));
 }
-
-#if !STRIP_UNIFORM
-// Launch order of a wrap or symm launch: the grid's threads, numbered block by block (the order in which blocks
-// start), take first the threads whose columns leave the image (every strip's, packed together: their warps hold
-// no plain thread waiting on their longer loads, and they start in the first wave), then the others strip by
-// strip from both ends (c2d_strip_from_ends), consecutive columns in consecutive threads (coalesced, as the fill
-// build's 2-D mapping, which stays).
-// Sets cx and r0 of this thread; false for the threads past the last.
-__device__ __forceinline__ bool strip_order(int Ho, int Wo, int W, int px, int& cx, int& r0) {
-    const unsigned J = (unsigned)(Wo + 3) / 4u, S = (unsigned)(Ho + STRIP_ROWS - 1) / STRIP_ROWS;
-    const unsigned t = (blockIdx.y * gridDim.x + blockIdx.x) * (blockDim.x * blockDim.y) + threadIdx.y * blockDim.x
-                       + threadIdx.x;
-    // Column threads j in [jl, jr) load only inside columns: ca = 4j - (px + SH) >= 0 and ca + NV <= W (px + SH
-    // is a multiple of 4). The kernel's own test decides; this only orders.
-    const int e = W + px + STRIP_SH - STRIP_NV;  // 4j <= e
-    const unsigned jl = min((unsigned)(px + STRIP_SH) / 4u, J);
-    const unsigned jr = e < 0 ? jl : max(jl, min(J, (unsigned)e / 4u + 1u));
-    const unsigned ni = jr - jl, ne = J - ni;  // inside and edge column threads per strip
-    unsigned s, j;
-    if (t < ne * S) {
-        s = t / ne;
-        const unsigned k = t - s * ne;
-        j = k < jl ? k : jr + (k - jl);
-    } else {
-        const unsigned i = t - ne * S;
-        if (i >= ni * S) return false;
-        const unsigned k = i / ni;
-        s = c2d_strip_from_ends(k, S);
-        j = jl + (i - k * ni);
-    }
-    cx = (int)(4u * j);
-    r0 = (int)(s * STRIP_ROWS);
-    return true;
-}
-#endif
 #endif
 
-// Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body). A fill build maps
-// (blockIdx, threadIdx) to (columns, strip) directly and every thread takes the plain loads. Under wrap or symm
-// with STRIP_UNIFORM, the same mapping, and every thread loads through the rule's chunk map (StripExtNear) where
-// its rows lie within one period of the image and rows are 16-byte (else StripExtAny). Otherwise (strip_order) a
-// thread whose window (input rows r0-py .. r0-py+nin-1, columns ca .. ca+STRIP_NV-1) lies inside the image takes
-// the plain loads too; the others run strip_edge with their loader.
+// Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body); (blockIdx, threadIdx)
+// map to (columns, strip) directly. A fill build takes the plain loads; a wrap or symm build loads through the
+// rule's chunk map (StripExtNear) where the thread's rows lie within one period of the image and rows are 16-byte,
+// else through strip_edge (StripExtAny).
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                         int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
                                         int has_bias, int vec_in, int vec_out, float fill) {
-#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL || STRIP_UNIFORM
     const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * STRIP_ROWS;
-#else
-    int cx, r0;
-    if (!strip_order(Ho, Wo, W, px, cx, r0)) return;
-#endif
     if (cx >= Wo || r0 >= Ho) return;  // no barriers in this kernel
     const int nout = min(STRIP_ROWS, Ho - r0);
     const int nin = nout + STRIP_KH - 1;   // input rows streamed
@@ -273,31 +201,17 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
     const bool vec = vec_in != 0;
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
     const float bias = has_bias ? bptr[0] : 0.f;
-#if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-    const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the thread streams
-    const bool near = g0 >= -H && g1 <= 2 * H;   // within one period of the image
+#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL
+    strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripPlain{H, W, ca, vec, fill});
+#else
     constexpr int B = C2D_BOUNDARY;
-#if STRIP_UNIFORM
-    if (vec && near) {
+    const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the thread streams
+    if (vec && g0 >= -H && g1 <= 2 * H) {        // 16-byte rows, within one period of the image
         strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtNear<B>(H, W, ca, vec));
         return;
     }
     strip_edge<StripExtAny<B>>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
-    return;
-#else
-#define STRIP_EDGE(...) strip_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec)
-    if (!(ca >= 0 && ca + STRIP_NV <= W)) {  // columns leave the image
-        if (vec && near) STRIP_EDGE(StripExtNear<B>); else STRIP_EDGE(StripExtAny<B>);
-        return;
-    }
-    if (!(g0 >= 0 && g1 <= H)) {  // rows leave the image
-        if (near) STRIP_EDGE(StripRows<B, true>); else STRIP_EDGE(StripRows<B, false>);
-        return;
-    }
-#undef STRIP_EDGE
 #endif
-#endif
-    strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripPlain{H, W, ca, vec, fill});
 }
 
 #endif  // SIGCONV_CONV2D_STRIP_CUH

@@ -13,9 +13,11 @@
 // conv2d_strip.cuh / conv2d_shfl.cuh: output rows per thread when the launcher passes none.
 #define SIGCONV_STRIP_ROWS 32
 #define SIGCONV_SHFL_ROWS 32
-// conv2d_strip.cuh: kernel heights above this take the rotating accumulators, and their wrap/symm builds load every
-// thread's rows through the rule (no edge functions; the launcher leaves their registers uncapped).
+// conv2d_strip.cuh: kernels of up to this many rows and taps keep their accumulators in a ring (the row loop unrolled
+// by the height); the others rotate them. The launcher caps the registers of the ring's wrap/symm builds at the fill
+// build's occupancy and leaves the rotating builds' uncapped (capped, they spill).
 #define SIGCONV_STRIP_RING_MAX_KH 11
+#define SIGCONV_STRIP_RING_MAX_TAPS 121
 // conv2d_shfl.cuh: widest halo (columns on each side) taken from a neighbouring lane: one float4.
 #define SIGCONV_SHFL_MAX_HALO 4
 

@@ -314,8 +314,8 @@ def test_boundary_every_block(rng, name):
 def test_border_pass_runs_only_where_needed(rng, monkeypatch):
     """fill with 0 launches neither the border pass nor the copy. Otherwise each call launches what border_path says:
     for naive and shared the pass after the variant on 20 x 32 with 3x3, the copy before it on 24 x 24 with 15x15
-    and on 48 x 48 with 11x11 (strip too there; with 15x15 strip reads through the rule in every thread); on 20 x 32
-    the copy for every variant when asked for; otherwise nothing (the variant's loads read the extended image).
+    and on 48 x 48 with 11x11; on 20 x 32 the copy for every variant when asked for; otherwise nothing (the fused
+    variants' loads read the extended image, strip's with every kernel size).
     Every result checked against the float64 reference."""
     from sigconv.backends import cuda2d
 
@@ -348,7 +348,8 @@ def test_border_pass_runs_only_where_needed(rng, monkeypatch):
     assert set(cuda2d.FUSED) == {"regblock", "prefetch", "strip", "shfl", "separable"}
     assert cuda2d.border_path("naive", 24, 24, 15, 15, (7, 7), (24, 24)) == "extend"
     assert cuda2d.border_path("strip", 24, 24, 15, 15, (7, 7), (24, 24)) == "fused"
-    assert cuda2d.border_path("strip", 48, 48, 11, 11, (5, 5), (48, 48)) == "extend"
+    assert cuda2d.border_path("strip", 48, 48, 11, 11, (5, 5), (48, 48)) == "fused"
+    assert cuda2d.border_path("naive", 48, 48, 11, 11, (5, 5), (48, 48)) == "extend"
     assert cuda2d.border_path("naive", 20, 32, 3, 3, (1, 1), (20, 32)) == "pass"
 
 

@@ -282,34 +282,47 @@ def test_border_costs_count_the_outside_taps(H, W, kH, kW, pad, out_hw):
         assert cuda2d.border_path("strip", H, W, kH, kW, pad, out_hw) == "fused"
 
 
+def test_strip_ring_follows_the_kernel_limits():
+    """The launcher's test of strip's accumulator ring (whether its wrap/symm builds are capped) is the kernel's
+    own: at most STRIP_RING_MAX_KH rows and STRIP_RING_MAX_TAPS taps (kernels/limits.cuh)."""
+    import re
+
+    from sigconv import _kernels
+    from sigconv.backends import cuda2d
+
+    src = _kernels.source("conv2d_strip.cuh")
+    assert re.search(r"#if STRIP_KH <= SIGCONV_STRIP_RING_MAX_KH && STRIP_KH \* STRIP_KW <= SIGCONV_STRIP_RING_MAX_TAPS",
+                     src)
+    assert (cuda2d.STRIP_RING_MAX_KH, cuda2d.STRIP_RING_MAX_TAPS) == (11, 121)
+    assert all(cuda2d.strip_ring(k, k) for k in (1, 3, 5, 7, 9, 11))
+    assert not any(cuda2d.strip_ring(k, k) for k in (13, 15))
+    assert cuda2d.strip_ring(11, 9) and not cuda2d.strip_ring(9, 15) and not cuda2d.strip_ring(13, 3)
+
+
 def test_border_path_takes_the_copy_for_small_images_and_large_kernels():
-    """regblock, prefetch, shfl and separable read the extended image themselves; naive and shared take the border
-    pass and strip its own loads where the outside taps are few against the image (the spectrogram, a large image
-    with 7x7), and the copy where a large kernel meets a small image (512 x 512 with 31x31: 25.6 outside taps per
-    element of the copy), at each one's ratio; strip with a kernel taller than its ring (every thread reading
-    through the rule) never copies."""
+    """regblock, prefetch, strip, shfl and separable read the extended image themselves, at every kernel size and
+    image size; naive and shared take the border pass where the outside taps are few against the image (the
+    spectrogram, a large image with 7x7), and the copy from half an outside tap per element of the copy (512 x
+    512 with 31x31: 25.6)."""
     from sigconv.backends import cuda2d
 
     def path(variant, H, W, k):
         return cuda2d.border_path(variant, H, W, k, k, ((k - 1) // 2,) * 2, (H, W))
 
-    for v in ("regblock", "prefetch", "shfl", "separable"):
-        assert path(v, 512, 512, 31) == "fused" and path(v, 2048, 2048, 15) == "fused"
+    assert set(cuda2d.EXTEND_TAPS_PER_ELEMENT) == {"naive", "shared"}
+    for v in ("regblock", "prefetch", "strip", "shfl", "separable"):
+        for H, k in ((512, 31), (2048, 15), (1024, 11), (48, 11), (24, 15), (4096, 7), (1025, 3)):
+            assert path(v, H, H, k) == "fused", (v, H, k)
     for v in ("naive", "shared"):  # 25.6, 1.59 and 0.81 outside taps per element of the copy
         assert path(v, 512, 512, 31) == "extend" and path(v, 1024, 1024, 15) == "extend"
         assert path(v, 2048, 2048, 15) == "extend"
-    assert cuda2d.STRIP_RING_MAX_KH == 11
-    for k in (13, 15):
-        assert path("strip", 1024, 1024, k) == "fused" and path("strip", 24, 24, k) == "fused"
-    assert path("strip", 1024, 1024, 11) == "extend" and path("strip", 48, 48, 11) == "extend"
-    for v in ("naive", "shared", "strip"):
-        assert path(v, 4096, 4096, 7) == ("fused" if v == "strip" else "pass")  # 0.04
-        assert path(v, 1025, 65536, 3) == ("fused" if v == "strip" else "pass")  # 0.006
-    # between 0.25 and 0.5 outside taps per element: strip copies, naive and shared take the pass
-    H = next(h for h in range(4096, 64, -16) if 0.3 <= np.divide(*cuda2d.border_costs(h, h, 9, 9, (4, 4), (h, h))))
-    outside, elements = cuda2d.border_costs(H, H, 9, 9, (4, 4), (H, H))
-    assert 0.25 <= outside / elements < 0.5
-    assert path("strip", H, H, 9) == "extend" and path("naive", H, H, 9) == "pass"
+        assert path(v, 4096, 4096, 7) == "pass"  # 0.04
+        assert path(v, 1025, 65536, 3) == "pass"  # 0.006
+    # either side of 0.5 outside taps per element
+    for lo, hi, want in ((0.3, 0.5, "pass"), (0.5, 0.7, "extend")):
+        H = next(h for h in range(4096, 64, -16)
+                 if lo <= np.divide(*cuda2d.border_costs(h, h, 9, 9, (4, 4), (h, h))) < hi)
+        assert path("naive", H, H, 9) == want and path("shared", H, H, 9) == want
     outside, elements = cuda2d.border_costs(512, 512, 31, 31, (15, 15), (512, 512))
     assert (outside, elements) == (7_560_960, 542 * 544)
     assert cuda2d.border_path("naive", 5, 8, 1, 1, (0, 0), (5, 8)) == "pass"  # no tap outside: nothing to do

@@ -75,10 +75,15 @@ def test_kernel_compiles_without_spills(cu):
 
 
 # The wrap/symm builds of strip and shfl, as the launcher compiles them (cuda2d._fused): held to the occupancy of
-# the zero-fill build, with no spills in the kernel or in its edge functions. (kernel, kH, kW, pad)
+# the zero-fill build, with no spills in the kernel or in its edge functions (strip: one, the loader of the threads
+# the chunk map does not serve; shfl: one per edge loader). (kernel, kH, kW, pad)
+#: What strip's edge function (the W % 4 != 0 and kernel-larger-than-the-image threads) may spill under the cap: the
+#: ring's tallest kernel spills 8 bytes there under symm (240 registers), and that build ran at 1.00 x the fill
+#: build on an H200 on 1024 x 1023 and 1025 x 65535. The kernel itself may not spill.
+STRIP_EDGE_SPILL_BYTES = 8
 EDGE_BUILDS = [("strip", 3, 3, 1), ("shfl", 3, 3, 1), ("strip", 5, 5, 2), ("shfl", 5, 5, 2), ("strip", 7, 7, 3),
-               ("shfl", 7, 7, 3)]
-_EDGE_PARAMS = _grid(EDGE_BUILDS, {2, 3, 4, 5})
+               ("shfl", 7, 7, 3), ("strip", 11, 11, 5), ("strip", 15, 15, 7)]
+_EDGE_PARAMS = _grid(EDGE_BUILDS, {2, 3, 4, 5, 6, 7})
 _EDGE_PARAMS[1] = pytest.param(*EDGE_BUILDS[1], marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason=(
     "shfl's __launch_bounds__(1024) for kernels of up to 12 taps takes precedence over --maxrregcount: its wrap/symm "
     "builds use 64 registers where the zero-fill build uses 52 (the cap is 56)"))])
@@ -109,14 +114,18 @@ def test_boundary_builds_keep_occupancy_without_spills(tmp_path, kernel, kH, kW,
                              re.S).group(1))
 
     fill = build(0)
-    cap = cuda2d.occupancy_regs(regs(fill))
+    # strip's rotating builds go uncapped (cuda2d._fused)
+    cap = cuda2d.occupancy_regs(regs(fill)) if kernel == "shfl" or cuda2d.strip_ring(kH, kW) else None
     for name, code in (("wrap", 1), ("symm", 2)):
         text = build(code, cap)
         report = _spill_report(text)
         edge = [f for f in report if f"{kernel}_edge" in f]
-        assert len(edge) >= 2, f"{name}: the edge loaders were not compiled apart: {sorted(report)}"
-        assert regs(text) <= cap, f"{kernel} {kH}x{kW} {name}: {regs(text)} registers, above the cap of {cap}"
-        spilled = {f: s for f, s in report.items() if s != (0, 0)}
+        assert len(edge) >= (1 if kernel == "strip" else 2), \
+            f"{name}: the edge loaders were not compiled apart: {sorted(report)}"
+        if cap:
+            assert regs(text) <= cap, f"{kernel} {kH}x{kW} {name}: {regs(text)} registers, above the cap of {cap}"
+        spilled = {f: s for f, s in report.items() if s != (0, 0)
+                   and not (kernel == "strip" and f in edge and max(s) <= STRIP_EDGE_SPILL_BYTES)}
         assert not spilled, f"{kernel} {kH}x{kW} {name} spills under --maxrregcount={cap}: {spilled}"
 
 
@@ -784,8 +793,9 @@ def test_shfl_kernel_runs_on_host(host_build, tmp_path, N, H, W, kH, kW, pad, ou
 # C2D_BOUNDARY makes every load of these kernels read the extended image (wrap, symm through c2d_extend; fill with
 # the kernel's constant argument): vector (W % 4 == 0) and scalar loads, rows and columns of both edges, a kernel
 # larger than the image (windows several periods out), the shfl halos of the edge lanes and of lanes past the last
-# column; threads (strip) and warps (shfl) whose window lies inside the image, which take the plain loads, next to
-# those whose window leaves it. fill with a constant runs the zero-fill builds (the constant is an argument).
+# column; warps (shfl) whose window lies inside the image, which take the plain loads, next to those whose window
+# leaves it; strip's threads all load through the rule's chunk map, or (rows beyond one period, W % 4 != 0) through
+# its edge function. fill with a constant runs the zero-fill builds (the constant is an argument).
 # (kernel, boundary, fill, N, H, W, kH, kW, pad, out_hw or None, block, rows)
 FUSED_CASES = [
     ("strip", "wrap", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (64, 1), 8),
@@ -804,15 +814,16 @@ FUSED_CASES = [
     ("shfl", "wrap", 0.0, 1, 37, 64, 3, 3, (1, 1), None, (128, 1), 32),
     ("shfl", "symm", 0.0, 1, 5, 6, 9, 5, (8, 4), (12, 10), (32, 1), 4),
     ("shfl", "symm", 0.0, 1, 70, 20, 5, 5, (2, 2), None, (32, 1), 16),
-    # (from index 15: default) wide enough for inside threads (warps) between edge ones on every strip, in the
-    # launch order of a wrap/symm build (edge columns first, then strip by strip), with 2-D blocks
+    # (from index 15: default) wide enough for inside threads (warps) between edge ones on every strip (shfl: in
+    # the launch order of a wrap/symm build, edge columns first, then strip by strip), with 2-D blocks
     ("strip", "symm", 0.0, 1, 70, 136, 5, 5, (2, 2), None, (32, 2), 8),
     ("shfl", "wrap", 0.0, 1, 40, 1032, 7, 7, (3, 3), None, (64, 2), 8),
-    # kernels above the ring's height: every thread through the rule's chunk map (STRIP_UNIFORM), 16-byte rows and
-    # (W = 70) the scalar fallback
+    # kernels above the ring's height (rotating accumulators), 16-byte rows and (W = 70) the scalar fallback
     ("strip", "symm", 0.0, 1, 41, 64, 15, 15, (7, 7), None, (32, 1), 8),
     ("strip", "wrap", 0.0, 2, 30, 72, 13, 13, (6, 6), None, (32, 2), 16),
     ("strip", "symm", 0.0, 1, 33, 70, 13, 15, (6, 7), None, (64, 1), 8),
+    # the ring's tallest kernel
+    ("strip", "wrap", 0.0, 1, 40, 64, 11, 11, (5, 5), None, (32, 2), 16),
 ]
 
 

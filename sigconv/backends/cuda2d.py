@@ -11,8 +11,7 @@ Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the varian
 extended image in their own loads (no second pass; separable in its row pass); naive and shared run with zero
 padding, then :func:`launch_border` adds, at the outputs whose window leaves the image (:func:`border_bands`), the
 taps that fall outside it, read through the rule. Where those taps are many against the image (a small image, a
-large kernel: :func:`border_path`), naive, shared and strip (kernels of up to :data:`STRIP_RING_MAX_KH` rows)
-instead read a copy of the extended image (:func:`launch_extend`) with zero padding.
+large kernel: :func:`border_path`), naive and shared instead read a copy of the extended image (:func:`launch_extend`) with zero padding.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
@@ -49,9 +48,9 @@ _BLOCKS_SHFL = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
 STRIP_MAX = 15
 #: Output rows per strip / shfl thread (kernels/limits.cuh).
 STRIP_ROWS = _LIMITS["SIGCONV_STRIP_ROWS"]
-#: Kernel heights above this run strip with rotating accumulators; their wrap/symm builds load every thread's rows
-#: through the rule (STRIP_UNIFORM in kernels/conv2d_strip.cuh) and keep the registers they need.
+#: strip keeps the accumulators of kernels up to this tall, with up to this many taps, in a ring (:func:`strip_ring`).
 STRIP_RING_MAX_KH = _LIMITS["SIGCONV_STRIP_RING_MAX_KH"]
+STRIP_RING_MAX_TAPS = _LIMITS["SIGCONV_STRIP_RING_MAX_TAPS"]
 SHFL_ROWS = _LIMITS["SIGCONV_SHFL_ROWS"]
 #: The widest halo (columns each side) the shfl kernel takes from a neighbour lane (kernels/limits.cuh).
 SHFL_HALO = _LIMITS["SIGCONV_SHFL_MAX_HALO"]
@@ -72,14 +71,12 @@ BORDER_BLOCK = 256
 #: The extension's rule (:func:`border_path`): the variants named here read a copy of the extended image when the
 #: taps of the outputs' windows that fall outside the image are at least this many per element of the copy. The
 #: border pass (naive, shared) steps through those taps as chains of dependent loads; the copy reads and writes
-#: each element once. strip's edge functions (kernels up to :data:`STRIP_RING_MAX_KH` tall) cost it more as the
-#: kernel grows; the taller kernels load every row through the rule and never take the copy. Measured on an H200
-#: (GPU time over fill(0), worst of wrap and symm): at 0.04 outside taps per element (4096 x 4096, 7x7) the pass
-#: costs naive 1.02 x and the copy 1.11 x, strip's own loads 1.01 x and the copy 2.0 x or more (the spectrogram);
-#: at 0.81 (2048 x 2048, 15x15) the pass 1.07 x (naive) and 1.10 x (shared), the copy 1.05 and 1.06 x; strip
-#: there 0.85-0.88 x through its own loads and 1.11 x through the copy; at 1.59 and 25.6 the copy wins for naive
-#: and shared. regblock, prefetch and separable never gain from the copy.
-EXTEND_TAPS_PER_ELEMENT = {"naive": 0.5, "shared": 0.5, "strip": 0.25}
+#: each element once. Measured on an H200 (GPU time over fill(0), worst of wrap and symm): at 0.04 outside taps per
+#: element (4096 x 4096, 7x7) the pass costs naive 1.02 x and the copy 1.11 x; at 0.81 (2048 x 2048, 15x15) the
+#: pass 1.07 x (naive) and 1.10 x (shared), the copy 1.05 and 1.06 x; at 1.59 and 25.6 the copy wins. The fused
+#: variants never gain from the copy (strip through its own loads 0.76-0.99 x, through the copy 1.11-1.14 x and
+#: 2.0 x or more on the spectrogram).
+EXTEND_TAPS_PER_ELEMENT = {"naive": 0.5, "shared": 0.5}
 #: Launch block of the extension (threads along the columns, along the rows).
 EXTEND_BLOCK = (32, 8)
 #: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64); the
@@ -192,10 +189,11 @@ def _require_image(boundary: str, x) -> None:
         raise ValueError(f"boundary {boundary!r} needs a non-empty image; got {H}x{W}")
 
 
-def _strip_reads_rule(kH: int) -> bool:
-    """Whether strip's wrap/symm build for a kernel of ``kH`` rows loads every thread's rows through the rule
-    (STRIP_UNIFORM in kernels/conv2d_strip.cuh): no edge functions, so no register cap and no extended copy."""
-    return int(kH) > STRIP_RING_MAX_KH
+def strip_ring(kH: int, kW: int) -> bool:
+    """Whether strip's build for a kH x kW kernel keeps its accumulators in a ring (kernels/conv2d_strip.cuh), else
+    rotates them. Its wrap/symm builds are held to the fill build's occupancy only with the ring: the rotating
+    builds spill under that cap (15x15: 104 registers against 128)."""
+    return int(kH) <= STRIP_RING_MAX_KH and int(kH) * int(kW) <= STRIP_RING_MAX_TAPS
 
 
 #: Registers are allocated to a warp in units of 256, 8 per thread (sm_70 and later): counts that round up to the
@@ -219,18 +217,18 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
     """(the compiled module, the fill argument) of a fused launcher's ``kernel`` for ``boundary``.
 
     fill (any constant) runs the zero-fill build. A wrap or symm build is compiled to the occupancy of the
-    zero-fill build (:func:`_reg_cap`): only the threads whose window leaves the image run its extra code, which
-    would otherwise set the register count, and so the occupancy, of every thread (on an H200 the cap took
-    strip's spectrogram 5x5 from 1.30 to 1.09 x the fill time, shfl's from 1.27 to 1.05 x). strip's builds for
-    kernels taller than :data:`STRIP_RING_MAX_KH`, where every thread reads through the rule, are not capped."""
+    zero-fill build (:func:`_reg_cap`): its extra code would otherwise set the register count, and so the
+    occupancy, of every thread (on an H200 the cap took shfl's spectrogram 5x5 from 1.27 to 1.05 x the fill time,
+    strip's 9x9 and 7x7 from 1.10 to 0.93-0.98 x); strip's builds that rotate their accumulators
+    (:func:`strip_ring`) are not capped."""
     _check_boundary(boundary)
     if boundary == "fill":
         return _kernels.module(_SRC, defines), np.float32(fillvalue)
     _require_image(boundary, x)
     import cupy
 
-    uniform = kernel == "conv2d_strip" and _strip_reads_rule(defines["STRIP_KH"])  # no edge-only code to confine
-    options = () if uniform else _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())))
+    rotating = kernel == "conv2d_strip" and not strip_ring(defines["STRIP_KH"], defines["STRIP_KW"])
+    options = () if rotating else _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())))
     mod = _kernels.module(_SRC, {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}, options=options)
     return mod, np.float32(fillvalue)
 
@@ -597,8 +595,6 @@ def border_path(variant: str, H: int, W: int, kH: int, kW: int, pad, out_hw) -> 
     :data:`EXTEND_TAPS_PER_ELEMENT` per element of the copy, else "fused" (its loads read the extended image:
     :data:`FUSED`) or "pass" (zero padding, then :func:`launch_border`)."""
     ratio = EXTEND_TAPS_PER_ELEMENT.get(variant)
-    if variant == "strip" and _strip_reads_rule(kH):  # every thread reads through the rule
-        ratio = None
     if ratio is not None:
         outside, elements = border_costs(int(H), int(W), int(kH), int(kW), tuple(pad), tuple(out_hw))
         if outside > 0 and outside >= ratio * elements:
