@@ -359,6 +359,23 @@ def test_filter_into_odd_edges_equals_scipy(rng, phase):
 
 
 @pytest.mark.parametrize("gaps", ["split", "interpolate"])
+def test_column_without_finite_values_is_written_as_gaps(rng, gaps):
+    """A column of nothing but NaN and inf comes out as NaN (gaps, as every gap is written: an output never holds
+    inf), with a warning naming it; the other columns are filtered as usual."""
+    h = rng.standard_normal(31)
+    x = rng.standard_normal((80, 2))
+    x[:, 1] = np.inf
+    x[::3, 1] = -np.inf
+    x[5, 1] = np.nan
+    s = sigconv.BatchSettings(gaps=gaps, edges="odd", kernel=sigconv.KernelChoice(backend="cpu"))
+    warnings = []
+    y = filters.filter_columns(x.copy(), h, s, warnings, ["a", "b"])
+    assert np.isnan(y[:, 1]).all()
+    _check(y[:, 0], odd_ref(x[:, 0], h), "finite column")
+    assert "column 'b' holds no finite values; written as gaps (NaN)" in warnings, warnings
+
+
+@pytest.mark.parametrize("gaps", ["split", "interpolate"])
 def test_short_runs_between_gaps_odd_edges(rng, gaps):
     """--gaps split: runs of 1, 2, 5 and 40 samples between NaN gaps (K = 31) each get their own extension
     (odd_ref of the run), never a crash, and the warning says what happens; interpolate: the filled column is

@@ -279,8 +279,8 @@ def filter_columns(x: np.ndarray, taps, settings: BatchSettings, warnings: list,
         b = bad[:, c]
         col = x[:, c]
         if b.all():
-            warnings.append(f"column {names[c]!r} holds no finite values; left as it is")
-            out[:, c] = col
+            warnings.append(f"column {names[c]!r} holds no finite values; written as gaps (NaN)")
+            out[:, c] = np.nan  # as every gap: an output never holds inf
             continue
         if not b.any():
             filter_run(taps, col[:, None], out[:, c:c + 1], settings)
