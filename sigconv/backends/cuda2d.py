@@ -25,7 +25,7 @@ import numpy as np
 
 from sigconv import _kernels
 from sigconv.registry import auto as _auto
-from sigconv.registry.table import Conv2dJob, Variant, get as _get_variant, register
+from sigconv.registry.table import Conv2dJob, Variant, dtype_name, get as _get_variant, register
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
            "launch_strip", "launch_shfl", "launch_separable", "launch_border", "launch_extend", "border_bands",
@@ -93,9 +93,8 @@ separable_factors = _auto.rank1_factors
 
 
 def _job(x, w, stride, pad, out_hw, rank1=None, dtype=None) -> Conv2dJob:
-    return Conv2dJob(tuple(int(v) for v in x.shape), tuple(int(v) for v in w.shape),
-                     np.dtype(x.dtype if dtype is None else dtype).name, tuple(int(v) for v in stride),
-                     tuple(int(v) for v in pad), tuple(int(v) for v in out_hw), rank1)
+    return Conv2dJob(tuple(map(int, x.shape)), tuple(map(int, w.shape)), dtype_name(x.dtype if dtype is None else dtype),
+                     tuple(map(int, stride)), tuple(map(int, pad)), tuple(map(int, out_hw)), rank1)
 
 
 def _block(name: str, block, accepted, default):

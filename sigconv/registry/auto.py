@@ -72,13 +72,15 @@ def _keep_user_block(op: str, backend: str, best: tuple, block) -> tuple:
 
 def _applicable(op: str, backend: str, cands: list, job) -> list:
     """``cands`` without repeats, keeping only registered ``auto`` candidates that apply to ``job``."""
-    out, seen = [], set()
+    out, seen, fits = [], set(), {}
     for name, block in cands:
         if (name, block) in seen:
             continue
         seen.add((name, block))
-        v = table.get(op, backend, name)
-        if v.auto and v.applies(job) is None:
+        if name not in fits:  # once per variant: the candidates list several blocks of each
+            v = table.get(op, backend, name)
+            fits[name] = v.auto and v.applies(job) is None
+        if fits[name]:
             out.append((name, block))
     return out
 

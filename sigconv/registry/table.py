@@ -12,12 +12,15 @@ those callables only, so that ``import sigconv`` never imports them.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
-__all__ = ["Variant", "Conv1dJob", "Conv2dJob", "register", "get", "entries", "variants", "OPS", "BLOCKS_1D"]
+__all__ = ["Variant", "Conv1dJob", "Conv2dJob", "register", "get", "entries", "variants", "dtype_name", "OPS",
+           "BLOCKS_1D"]
 
 #: Operations that have variants.
 OPS = ("conv1d", "conv2d")
@@ -54,6 +57,13 @@ class Conv2dJob(NamedTuple):
 
 
 Job = Union[Conv1dJob, Conv2dJob]
+
+
+@functools.lru_cache(maxsize=64)
+def dtype_name(dtype) -> str:
+    """numpy's name of ``dtype`` (a name, a type or a dtype), memoised: ``np.dtype(...).name`` costs microseconds, and
+    ``auto`` asks it of every candidate on every call."""
+    return np.dtype(dtype).name
 
 
 @dataclass(frozen=True)
@@ -118,7 +128,7 @@ class Variant:
 
     def applies(self, job: Job) -> Optional[str]:
         """``None`` when it can run ``job`` (:class:`Conv1dJob` or :class:`Conv2dJob`), else why not (one line)."""
-        dt = np.dtype(job.dtype).name
+        dt = dtype_name(job.dtype)
         if dt not in self.dtypes:
             return f"it supports dtypes {', '.join(self.dtypes)} (got {dt})"
         if self.max_taps is not None:
