@@ -23,10 +23,10 @@
 #define STRIP_ROWS SIGCONV_STRIP_ROWS  // strip kernel: output rows per thread
 #endif
 // Wrap/symm builds: every thread loads its rows through the rule's chunk map (StripExtNear, inlined, the fill
-// build's thread mapping), compiled to the fill build's occupancy (cuda2d._fused). A build with the plain loads
-// for the threads whose window lies inside the image and edge functions for the others took 1.4 to
-// 2.9 x the zero-fill time on an H200 (1024 x 1024 to 2048 x 2048, 7x7 to 15x15: a launch of a wave or less ends
-// with its slowest thread; 1.01-1.40 x on the spectrogram); through the chunk map, 0.76-0.99 x.
+// build's thread mapping); the ring's builds are compiled to the fill build's occupancy (cuda2d._fused). A build
+// with the plain loads for the threads whose window lies inside the image and edge functions for the others took
+// 1.4 to 2.9 x the zero-fill time on an H200 (1024 x 1024 to 2048 x 2048, 7x7 to 15x15: a launch of a wave or less
+// ends with its slowest thread; 1.01-1.40 x on the spectrogram); through the chunk map, 0.76-0.99 x.
 
 // Taps of the current call (copied in stream order by the launcher before each launch).
 __constant__ float c_taps[STRIP_KH * STRIP_KW];
@@ -35,7 +35,8 @@ __constant__ float c_taps[STRIP_KH * STRIP_KW];
 #define STRIP_NV ((((STRIP_SH + 3 + STRIP_KW) + 3) / 4) * 4)
 
 // Row loaders of strip_body: load(v, xp, gr) sets v[k] = xe[gr, ca + k] for the thread's STRIP_NV columns.
-// The plain loads (every thread of a fill build): 16-byte chunks where the row allows, the fill constant outside the image.
+// The plain loads (every thread of a fill build): 16-byte chunks where the row allows, the fill constant outside
+// the image.
 struct StripPlain {
     int H, W, ca;
     bool vec;  // W % 4 == 0 and x 16-byte aligned: a chunk (ca + 4q, a multiple of 4) is wholly in or out

@@ -291,8 +291,8 @@ def test_strip_ring_follows_the_kernel_limits():
     from sigconv.backends import cuda2d
 
     src = _kernels.source("conv2d_strip.cuh")
-    assert re.search(r"#if STRIP_KH <= SIGCONV_STRIP_RING_MAX_KH && STRIP_KH \* STRIP_KW <= SIGCONV_STRIP_RING_MAX_TAPS",
-                     src)
+    ring = r"#if STRIP_KH <= SIGCONV_STRIP_RING_MAX_KH && STRIP_KH \* STRIP_KW <= SIGCONV_STRIP_RING_MAX_TAPS"
+    assert re.search(ring, src)
     assert (cuda2d.STRIP_RING_MAX_KH, cuda2d.STRIP_RING_MAX_TAPS) == (11, 121)
     assert all(cuda2d.strip_ring(k, k) for k in (1, 3, 5, 7, 9, 11))
     assert not any(cuda2d.strip_ring(k, k) for k in (13, 15))

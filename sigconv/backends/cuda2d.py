@@ -11,7 +11,8 @@ Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the varian
 extended image in their own loads (no second pass; separable in its row pass); naive and shared run with zero
 padding, then :func:`launch_border` adds, at the outputs whose window leaves the image (:func:`border_bands`), the
 taps that fall outside it, read through the rule. Where those taps are many against the image (a small image, a
-large kernel: :func:`border_path`), naive and shared instead read a copy of the extended image (:func:`launch_extend`) with zero padding.
+large kernel: :func:`border_path`), naive and shared instead read a copy of the extended image
+(:func:`launch_extend`) with zero padding.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
@@ -93,8 +94,9 @@ separable_factors = _auto.rank1_factors
 
 
 def _job(x, w, stride, pad, out_hw, rank1=None, dtype=None) -> Conv2dJob:
-    return Conv2dJob(tuple(map(int, x.shape)), tuple(map(int, w.shape)), dtype_name(x.dtype if dtype is None else dtype),
-                     tuple(map(int, stride)), tuple(map(int, pad)), tuple(map(int, out_hw)), rank1)
+    return Conv2dJob(tuple(map(int, x.shape)), tuple(map(int, w.shape)),
+                     dtype_name(x.dtype if dtype is None else dtype), tuple(map(int, stride)), tuple(map(int, pad)),
+                     tuple(map(int, out_hw)), rank1)
 
 
 def _block(name: str, block, accepted, default):
