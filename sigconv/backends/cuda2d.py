@@ -75,8 +75,8 @@ BORDER_BLOCK = 256
 #: each element once. Measured on an H200 (GPU time over fill(0), worst of wrap and symm): at 0.04 outside taps per
 #: element (4096 x 4096, 7x7) the pass costs naive 1.02 x and the copy 1.11 x; at 0.81 (2048 x 2048, 15x15) the
 #: pass 1.07 x (naive) and 1.10 x (shared), the copy 1.05 and 1.06 x; at 1.59 and 25.6 the copy wins. The fused
-#: variants never gain from the copy (strip through its own loads 0.76-0.99 x, through the copy 1.11-1.14 x and
-#: 2.0 x or more on the spectrogram).
+#: variants never gain from the copy (strip on 1024 x 1024 with 11x11 and 15x15, 4096 x 4096 with 7x7 and the 5x5
+#: spectrogram: 0.79-0.99 x through its own loads, 0.90-2.05 x through the copy).
 EXTEND_TAPS_PER_ELEMENT = {"naive": 0.5, "shared": 0.5}
 #: Launch block of the extension (threads along the columns, along the rows).
 EXTEND_BLOCK = (32, 8)
