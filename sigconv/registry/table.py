@@ -13,7 +13,6 @@ those callables only, so that ``import sigconv`` never imports them.
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Optional, Union
 
