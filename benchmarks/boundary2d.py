@@ -9,7 +9,8 @@ extended image), naive and shared copy the extended image first (conv2d_extend) 
 run on it with zero padding. Cases, float32, "same" windows: the spectrogram 1025 x 65536 with 3x3 and 5x5 kernels,
 a 4096 x 4096 image with 7x7, 512 x 512 with 31x31; on request (``--cases``) 2048 x 2048 and 1024 x 1024 with 15x15
 (``img15``, ``k15``: either side of the copy's line for naive and shared), 1024 x 1024 with 11x11 (``k11``: the tallest
-kernel of strip's accumulator ring) and 4096 x 4096 with 31x31 (``k31big``). For auto
+kernel of strip's accumulator ring), 4096 x 4096 with 31x31 (``k31big``) and, on widths that are not a multiple of 4
+(no 16-byte rows), 1024 x 1023 and 1025 x 65535 with 9x9 (``odd9``, ``spec9odd``). For auto
 and every registered variant that applies (separable on a rank-1 kernel
 of the same size): each boundary's result is first checked against a float64 reference of the image extended by
 numpy.pad (the top, bottom and a middle band of rows, every column), then timed with CUDA events (warm-up, then
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = {"spec3": (1025, 65536, 3, 3), "spec5": (1025, 65536, 5, 5), "img7": (4096, 4096, 7, 7),
          "img15": (2048, 2048, 15, 15), "k15": (1024, 1024, 15, 15), "k11": (1024, 1024, 11, 11),
          "k31": (512, 512, 31, 31),
-         "k31big": (4096, 4096, 31, 31)}
+         "k31big": (4096, 4096, 31, 31), "odd9": (1024, 1023, 9, 9), "spec9odd": (1025, 65535, 9, 9)}
 #: The default run (each case takes about a minute on an H200 for every variant; --paths doubles the boundaries timed)
 DEFAULT_CASES = ("spec3", "spec5", "img7", "k31")
 #: The boundaries timed through both paths with --paths.

@@ -22,7 +22,7 @@
 # stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
 # T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
 # stages still run; the exit status is non-zero if any stage failed. A compact summary comes last.
-# Other knobs: PYTEST_ARGS (default "-n 12" with pytest-xdist, else -x), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py tests/test_tui_latency.py,
+# Other knobs: SANITIZE_ARGS / SANITIZE_JOBS / SANITIZE_TOOLS (stage_sanitize), PYTEST_ARGS (default "-n 12" with pytest-xdist, else -x), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py tests/test_tui_latency.py,
 # those that exist), E2E_DURATION (seconds of audio, default 3600), BENCH1D_ARGS / BENCH2D_ARGS
 # (extra options for sigconv bench).
 
@@ -154,30 +154,50 @@ EOF
 }
 
 stage_sanitize() {
-  local T="$1" CS rc=0 tool half
+  # The checks run as parallel processes, each under the sanitizer (NVRTC builds dominate an instrumented run): the
+  # general ones (sanitize.py --no-boundary) and one per boundary shape (--shape I). SANITIZE_ARGS: variant names
+  # and/or "boundary" (default: everything); SANITIZE_JOBS: processes at a time (default: the CPU count);
+  # SANITIZE_TOOLS (default "memcheck racecheck"), the stage's time split evenly among them.
+  local T="$1" CS rc=0 tool half nshapes parts=() jobs args="${SANITIZE_ARGS:-}"
   CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
   if [ -z "$CS" ] && command -v nvcc >/dev/null; then CS="$(dirname "$(command -v nvcc)")/compute-sanitizer"; fi
   if [ -z "$CS" ] || [ ! -x "$CS" ]; then echo "compute-sanitizer not found"; NOTE[sanitize]="compute-sanitizer not found"; return 1; fi
   if [ ! -f benchmarks/sanitize.py ]; then echo "benchmarks/sanitize.py missing"; NOTE[sanitize]="sanitize.py missing"; return 1; fi
+  nshapes=$("$PY" -c "import sys; sys.path.insert(0, 'benchmarks'); import sanitize; print(len(sanitize.BOUNDARY_SHAPES))")
+  [ "$(echo $args)" != "boundary" ] && parts+=("--no-boundary")
+  if [ -z "$args" ] || [[ " $args " == *" boundary "* ]]; then
+    for ((i = 0; i < nshapes; i++)); do parts+=("--shape $i"); done
+  fi
+  jobs="${SANITIZE_JOBS:-$(nproc)}"
   : >"$OUT/sanitize.log"
-  half=$(( T / 2 ))
-  for tool in memcheck racecheck; do
-    echo "--- compute-sanitizer --tool $tool (limit ${half}s)"
+  set -- ${SANITIZE_TOOLS:-memcheck racecheck}
+  half=$(( T / $# ))
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
+    echo "--- compute-sanitizer --tool $tool: ${#parts[@]} processes, $jobs at a time (limit ${half}s)"
+    rm -f "$WORK"/san-"$tool"-*.log "$WORK"/san-"$tool"-*.rc
+    local k=0 p
+    for p in "${parts[@]}"; do echo "$k $p"; k=$((k + 1)); done | \
+      timeout -k 10 "$half" xargs -P "$jobs" -L 1 sh -c \
+        'i=$1; shift; "$0" --tool '"$tool"' --error-exitcode 3 --print-limit 20 '"$PY"' benchmarks/sanitize.py '"$args"' "$@" \
+           >"'"$WORK"'/san-'"$tool"'-$i.log" 2>&1; echo $? >"'"$WORK"'/san-'"$tool"'-$i.rc"' "$CS"
+    local r=$? nrc=0 n3=0 nother=0 f code checks
     echo "===== $tool =====" >>"$OUT/sanitize.log"
-    timeout -k 10 "$half" "$CS" --tool "$tool" --error-exitcode 3 --print-limit 20 \
-      "$PY" benchmarks/sanitize.py >"$WORK/san-$tool.log" 2>&1
-    local r=$?
-    head -c 3000000 "$WORK/san-$tool.log" >>"$OUT/sanitize.log"
-    echo "===== $tool exit $r =====" >>"$OUT/sanitize.log"
-    tail -n 12 "$WORK/san-$tool.log"
-    local summ
-    summ=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Device not supported|sanitize:" "$WORK/san-$tool.log" | tail -2 | tr '\n' ' ')
-    case "$r" in
-      0) NOTE[sanitize]="${NOTE[sanitize]:-}$tool clean ($summ); " ;;
-      124|137) NOTE[sanitize]="${NOTE[sanitize]:-}$tool TIMEOUT after ${half}s; "; rc=1 ;;
-      3) NOTE[sanitize]="${NOTE[sanitize]:-}$tool FOUND ERRORS ($summ); "; rc=1 ;;
-      *) NOTE[sanitize]="${NOTE[sanitize]:-}$tool rc $r ($summ); "; rc=1 ;;
-    esac
+    for ((i = 0; i < ${#parts[@]}; i++)); do
+      f="$WORK/san-$tool-$i"
+      { echo "----- sanitize.py $args ${parts[$i]}"; head -c 300000 "$f.log" 2>/dev/null; } >>"$OUT/sanitize.log"
+      if [ -f "$f.rc" ]; then
+        code=$(cat "$f.rc"); nrc=$((nrc + 1))
+        case "$code" in 0) ;; 3) n3=$((n3 + 1)) ;; *) nother=$((nother + 1)) ;; esac
+      fi
+    done
+    checks=$(cat "$WORK"/san-"$tool"-*.log 2>/dev/null | grep -oE "^sanitize: [0-9]+ checks" | awk '{s += $2} END {print s + 0}')
+    echo "===== $tool: $nrc of ${#parts[@]} processes ended, $checks checks, xargs exit $r =====" | tee -a "$OUT/sanitize.log"
+    grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|MISMATCH" "$WORK"/san-"$tool"-*.log 2>/dev/null | sort | uniq -c | head -8
+    if [ "$n3" -gt 0 ]; then NOTE[sanitize]="${NOTE[sanitize]:-}$tool FOUND ERRORS in $n3 processes; "; rc=1
+    elif [ "$nrc" -lt "${#parts[@]}" ]; then NOTE[sanitize]="${NOTE[sanitize]:-}$tool TIMEOUT after ${half}s ($nrc of ${#parts[@]} ended, $checks checks); "; rc=1
+    elif [ "$nother" -gt 0 ]; then NOTE[sanitize]="${NOTE[sanitize]:-}$tool: $nother processes failed (mismatch or error); "; rc=1
+    else NOTE[sanitize]="${NOTE[sanitize]:-}$tool clean (${#parts[@]} processes, $checks checks); "
+    fi
   done
   return $rc
 }

@@ -10,6 +10,8 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
+``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` only the others, so that
+the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
 Nx1 shapes): the border pass after naive and the extended copy before it (float32, float64), the fused kernels
 (regblock, prefetch, strip, shfl: float32, wherever they apply, through their own loads; separable's row pass
@@ -52,16 +54,16 @@ def _extended(x, kH, kW, pad, out_hw, boundary, fill):
     return extended(x[None, None], (kH, kW), pad, out_hw, boundary, fill)[0][0, 0]
 
 
-def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
+def boundary_checks(cupy, rng, variants=frozenset(), shapes=BOUNDARY_SHAPES, uint1d=True) -> tuple:
     """(checks, mismatches) of the 2-D boundaries (the border pass after naive: float32/float64/uint64; the fused
-    kernels: float32) and the uint64 conv1d kernel; each mismatch printed. ``variants`` (2-D variant names)
-    restricts the run to those variants' boundaries."""
+    kernels: float32) over ``shapes`` and, with ``uint1d``, the uint64 conv1d kernel; each mismatch printed.
+    ``variants`` (2-D variant names) restricts the run to those variants' boundaries."""
     from sigconv.backends import cuda1d, cuda2d
     from sigconv.registry.table import Conv2dJob, get
 
     n = bad = 0
     tol = {"float32": 1e-5, "float64": 1e-10}
-    for H, W, kH, kW in BOUNDARY_SHAPES:
+    for H, W, kH, kW in shapes:
         print(f"boundary {H}x{W} k{kH}x{kW} ({n} checks so far, {bad} mismatches)", flush=True)
         xi = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
         wi = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
@@ -106,7 +108,7 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
                     if not err <= tol[dtype]:
                         bad += 1
                         print(f"MISMATCH {tag}: rel err {err:.3g}")
-    for L, K, C in () if variants else ((1, 3, 1), (37, 5, 2), (50, 64, 3)):
+    for L, K, C in () if variants or not uint1d else ((1, 3, 1), (37, 5, 2), (50, 64, 3)):
         xi = rng.integers(-(2**62), 2**62, (C, L), dtype=np.int64)
         hi = rng.integers(-(2**62), 2**62, K, dtype=np.int64)
         full = np.stack([np.convolve(r, hi[::-1]) for r in xi])  # correlation with hi, full window
@@ -123,7 +125,15 @@ def boundary_checks(cupy, rng, variants=frozenset()) -> tuple:
 
 
 def main(argv=None) -> int:
-    only = set(sys.argv[1:] if argv is None else argv)
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("names", nargs="*", help="variant names and/or 'boundary' (default: everything)")
+    p.add_argument("--shape", type=int, choices=range(len(BOUNDARY_SHAPES)), default=None,
+                   help="only the boundary checks of BOUNDARY_SHAPES[SHAPE]")
+    p.add_argument("--no-boundary", action="store_true", help="leave the boundary checks out")
+    a = p.parse_args(argv)
+    only = set(a.names)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's sigconv
     import sigconv
     from sigconv._core import devices as _devices
@@ -144,7 +154,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     bad = 0
     n = 0
-    for v in _registry.entries("conv1d", "cuda", kind="variant"):
+    general = a.shape is None  # the checks other than the boundaries'
+    for v in _registry.entries("conv1d", "cuda", kind="variant") if general else ():
         if only and v.name not in only:
             continue
         blocks = sorted({min(v.blocks), v.default_block})
@@ -175,7 +186,7 @@ def main(argv=None) -> int:
                                     print(f"MISMATCH conv1d {v.name} {dtype} block={block} L={L} K={K} C={C} "
                                           f"{mode} {op} 2^{mag}: rel err {err:.3g}")
         print(f"conv1d {v.name}: done")
-    for v in _registry.entries("conv2d", "cuda", kind="variant"):
+    for v in _registry.entries("conv2d", "cuda", kind="variant") if general else ():
         if only and v.name not in only:
             continue
         for dtype in v.dtypes:
@@ -201,14 +212,17 @@ def main(argv=None) -> int:
                             bad += 1
                             print(f"MISMATCH conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} {op}: {err:.3g}")
         print(f"conv2d {v.name}: done")
-    if not only or "boundary" in only:
+    if (not only or "boundary" in only or a.shape is not None) and not a.no_boundary:
         named = frozenset(only) & {v.name for v in _registry.entries("conv2d", "cuda", kind="variant")}
-        nb, badb = boundary_checks(cupy, rng, named)
+        shapes = BOUNDARY_SHAPES if a.shape is None else BOUNDARY_SHAPES[a.shape:a.shape + 1]
+        nb, badb = boundary_checks(cupy, rng, named, shapes, uint1d=a.shape is None)
         n, bad = n + nb, bad + badb
         print("boundary: done")
     cupy.cuda.get_current_stream().synchronize()
     print(f"sanitize: {n} checks, {bad} mismatches")
-    return 1 if bad else 0
+    if n == 0:
+        print("sanitize: no check ran (names that select nothing?)")
+    return 1 if bad or n == 0 else 0
 
 
 if __name__ == "__main__":

@@ -84,19 +84,22 @@ struct StripExtNear {
     }
 };
 
-// wrap / symm (B), any other thread (rows beyond one period: a kernel larger than the image; or W % 4 != 0): a
-// column index per value computed once, the row through c2d_extend.
-template <int B>
-struct StripExtAny {
+// wrap / symm (B), any other thread (W % 4 != 0, or rows beyond one period: a kernel larger than the image): a column
+// index per value computed once; the row by selects where the thread's rows lie within one period (NearRows), else
+// through c2d_extend (its modulo code, unrolled over the ring's rows, took 9x9 on 1024 x 1023 to 1.06-1.10 x the
+// fill time on an H100 and 1.16 x on an H200; by selects, 0.98-1.02 x on the H100).
+template <int B, bool NearRows>
+struct StripExtCols {
     int H;
     int W;
     int col[STRIP_NV];
-    __device__ __forceinline__ StripExtAny(int H_, int W_, int ca, bool) : H(H_), W(W_) {
+    __device__ __forceinline__ StripExtCols(int H_, int W_, int ca, bool) : H(H_), W(W_) {
 #pragma unroll
         for (int k = 0; k < STRIP_NV; ++k) col[k] = c2d_extend(ca + k, W, B);
     }
     __device__ __forceinline__ void operator()(float (&v)[STRIP_NV], const float* __restrict__ xp, int gr) const {
-        const float* rp = xp + (i64)c2d_extend(gr, H, B) * W;
+        const int er = NearRows ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B);
+        const float* rp = xp + (i64)er * W;
 #pragma unroll
         for (int k = 0; k < STRIP_NV; ++k) v[k] = __ldg(rp + col[k]);
     }
@@ -175,9 +178,11 @@ __device__ __forceinline__ void strip_body(const float* __restrict__ x, float* _
 }
 
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-// The threads of a wrap or symm launch that the chunk map does not serve (rows beyond one period of the image, or
-// W % 4 != 0) run strip_body with StripExtAny in a function of its own (__noinline__): ptxas allocates its
-// registers apart, and what it spills stays in it.
+// The threads of a wrap or symm launch that the chunk map does not serve (W % 4 != 0, or rows beyond one period of
+// the image) run strip_body with StripExtCols in a function of its own (__noinline__), one per loader: ptxas
+// allocates their registers apart from the chunk-map path, and what they spill stays in them. (Inlined beside it,
+// the loader took 11x11 on 1024 x 1024 from 0.84-0.98 to 1.04-1.17 x the fill time on an H100: a second copy of
+// the ring under the 240-register cap.)
 template <class Load>
 __device__ __noinline__ void strip_edge(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
                                         int Ho, int Wo, int cx, int r0, int nin, bool vst, float bias, int ca,
@@ -189,7 +194,7 @@ __device__ __noinline__ void strip_edge(const float* __restrict__ x, float* __re
 // Thread: output columns cx..cx+3, a vertical strip of STRIP_ROWS output rows (strip_body); (blockIdx, threadIdx)
 // map to (columns, strip) directly. A fill build takes the plain loads; a wrap or symm build loads through the
 // rule's chunk map (StripExtNear) where the thread's rows lie within one period of the image and rows are 16-byte,
-// else through strip_edge (StripExtAny).
+// else through strip_edge (StripExtCols).
 extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W,
                                         int py, int px, int Ho, int Wo, const float* __restrict__ bptr,
                                         int has_bias, int vec_in, int vec_out, float fill) {
@@ -207,11 +212,14 @@ extern "C" __global__ void conv2d_strip(const float* __restrict__ x, float* __re
 #else
     constexpr int B = C2D_BOUNDARY;
     const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the thread streams
-    if (vec && g0 >= -H && g1 <= 2 * H) {        // 16-byte rows, within one period of the image
+    const bool near = g0 >= -H && g1 <= 2 * H;   // within one period of the image
+    if (vec && near) {                           // and 16-byte rows
         strip_body(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, StripExtNear<B>(H, W, ca, vec));
-        return;
+    } else if (near) {
+        strip_edge<StripExtCols<B, true>>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
+    } else {
+        strip_edge<StripExtCols<B, false>>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
     }
-    strip_edge<StripExtAny<B>>(x, y, N, H, W, py, Ho, Wo, cx, r0, nin, vst, bias, ca, vec);
 #endif
 }
 

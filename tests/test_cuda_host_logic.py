@@ -299,6 +299,56 @@ def test_strip_ring_follows_the_kernel_limits():
     assert cuda2d.strip_ring(11, 9) and not cuda2d.strip_ring(9, 15) and not cuda2d.strip_ring(13, 3)
 
 
+def test_launch_path_resolves_builds_and_device_limits_once(monkeypatch):
+    """A repeated launch costs lookups: the wrap/symm build of a fused kernel (its register cap included) and the
+    device's shared-memory limit are resolved once per device, and a launch's integer arguments are built once."""
+    from sigconv import _kernels
+    from sigconv.backends import cuda2d
+
+    asked = {"attributes": 0, "module": []}
+
+    class Device:
+        def __init__(self, i=None):
+            self.id = 3 if i is None else i
+
+        @property
+        def attributes(self):
+            asked["attributes"] += 1
+            return {"MaxSharedMemoryPerBlockOptin": 232448}
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Device))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+    def module(name, defines=None, name_expressions=(), options=()):
+        asked["module"].append((dict(defines or {}), tuple(options)))
+        return types.SimpleNamespace(get_function=lambda k: types.SimpleNamespace(num_regs=165))
+
+    monkeypatch.setattr(_kernels, "module", module)
+    cuda2d._smem_limit_of.cache_clear()
+    cuda2d._boundary_module.cache_clear()
+    cuda2d._reg_cap.cache_clear()
+    try:
+        assert [cuda2d._smem_limit() for _ in range(3)] == [232448] * 3 and asked["attributes"] == 1
+        x = np.zeros((1, 1, 8, 12), np.float32)
+        d = dict(STRIP_KH=9, STRIP_KW=9, STRIP_SH=0, STRIP_ROWS=32)
+        m1, f1 = cuda2d._fused("conv2d_strip", d, "symm", 0.0, x)
+        n = len(asked["module"])
+        assert n == 2  # the fill build (for its registers), then the capped symm build
+        assert asked["module"][1] == ({**d, "C2D_BOUNDARY": cuda2d.BOUNDARIES["symm"]}, ("--maxrregcount=168",))
+        m2, f2 = cuda2d._fused("conv2d_strip", dict(reversed(list(d.items()))), "symm", 0.0, x)
+        assert m2 is m1 and len(asked["module"]) == n and f2 == f1 == np.float32(0)
+        cuda2d._fused("conv2d_strip", d, "wrap", 0.0, x)  # another boundary: its own build
+        assert len(asked["module"]) == n + 1
+        with pytest.raises(ValueError, match="non-empty image"):  # still refused before any lookup
+            cuda2d._fused("conv2d_strip", d, "wrap", 0.0, np.zeros((1, 1, 0, 12), np.float32))
+        a = cuda2d._i32(1, 2, 3)
+        assert a == (1, 2, 3) and all(v.dtype == np.int32 for v in a) and cuda2d._i32(1, 2, 3) is a
+    finally:
+        cuda2d._smem_limit_of.cache_clear()
+        cuda2d._boundary_module.cache_clear()
+        cuda2d._reg_cap.cache_clear()
+
+
 def test_border_path_takes_the_copy_for_small_images_and_large_kernels():
     """regblock, prefetch, strip, shfl and separable read the extended image themselves, at every kernel size and
     image size; naive and shared take the border pass where the outside taps are few against the image (the

@@ -170,7 +170,9 @@ def _dims(x, w, out_hw):
     return N, Cin, H, W, Cout, kH, kW, Ho, Wo
 
 
+@functools.lru_cache(maxsize=1024)
 def _i32(*vals):
+    """``vals`` as the kernels' int arguments (memoised: a launch's integer arguments repeat from call to call)."""
     return tuple(np.int32(v) for v in vals)
 
 
@@ -228,10 +230,17 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
     _require_image(boundary, x)
     import cupy
 
-    rotating = kernel == "conv2d_strip" and not strip_ring(defines["STRIP_KH"], defines["STRIP_KW"])
-    options = () if rotating else _reg_cap(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())))
-    mod = _kernels.module(_SRC, {**defines, "C2D_BOUNDARY": BOUNDARIES[boundary]}, options=options)
-    return mod, np.float32(fillvalue)
+    return _boundary_module(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())), boundary), \
+        np.float32(fillvalue)
+
+
+@functools.lru_cache(maxsize=256)
+def _boundary_module(device: int, kernel: str, defines: tuple, boundary: str):
+    """:func:`_fused`'s wrap/symm build (memoised per device: a repeated call costs one lookup)."""
+    d = dict(defines)
+    rotating = kernel == "conv2d_strip" and not strip_ring(d["STRIP_KH"], d["STRIP_KW"])
+    options = () if rotating else _reg_cap(device, kernel, defines)
+    return _kernels.module(_SRC, {**d, "C2D_BOUNDARY": BOUNDARIES[boundary]}, options=options)
 
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
@@ -257,10 +266,20 @@ def _set_smem(func, nbytes: int) -> None:
 
 
 def _smem_limit() -> int:
+    """The current device's opt-in shared memory per block (bytes)."""
+    import cupy
+
+    return _smem_limit_of(cupy.cuda.Device().id)
+
+
+@functools.lru_cache(maxsize=None)
+def _smem_limit_of(device: int) -> int:
+    """Memoised per device: ``Device.attributes`` queries every attribute of the device, tens of microseconds of a
+    launch's host path."""
     import cupy
 
     try:
-        return int(cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+        return int(cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
     except Exception:  # pragma: no cover
         return 48 * 1024
 
@@ -354,8 +373,9 @@ def tiled_grid(plan: dict, N: int, Cout: int, Ho: int, Wo: int) -> tuple:
 def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, boundary, fillvalue):
     blk = _checked(name, x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
-    plan = tiled_plan(blk, kH, kW, stride, pad[1], Cout, prefetch, min(200 * 1024, _smem_limit()))
-    if plan["smem"] > _smem_limit():  # pragma: no cover (only with tiny shared memory)
+    limit = _smem_limit()
+    plan = tiled_plan(blk, kH, kW, stride, pad[1], Cout, prefetch, min(200 * 1024, limit))
+    if plan["smem"] > limit:  # pragma: no cover (only with tiny shared memory)
         raise ValueError(f"conv2d variant {name!r}: block {blk} needs {plan['smem']} bytes of shared memory")
     mod, fill = _fused("conv2d_tiled", plan["defines"], boundary, fillvalue, x)
     f = mod.get_function("conv2d_tiled")
