@@ -213,12 +213,16 @@ def main(argv=None) -> int:
             row = {"case": case, "H": H, "W": W, "kH": kH, "kW": kW, "pad": list(pad), "variant": name,
                    "weights": kind, "border_fraction": frac, "outside_taps": outside, "extended_elements": elements,
                    "ms": {}, "ratio": {}, "gpu_ms": {}, "gpu_ratio": {}}
-            ran = name
-            if name == "auto":
-                ran = cuda2d.resolve_auto(xs[0], w, None, (1, 1), pad, out_hw)
-                row["auto_choice"] = f"{ran[0]} {'x'.join(map(str, ran[1])) if ran[1] else ''}".strip()
-                ran = ran[0]
-            row["path"] = cuda2d.border_path(ran, H, W, kH, kW, pad, out_hw)
+            if name == "auto":  # auto chooses per border (each timed as it runs under that boundary)
+                picks = {_label(b, f): cuda2d.resolve_auto(xs[0], w, None, (1, 1), pad, out_hw, boundary=b,
+                                                           fillvalue=f) for b, f in BOUNDARIES}
+                said = {lab: f"{v} {'x'.join(map(str, blk)) if blk else ''}".strip() for lab, (v, blk) in picks.items()}
+                row["auto_choice"] = (said["fill(0)"] if len(set(said.values())) == 1
+                                      else ", ".join(f"{lab} {c}" for lab, c in said.items()))
+                paths = {cuda2d.border_path(v, H, W, kH, kW, pad, out_hw) for v, _ in picks.values()}
+                row["path"] = "/".join(sorted(paths))
+            else:
+                row["path"] = cuda2d.border_path(name, H, W, kH, kW, pad, out_hw)
             # the other path (--paths): the copy for the fused variants (where the variant applies to it), the pass
             # or the copy for the others
             other = None

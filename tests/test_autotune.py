@@ -161,6 +161,48 @@ def test_cuda_conv2d_candidates_and_rank1():
     assert _auto.host_rank1("auto", k.shape, None) == (None, None)
 
 
+def test_cuda_conv2d_choice_is_timed_per_border(fake_cupy):
+    """The border is part of the shape class: a job under wrap is timed apart from the same job with zeros, and
+    each keeps its own winner (a variant fast with zeros can be slow through the boundary rule)."""
+    spec = Conv2dJob((1, 1, 1025, 65535), (1, 1, 9, 9), "float32", (1, 1), (4, 4), (1025, 65535))
+    wrap = spec._replace(border="wrap")
+    assert _auto.conv2d_shape_key(wrap, False) != _auto.conv2d_shape_key(spec, False)
+    assert _auto.conv2d_shape_key(wrap, False)[:-1] == _auto.conv2d_shape_key(spec, False)[:-1]
+    cost = {"zero": {"prefetch": 1.0, "strip": 1.1}, "wrap": {"prefetch": 1.3, "strip": 1.1}}
+    timed = []
+
+    def runner_for(border):
+        def runner(v, b):
+            timed.append(border)
+            fake_cupy.clock += cost[border].get(v, 5.0)
+        return runner
+
+    assert _auto.choose_conv2d("cuda", spec, runner=runner_for("zero"))[0] == "prefetch"
+    assert _auto.choose_conv2d("cuda", wrap, runner=runner_for("wrap"))[0] == "strip"
+    n = len(timed)
+    assert "zero" in timed and "wrap" in timed
+    assert _auto.choose_conv2d("cuda", wrap, runner=runner_for("wrap"))[0] == "strip" and len(timed) == n  # memo
+
+
+def test_cuda_conv2d_choice_derives_its_candidates_once_per_job(monkeypatch):
+    """A repeated job costs the chooser a lookup (the launch's host path); a registry change lists them again."""
+    listed = []
+    real = _auto.conv2d_candidates
+
+    def counting(backend, job):
+        listed.append(job)
+        return real(backend, job)
+
+    monkeypatch.setattr(_auto, "conv2d_candidates", counting)
+    job = Conv2dJob((1, 1, 64, 64), (1, 1, 3, 3), "float32", (1, 1), (1, 1), (64, 64), border="symm")
+    first = _auto.choose_conv2d("cuda", job)
+    assert [_auto.choose_conv2d("cuda", job._replace()) for _ in range(3)] == [first] * 3 and len(listed) == 1
+    strip = _table.get("conv2d", "cuda", "strip")
+    monkeypatch.setitem(_table._REGISTRY, ("conv2d", "cuda", "strip"), strip)  # restored after the test
+    _table.register(strip)
+    assert _auto.choose_conv2d("cuda", job) == first and len(listed) == 2
+
+
 def test_cpu_file_filter_reports_what_ran(rng):
     """The cpu file filter asks the chooser block by block; ``variant`` is the method that filtered most."""
     from sigconv.engine.audio import pcm_spec

@@ -349,6 +349,35 @@ def test_launch_path_resolves_builds_and_device_limits_once(monkeypatch):
         cuda2d._reg_cap.cache_clear()
 
 
+def test_auto_times_its_candidates_under_the_calls_boundary(monkeypatch):
+    """``auto`` asks the chooser for the job with its border and times each candidate the way corr2d runs it
+    under that boundary (its own loads, the border pass or the copy)."""
+    from sigconv.backends import cuda2d
+    from sigconv.registry import auto as _auto
+
+    assert [cuda2d._border(b, f) for b, f in (("fill", 0.0), ("fill", 1.5), ("wrap", 0.0), ("symm", 0.0))] == \
+        ["zero", "fill", "wrap", "symm"]
+    seen, ran = [], []
+
+    def choose(backend, job, block=None, runner=None):
+        seen.append(job)
+        runner("strip", (64, 1))
+        runner("naive", (32, 8))
+        return "strip", (64, 1)
+
+    monkeypatch.setattr(_auto, "choose_conv2d", choose)
+    monkeypatch.setattr(cuda2d, "_out", lambda out, shape, dtype: ("scratch", shape))
+    monkeypatch.setattr(cuda2d, "_run_variant", lambda *a: ran.append(a))
+    x, w = np.zeros((1, 1, 30, 41), np.float32), np.zeros((1, 1, 5, 5), np.float32)
+    for boundary, fill, border in (("symm", 0.0, "symm"), ("fill", 2.0, "fill"), ("fill", 0.0, "zero")):
+        seen.clear(), ran.clear()
+        got = cuda2d.resolve_auto(x, w, None, (1, 1), (2, 2), (30, 41), boundary=boundary, fillvalue=fill)
+        assert got == ("strip", (64, 1)) and seen[0].border == border
+        assert [(a[0], a[1], a[8], a[10], a[11]) for a in ran] == [
+            ("strip", (64, 1), ("scratch", (1, 1, 30, 41)), boundary, fill),
+            ("naive", (32, 8), ("scratch", (1, 1, 30, 41)), boundary, fill)]
+
+
 def test_border_path_takes_the_copy_for_small_images_and_large_kernels():
     """regblock, prefetch, strip, shfl and separable read the extended image themselves, at every kernel size and
     image size; naive and shared take the border pass where the outside taps are few against the image (the

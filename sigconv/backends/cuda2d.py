@@ -93,10 +93,15 @@ separable_factors = _auto.rank1_factors
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _job(x, w, stride, pad, out_hw, rank1=None, dtype=None) -> Conv2dJob:
+def _job(x, w, stride, pad, out_hw, rank1=None, dtype=None, border="zero") -> Conv2dJob:
     return Conv2dJob(tuple(map(int, x.shape)), tuple(map(int, w.shape)),
                      dtype_name(x.dtype if dtype is None else dtype), tuple(map(int, stride)), tuple(map(int, pad)),
-                     tuple(map(int, out_hw)), rank1)
+                     tuple(map(int, out_hw)), rank1, border)
+
+
+def _border(boundary: str, fillvalue) -> str:
+    """What a call reads beyond the image (:data:`sigconv.registry.table.BORDERS`)."""
+    return ("fill" if fillvalue != 0 else "zero") if boundary == "fill" else boundary
 
 
 def _block(name: str, block, accepted, default):
@@ -223,7 +228,8 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
     zero-fill build (:func:`_reg_cap`): its extra code would otherwise set the register count, and so the
     occupancy, of every thread (on an H200 the cap took shfl's spectrogram 5x5 from 1.27 to 1.05 x the fill time,
     strip's 9x9 and 7x7 from 1.10 to 0.93-0.98 x); strip's builds that rotate their accumulators
-    (:func:`strip_ring`) are not capped."""
+    (:func:`strip_ring`) are not capped. conv2d_tiled's wrap/symm builds carry no ``__launch_bounds__``, whose
+    register limit ptxas would take over the cap."""
     _check_boundary(boundary)
     if boundary == "fill":
         return _kernels.module(_SRC, defines), np.float32(fillvalue)
@@ -661,9 +667,11 @@ def _border_applies(x, w, bias, stride) -> str | None:
 # ------------------------------------------------------------------------------------------- auto
 
 
-def resolve_auto(x, w, bias, stride, pad, out_hw, separable=None, block=None, factors=None) -> tuple:
+def resolve_auto(x, w, bias, stride, pad, out_hw, separable=None, block=None, factors=None, boundary="fill",
+                 fillvalue=0.0, extend=None) -> tuple:
     """(variant, block) that ``variant="auto"`` runs for these arrays: the chooser's answer, timed on them
-    (once per shape class) when the job is large enough.
+    (once per shape class and border) when the job is large enough, each candidate run as :func:`corr2d` runs it
+    under ``boundary``/``fillvalue`` (its own loads, the border pass or the extended copy).
 
     ``separable`` is the caller's knowledge of whether ``w`` is rank-1, from a host copy of the weights
     (:func:`sigconv.registry.auto.host_rank1`); None for device weights, which are not read back.
@@ -674,10 +682,30 @@ def resolve_auto(x, w, bias, stride, pad, out_hw, separable=None, block=None, fa
     def runner(variant, b):
         if not scratch:
             scratch.append(_out(None, (x.shape[0], w.shape[0]) + out_hw, x.dtype))
-        kw = {"factors": factors} if variant == "separable" and factors is not None else {}
-        _get_variant("conv2d", "cuda", variant).run(x, w, bias, stride, pad, out_hw, block=b, out=scratch[0], **kw)
+        _run_variant(variant, b, x, w, bias, stride, pad, out_hw, scratch[0], factors, boundary, fillvalue, extend)
 
-    return _auto.choose_conv2d("cuda", _job(x, w, stride, pad, out_hw, separable), block=block, runner=runner)
+    job = _job(x, w, stride, pad, out_hw, separable, border=_border(boundary, fillvalue))
+    return _auto.choose_conv2d("cuda", job, block=block, runner=runner)
+
+
+def _run_variant(variant, block, x, w, bias, stride, pad, out_hw, out, factors, boundary, fillvalue, extend):
+    """Run ``variant`` (not auto) as :func:`corr2d` does, on checked arguments: a boundary other than zero fill
+    through the variant's own loads, the border pass or the extended copy (:func:`border_path`, or ``extend``)."""
+    run = _get_variant("conv2d", "cuda", variant).run
+    border = boundary != "fill" or fillvalue != 0
+    if border:
+        kH, kW = int(w.shape[2]), int(w.shape[3])
+        path = border_path(variant, x.shape[2], x.shape[3], kH, kW, pad, out_hw) if extend is None else \
+            "extend" if extend else "fused" if variant in FUSED else "pass"
+        if path == "extend":  # the variant reads the extended copy with zero padding
+            x = launch_extend(x, kH, kW, pad, out_hw, boundary, fillvalue)
+            pad, boundary, fillvalue, border = (0, 0), "fill", 0.0, False
+    if variant in FUSED:  # the boundary read in the variant's own loads: no second pass
+        kw = {"factors": factors} if variant == "separable" and factors is not None else {}
+        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue,
+                   **kw)
+    y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
+    return launch_border(x, w, y, pad, boundary, fillvalue) if border else y
 
 
 def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None, factors=None,
@@ -689,7 +717,7 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     ``boundary``/``fillvalue``: the extension of x beyond the image ("fill" with the constant, "wrap", "symm"),
     for a single-channel job (N = Cin = Cout = 1, stride 1, no bias) unless it is "fill" with 0; ``extend``
     None runs it as :func:`border_path` says, True through :func:`launch_extend`, False the variant's own way
-    (fused loads or the border pass).
+    (fused loads or the border pass). ``auto`` chooses among the variants as they run under the boundary.
     uint64 x (exact integer convolution mod 2^64; w an integer array, taken mod 2^64) runs ``naive``."""
     import cupy
 
@@ -709,8 +737,7 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     w = cupy.ascontiguousarray(w, dtype=x.dtype)
     if bias is not None:
         bias = cupy.ascontiguousarray(bias, dtype=x.dtype)
-    border = boundary != "fill" or fillvalue != 0
-    if border:
+    if boundary != "fill" or fillvalue != 0:
         why = _border_applies(x, w, bias, stride)
         if why:
             what = "fill with a non-zero fillvalue" if boundary == "fill" else repr(boundary)
@@ -719,21 +746,9 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=N
     if exact:
         variant = EXACT_VARIANTS[0]  # the chooser's candidates are floating kernels
     elif variant == "auto":
-        variant, block = resolve_auto(x, w, bias, stride, pad, out_hw, separable, block, factors)
-    run = _get_variant("conv2d", "cuda", variant).run
-    if border:
-        kH, kW = int(w.shape[2]), int(w.shape[3])
-        path = border_path(variant, x.shape[2], x.shape[3], kH, kW, pad, out_hw) if extend is None else \
-            "extend" if extend else "fused" if variant in FUSED else "pass"
-        if path == "extend":  # the variant reads the extended copy with zero padding
-            x = launch_extend(x, kH, kW, pad, out_hw, boundary, fillvalue)
-            pad, boundary, fillvalue, border = (0, 0), "fill", 0.0, False
-    if variant in FUSED:  # the boundary read in the variant's own loads: no second pass
-        kw = {"factors": factors} if variant == "separable" and factors is not None else {}
-        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue,
-                   **kw)
-    y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
-    return launch_border(x, w, y, pad, boundary, fillvalue) if border else y
+        variant, block = resolve_auto(x, w, bias, stride, pad, out_hw, separable, block, factors, boundary, fillvalue,
+                                      extend)
+    return _run_variant(variant, block, x, w, bias, stride, pad, out_hw, out, factors, boundary, fillvalue, extend)
 
 
 # ------------------------------------------------------------------------------------------- registry

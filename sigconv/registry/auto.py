@@ -90,12 +90,13 @@ def _sources(op: str, backend: str, cands: list) -> tuple:
     return tuple(sorted({table.get(op, backend, n).source for n, _ in cands} - {None}))
 
 
-def _tuned(op: str, backend: str, key: tuple, cands: list, runner: Optional[Callable], outputs: int) -> tuple:
+def _tuned(op: str, backend: str, key: tuple, cands: list, runner: Optional[Callable], outputs: int,
+           sources: Optional[tuple] = None) -> tuple:
     if runner is None or outputs < AUTOTUNE_MIN_OUTPUTS:
         return cands[0]
     from sigconv.registry import tune
 
-    return tune.pick(op, key, cands, runner, sources=_sources(op, backend, cands))
+    return tune.pick(op, key, cands, runner, sources=_sources(op, backend, cands) if sources is None else sources)
 
 
 # ---------------------------------------------------------------------------------------------- conv1d
@@ -204,10 +205,13 @@ def _bucket(n: int) -> int:
 
 
 def conv2d_shape_key(job: Conv2dJob, separable: bool) -> tuple:
+    """The autotuner's shape class of ``job``; the border is part of it (a variant's cost under wrap or symm is
+    not its cost with zeros)."""
     N, Cin, H, W = job.x_shape
     Cout, _, kH, kW = job.w_shape
     return (job.dtype, _bucket(N), int(Cin), int(Cout), int(kH), int(kW), int(job.stride[0]), int(job.stride[1]),
-            int(job.pad[1]) % 4, _bucket(job.out_hw[0]), _bucket(job.out_hw[1]), int(W % 4 == 0), bool(separable))
+            int(job.pad[1]) % 4, _bucket(job.out_hw[0]), _bucket(job.out_hw[1]), int(W % 4 == 0), bool(separable),
+            job.border)
 
 
 def _separable(job: Conv2dJob) -> bool:
@@ -236,18 +240,37 @@ def conv2d_candidates(backend: str, job: Conv2dJob) -> list:
     return _applicable("conv2d", backend, cands, job)
 
 
+#: (backend, job, registry generation) -> (candidates, their kernel sources, shape key, outputs): what the chooser
+#: derives from a job, memoised so that a repeated call (a launch's host path) costs a lookup. Bounded.
+_PLANS: dict = {}
+_PLANS_MAX = 1024
+
+
+def _conv2d_plan(backend: str, job: Conv2dJob) -> tuple:
+    key = (backend, job, table.generation())
+    plan = _PLANS.get(key)
+    if plan is None:
+        cands = tuple((v, as_block(b)) for v, b in conv2d_candidates(backend, job))
+        outputs = int(job.x_shape[0]) * int(job.w_shape[0]) * int(job.out_hw[0]) * int(job.out_hw[1])
+        plan = (cands, _sources("conv2d", backend, cands), conv2d_shape_key(job, _separable(job)), outputs)
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
 def choose_conv2d(backend: str, job: Conv2dJob, *, block=None, runner: Optional[Callable] = None) -> tuple:
     """(variant, block) that ``variant="auto"`` runs for ``job``.
 
     ``job.rank1`` is what the caller knows from a host copy of the weights (:func:`host_rank1`); None (device
-    weights) never chooses ``separable``. ``block`` and ``runner`` as for :func:`choose_conv1d`; the cpu
-    block is None.
+    weights) never chooses ``separable``. ``job.border`` is part of the autotuner's shape class, so the
+    ``runner`` should launch the job with its border. ``block`` and ``runner`` as for :func:`choose_conv1d`; the
+    cpu block is None.
     """
-    cands = conv2d_candidates(backend, job)
+    cands, sources, key, outputs = _conv2d_plan(backend, job)
     if backend == "cpu":
         return cands[0]
-    outputs = int(job.x_shape[0]) * int(job.w_shape[0]) * int(job.out_hw[0]) * int(job.out_hw[1])
-    best = _tuned("conv2d", backend, conv2d_shape_key(job, _separable(job)), cands, runner, outputs)
+    best = _tuned("conv2d", backend, key, cands, runner, outputs, sources)
     return _keep_user_block("conv2d", backend, best, block)
 
 

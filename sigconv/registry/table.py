@@ -38,9 +38,15 @@ class Conv1dJob(NamedTuple):
     dtype: str
 
 
+#: What a 2-D job reads beyond the image (:attr:`Conv2dJob.border`): zeros, a non-zero constant, SciPy's
+#: "wrap" or "symm" boundary.
+BORDERS = ("zero", "fill", "wrap", "symm")
+
+
 class Conv2dJob(NamedTuple):
     """The shape of a 2-D job: x (N, Cin, H, W), w (Cout, Cin, kH, kW), stride, pad, output size, dtype name;
-    ``rank1`` is whether the weights are rank-1 per (co, ci) pair (None: not known, as for device weights)."""
+    ``rank1`` is whether the weights are rank-1 per (co, ci) pair (None: not known, as for device weights);
+    ``border`` what the job reads beyond the image (:data:`BORDERS`), which sets what each variant costs."""
 
     x_shape: tuple
     w_shape: tuple
@@ -49,6 +55,7 @@ class Conv2dJob(NamedTuple):
     pad: tuple = (0, 0)
     out_hw: tuple = (1, 1)
     rank1: Optional[bool] = None
+    border: str = "zero"
 
     @property
     def single_channel(self) -> bool:
@@ -154,6 +161,7 @@ class Variant:
 
 
 _REGISTRY: dict[tuple[str, str, str], Variant] = {}
+_GENERATION = [0]
 
 
 def register(v: Variant) -> Variant:
@@ -163,7 +171,14 @@ def register(v: Variant) -> Variant:
     if v.blocks and v.default_block not in v.blocks:
         raise ValueError(f"{v.op} variant {v.name!r}: default block {v.default_block!r} is not among its blocks")
     _REGISTRY[(v.op, v.backend, v.name)] = v
+    _GENERATION[0] += 1
     return v
+
+
+def generation() -> int:
+    """A number that changes whenever :func:`register` adds or replaces an entry: what is derived from the
+    registry (the chooser's candidates) is memoised under it."""
+    return _GENERATION[0]
 
 
 def entries(op: Optional[str] = None, backend: Optional[str] = None, kind: Optional[str] = None) -> list[Variant]:
