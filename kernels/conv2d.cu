@@ -162,6 +162,14 @@ __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, 
 #define OW (BX * TX)
 #define NT (BX * BY)
 #define MINB (NT >= 256 ? 1 : 256 / NT)  // 256 threads per SM at least (the cap stays at 255 registers)
+// A wrap/symm build has no launch bounds: ptxas takes the register limit of __launch_bounds__ over --maxrregcount,
+// and the launcher holds such a build to the zero-fill build's occupancy with --maxrregcount (cuda2d._fused;
+// within the block's register budget, since the zero-fill build fits it).
+#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL
+#define TILED_BOUNDS __launch_bounds__(NT, MINB)
+#else
+#define TILED_BOUNDS
+#endif
 // Input tile: TH rows; columns start at ca = (oc0*SX - px) - SH, a multiple of 4 because OW*SX % 4 == 0
 // (BX % 4 == 0) and SH == (-px) mod 4. TWL = needed width + SH rounded up to whole float4 chunks.
 #define TH ((OH - 1) * SY + KH)
@@ -301,7 +309,7 @@ __device__ __forceinline__ void tiled_compute(const float* stage, float (&acc)[C
     }
 }
 
-extern "C" __global__ void __launch_bounds__(NT, MINB) conv2d_tiled(const float* __restrict__ x, const float* __restrict__ w,
+extern "C" __global__ void TILED_BOUNDS conv2d_tiled(const float* __restrict__ x, const float* __restrict__ w,
                                                              const float* __restrict__ bias, float* __restrict__ y,
                                                              int N, int Cin, int H, int W, int Cout, int py, int px,
                                                              int Ho, int Wo, int has_bias, int vec_in, int vec_out,

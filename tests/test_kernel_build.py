@@ -130,6 +130,38 @@ def test_boundary_builds_keep_occupancy_without_spills(tmp_path, kernel, kH, kW,
         assert not spilled, f"{kernel} {kH}x{kW} {name} spills under --maxrregcount={cap}: {spilled}"
 
 
+# regblock/prefetch (conv2d_tiled) wrap/symm builds as the launcher compiles them: --maxrregcount at the zero-fill
+# build's occupancy, which holds only because those builds carry no __launch_bounds__ (its limit wins over the
+# option: uncapped, prefetch 16x8 with 9x9 on 1025 x 65535 took 102 registers against 86, 4 blocks per SM instead
+# of 5, and 1.29 x the zero-fill time under wrap on an H200). (variant, block, kH, kW, pad)
+TILED_EDGE_BUILDS = [("prefetch", (16, 8), 9, 9, 4), ("regblock", (16, 8), 7, 7, 3), ("regblock", (32, 8), 5, 5, 2)]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
+@pytest.mark.parametrize("variant,block,kH,kW,px", _grid(TILED_EDGE_BUILDS, {1, 2}),
+                         ids=[f"{c[0]}-{c[2]}x{c[3]}" for c in TILED_EDGE_BUILDS])
+def test_tiled_boundary_builds_hold_the_fill_builds_occupancy(variant, block, kH, kW, px):
+    from sigconv.backends import cuda2d
+
+    defines = cuda2d.tiled_plan(block, kH, kW, (1, 1), px, 1, variant == "prefetch")["defines"]
+
+    def regs(boundary: int, cap: int | None = None) -> int:
+        cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", f"-I{KDIR}", "-o", "/dev/null",
+               f"-DC2D_BOUNDARY={boundary}"] + [f"-D{k}={v}" for k, v in defines.items()]
+        res = subprocess.run(cmd + ([f"-maxrregcount={cap}"] if cap else []) + [str(KDIR / "conv2d.cu")],
+                             capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, f"nvcc failed:\n{res.stderr[-4000:]}"
+        text = res.stderr + res.stdout
+        spills = _spill_report(text).get("conv2d_tiled")
+        assert spills == (0, 0), f"conv2d_tiled spills (boundary {boundary}, cap {cap}): {spills}"
+        return int(re.search(r"Compiling entry function 'conv2d_tiled'.*?Used (\d+) registers", text,
+                             re.S).group(1))
+
+    cap = cuda2d.occupancy_regs(regs(0))
+    for code in (cuda2d.BOUNDARIES["wrap"], cuda2d.BOUNDARIES["symm"]):
+        assert regs(code, cap) <= cap
+
+
 def test_conv1d_cu_exists():
     assert (KDIR / "conv1d.cu").is_file() and (KDIR / "common.cuh").is_file()
 
