@@ -872,7 +872,8 @@ def test_fused_boundaries_run_on_host(host_build, tmp_path, kernel, boundary, fi
 
 
 # (variant, boundary, fill, H, W, (kH, kW), pad, out_hw or None, block): one image, one channel, as the API runs
-# them: scalar (W = 70) and 16-byte (W = 64) tile loads, a 7x7 "full" window over a 5x8 image.
+# them: scalar (W = 70, 71) and 16-byte (W = 64) tile loads, 7x7 "full" windows over 5x8 and 5x7 images (tiles
+# beyond one period of the image).
 TILED_BOUNDARY_CASES = [
     ("regblock", "wrap", 0.0, 37, 70, (3, 3), (1, 1), None, (32, 4)),
     ("regblock", "symm", 0.0, 21, 64, (5, 5), (2, 2), None, (16, 8)),
@@ -880,10 +881,12 @@ TILED_BOUNDARY_CASES = [
     ("regblock", "symm", 0.0, 37, 70, (3, 3), (1, 1), None, (32, 4)),
     ("prefetch", "wrap", 0.0, 21, 64, (3, 3), (1, 1), None, (16, 8)),
     ("regblock", "wrap", 0.0, 5, 8, (7, 7), (6, 6), (11, 14), (8, 8)),
+    ("prefetch", "wrap", 0.0, 29, 71, (9, 9), (4, 4), None, (16, 8)),
+    ("prefetch", "symm", 0.0, 5, 7, (7, 7), (6, 6), (11, 13), (8, 8)),
 ]
 
 
-@pytest.mark.parametrize("variant,boundary,fill,H,W,k,pad,out_hw,block", _grid(TILED_BOUNDARY_CASES, {0, 3, 4, 5}),
+@pytest.mark.parametrize("variant,boundary,fill,H,W,k,pad,out_hw,block", _grid(TILED_BOUNDARY_CASES, {0, 3, 4, 5, 7}),
                          ids=[f"{c[0]}-{c[1]}{c[2]:g}-{c[3]}x{c[4]}-k{c[5][0]}x{c[5][1]}" for c in TILED_BOUNDARY_CASES])
 def test_tiled_boundaries_run_on_host(host_build, tmp_path, variant, boundary, fill, H, W, k, pad, out_hw, block,
                                       rng):
