@@ -164,7 +164,7 @@ stage_sanitize() {
   if [ -z "$CS" ] || [ ! -x "$CS" ]; then echo "compute-sanitizer not found"; NOTE[sanitize]="compute-sanitizer not found"; return 1; fi
   if [ ! -f benchmarks/sanitize.py ]; then echo "benchmarks/sanitize.py missing"; NOTE[sanitize]="sanitize.py missing"; return 1; fi
   nshapes=$("$PY" -c "import sys; sys.path.insert(0, 'benchmarks'); import sanitize; print(len(sanitize.BOUNDARY_SHAPES))")
-  [ "$(echo $args)" != "boundary" ] && parts+=("--no-boundary")
+  parts+=("--no-boundary")
   if [ -z "$args" ] || [[ " $args " == *" boundary "* ]]; then
     for ((i = 0; i < nshapes; i++)); do parts+=("--shape $i"); done
   fi

@@ -10,8 +10,8 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
 magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
-``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` only the others, so that
-the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
+``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D
+boundary shapes, so that the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
 Nx1 shapes): the border pass after naive and the extended copy before it (float32, float64), the fused kernels
 (regblock, prefetch, strip, shfl: float32, wherever they apply, through their own loads; separable's row pass
@@ -212,9 +212,10 @@ def main(argv=None) -> int:
                             bad += 1
                             print(f"MISMATCH conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} {op}: {err:.3g}")
         print(f"conv2d {v.name}: done")
-    if (not only or "boundary" in only or a.shape is not None) and not a.no_boundary:
+    if not only or "boundary" in only:
         named = frozenset(only) & {v.name for v in _registry.entries("conv2d", "cuda", kind="variant")}
-        shapes = BOUNDARY_SHAPES if a.shape is None else BOUNDARY_SHAPES[a.shape:a.shape + 1]
+        # the shapes: all, one (--shape) or none (--no-boundary); the uint64 conv1d checks go with the general part
+        shapes = () if a.no_boundary else BOUNDARY_SHAPES if a.shape is None else BOUNDARY_SHAPES[a.shape:a.shape + 1]
         nb, badb = boundary_checks(cupy, rng, named, shapes, uint1d=a.shape is None)
         n, bad = n + nb, bad + badb
         print("boundary: done")
