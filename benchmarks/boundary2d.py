@@ -20,7 +20,8 @@ not pick: the border pass or the copy, for the fused variants their own loads or
 the rule picked the faster. Target: every boundary within 10% of fill(0) (ratio <= 1.10) on the GPU (the kernels
 alone), PASS or MISS per row; the wall column (what a caller sees) is judged on the large cases (>= 2^24 outputs),
 where the host's launch path does not set it. Writes ``boundary2d-<device>-<date>.json`` and ``.md`` into
-``--out`` (default $OUT, else the current folder). Exit status 1 when a result is wrong, 2 without a GPU.
+``--out`` (default $OUT, else the current folder). ``--warm JOBS`` compiles every build first, in parallel processes.
+Exit status 1 when a result is wrong, 2 without a GPU.
 """
 
 from __future__ import annotations
@@ -143,6 +144,32 @@ def _graph_time(call_on, copies: int, reps: int) -> tuple:
     return float(np.median(t)), float(np.percentile(t, 20)), float(np.percentile(t, 80))
 
 
+def _warm(a) -> None:
+    """Compile what the run needs in parallel processes (see ``--warm``); a part that fails is reported, not fatal."""
+    import subprocess
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sigconv.registry import table as _registry
+
+    names = a.variants or ["auto"] + [v.name for v in _registry.entries("conv2d", "cuda", kind="variant")]
+    parts = [(c, v) for c in a.cases for v in names]
+    t0 = datetime.datetime.now()
+    with tempfile.TemporaryDirectory(prefix="boundary2d-warm-") as tmp:
+        def run(part):
+            c, v = part
+            d = Path(tmp) / f"{c}-{v}"
+            env = {**os.environ, "SIGCONV_CACHE_DIR": str(d)}
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--cases", c, "--variants", v, "--reps", "30",
+                   "--warmup", "1", "--out", str(d)] + (["--paths"] if a.paths else [])
+            return part, subprocess.run(cmd, env=env, capture_output=True, text=True).returncode
+
+        with ThreadPoolExecutor(a.warm) as pool:
+            failed = [part for part, rc in pool.map(run, parts) if rc not in (0, 1)]
+    print(f"boundary2d: {len(parts)} warm-up runs in {(datetime.datetime.now() - t0).total_seconds():.0f} s, "
+          f"{a.warm} at a time" + (f"; failed: {failed}" if failed else ""))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=50, help="timed calls per row (at least 30)")
@@ -152,6 +179,10 @@ def main(argv=None) -> int:
                    help="also check and time wrap and symm through the path the rule did not pick")
     p.add_argument("--variants", nargs="+", default=None, help="auto and/or registered variant names (default all)")
     p.add_argument("--out", type=Path, default=None, help="folder for the JSON and markdown (default $OUT or .)")
+    p.add_argument("--warm", type=int, default=0, metavar="JOBS",
+                   help="first compile every build the run needs: one short run per (case, variant) in JOBS parallel "
+                        "processes, each with an autotuner cache of its own (their timings are discarded; the "
+                        "compiled kernels land in CuPy's disk cache). NVRTC builds otherwise dominate a first run")
     a = p.parse_args(argv)
     if a.reps < 30:
         p.error("--reps must be at least 30")
@@ -162,6 +193,8 @@ def main(argv=None) -> int:
     if reason:
         print(f"boundary2d: no usable GPU ({reason})")
         return 2
+    if a.warm > 0:
+        _warm(a)
     import cupy
 
     from sigconv.backends import cuda2d
