@@ -2,22 +2,19 @@
 
     python benchmarks/boundary2d.py [--reps 50] [--cases spec3 spec5 img7 k31] [--variants auto strip ...] [--out DIR]
 
-regblock, prefetch, strip and shfl read the extended image in their own loads (the boundary compiled in), separable
-in its row pass; naive and shared run with zero padding, then one pass (conv2d_border) over the outputs whose
-window leaves the image. Where cuda2d.border_path says so (many taps outside the image against the elements of the
-extended image), naive and shared copy the extended image first (conv2d_extend) and
-run on it with zero padding. Cases, float32, "same" windows: the spectrogram 1025 x 65536 with 3x3 and 5x5 kernels,
-a 4096 x 4096 image with 7x7, 512 x 512 with 31x31; on request (``--cases``) 2048 x 2048 and 1024 x 1024 with 15x15
-(``img15``, ``k15``: either side of the copy's line for naive and shared), 1024 x 1024 with 11x11 (``k11``: the tallest
-kernel of strip's accumulator ring), 4096 x 4096 with 31x31 (``k31big``) and, on widths that are not a multiple of 4
-(no 16-byte rows), 1024 x 1023 and 1025 x 65535 with 9x9 (``odd9``, ``spec9odd``). For auto
+Every variant reads the extended image in its own loads, in one launch: regblock, prefetch, strip and shfl with the
+boundary compiled in, naive and shared with it as an argument, separable in its row pass. Cases, float32, "same"
+windows: the spectrogram 1025 x 65536 with 3x3 and 5x5 kernels, a 4096 x 4096 image with 7x7, 512 x 512 with 31x31;
+on request (``--cases``) 2048 x 2048 and 1024 x 1024 with 15x15 (``img15``, ``k15``), 1024 x 1024 with 11x11
+(``k11``: the tallest kernel of strip's accumulator ring), 4096 x 4096 with 31x31 (``k31big``) and, on widths that
+are not a multiple of 4 (no 16-byte rows), 1024 x 1023 and 1025 x 65535 with 9x9 (``odd9``, ``spec9odd``). For auto
 and every registered variant that applies (separable on a rank-1 kernel
 of the same size): each boundary's result is first checked against a float64 reference of the image extended by
 numpy.pad (the top, bottom and a middle band of rows, every column), then timed with CUDA events (warm-up, then
 ``--reps`` calls queued before one synchronisation; median, p20, p80), inputs pre-allocated and rotated over
-twice the L2 size. With ``--paths`` wrap and symm are also checked and timed (GPU) through the path the rule did
-not pick: the border pass or the copy, for the fused variants their own loads or the copy; the table says whether
-the rule picked the faster. Target: every boundary within 10% of fill(0) (ratio <= 1.10) on the GPU (the kernels
+twice the L2 size. With ``--paths`` wrap and symm are also checked and timed (GPU) through the extended copy
+(conv2d_extend, then the variant with zero padding: corr2d's ``extend``); the table says whether the variant's own
+loads are the faster way. Target: every boundary within 10% of fill(0) (ratio <= 1.10) on the GPU (the kernels
 alone), PASS or MISS per row; the wall column (what a caller sees) is judged on the large cases (>= 2^24 outputs),
 where the host's launch path does not set it. Writes ``boundary2d-<device>-<date>.json`` and ``.md`` into
 ``--out`` (default $OUT, else the current folder). ``--warm JOBS`` compiles every build first, in parallel processes.
@@ -71,6 +68,14 @@ def _extend_index(n: int, lo: int, hi: int, boundary: str) -> np.ndarray:
     else:
         idx = np.pad(np.arange(n), (before, after), mode={"wrap": "wrap", "symm": "symmetric"}[boundary])
     return idx[lo + before:hi + before]
+
+
+def _border_fraction(H: int, W: int, kH: int, kW: int, pad, out_hw) -> float:
+    """The share of the outputs whose window leaves the H x W image (stride 1)."""
+    (py, px), (Ho, Wo) = pad, out_hw
+    rows = np.clip(np.minimum(np.arange(Ho) - py + kH, H) - np.maximum(np.arange(Ho) - py, 0), 0, None) == kH
+    cols = np.clip(np.minimum(np.arange(Wo) - px + kW, W) - np.maximum(np.arange(Wo) - px, 0), 0, None) == kW
+    return 1.0 - float(rows.sum()) * float(cols.sum()) / max(Ho * Wo, 1)
 
 
 def _check_rows(Ho: int) -> list:
@@ -176,7 +181,7 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--cases", nargs="+", default=list(DEFAULT_CASES), choices=list(CASES))
     p.add_argument("--paths", action=argparse.BooleanOptionalAction, default=False,
-                   help="also check and time wrap and symm through the path the rule did not pick")
+                   help="also check and time wrap and symm through the extended copy")
     p.add_argument("--variants", nargs="+", default=None, help="auto and/or registered variant names (default all)")
     p.add_argument("--out", type=Path, default=None, help="folder for the JSON and markdown (default $OUT or .)")
     p.add_argument("--warm", type=int, default=0, metavar="JOBS",
@@ -217,7 +222,7 @@ def main(argv=None) -> int:
         H, W, kH, kW = CASES[case]
         pad, out_hw = ((kH - 1) // 2, (kW - 1) // 2), (H, W)
         outputs = out_hw[0] * out_hw[1]
-        frac = cuda2d.border_bands(H, W, kH, kW, pad, out_hw)[4] / outputs
+        frac = _border_fraction(H, W, kH, kW, pad, out_hw)
         nbytes = H * W * 4
         copies = int(min(64, max(1, math.ceil(2 * l2 / nbytes))))
         xs = [cupy.asarray(rng.standard_normal((1, 1, H, W), dtype=np.float32)) for _ in range(copies)]
@@ -227,7 +232,6 @@ def main(argv=None) -> int:
                    "rank-1": np.outer(rng.standard_normal(kH), rng.standard_normal(kW)).astype(np.float32)}
         print(f"\n{case}: {H}x{W}, {kH}x{kW} kernel, pad {pad}; border outputs {100 * frac:.2f}%; "
               f"{copies} input cop{'y' if copies == 1 else 'ies'}")
-        outside, elements = cuda2d.border_costs(H, W, kH, kW, pad, out_hw)
         for name in names:
             kind = "rank-1" if name == "separable" else "random"
             wh = weights[kind]
@@ -244,35 +248,27 @@ def main(argv=None) -> int:
                     print(f"  {name:10s} skipped: {why}")
                     continue
             row = {"case": case, "H": H, "W": W, "kH": kH, "kW": kW, "pad": list(pad), "variant": name,
-                   "weights": kind, "border_fraction": frac, "outside_taps": outside, "extended_elements": elements,
-                   "ms": {}, "ratio": {}, "gpu_ms": {}, "gpu_ratio": {}}
+                   "weights": kind, "border_fraction": frac, "ms": {}, "ratio": {}, "gpu_ms": {}, "gpu_ratio": {}}
             if name == "auto":  # auto chooses per border (each timed as it runs under that boundary)
                 picks = {_label(b, f): cuda2d.resolve_auto(xs[0], w, None, (1, 1), pad, out_hw, boundary=b,
                                                            fillvalue=f) for b, f in BOUNDARIES}
                 said = {lab: f"{v} {'x'.join(map(str, blk)) if blk else ''}".strip() for lab, (v, blk) in picks.items()}
                 row["auto_choice"] = (said["fill(0)"] if len(set(said.values())) == 1
                                       else ", ".join(f"{lab} {c}" for lab, c in said.items()))
-                paths = {cuda2d.border_path(v, H, W, kH, kW, pad, out_hw) for v, _ in picks.values()}
-                row["path"] = "/".join(sorted(paths))
-            else:
-                row["path"] = cuda2d.border_path(name, H, W, kH, kW, pad, out_hw)
-            # the other path (--paths): the copy for the fused variants (where the variant applies to it), the pass
-            # or the copy for the others
+            row["path"] = "fused"
+            # the other path (--paths): the copy, where the variant applies to it
             other = None
-            if a.paths and name != "auto":
-                other = row["path"] != "extend"
-                if row["path"] == "fused" and _registry.get("conv2d", "cuda", name).applies(
-                        Conv2dJob((1, 1, H + kH - 1, W + kW - 1), (1, 1, kH, kW), "float32", (1, 1), (0, 0),
-                                  out_hw)):
-                    other = None
-            row["other_path"] = None if other is None else ("extend" if other else
-                                                            "fused" if name in cuda2d.FUSED else "pass")
+            if a.paths and name != "auto" and not _registry.get("conv2d", "cuda", name).applies(
+                    Conv2dJob((1, 1, H + kH - 1, W + kW - 1), (1, 1, kH, kW), "float32", (1, 1), (0, 0), out_hw,
+                              rank1=kind == "rank-1")):
+                other = True
+            row["other_path"] = "extend" if other else None
             ok = True
-            todo = [(b, f, None) for b, f in BOUNDARIES]
+            todo = [(b, f, False) for b, f in BOUNDARIES]
             if other is not None:
                 todo += [(b, f, other) for b, f in PATH_BOUNDARIES]
             for boundary, fill, extend in todo:
-                lab = _label(boundary, fill) + ("" if extend is None else f" via {row['other_path']}")
+                lab = _label(boundary, fill) + (f" via {row['other_path']}" if extend else "")
                 k = [0]
 
                 def call():
@@ -292,7 +288,7 @@ def main(argv=None) -> int:
                         else np.inf
                     err = max(err, e)
                 rec = {"case": case, "variant": name, "boundary": boundary, "fillvalue": fill, "rel_err": err,
-                       "weights": kind, "path": row["path"] if extend is None else row["other_path"],
+                       "weights": kind, "path": row["other_path"] if extend else row["path"],
                        "device": device, "date": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
                 if not err <= 1e-5:
                     ok = False
@@ -301,7 +297,7 @@ def main(argv=None) -> int:
                     print(f"  {name:10s} {lab:9s} FAIL: rel err {err:.3g} > 1e-05 (not timed)")
                     records.append(rec)
                     continue
-                if extend is None:  # the other path: GPU time only
+                if not extend:  # the other path: GPU time only
                     med, p20, p80 = _time(call, a.reps, a.warmup)
                     rec.update(status="ok", ms_median=med, p20=p20, p80=p80, reps=a.reps)
                     row["ms"][lab] = med
@@ -329,12 +325,12 @@ def main(argv=None) -> int:
             gworst = max(own.values(), default=float("nan"))
             row["gpu_verdict"] = ("n/a" if not own else "PASS" if gworst <= TARGET_RATIO else "MISS")
             if other is not None:
-                # did the rule pick the faster path? (the worst of wrap and symm through each)
+                # are the variant's own loads the faster way? (the worst of wrap and symm through each)
                 theirs = [row["gpu_ratio"].get(f"{_label(b, f)} via {row['other_path']}") for b, f in PATH_BOUNDARIES]
                 mine = [row["gpu_ratio"].get(_label(b, f)) for b, f in PATH_BOUNDARIES]
                 if None not in theirs and None not in mine:
                     row["other_gpu_worst"] = max(theirs)
-                    row["rule_faster"] = max(mine) <= max(theirs)
+                    row["own_faster"] = max(mine) <= max(theirs)
             large = outputs >= LARGE_OUTPUTS
             worst = max(row["ratio"].values(), default=float("nan"))
             if not ok or not fill_ms:
@@ -347,8 +343,8 @@ def main(argv=None) -> int:
             print(f"  {name:10s} [{row['path']}]" + "".join(f" {lab} {ms:7.3f} ms" for lab, ms in row["ms"].items())
                   + f"  worst ratio {worst:.3f}  {row['verdict']}; GPU only worst {gworst:.3f} {row['gpu_verdict']}"
                   + (f" (auto ran {row['auto_choice']})" if name == "auto" else "")
-                  + (f"; via {row['other_path']} GPU worst {row['other_gpu_worst']:.3f}, the rule's path "
-                     f"{'faster' if row['rule_faster'] else 'SLOWER'}" if "rule_faster" in row else ""))
+                  + (f"; via {row['other_path']} GPU worst {row['other_gpu_worst']:.3f}, its own loads "
+                     f"{'faster' if row['own_faster'] else 'SLOWER'}" if "own_faster" in row else ""))
         xs = out = y = None  # free the case's buffers before the next one
         cupy.get_default_memory_pool().free_all_blocks()
 
@@ -356,8 +352,8 @@ def main(argv=None) -> int:
     md = ["# 2-D boundaries: cost over fill(0)", "",
           f"{device}, {now:%Y-%m-%d %H:%M} UTC; float32, \"same\" windows; median of {a.reps} calls (p20-p80 in the "
           f"JSON); target: every boundary <= {TARGET_RATIO:.2f} x fill(0), on the GPU for every case, on the wall for "
-          f"cases of >= 2^24 outputs. The variant column names the path (cuda2d.border_path): fused (the variant's "
-          f"loads), pass (zero padding, then the border pass), extend (the extended copy, then zero padding).", "",
+          f"cases of >= 2^24 outputs. Every variant reads the extension in its own loads, in one launch "
+          f"(fused).", "",
           "Two measures per call, each between CUDA events: **wall**, the calls queued back to back from Python (what "
           "a caller sees; when the host's launch path takes longer than the kernels, this is host time), and **GPU**, "
           "the same call captured into a CUDA graph and replayed back to back (the kernels alone).", "",
@@ -381,20 +377,17 @@ def main(argv=None) -> int:
     if both:
         plabs = [_label(b, f) for b, f in PATH_BOUNDARIES]
         md += ["", "## Both paths (GPU, kernels only; ratio to fill(0))", "",
-               "The rule (cuda2d.border_path) copies the extended image where the taps outside the image reach, per "
-               "element of the copy, " + ", ".join(f"{r:g} ({v})" for v, r in cuda2d.EXTEND_TAPS_PER_ELEMENT.items())
-               + "; otherwise naive and shared take the border pass and the others read through the rule in their "
-               "own loads (separable in its row pass).", "",
-               "| case | outside taps per copied element | variant | " + " | ".join(f"{lab}: rule's path (x)"
-                                                                           for lab in plabs)
-               + " | " + " | ".join(f"{lab}: other path (x)" for lab in plabs) + " | rule's path faster |",
+               "Each variant through its own loads, and through the extended copy (conv2d_extend, then the variant "
+               "with zero padding: corr2d's extend).", "",
+               "| case | border outputs | variant | " + " | ".join(f"{lab}: own loads (x)" for lab in plabs)
+               + " | " + " | ".join(f"{lab}: copy (x)" for lab in plabs) + " | own loads faster |",
                "|---|---:|---|" + "---:|" * (2 * len(plabs)) + "---|"]
         for r in both:
             mine = [f"{r['path']} {r['gpu_ratio'][lab]:.3f}" if lab in r["gpu_ratio"] else "n/a" for lab in plabs]
             theirs = [f"{r['other_path']} {r['gpu_ratio'][k]:.3f}" if (k := f"{lab} via {r['other_path']}")
                       in r["gpu_ratio"] else "n/a" for lab in plabs]
-            verdict = "n/a" if "rule_faster" not in r else "yes" if r["rule_faster"] else "NO"
-            md.append(f"| {r['case']} | {r['outside_taps'] / max(r['extended_elements'], 1):.2f} | {r['variant']} | "
+            verdict = "n/a" if "own_faster" not in r else "yes" if r["own_faster"] else "NO"
+            md.append(f"| {r['case']} | {100 * r['border_fraction']:.2f}% | {r['variant']} | "
                       + " | ".join(mine) + " | " + " | ".join(theirs) + f" | {verdict} |")
     text = "\n".join(md) + "\n"
     print()
@@ -411,9 +404,9 @@ def main(argv=None) -> int:
     print(f"wrote {out_dir / (stem + '.json')}\nwrote {out_dir / (stem + '.md')}")
     misses = [f"{r['case']} {r['variant']}" for r in rows if r["verdict"] == "MISS"]
     gmisses = [f"{r['case']} {r['variant']}" for r in rows if r.get("gpu_verdict") == "MISS"]
-    slower = [f"{r['case']} {r['variant']}" for r in rows if r.get("rule_faster") is False]
+    slower = [f"{r['case']} {r['variant']}" for r in rows if r.get("own_faster") is False]
     if both:
-        print("paths: the rule picked the faster path " + ("everywhere" if not slower else
+        print("paths: the variants' own loads are faster than the copy " + ("everywhere" if not slower else
                                                            f"except on {', '.join(slower)}"))
     print(f"verdict (wall): boundaries within {TARGET_RATIO:.2f} x fill(0) on the large cases: "
           + ("PASS" if not misses else f"MISS ({', '.join(misses)})") + (f"; {wrong} wrong results" if wrong else ""))

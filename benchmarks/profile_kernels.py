@@ -14,8 +14,12 @@ Cases, float32 (the benchmark's shapes):
                       zero fill and with boundary "wrap" (what the wrap build costs over the zero-fill build)
   conv2d-img15-strip-fill / -symm  1x1x2048x2048, random 15x15, "same", variant strip, block 64x1, with zero fill
                       and with boundary "symm" (every thread through the rule's chunk map)
-  conv2d-k9odd-prefetch-fill / -wrap  1x1x1025x65535 (no 16-byte rows), random 9x9, "same", variant prefetch,
-                      block 16x8, with zero fill and with boundary "wrap" (the tiled kernels' scalar loads)
+  conv2d-k9odd-prefetch-fill / -wrap / -symm  1x1x1025x65535 (no 16-byte rows), random 9x9, "same", variant
+                      prefetch, block 16x8, with zero fill and with boundaries "wrap" and "symm" (the tiled kernels'
+                      scalar loads)
+  conv2d-odd9-shfl-fill / -wrap  1x1x1024x1023 (no 16-byte rows, a grid of two warps per multiprocessor), random
+                      9x9, "same", variant shfl, block 128x1, with zero fill and with boundary "wrap" (the edge warps'
+                      loads set the kernel's end)
   conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, blocks 64 and 256
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
@@ -32,7 +36,8 @@ from pathlib import Path
 
 CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv2d-k3-shfl", "conv2d-k31-prefetch-fill",
          "conv2d-k31-prefetch-wrap", "conv2d-img15-strip-fill", "conv2d-img15-strip-symm",
-         "conv2d-k9odd-prefetch-fill", "conv2d-k9odd-prefetch-wrap", "conv1d-k25-tiled", "conv1d-k1023-fft")
+         "conv2d-k9odd-prefetch-fill", "conv2d-k9odd-prefetch-wrap", "conv2d-k9odd-prefetch-symm",
+         "conv2d-odd9-shfl-fill", "conv2d-odd9-shfl-wrap", "conv1d-k25-tiled", "conv1d-k1023-fft")
 
 
 def main(argv=None) -> int:
@@ -66,7 +71,8 @@ def main(argv=None) -> int:
     for tag, hw, k, launch, block, bounds in (
             ("k31-prefetch", (512, 512), 31, cuda2d.launch_prefetch, (8, 4), ("fill", "wrap")),
             ("img15-strip", (2048, 2048), 15, cuda2d.launch_strip, (64, 1), ("fill", "symm")),
-            ("k9odd-prefetch", (1025, 65535), 9, cuda2d.launch_prefetch, (16, 8), ("fill", "wrap"))):
+            ("k9odd-prefetch", (1025, 65535), 9, cuda2d.launch_prefetch, (16, 8), ("fill", "wrap", "symm")),
+            ("odd9-shfl", (1024, 1023), 9, cuda2d.launch_shfl, (128, 1), ("fill", "wrap"))):
         if not any(c.startswith(f"conv2d-{tag}") for c in a.only):
             continue
         xb = rng.standard_normal((1, 1) + hw, dtype=cupy.float32)

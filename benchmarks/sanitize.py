@@ -13,10 +13,10 @@ the run to those variants (``sanitize.py boundary strip shfl``: those two, their
 ``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D
 boundary shapes, so that the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
-Nx1 shapes): the border pass after naive and the extended copy before it (float32, float64), the fused kernels
-(regblock, prefetch, strip, shfl: float32, wherever they apply, through their own loads; separable's row pass
-through the rule, rank-1) and the uint64 kernels (conv1d and conv2d naive and the border pass, bit for bit against
-NumPy's int64 arithmetic), which also run when no name is given.
+Nx1 shapes): naive through its own loads and through the extended copy (float32, float64), the other variants
+(shared: float32 and float64; regblock, prefetch, strip, shfl: float32, wherever they apply, through their own
+loads; separable's row pass through the rule, rank-1) and the uint64 kernels (conv1d and conv2d naive, bit for bit
+against NumPy's int64 arithmetic), which also run when no name is given.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def _extended(x, kH, kW, pad, out_hw, boundary, fill):
 
 
 def boundary_checks(cupy, rng, variants=frozenset(), shapes=BOUNDARY_SHAPES, uint1d=True) -> tuple:
-    """(checks, mismatches) of the 2-D boundaries (the border pass after naive: float32/float64/uint64; the fused
-    kernels: float32) over ``shapes`` and, with ``uint1d``, the uint64 conv1d kernel; each mismatch printed.
+    """(checks, mismatches) of the 2-D boundaries (naive: float32/float64/uint64, through its own loads and the
+    copy; shared: float32/float64; the other variants: float32) over ``shapes`` and, with ``uint1d``, the uint64 conv1d kernel; each mismatch printed.
     ``variants`` (2-D variant names) restricts the run to those variants' boundaries."""
     from sigconv.backends import cuda1d, cuda2d
     from sigconv.registry.table import Conv2dJob, get
@@ -72,10 +72,12 @@ def boundary_checks(cupy, rng, variants=frozenset(), shapes=BOUNDARY_SHAPES, uin
         for mode, pad, out_hw in _windows_2d(H, W, kH, kW):
             for boundary, fill in (("fill", 0), ("fill", 2.5), ("wrap", 0), ("symm", 0)):
                 job = Conv2dJob((1, 1, H, W), (1, 1, kH, kW), "float32", (1, 1), pad, out_hw)
-                fused = [v for v in cuda2d.FUSED if not get("conv2d", "cuda", v).applies(job)]
-                # naive through both ways to a boundary (the border pass; the extended copy, conv2d_extend)
+                others = [v for v in cuda2d.VARIANTS if v not in ("naive", "shared")
+                          and not get("conv2d", "cuda", v).applies(job)]
+                # naive through both ways to a boundary (its own loads; the extended copy, conv2d_extend)
                 runs = [("naive", d, e) for d in ("float32", "float64", "uint64") for e in (False, True)] \
-                    + [(v, "float32", False) for v in fused]  # their own loads (the rule may pick the copy)
+                    + [("shared", d, False) for d in ("float32", "float64")] \
+                    + [(v, "float32", False) for v in others]
                 runs = [r for r in runs if not variants or r[0] in variants]
                 for variant, dtype, extend in runs:
                     exact = dtype == "uint64"

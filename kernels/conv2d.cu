@@ -20,16 +20,16 @@
 //   separable : rank-1 kernels w = u v^T per (co, ci) pair: a row pass into a scratch buffer, then a column pass.
 //
 // Boundaries other than zero fill (wrap, symm, a non-zero fill constant; single channel), one index-mapping
-// rule (c2d_extend) for both ways:
-//   fused     : regblock, prefetch, strip and shfl compile the boundary in (C2D_BOUNDARY) and load the extended
-//               image directly: no second pass; separable's row pass reads it (conv2d_sep_rows_ext).
-//   border    : after naive and shared, a second pass adds to the outputs whose window leaves the
-//               image the taps that fall outside it;
-//   extend    : or, where that pass (or strip's own edge code) would cost more than a copy (a small image, a
-//               large kernel), the image extended into a new array first, which the variant reads with zero padding.
+// rule (c2d_extend):
+//   fused     : every variant loads the extended image directly, no second pass: regblock, prefetch, strip and
+//               shfl compile the boundary in (C2D_BOUNDARY); naive and shared take it as an argument (their taps
+//               or tile loads outside the image go through the rule); separable's row pass reads it
+//               (conv2d_sep_rows_ext).
+//   extend    : on request (corr2d's `extend`), the image extended into a new array first, which the variant then
+//               reads with zero padding.
 //
 // Dtypes: naive, shared, separable are templates (float, double; name expressions "conv2d_naive<float>");
-// naive, border and extend also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
+// naive and extend also for unsigned long long (exact integer convolution: sums wrap mod 2^64, which is
 // NumPy's int64 arithmetic on the same bits); regblock, prefetch and strip are float only and specialised by
 // #defines (Python prepends them).
 //
@@ -79,14 +79,70 @@
 #include "conv2d_common.cuh"
 
 // ============================================================================================ naive
-template <typename T>
+// The generic kernels (naive, shared, separable's row pass) take the boundary at run time (`boundary`, `fill`:
+// SIGCONV_BOUNDARY_*, a single-channel job unless it is fill with zero) and read the extended image in their own
+// loads, in one launch. naive and separable switch once per thread to a body compiled for that boundary
+// (c2d_row_taps<T, B>). A block whose windows' columns all lie inside the image reads its rows with plain loads;
+// the others map every tap's column by selects (c2d_extend_near), the same instructions in every lane, so that no
+// lane of a warp waits on another's longer loop: on a small image the grid is a wave or two and the slowest warps
+// set the kernel's end. (Through c2d_extend per tap naive took 1.23-1.67 x its zero-fill time on an H200; with
+// three runs of consecutive taps per row, left of the image, inside, right of it, whose lengths differ from lane to
+// lane, 1.13-1.30 x.) With zero fill the outside taps add nothing.
+
+// acc + sum_{j < kW} w[j] * xe[c0 + j] along one row of the extended image: xr the image row under it (null: a row
+// of the fill constant), boundary B, W the row's length. `inside`: every lane's window columns lie in [0, W) (the
+// caller's block-uniform test); else within one period of the row (-W <= c0, c0 + kW <= 2W) each tap's column by
+// selects, and beyond (a kernel larger than the image) through c2d_extend. `skip`: zero fill, outside taps add
+// nothing.
+template <typename T, int B>
+__device__ __forceinline__ T c2d_row_taps(const T* __restrict__ xr, const T* __restrict__ w, int c0, int kW, int W,
+                                          T fill, bool skip, bool inside, T acc) {
+    if (xr == nullptr) {
+        if (!skip)
+            for (int j = 0; j < kW; ++j) acc += w[j] * fill;
+    } else if (inside) {
+        xr += c0;
+        for (int j = 0; j < kW; ++j) acc += w[j] * xr[j];
+    } else if (c0 >= -W && c0 + kW <= 2 * W) {
+        for (int j = 0; j < kW; ++j) {
+            const int t = c0 + j;
+            const int gc = B == SIGCONV_BOUNDARY_FILL ? (t >= 0 && t < W ? t : -1) : c2d_extend_near<B>(t, W);
+            if (B != SIGCONV_BOUNDARY_FILL || gc >= 0)
+                acc += w[j] * xr[gc];
+            else if (!skip)
+                acc += w[j] * fill;
+        }
+    } else {
+        for (int j = 0; j < kW; ++j) {
+            const int gc = c2d_extend(c0 + j, W, B);
+            if (gc >= 0)
+                acc += w[j] * xr[gc];
+            else if (!skip)
+                acc += w[j] * fill;
+        }
+    }
+    return acc;
+}
+
+// Whether the windows of a block's output columns [c, c + n) all lie inside the W columns of the image: taps
+// [c*sx - px, (c + n - 1)*sx - px + kW).
+__device__ __forceinline__ bool c2d_block_cols_inside(int c, int n, int sx, int px, int kW, int W) {
+    return c * sx - px >= 0 && (c + n - 1) * sx - px + kW <= W;
+}
+
+template <typename T, int B>
 __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __restrict__ w,
                                            const T* __restrict__ bias, T* __restrict__ y, int N, int Cin,
                                            int H, int W, int Cout, int kH, int kW, int sy, int sx, int py,
-                                           int px, int Ho, int Wo, int has_bias) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;  // output column
+                                           int px, int Ho, int Wo, int has_bias, T fill) {
+    const int cb = blockIdx.x * blockDim.x;
+    const int c = cb + threadIdx.x;                       // output column
     const int r = blockIdx.y * blockDim.y + threadIdx.y;  // output row
+    // (before the exit: the same answer in every thread of the block)
+    const bool inside = c2d_block_cols_inside(cb, min((int)blockDim.x, Wo - cb), sx, px, kW, W);
     if (r >= Ho || c >= Wo) return;                       // no barriers below: early exit is safe
+    const bool skip = B == SIGCONV_BOUNDARY_FILL && fill == T(0);  // zero fill: outside taps add nothing
+    const int c0 = c * sx - px;                                     // input column of tap column 0
     FOR_PLANES(z, N * Cout) {
         const int n = z / Cout, co = z - n * Cout;
         T acc = has_bias ? bias[co] : T(0);
@@ -94,13 +150,10 @@ __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __r
             const T* xp = x + (i64)(n * Cin + ci) * H * W;
             const T* wp = w + (i64)(co * Cin + ci) * kH * kW;
             for (int i = 0; i < kH; ++i) {
-                const int gr = r * sy + i - py;  // input row of tap row i
-                if (gr < 0 || gr >= H) continue;
-                for (int j = 0; j < kW; ++j) {
-                    const int gc = c * sx + j - px;  // input column of tap column j
-                    if (gc < 0 || gc >= W) continue;
-                    acc += wp[i * kW + j] * xp[(i64)gr * W + gc];
-                }
+                const int gr = c2d_extend(r * sy + i - py, H, B);  // image row under tap row i; -1: fill
+                if (gr < 0 && skip) continue;
+                acc = c2d_row_taps<T, B>(gr < 0 ? nullptr : xp + (i64)gr * W, wp + i * kW, c0, kW, W, fill, skip,
+                                         inside, acc);
             }
         }
         y[((i64)z * Ho + r) * Wo + c] = acc;
@@ -110,18 +163,27 @@ __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __r
 template <typename T>
 __global__ void conv2d_naive(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                              T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,
-                             int sx, int py, int px, int Ho, int Wo, int has_bias) {
-    naive_body<T>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, has_bias);
+                             int sx, int py, int px, int Ho, int Wo, int has_bias, int boundary, T fill) {
+    if (boundary == SIGCONV_BOUNDARY_WRAP)
+        naive_body<T, SIGCONV_BOUNDARY_WRAP>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
+                                             has_bias, fill);
+    else if (boundary == SIGCONV_BOUNDARY_SYMM)
+        naive_body<T, SIGCONV_BOUNDARY_SYMM>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
+                                             has_bias, fill);
+    else
+        naive_body<T, SIGCONV_BOUNDARY_FILL>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
+                                             has_bias, fill);
 }
 
 // =========================================================================================== shared
 // Block (bx, by) -> output tile rows [or0, or0+by) x cols [oc0, oc0+bx) of plane (n, co).
-// Input tile: th = (by-1)*sy + kH rows, tw = (bx-1)*sx + kW cols starting at (or0*sy - py, oc0*sx - px).
+// Input tile: th = (by-1)*sy + kH rows, tw = (bx-1)*sx + kW cols starting at (or0*sy - py, oc0*sx - px), of the
+// image extended by `boundary` (c2d_extend: the fill constant, wrapped or mirrored samples).
 // Row pitch `pitch` >= tw is chosen by the launcher so that the rows one warp touches fall in distinct banks.
 template <typename T>
 __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                               T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,
-                              int sx, int py, int px, int Ho, int Wo, int has_bias, int pitch) {
+                              int sx, int py, int px, int Ho, int Wo, int has_bias, int pitch, int boundary, T fill) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* tile = reinterpret_cast<T*>(smem_raw);
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -140,8 +202,8 @@ __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, 
             __syncthreads();  // previous channel's reads are done before overwriting the tile
             for (int idx = tid; idx < th * tw; idx += nt) {
                 const int tr = idx / tw, tc = idx - tr * tw;
-                const int gr = ir0 + tr, gc = ic0 + tc;
-                tile[tr * pitch + tc] = (gr >= 0 && gr < H && gc >= 0 && gc < W) ? xp[(i64)gr * W + gc] : T(0);
+                const int er = c2d_extend(ir0 + tr, H, boundary), ec = c2d_extend(ic0 + tc, W, boundary);
+                tile[tr * pitch + tc] = (er >= 0 && ec >= 0) ? xp[(i64)er * W + ec] : fill;  // the extended image
             }
             __syncthreads();
             if (live) {
@@ -198,6 +260,20 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 #endif
 
+#if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
+// A wrap or symm tile beyond one period of the image (a kernel larger than the image) without 16-byte rows: every
+// element through c2d_extend, in a function of its own (__noinline__), so that the rule's division code sets neither
+// the registers nor the branches of the loads of every other tile.
+__device__ __noinline__ void tiled_copy_far(float* tile, const float* __restrict__ xp, int H, int W, int ir0, int ca,
+                                            int tid) {
+    for (int idx = tid; idx < TH * TWL; idx += NT) {
+        const int tr = idx / TWL, tc = idx - tr * TWL;
+        const int er = c2d_extend(ir0 + tr, H, C2D_BOUNDARY), ec = c2d_extend(ca + tc, W, C2D_BOUNDARY);
+        cp_async4(tile + tr * PITCH + tc, xp + (i64)er * W + ec, 4);
+    }
+}
+#endif
+
 // Issue the copies of input channel ci's tile and weights into one stage of shared memory. The tile holds the
 // image extended by the compiled boundary (C2D_BOUNDARY, conv2d_common.cuh): `fill` outside for fill (stored
 // directly), wrapped or mirrored samples for wrap and symm. vec: W % 4 == 0 and x 16-byte aligned, so each
@@ -228,18 +304,20 @@ __device__ __forceinline__ void tiled_issue(float* stage, const float* __restric
                 for (int e = 0; e < 4; ++e) cp_async4(dst + e, src + 3 - e, 4);
             }
         }
-    } else if (!vec) {
+    } else if (near) {
         // rows that are not 16-byte (W % 4 != 0): element by element, one unconditional copy each (wrap and symm
-        // read the image everywhere), each place by selects within one period, else through c2d_extend. (Through
-        // c2d_extend with the fill builds' branch for every tile, prefetch 16x8 with 9x9 on 1025 x 65535 took
-        // 1.23 x its zero-fill time under wrap on an H100.)
+        // read the image everywhere), each place by selects (a loop of its own: with the choice between the selects
+        // and c2d_extend inside it, ptxas branched per element around the rule's division code, and prefetch 16x8
+        // with 9x9 on 1025 x 65535 took 1.16 x its zero-fill time under wrap on an H200). A tile beyond one period
+        // of the image: tiled_copy_far.
         constexpr int B = C2D_BOUNDARY;
         for (int idx = tid; idx < TH * TWL; idx += NT) {
             const int tr = idx / TWL, tc = idx - tr * TWL;
-            const int er = near ? c2d_extend_near<B>(ir0 + tr, H) : c2d_extend(ir0 + tr, H, B);
-            const int ec = near ? c2d_extend_near<B>(ca + tc, W) : c2d_extend(ca + tc, W, B);
+            const int er = c2d_extend_near<B>(ir0 + tr, H), ec = c2d_extend_near<B>(ca + tc, W);
             cp_async4(tile + tr * PITCH + tc, xp + (i64)er * W + ec, 4);
         }
+    } else if (!vec) {
+        tiled_copy_far(tile, xp, H, W, ir0, ca, tid);
     } else
 #endif
     if (vec) {
@@ -263,8 +341,7 @@ __device__ __forceinline__ void tiled_issue(float* stage, const float* __restric
                 }
             }
         }
-    } else {  // tails: W not a multiple of 4 (or unaligned base): element by element, still coalesced (under wrap
-              // or symm: a tile beyond one period of the image, a kernel larger than it)
+    } else {  // tails: W not a multiple of 4 (or unaligned base): element by element, still coalesced
         for (int idx = tid; idx < TH * TWL; idx += NT) {
             const int tr = idx / TWL, tc = idx - tr * TWL;
             const int er = c2d_extend(ir0 + tr, H, C2D_BOUNDARY);
@@ -433,35 +510,34 @@ __global__ void conv2d_sep_rows(const T* __restrict__ x, const T* __restrict__ v
 }
 
 // Row pass under a boundary other than zero fill (one image, one channel, stride 1): tmp[r', c] = sum_j v[j] *
-// xe[r' - py, c + j - px], the image extended by the rule (c2d_extend, `boundary`, `fill`), for r' < Hn = Ho + kH - 1;
-// the column pass then runs unchanged on tmp. So a wrap, symm or fill-constant call costs separable the two passes
-// of a zero-fill call and no third one; the zero-fill row pass above stays as it is. Only the threads whose window
-// leaves the image's columns pay the rule per tap.
+// xe[r' - py, c + j - px], the image extended by the rule (`boundary`, `fill`), for r' < Hn = Ho + kH - 1; the
+// column pass then runs unchanged on tmp. So a wrap, symm or fill-constant call costs separable the two passes of a
+// zero-fill call and no third one; the zero-fill row pass above stays as it is. The window's row through
+// c2d_row_taps, as in naive.
+template <typename T, int B>
+__device__ __forceinline__ void sep_rows_ext_body(const T* __restrict__ x, const T* __restrict__ v, T* __restrict__ tmp,
+                                                  int H, int W, int kW, int py, int px, int Hn, int Wo, T fill) {
+    const int cb = blockIdx.x * blockDim.x;
+    const int c = cb + threadIdx.x;
+    const int rr = blockIdx.y * blockDim.y + threadIdx.y;
+    const bool inside = c2d_block_cols_inside(cb, min((int)blockDim.x, Wo - cb), 1, px, kW, W);
+    if (c >= Wo || rr >= Hn || H <= 0 || W <= 0) return;  // (the launcher refuses an empty image)
+    const int gr = c2d_extend(rr - py, H, B);  // image row under tmp's row rr; -1: a row of the constant
+    tmp[(i64)rr * Wo + c] = c2d_row_taps<T, B>(gr < 0 ? nullptr : x + (i64)gr * W, v, c - px, kW, W, fill, false,
+                                               inside, T(0));
+}
+
 template <typename T>
 __global__ void conv2d_sep_rows_ext(const T* __restrict__ x, const T* __restrict__ v, T* __restrict__ tmp, int H,
                                     int W, int kW, int py, int px, int Hn, int Wo, int boundary, T fill) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    const int rr = blockIdx.y * blockDim.y + threadIdx.y;
-    if (c >= Wo || rr >= Hn || H <= 0 || W <= 0) return;  // (the launcher refuses an empty image)
-    const int gr = c2d_extend(rr - py, H, boundary);  // image row under tmp's row rr; -1: a row of the constant
-    T acc = T(0);
-    if (gr < 0) {
-        for (int j = 0; j < kW; ++j) acc += v[j] * fill;
-    } else if (c - px >= 0 && c - px + kW <= W) {  // the window's columns inside the image: plain loads
-        const T* xr = x + (i64)gr * W + (c - px);
-        for (int j = 0; j < kW; ++j) acc += v[j] * xr[j];
-    } else {
-        const T* xr = x + (i64)gr * W;
-        for (int j = 0; j < kW; ++j) {
-            const int gc = c2d_extend(c + j - px, W, boundary);
-            const T xv = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds), so that the loads can overlap
-            acc += v[j] * (gc < 0 ? fill : xv);
-        }
-    }
-    tmp[(i64)rr * Wo + c] = acc;
+    if (boundary == SIGCONV_BOUNDARY_WRAP)
+        sep_rows_ext_body<T, SIGCONV_BOUNDARY_WRAP>(x, v, tmp, H, W, kW, py, px, Hn, Wo, fill);
+    else if (boundary == SIGCONV_BOUNDARY_SYMM)
+        sep_rows_ext_body<T, SIGCONV_BOUNDARY_SYMM>(x, v, tmp, H, W, kW, py, px, Hn, Wo, fill);
+    else
+        sep_rows_ext_body<T, SIGCONV_BOUNDARY_FILL>(x, v, tmp, H, W, kW, py, px, Hn, Wo, fill);
 }
 
-// Column pass: y[p, r, c] = bias[co] + sum_ci sum_i u[co, ci, i] * tmp[zz, ci, r*sy + i, c].
 template <typename T>
 __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__ u, const T* __restrict__ bias,
                                 T* __restrict__ y, int z0, int nz, int Cin, int Cout, int kH, int sy, int Hn, int Ho,
@@ -481,93 +557,11 @@ __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__
     }
 }
 
-// ============================================================================================ border
-// Boundaries other than zero fill (single channel: x (H, W), w (kH, kW), stride 1, no bias). Any variant first
-// computes y with zero padding, which is already right wherever the window lies inside the image. This pass visits
-// only the outputs whose window leaves it (top/bottom bands, left/right columns between them: c2d_border_rc) and
-// adds to each what zero padding left out: the taps that fall outside the image, times xe[gr, gc] read through the
-// boundary rule (c2d_extend), or the fill constant. An output of the left band of a 31x31 "same" window has on
-// average a quarter of its taps outside, so the pass reads a quarter of what recomputing the outputs would. In a
-// row of the image those taps are the columns j < jl and j >= jr (c2d_border_cols); in a row outside it, all kW.
-// The pass is latency-bound: each output is a chain of loads from an image that has mostly left L2. With enough
-// border elements to fill the GPU (G == 1) a thread owns one and its column loops are unrolled by 4, so four loads
-// are in flight; with few (a small image, a large kernel) G lanes (a power of two up to 32, chosen by the
-// launcher) share one element: in every tap row lane g takes the outside columns j0 + g, j0 + g + G, ... of each
-// range, and the G partial sums meet by xor shuffles. Either way a thread steps through the outside taps only.
-// Grid-stride over the `count` elements (i64: the bands of a large image can exceed 2^31 elements); the loop is
-// warp-uniform (it tests the warp's first element), so every shuffle has all 32 lanes.
-// 3x3 on 1025 x 65536 "same": 2 rows x 65536 + 1023 rows x 2 columns, 0.2% of the outputs, 3 of 9 taps each.
-// Integers (uint64) add mod 2^64, so the sum is the exact one in any order.
-template <typename T, int G1>
-__device__ __forceinline__ T c2d_border_cols(const T* __restrict__ xr, const T* __restrict__ wr, int j0, int j1,
-                                             int G, i64 c0, int W, int boundary, T fill, T acc) {
-    if (G1) {
-#pragma unroll 4
-        for (int j = j0; j < j1; ++j) {
-            const int gc = c2d_extend(c0 + j, W, boundary);
-            const T v = xr[gc < 0 ? 0 : gc];  // unconditional (in bounds): the unrolled loads overlap
-            acc += wr[j] * (gc < 0 ? fill : v);
-        }
-    } else {  // (the lanes of the element keep G loads in flight)
-        for (int j = j0; j < j1; j += G) {
-            const int gc = c2d_extend(c0 + j, W, boundary);
-            acc += wr[j] * (gc < 0 ? fill : xr[gc < 0 ? 0 : gc]);
-        }
-    }
-    return acc;
-}
-
-// One border output's outside taps, lane g of G: window corner (r0, c0) in the image, tap columns [jl, jr) inside.
-template <typename T, int G1>
-__device__ __forceinline__ T c2d_border_taps(const T* __restrict__ x, const T* __restrict__ w, int H, int W, int kH,
-                                             int kW, i64 r0, i64 c0, int jl, int jr, int g, int G, int boundary,
-                                             T fill) {
-    T acc = T(0);
-    for (int i = 0; i < kH; ++i) {
-        const T* wr = w + (i64)i * kW;
-        const bool rin = r0 + i >= 0 && r0 + i < H;
-        const int gr = c2d_extend(r0 + i, H, boundary);  // row of xe under tap row i
-        if (gr < 0) {  // a row of the fill constant
-            for (int j = g; j < kW; j += G) acc += wr[j] * fill;
-            continue;
-        }
-        const T* xr = x + (i64)gr * W;
-        acc = c2d_border_cols<T, G1>(xr, wr, g, rin ? jl : kW, G, c0, W, boundary, fill, acc);
-        if (rin) acc = c2d_border_cols<T, G1>(xr, wr, jr + g, kW, G, c0, W, boundary, fill, acc);
-    }
-    return acc;
-}
-
-template <typename T>
-__global__ void conv2d_border(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int H, int W,
-                              int kH, int kW, int py, int px, int Ho, int Wo, int top, int bot, int left, int right,
-                              i64 count, int boundary, T fill, int G) {
-    const int lane = threadIdx.x & 31, g = lane & (G - 1);
-    const i64 step = (i64)gridDim.x * blockDim.x / G;  // elements per sweep of the grid (blockDim % 32 == 0)
-    if (H <= 0 || W <= 0) return;  // no image to read (the launcher refuses it; the loads below read x[0])
-    for (i64 e = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G; e - lane / G < count; e += step) {
-        T acc = T(0);
-        int r = 0, c = 0;
-        if (e < count) {
-            c2d_border_rc(e, Ho, Wo, top, bot, left, right, r, c);
-            const i64 r0 = (i64)r - py, c0 = (i64)c - px;  // the window's top-left corner in the image
-            // tap columns that read inside the image: [jl, jr)
-            const int jl = (int)(c0 >= 0 ? 0 : (-c0 < kW ? -c0 : kW));
-            const int jr = (int)(W - c0 <= jl ? jl : (W - c0 < kW ? W - c0 : kW));
-            acc = G == 1 ? c2d_border_taps<T, 1>(x, w, H, W, kH, kW, r0, c0, jl, jr, 0, 1, boundary, fill)
-                         : c2d_border_taps<T, 0>(x, w, H, W, kH, kW, r0, c0, jl, jr, g, G, boundary, fill);
-        }
-        for (int o = G >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        if (e < count && g == 0) y[(i64)r * Wo + c] += acc;
-    }
-}
-
 // ========================================================================================= extend
 // The other way to a boundary other than zero fill: the image extended by the rule (c2d_extend) into a new array
 // xe of He x We, xe[r, c] = xe(x)[r - oy, c - ox], which any variant then reads with zero padding as a "valid"
-// correlation, at zero-fill speed. It costs one read and one write of the extended image, against the border
-// pass's chain of loads per outside tap: the launcher (cuda2d.border_path) takes it where the outside taps are
-// many against the copy's elements (a small image, a large kernel). One thread per column, stepping over rows
+// correlation, at zero-fill speed, for one read and one write of the extended image (on request: corr2d's
+// `extend`; every variant reads the extension in its own loads otherwise). One thread per column, stepping over rows
 // (grid-stride in y): a warp's loads and stores are consecutive columns of one row (backwards under symm's mirror,
 // still within the row's cache lines).
 template <typename T>
@@ -584,27 +578,21 @@ __global__ void conv2d_extend(const T* __restrict__ x, T* __restrict__ xe, int H
 
 // Instances for the stand-alone nvcc check (NVRTC builds the same names from name_expressions).
 template __global__ void conv2d_naive<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
-                                             int, int, int, int, int, int, int, int, int);
+                                             int, int, int, int, int, int, int, int, int, int, float);
 template __global__ void conv2d_naive<double>(const double*, const double*, const double*, double*, int, int, int, int,
-                                              int, int, int, int, int, int, int, int, int, int);
+                                              int, int, int, int, int, int, int, int, int, int, int, double);
 template __global__ void conv2d_naive<unsigned long long>(const unsigned long long*, const unsigned long long*,
                                                           const unsigned long long*, unsigned long long*, int, int, int,
-                                                          int, int, int, int, int, int, int, int, int, int, int);
-template __global__ void conv2d_border<float>(const float*, const float*, float*, int, int, int, int, int, int, int, int,
-                                              int, int, int, int, i64, int, float, int);
-template __global__ void conv2d_border<double>(const double*, const double*, double*, int, int, int, int, int, int, int,
-                                               int, int, int, int, int, i64, int, double, int);
-template __global__ void conv2d_border<unsigned long long>(const unsigned long long*, const unsigned long long*,
-                                                           unsigned long long*, int, int, int, int, int, int, int, int,
-                                                           int, int, int, int, i64, int, unsigned long long, int);
+                                                          int, int, int, int, int, int, int, int, int, int, int, int,
+                                                          unsigned long long);
 template __global__ void conv2d_extend<float>(const float*, float*, int, int, int, int, int, int, int, float);
 template __global__ void conv2d_extend<double>(const double*, double*, int, int, int, int, int, int, int, double);
 template __global__ void conv2d_extend<unsigned long long>(const unsigned long long*, unsigned long long*, int, int, int,
                                                            int, int, int, int, unsigned long long);
 template __global__ void conv2d_shared<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
-                                              int, int, int, int, int, int, int, int, int, int);
+                                              int, int, int, int, int, int, int, int, int, int, int, float);
 template __global__ void conv2d_shared<double>(const double*, const double*, const double*, double*, int, int, int,
-                                               int, int, int, int, int, int, int, int, int, int, int, int);
+                                               int, int, int, int, int, int, int, int, int, int, int, int, int, double);
 template __global__ void conv2d_sep_rows<float>(const float*, const float*, float*, int, int, int, int, int, int, int,
                                                 int, int, int, int, int);
 template __global__ void conv2d_sep_rows<double>(const double*, const double*, double*, int, int, int, int, int, int,

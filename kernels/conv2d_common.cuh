@@ -19,7 +19,7 @@ __device__ __forceinline__ void c2d_store4(float* op, const float (&a)[4], float
     }
 }
 
-// ------------------------------------------------------------------ boundary rules (conv2d_border)
+// ------------------------------------------------------------------------------------ boundary rules
 // The extension xe of a plane beyond [0, H) x [0, W), SciPy's convolve2d `boundary`; the launcher reads these
 // codes (sigconv.backends.cuda2d.BOUNDARIES).
 #define SIGCONV_BOUNDARY_FILL 0  // the constant `fill`
@@ -30,27 +30,13 @@ __device__ __forceinline__ void c2d_store4(float* op, const float (&a)[4], float
 // larger than the image reaches several periods out) -> the sample xe[i] repeats, in [0, n), or -1 where xe is
 // the fill constant. symm: m = i mod 2n, then m >= n mirrors to 2n-1-m (n..2n-1 -> n-1..0).
 // Within one period of the image (-n <= i < 2n: every index unless the kernel is larger than the image) the rule
-// is a select (c2d_extend_near's): no division, which costs tens of instructions (the 64-bit one a call) per
-// index in the loads of the edge tiles and border elements.
-__device__ __forceinline__ int c2d_extend(i64 i, int n, int boundary) {
-    if (i >= 0 && i < n) return (int)i;  // inside: no division (the common case even in the border bands)
-    if (boundary == SIGCONV_BOUNDARY_FILL) return -1;
-    if (i >= -(i64)n && i < 2 * (i64)n) {  // one period out: i + n or i - n under wrap, mirrored under symm
-        const int k = (int)(i < 0 ? i + n : i - n);
-        return boundary == SIGCONV_BOUNDARY_WRAP ? k : n - 1 - k;
-    }
-    const i64 p = boundary == SIGCONV_BOUNDARY_WRAP ? (i64)n : 2 * (i64)n;
-    i64 m = i % p;
-    if (m < 0) m += p;  // C's % truncates toward zero: true modulo for i < 0
-    return (int)(m >= n ? p - 1 - m : m);  // (wrap never has m >= n)
-}
-// The same rule for a 32-bit index (the fused kernels' rows and columns), in unsigned 32-bit arithmetic (2n <
-// 2^32): a modulo the compiler inlines, where the 64-bit one is a call that pins registers in unrolled loops.
-// i < 0: i mod p = p - 1 - ((-i - 1) mod p).
+// is a select (c2d_extend_near's): no division, which costs tens of instructions per index in the loads of the edge
+// tiles. Beyond it, unsigned 32-bit arithmetic (2n < 2^32): a modulo the compiler inlines (a 64-bit one is a call
+// that pins registers in unrolled loops). i < 0: i mod p = p - 1 - ((-i - 1) mod p).
 __device__ __forceinline__ int c2d_extend(int i, int n, int boundary) {
     if (i >= 0 && i < n) return i;
     if (boundary == SIGCONV_BOUNDARY_FILL) return -1;
-    if (i < 0 ? i >= -n : i - n < n) {  // one period out (as above; i - n cannot overflow here)
+    if (i < 0 ? i >= -n : i - n < n) {  // one period out: i + n or i - n under wrap, mirrored under symm
         const int k = i < 0 ? i + n : i - n;
         return boundary == SIGCONV_BOUNDARY_WRAP ? k : n - 1 - k;
     }
@@ -123,32 +109,6 @@ __device__ __forceinline__ float4 c2d_ld_chunk(const float* __restrict__ rp, C2d
     const float4 t = __ldg(reinterpret_cast<const float4*>(rp + ch.base));
     if (B == SIGCONV_BOUNDARY_WRAP) return t;  // (wrap keeps the order)
     return ch.rev ? make_float4(t.w, t.z, t.y, t.x) : t;
-}
-
-// Border element e -> output (r, c). The outputs whose window leaves the image are rows r < top and r >= bot,
-// all Wo columns, then in rows [top, bot) the columns c < left and c >= right (the launcher's
-// cuda2d.border_bands). Enumerated in that order, each once: e < top*Wo: the top band, row-major; then
-// (Ho-bot)*Wo of the bottom band; then (bot-top) rows of sw = left + (Wo-right) columns each.
-__device__ __forceinline__ void c2d_border_rc(i64 e, int Ho, int Wo, int top, int bot, int left, int right, int& r,
-                                              int& c) {
-    const i64 ntop = (i64)top * Wo, nbot = (i64)(Ho - bot) * Wo;
-    if (e < ntop) {
-        r = (int)(e / Wo);
-        c = (int)(e - (i64)r * Wo);
-        return;
-    }
-    e -= ntop;
-    if (e < nbot) {
-        const int q = (int)(e / Wo);
-        r = bot + q;
-        c = (int)(e - (i64)q * Wo);
-        return;
-    }
-    e -= nbot;  // middle rows: sw > 0 here, else the count has no such elements
-    const int sw = left + (Wo - right);
-    const int q = (int)(e / sw), k = (int)(e - (i64)q * sw);
-    r = top + q;
-    c = k < left ? k : right + (k - left);  // the left columns, then the right ones
 }
 
 #endif  // SIGCONV_CONV2D_COMMON_CUH

@@ -196,12 +196,10 @@ def test_asymmetric_rank1_kernel_through_the_api(rng, fn, variant):
 
 
 # ------------------------------------------------------------------ boundaries: wrap, symm, a fill constant
-# regblock, prefetch, strip, shfl and separable read the extended image in their own loads (cuda2d.FUSED); naive
-# and shared run with zero padding, then conv2d_border adds the taps outside the image to the outputs whose window
-# leaves it; where cuda2d.border_path says so (many outside taps against the image) conv2d_extend copies the
-# extended image instead, which naive, shared or strip (up to 11 rows) read with zero padding. Every variant,
-# through the path the rule picks and through the other one, against the float64 correlation of the image
-# extended by numpy.pad.
+# Every variant reads the extended image in its own loads (regblock, prefetch, strip and shfl with the boundary
+# compiled in, naive and shared by argument, separable in its row pass); with extend=True conv2d_extend copies the
+# extended image first, which the variant reads with zero padding. Every variant, through its own loads and through
+# the copy, against the float64 correlation of the image extended by numpy.pad.
 
 BOUNDARIES = [("fill", 0.0), ("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)]
 _NP_MODE = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}
@@ -238,9 +236,21 @@ def _quiet_autotune(tmp_path, monkeypatch):
     monkeypatch.setenv("SIGCONV_AUTOTUNE", "0")
 
 
+#: The shapes of the default GPU run (the rest with --runslow): an odd width with an even kernel, 16-byte rows, and
+#: kernels larger than the image with and without 16-byte rows. Each kernel size compiles the specialised variants'
+#: builds for every boundary (NVRTC), which sets the suite's time.
+BORDER_SHAPES_DEFAULT = ("37x1823-5x4", "45x1024-7x7", "3x5-7x9", "5x8-7x9")
+
+
+def _border_shape_params():
+    for s in BORDER_SHAPES:
+        marks = () if s[0] in BORDER_SHAPES_DEFAULT else (pytest.mark.slow,)
+        yield pytest.param(s, id=s[0], marks=marks)
+
+
 @pytest.mark.usefixtures("_quiet_autotune")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", BORDER_SHAPES, ids=[s[0] for s in BORDER_SHAPES])
+@pytest.mark.parametrize("shape", list(_border_shape_params()))
 @pytest.mark.parametrize("name", ["auto"] + [v.name for v in VARIANTS])
 def test_boundary_every_variant(rng, name, dtype, shape):
     """Each variant (and auto) with boundary fill 0 / fill 2.5 / wrap / symm, full/same/valid windows, equals the
@@ -265,22 +275,20 @@ def test_boundary_every_variant(rng, name, dtype, shape):
             why = v.applies(Conv2dJob((1, 1, H, W), (1, 1, kH, kW), dtype, (1, 1), pad, out_hw, rank1=True))
             if why:
                 continue
-        # the path the rule picks (None), and for a named variant the other one: the copy for the fused variants
-        # (where the variant still applies to the copy, read with zero padding), the pass or the copy for the rest
-        rule = None if v is None else cuda2d.border_path(name, H, W, kH, kW, pad, out_hw)
-        paths = [None] if v is None else [None, rule != "extend"]
-        if rule == "fused" and v.applies(Conv2dJob((1, 1, out_hw[0] + kH - 1, out_hw[1] + kW - 1), (1, 1, kH, kW),
-                                                   dtype, (1, 1), (0, 0), out_hw, rank1=True)):
-            paths = [None]
+        # the variant's own loads, and for a named variant the copy (where the variant still applies to it, read with
+        # zero padding)
+        paths = [False]
+        if v is not None and not v.applies(Conv2dJob((1, 1, out_hw[0] + kH - 1, out_hw[1] + kW - 1), (1, 1, kH, kW),
+                                                     dtype, (1, 1), (0, 0), out_hw, rank1=True)):
+            paths = [False, True]
         for boundary, fill in BOUNDARIES:
             ref = scipy.signal.correlate2d(_extended(x64, kH, kW, pad, out_hw, boundary, fill), w64, "valid")
-            for extend in paths if (boundary, fill) != ("fill", 0.0) else [None]:
+            for extend in paths if (boundary, fill) != ("fill", 0.0) else [False]:
                 out = cupy.full((1, 1) + out_hw, cupy.nan, dtype=dtype)
                 y = cuda2d.corr2d(x, w, None, (1, 1), pad, out_hw, variant=name, out=out, boundary=boundary,
                                   fillvalue=fill, extend=extend)
                 assert y is out
-                _check(y[0, 0], ref, dtype, f"{name} {dtype} {label} {mode} {boundary} fill={fill} extend={extend} "
-                                            f"(rule: {rule})")
+                _check(y[0, 0], ref, dtype, f"{name} {dtype} {label} {mode} {boundary} fill={fill} extend={extend}")
                 ran += 1
     if not ran:
         pytest.skip(f"{name} applies to no window of {label}")
@@ -311,19 +319,20 @@ def test_boundary_every_block(rng, name):
                 _check(out[0, 0], ref, "float32", f"{name} {block} {mode} {boundary} fill={fill}")
 
 
-def test_border_pass_runs_only_where_needed(rng, monkeypatch):
-    """fill with 0 launches neither the border pass nor the copy. Otherwise each call launches what border_path says:
-    for naive and shared the pass after the variant on 20 x 32 with 3x3, the copy before it on 24 x 24 with 15x15
-    and on 48 x 48 with 11x11; on 20 x 32 the copy for every variant when asked for; otherwise nothing (the fused
-    variants' loads read the extended image, strip's with every kernel size).
-    Every result checked against the float64 reference."""
+def test_boundaries_run_in_one_launch_unless_the_copy_is_asked_for(rng, monkeypatch):
+    """No variant launches a second kernel for a boundary: on 20 x 32 with 3x3 each variant, and on 24 x 24 with
+    15x15 (every output's window leaving the image) naive, shared and separable (the others' builds for that kernel
+    are checked by test_boundary_every_variant's kernels larger than the image), run fill 2.5, wrap and symm as one
+    launch of their own kernel (separable: its row pass and column pass, as under zero fill), the copy
+    (conv2d_extend) only with extend=True. Every result checked against the float64 reference."""
     from sigconv.backends import cuda2d
 
-    calls = []
-    real_pass, real_copy = cuda2d.launch_border, cuda2d.launch_extend
-    monkeypatch.setattr(cuda2d, "launch_border", lambda *a, **k: calls.append(("pass",) + a[4:6]) or real_pass(*a, **k))
-    monkeypatch.setattr(cuda2d, "launch_extend", lambda *a, **k: calls.append(("copy",) + a[5:7]) or real_copy(*a, **k))
-    for (H, W, k), extend in (((20, 32, 3), None), ((24, 24, 15), None), ((48, 48, 11), None), ((20, 32, 3), True)):
+    copies, launches = [], []
+    real_copy, real_generic = cuda2d.launch_extend, cuda2d._generic
+    monkeypatch.setattr(cuda2d, "launch_extend", lambda *a, **k: copies.append(a[5:7]) or real_copy(*a, **k))
+    monkeypatch.setattr(cuda2d, "_generic",
+                        lambda kernel, dtype: launches.append(kernel) or real_generic(kernel, dtype))
+    for (H, W, k), extend in (((20, 32, 3), False), ((24, 24, 15), False), ((20, 32, 3), True)):
         x = cupy.asarray(rng.standard_normal((1, 1, H, W)), dtype=cupy.float32)
         wh = np.outer(rng.standard_normal(k), rng.standard_normal(k))
         w = cupy.asarray(wh.reshape(1, 1, k, k), dtype=cupy.float32)
@@ -331,26 +340,26 @@ def test_border_pass_runs_only_where_needed(rng, monkeypatch):
         for variant in cuda2d.VARIANTS:
             why = _registry.get("conv2d", "cuda", variant).applies(
                 Conv2dJob((1, 1, H, W), (1, 1, k, k), "float32", (1, 1), pad, (H, W), rank1=True))
-            if why or (extend and variant == "shfl" and k - 1 > cuda2d.SHFL_HALO):
+            if why or (k > 3 and variant not in ("naive", "shared", "separable")):
                 continue
-            calls.clear()
+            copies.clear()
             for boundary, fill in BOUNDARIES:
+                launches.clear()
                 y = cuda2d.corr2d(x, w, None, (1, 1), pad, (H, W), variant=variant, boundary=boundary, fillvalue=fill,
                                   extend=extend)
                 ref = scipy.signal.correlate2d(_extended(cupy.asnumpy(x)[0, 0].astype(np.float64), k, k, pad, (H, W),
                                                          boundary, fill), cupy.asnumpy(w)[0, 0].astype(np.float64),
                                                "valid")
                 _check(y[0, 0], ref, "float32", f"{variant} {H}x{W} k{k} {boundary} fill={fill} extend={extend}")
-            rule = cuda2d.border_path(variant, H, W, k, k, pad, (H, W))
-            way = "copy" if extend or rule == "extend" else None if rule == "fused" else "pass"
-            want = [] if way is None else [(way, "fill", 2.5), (way, "wrap", 0.0), (way, "symm", 0.0)]
-            assert calls == want, (variant, H, W, k, extend)
-    assert set(cuda2d.FUSED) == {"regblock", "prefetch", "strip", "shfl", "separable"}
-    assert cuda2d.border_path("naive", 24, 24, 15, 15, (7, 7), (24, 24)) == "extend"
-    assert cuda2d.border_path("strip", 24, 24, 15, 15, (7, 7), (24, 24)) == "fused"
-    assert cuda2d.border_path("strip", 48, 48, 11, 11, (5, 5), (48, 48)) == "fused"
-    assert cuda2d.border_path("naive", 48, 48, 11, 11, (5, 5), (48, 48)) == "extend"
-    assert cuda2d.border_path("naive", 20, 32, 3, 3, (1, 1), (20, 32)) == "pass"
+                own = [n for n in launches if n != "conv2d_extend"]  # the generic kernels looked up by the call
+                if variant in ("naive", "shared"):
+                    assert own == [f"conv2d_{variant}"], (variant, H, W, k, boundary, fill, extend, launches)
+                else:  # (separable looks up its row and column passes; the others are specialised builds)
+                    allowed = {"conv2d_sep_rows", "conv2d_sep_rows_ext", "conv2d_sep_cols"} if variant == "separable" \
+                        else set()
+                    assert set(own) <= allowed, (variant, H, W, k, boundary, fill, extend, launches)
+            want = [("fill", 2.5), ("wrap", 0.0), ("symm", 0.0)] if extend else []
+            assert copies == want, (variant, H, W, k, extend)
 
 
 def test_boundary_refusals():

@@ -1,7 +1,7 @@
 """Host-side logic of the cuda backend that needs no GPU, run on the CPU with NumPy standing in for CuPy
-where only array maths is involved: the fft variant's filter spectrum and its cache; the two ways to the 2-D
-boundaries, the border pass and the extended copy (their bands and costs, the rule between them, and the kernels'
-own source compiled for the host)."""
+where only array maths is involved: the fft variant's filter spectrum and its cache; the 2-D boundaries (the rule,
+the generic kernels reading the extended image, separable's passes and the extended copy: the kernels' own source
+compiled for the host)."""
 
 from __future__ import annotations
 
@@ -58,18 +58,17 @@ def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     assert len(c._SPECTRA) == c._SPECTRA_MAX
 
 
-# ------------------------------------------------------------------ the border pass of the 2-D boundaries
-# cuda2d.border_bands (host) says which outputs' windows leave the image; conv2d_border (device) enumerates them
-# through c2d_border_rc and extends the image through c2d_extend (kernels/conv2d_common.cuh). Checked against a
-# brute-force list of those outputs and numpy.pad; tests/host_emulation/border_harness.cpp compiles the kernel's
-# own source for the host (AddressSanitizer) and runs it as the launcher would. cuda2d.border_costs counts the taps
-# the pass would read against the elements of the extended copy (conv2d_extend, run on the host the same way), and
-# cuda2d.border_path picks between them.
+# ------------------------------------------------------------------ the 2-D boundaries on the host
+# c2d_extend (kernels/conv2d_common.cuh) is the one boundary rule; naive and shared read the extended image through
+# it in their own loads, separable in its row pass, conv2d_extend into a copy. Checked against numpy.pad;
+# tests/host_emulation/border_harness.cpp compiles the kernels' own source for the host (AddressSanitizer) and runs
+# them as the launchers would.
 
 #: (H, W, kH, kW): the kernel larger than the image in both axes, in one, 1xN and Nx1 images, even and odd
-#: kernels, a single pixel, a 1x1 kernel.
+#: kernels, a single pixel, a 1x1 kernel, and an image wide enough for blocks whose windows lie inside it next to
+#: blocks whose windows leave it.
 BORDER_SHAPES = [(5, 7, 3, 3), (3, 5, 7, 9), (6, 2, 3, 4), (2, 9, 5, 2), (1, 11, 1, 4), (13, 1, 4, 1), (8, 8, 2, 2),
-                 (1, 1, 3, 3), (7, 6, 1, 1), (9, 10, 4, 5)]
+                 (1, 1, 3, 3), (7, 6, 1, 1), (9, 10, 4, 5), (6, 37, 3, 5)]
 
 
 def _border_modes(H, W, kH, kW):
@@ -82,63 +81,10 @@ def _border_modes(H, W, kH, kW):
         yield "valid", (0, 0), (H - kH + 1, W - kW + 1)
 
 
-def _brute_border(H, W, kH, kW, pad, out_hw):
-    """Boolean (Ho, Wo) mask: the outputs whose window reaches outside [0, H) x [0, W)."""
-    (py, px), (Ho, Wo) = pad, out_hw
-    m = np.zeros((Ho, Wo), bool)
-    for r in range(Ho):
-        for c in range(Wo):
-            m[r, c] = not (r - py >= 0 and r - py + kH <= H and c - px >= 0 and c - px + kW <= W)
-    return m
-
-
 def _all_border_cases():
     for H, W, kH, kW in BORDER_SHAPES:
         for mode, pad, out_hw in _border_modes(H, W, kH, kW):
             yield pytest.param(H, W, kH, kW, pad, out_hw, id=f"{H}x{W}-k{kH}x{kW}-{mode}")
-
-
-@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw", list(_all_border_cases()))
-def test_border_bands_match_brute_force(H, W, kH, kW, pad, out_hw):
-    """The bands (top/bottom rows, left/right columns between them) are exactly the outputs whose window leaves
-    the image, also with a kernel larger than the image (every output then)."""
-    from sigconv.backends.cuda2d import border_bands
-
-    top, bot, left, right, count = border_bands(H, W, kH, kW, pad, out_hw)
-    Ho, Wo = out_hw
-    assert 0 <= top <= bot <= Ho and 0 <= left <= right <= Wo
-    m = np.zeros((Ho, Wo), bool)
-    m[:top] = m[bot:] = True
-    m[top:bot, :left] = m[top:bot, right:] = True
-    want = _brute_border(H, W, kH, kW, pad, out_hw)
-    assert np.array_equal(m, want), f"bands {(top, bot, left, right)}:\n{m.astype(int)}\nwant\n{want.astype(int)}"
-    assert count == want.sum()
-    if kH > H or kW > W:
-        assert count == Ho * Wo
-
-
-def test_border_lanes_fill_one_wave():
-    """One lane per element when the border alone fills the GPU (the spectrogram), more (at least four taps each,
-    at most 32) when it is small, never beyond one wave of threads."""
-    from sigconv.backends import cuda2d
-
-    assert cuda2d.border_lanes(3, 3, 133_118) == 1 and cuda2d.border_lanes(5, 5, 266_236) == 1
-    assert cuda2d.border_lanes(7, 7, 49_104) == 4
-    assert cuda2d.border_lanes(31, 31, 1000) == 32 and cuda2d.border_lanes(1, 3, 10) == 1
-    for k, n in ((3, 100), (7, 5000), (15, 20_000), (31, 29_000)):
-        g = cuda2d.border_lanes(k, k, n)
-        assert g & (g - 1) == 0 and 1 <= g <= 32 and (g == 1 or (n * g <= cuda2d.BORDER_WAVE_THREADS
-                                                               and 4 * g <= k * k))
-
-
-def test_border_bands_of_the_spectrogram():
-    """1025 x 65536 with 3x3, same: two full rows and two columns of the rest; the count needs 64 bits for a
-    2^31-output image."""
-    from sigconv.backends.cuda2d import border_bands
-
-    assert border_bands(1025, 65536, 3, 3, (1, 1), (1025, 65536)) == (1, 1024, 1, 65535, 2 * 65536 + 1023 * 2)
-    big = border_bands(1 << 16, 1 << 16, 1 << 15, 3, (1 << 15, 1), (1 << 16, 1 << 16))
-    assert big[4] > 2**31
 
 
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -182,7 +128,7 @@ def prefetch(items) -> None:
 def border_harness(tmp_path_factory):
     """The border harness executable (see :func:`_build_border`)."""
     if CXX is None:
-        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the border pass skipped")
+        pytest.skip("no C++ compiler (g++/c++) on PATH: host emulation of the 2-D boundary kernels skipped")
     if _BORDER_BUILD:
         exe, skip, err = _BORDER_BUILD[0].result()
     else:
@@ -198,21 +144,6 @@ def _harness(exe, *args):
                          env={"ASAN_OPTIONS": "detect_leaks=0", "UBSAN_OPTIONS": "halt_on_error=1",
                               "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, f"border_harness {args[0]} failed (rc {res.returncode}):\n{res.stderr[-3000:]}"
-
-
-@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw", list(_all_border_cases()))
-def test_border_enumeration_on_host(border_harness, tmp_path, H, W, kH, kW, pad, out_hw):
-    """c2d_border_rc, the kernel's own decoding, lists every border output once and nothing else."""
-    from sigconv.backends.cuda2d import border_bands
-
-    top, bot, left, right, count = border_bands(H, W, kH, kW, pad, out_hw)
-    f = tmp_path / "rc.bin"
-    _harness(border_harness, "enum", *out_hw, top, bot, left, right, count, f)
-    rc = np.fromfile(f, np.int32).reshape(-1, 2)
-    assert len(rc) == count
-    assert len({tuple(p) for p in rc.tolist()}) == count, "an output is enumerated twice"
-    want = {tuple(p) for p in np.argwhere(_brute_border(H, W, kH, kW, pad, out_hw)).tolist()}
-    assert {tuple(p) for p in rc.tolist()} == want
 
 
 _NP_MODE = {"wrap": "wrap", "symm": "symmetric"}
@@ -246,40 +177,13 @@ def test_every_template_kernel_the_launchers_call_is_compiled():
 
     src = Path(cuda2d.__file__).read_text()
     called = set(re.findall(r'_generic\("(\w+)"', src))
-    assert {"conv2d_naive", "conv2d_border", "conv2d_extend", "conv2d_shared"} <= called
+    assert {"conv2d_naive", "conv2d_extend", "conv2d_shared"} <= called
     compiled = {e.split("<")[0] for e in cuda2d._GENERIC_NAMES}
     assert called <= compiled, f"launched but not compiled: {sorted(called - compiled)}"
     cu = (KDIR / "conv2d.cu").read_text()
     for name in called:
         assert re.search(rf"template __global__ void {name}<float>\(", cu), name
         assert f"{name}<float>" in cuda2d._GENERIC_NAMES and f"{name}<double>" in cuda2d._GENERIC_NAMES, name
-
-
-def _brute_outside(H, W, kH, kW, pad, out_hw):
-    """Taps of all the outputs' windows that fall outside the image, counted one by one (4-D)."""
-    (py, px), (Ho, Wo) = pad, out_hw
-    rin = (np.arange(Ho)[:, None] - py + np.arange(kH)[None, :] >= 0) & \
-        (np.arange(Ho)[:, None] - py + np.arange(kH)[None, :] < H)
-    cin = (np.arange(Wo)[:, None] - px + np.arange(kW)[None, :] >= 0) & \
-        (np.arange(Wo)[:, None] - px + np.arange(kW)[None, :] < W)
-    return int((~(rin[:, None, :, None] & cin[None, :, None, :])).sum())
-
-
-@pytest.mark.parametrize("H, W, kH, kW, pad, out_hw", list(_all_border_cases()))
-def test_border_costs_count_the_outside_taps(H, W, kH, kW, pad, out_hw):
-    """border_costs: the outside taps equal a tap-by-tap count; the copy holds the Ho + kH - 1 rows the outputs read,
-    each the Wo + kW - 1 columns they read rounded up to a multiple of 4."""
-    from sigconv.backends import cuda2d
-
-    outside, elements = cuda2d.border_costs(H, W, kH, kW, pad, out_hw)
-    assert outside == _brute_outside(H, W, kH, kW, pad, out_hw)
-    (Ho, Wo) = out_hw
-    width = Wo + kW - 1
-    assert elements == (Ho + kH - 1) * (width + (-width) % 4)
-    if outside == 0:
-        assert cuda2d.border_bands(H, W, kH, kW, pad, out_hw)[4] == 0
-        assert cuda2d.border_path("naive", H, W, kH, kW, pad, out_hw) == "pass"
-        assert cuda2d.border_path("strip", H, W, kH, kW, pad, out_hw) == "fused"
 
 
 def test_strip_ring_follows_the_kernel_limits():
@@ -351,7 +255,7 @@ def test_launch_path_resolves_builds_and_device_limits_once(monkeypatch):
 
 def test_auto_times_its_candidates_under_the_calls_boundary(monkeypatch):
     """``auto`` asks the chooser for the job with its border and times each candidate the way corr2d runs it
-    under that boundary (its own loads, the border pass or the copy)."""
+    under that boundary (its own loads, or the copy under extend)."""
     from sigconv.backends import cuda2d
     from sigconv.registry import auto as _auto
 
@@ -378,35 +282,6 @@ def test_auto_times_its_candidates_under_the_calls_boundary(monkeypatch):
             ("naive", (32, 8), ("scratch", (1, 1, 30, 41)), boundary, fill)]
 
 
-def test_border_path_takes_the_copy_for_small_images_and_large_kernels():
-    """regblock, prefetch, strip, shfl and separable read the extended image themselves, at every kernel size and
-    image size; naive and shared take the border pass where the outside taps are few against the image (the
-    spectrogram, a large image with 7x7), and the copy from half an outside tap per element of the copy (512 x
-    512 with 31x31: 25.6)."""
-    from sigconv.backends import cuda2d
-
-    def path(variant, H, W, k):
-        return cuda2d.border_path(variant, H, W, k, k, ((k - 1) // 2,) * 2, (H, W))
-
-    assert set(cuda2d.EXTEND_TAPS_PER_ELEMENT) == {"naive", "shared"}
-    for v in ("regblock", "prefetch", "strip", "shfl", "separable"):
-        for H, k in ((512, 31), (2048, 15), (1024, 11), (48, 11), (24, 15), (4096, 7), (1025, 3)):
-            assert path(v, H, H, k) == "fused", (v, H, k)
-    for v in ("naive", "shared"):  # 25.6, 1.59 and 0.81 outside taps per element of the copy
-        assert path(v, 512, 512, 31) == "extend" and path(v, 1024, 1024, 15) == "extend"
-        assert path(v, 2048, 2048, 15) == "extend"
-        assert path(v, 4096, 4096, 7) == "pass"  # 0.04
-        assert path(v, 1025, 65536, 3) == "pass"  # 0.006
-    # either side of 0.5 outside taps per element
-    for lo, hi, want in ((0.3, 0.5, "pass"), (0.5, 0.7, "extend")):
-        H = next(h for h in range(4096, 64, -16)
-                 if lo <= np.divide(*cuda2d.border_costs(h, h, 9, 9, (4, 4), (h, h))) < hi)
-        assert path("naive", H, H, 9) == want and path("shared", H, H, 9) == want
-    outside, elements = cuda2d.border_costs(512, 512, 31, 31, (15, 15), (512, 512))
-    assert (outside, elements) == (7_560_960, 542 * 544)
-    assert cuda2d.border_path("naive", 5, 8, 1, 1, (0, 0), (5, 8)) == "pass"  # no tap outside: nothing to do
-
-
 def _padded(x, kH, kW, pad, out_hw, boundary, fill):
     """x extended by the boundary rule to the (Ho + kH - 1) x (Wo + kW - 1) input the outputs read."""
     (py, px), (Ho, Wo) = pad, out_hw
@@ -427,22 +302,20 @@ def _int64_corr_valid(xe, w, out_hw):
     return y
 
 
-def _run_border(exe, tmp, dtype, x, w, pad, out_hw, boundary, fill, y0, naive, lanes=None):
+def _run_generic(exe, tmp, variant, dtype, x, w, pad, out_hw, boundary, fill, y0, block=(8, 4)):
+    """``variant`` (naive, shared) under ``boundary`` on the launcher's grid (a block smaller than its default, so
+    that these small shapes span several blocks); y0 the poisoned output."""
     from sigconv.backends import cuda2d
 
     H, W = x.shape
     kH, kW = w.shape
-    top, bot, left, right, count = cuda2d.border_bands(H, W, kH, kW, pad, out_hw)
-    nblk = (8, 4)
-    ng = cuda2d.generic_grid(1, *out_hw, nblk)[:2] if naive else (0, 0)
-    blk = 32  # smaller than the launcher's block, so that the grid has several blocks on these small shapes
+    pitch, smem = cuda2d.shared_geometry(block, kH, kW, (1, 1), x.dtype.itemsize) if variant == "shared" else (0, 0)
     files = [tmp / "x.bin", tmp / "w.bin", tmp / "y.bin"]
     for a, f in zip((x, w, y0), files):
         np.ascontiguousarray(a).tofile(f)
     dt = {np.float32: "f32", np.float64: "f64", np.uint64: "u64"}[dtype]
-    lanes = lanes or cuda2d.border_lanes(kH, kW, count)
-    _harness(exe, "run", dt, *ng, *nblk, *cuda2d.border_grid(count, blk, lanes), blk, H, W, kH, kW, *pad, *out_hw, top,
-             bot, left, right, count, cuda2d.BOUNDARIES[boundary], repr(fill), *files, lanes)
+    _harness(exe, "run", variant, dt, *cuda2d.generic_grid(1, *out_hw, block)[:2], *block, pitch, smem, H, W, kH, kW,
+             *pad, *out_hw, cuda2d.BOUNDARIES[boundary], repr(fill), *files)
     return np.fromfile(files[2], dtype).reshape(out_hw)
 
 
@@ -520,59 +393,52 @@ def test_extended_copy_on_host(border_harness, tmp_path, rng, dtype, H, W, kH, k
             f"{np.argwhere(got != want)[0].tolist()}"
 
 
-def _pass_cases():
-    """In the default run, every other border case in float32 with the launcher's lanes (which shares elements
-    over 2-8 lanes on these small shapes), every fourth also in float64 and with one lane per element (the unrolled
-    loop). The rest, and 32 lanes per element, are slow (the host emulator runs one OS thread per device thread);
-    the enumeration test covers every case's bands."""
+def _generic_cases():
+    """Every border case for naive in float32 and shared in float64; every third also naive in float64 and shared
+    in float32 (the rest slow: the host emulator runs one OS thread per device thread)."""
     for k, case in enumerate(_all_border_cases()):
-        slow2 = () if k % 2 == 0 else (pytest.mark.slow,)
-        slow4 = () if k % 4 == 0 else (pytest.mark.slow,)
-        yield pytest.param(np.float32, None, *case.values, id=f"f32-{case.id}", marks=slow2)
-        yield pytest.param(np.float64, None, *case.values, id=f"f64-{case.id}", marks=slow4)
-        yield pytest.param(np.float32, 1, *case.values, id=f"f32-lanes1-{case.id}", marks=slow4)
-        yield pytest.param(np.float64, 32, *case.values, id=f"f64-lanes32-{case.id}", marks=(pytest.mark.slow,))
+        more = () if k % 3 == 0 else (pytest.mark.slow,)
+        yield pytest.param("naive", np.float32, *case.values, id=f"naive-f32-{case.id}")
+        yield pytest.param("shared", np.float64, *case.values, id=f"shared-f64-{case.id}")
+        yield pytest.param("naive", np.float64, *case.values, id=f"naive-f64-{case.id}", marks=more)
+        yield pytest.param("shared", np.float32, *case.values, id=f"shared-f32-{case.id}", marks=more)
 
 
-@pytest.mark.parametrize("dtype, lanes, H, W, kH, kW, pad, out_hw", list(_pass_cases()))
-def test_border_pass_on_host(border_harness, tmp_path, rng, dtype, lanes, H, W, kH, kW, pad, out_hw):
-    """conv2d_border alone, on the zero-padded result at the border outputs and a sentinel elsewhere, leaves the
-    sentinel alone and turns each border output into the float64 correlation of the image extended by numpy.pad
-    (fill 0 and 2.5, wrap, symm): it adds exactly the taps outside the image. With the launcher's lanes per
-    element, one (the unrolled loops) and 32 (every lane of a warp on one element)."""
+@pytest.mark.parametrize("variant, dtype, H, W, kH, kW, pad, out_hw", list(_generic_cases()))
+def test_generic_kernels_read_the_boundary_on_host(border_harness, tmp_path, rng, variant, dtype, H, W, kH, kW, pad,
+                                                   out_hw):
+    """naive and shared with a boundary argument (fill 0 and 2.5, wrap, symm), in one launch on the launcher's grid,
+    write every output (poisoned first) with the float64 correlation of the image extended by numpy.pad, also
+    with a kernel larger than the image (windows several periods out); nothing outside the arrays is touched
+    (AddressSanitizer)."""
     x = rng.standard_normal((H, W)).astype(dtype)
     w = rng.standard_normal((kH, kW)).astype(dtype)
-    mask = _brute_border(H, W, kH, kW, pad, out_hw)
-    sentinel = dtype(12345.0)
-    zero = scipy.signal.correlate2d(_padded(x.astype(np.float64), kH, kW, pad, out_hw, "fill", 0.0),
-                                    w.astype(np.float64), "valid")
-    y0 = np.where(mask, zero, sentinel).astype(dtype)
     for boundary, fill in BOUNDARY_CASES:
-        y = _run_border(border_harness, tmp_path, dtype, x, w, pad, out_hw, boundary, fill, y0, naive=False,
-                        lanes=lanes)
-        assert (y[~mask] == sentinel).all(), f"{boundary}: the pass changed outputs whose window is inside"
+        y = _run_generic(border_harness, tmp_path, variant, dtype, x, w, pad, out_hw, boundary, fill,
+                         np.full(out_hw, np.nan, dtype))
+        assert np.isfinite(y).all(), f"{boundary} fill={fill}: unwritten outputs"
         xe = _padded(x.astype(np.float64), kH, kW, pad, out_hw, boundary, fill)
         ref = scipy.signal.correlate2d(xe, w.astype(np.float64), "valid")
         tol = {np.float32: 1e-5, np.float64: 1e-10}[dtype]
         scale = scipy.signal.correlate2d(np.abs(xe), np.abs(w.astype(np.float64)), "valid")
-        bad = np.abs(y - ref)[mask] > tol * np.maximum(scale[mask], 1e-300)
-        assert not bad.any(), (f"{boundary} fill={fill}: first mismatch at {np.argwhere(mask)[bad][0].tolist()}: "
-                               f"{y[mask][bad][0]} vs {ref[mask][bad][0]}")
+        bad = np.abs(y - ref) > tol * np.maximum(scale, 1e-300)
+        assert not bad.any(), (f"{boundary} fill={fill}: first mismatch at {np.argwhere(bad)[0].tolist()}: "
+                               f"{y[bad][0]} vs {ref[bad][0]}")
 
 
 @pytest.mark.parametrize("H, W, kH, kW, pad, out_hw",
                          [pytest.param(*c.values, id=c.id, marks=() if k % 2 == 0 else (pytest.mark.slow,))
                           for k, c in enumerate(_all_border_cases())])
-def test_exact_integer_pass_on_host(border_harness, tmp_path, rng, H, W, kH, kW, pad, out_hw):
-    """uint64: conv2d_naive then conv2d_border, values near 2^62 whose products wrap, equal bit for bit the int64
+def test_exact_integer_boundaries_on_host(border_harness, tmp_path, rng, H, W, kH, kW, pad, out_hw):
+    """uint64: conv2d_naive with a boundary, values near 2^62 whose products wrap, equals bit for bit the int64
     shift-and-add of the extended image, every boundary (the fill constant itself near -2^62)."""
     x = rng.integers(-(2**62), 2**62, (H, W), dtype=np.int64)
     w = rng.integers(-(2**62), 2**62, (kH, kW), dtype=np.int64)
     big_fill = int(rng.integers(-(2**62), -(2**61)))
     for boundary, fill in [("fill", 0), ("fill", big_fill), ("wrap", 0), ("symm", 0)]:
         y0 = np.full(out_hw, 0xA5A5A5A5A5A5A5A5, np.uint64)  # poison: a value no output takes here
-        y = _run_border(border_harness, tmp_path, np.uint64, x.view(np.uint64), w.view(np.uint64), pad, out_hw,
-                        boundary, np.uint64(fill % 2**64).item(), y0, naive=True)
+        y = _run_generic(border_harness, tmp_path, "naive", np.uint64, x.view(np.uint64), w.view(np.uint64), pad,
+                         out_hw, boundary, np.uint64(fill % 2**64).item(), y0)
         ref = _int64_corr_valid(_padded(x, kH, kW, pad, out_hw, boundary, fill), w, out_hw)
         bad = y.view(np.int64) != ref
         assert not bad.any(), f"{boundary} fill={fill}: first mismatch at {np.argwhere(bad)[0].tolist()}"

@@ -7,12 +7,10 @@ among its candidates until it has been timed on a GPU. Every launcher has the si
 ``launch_NAME(x, w, bias, stride, pad, out_hw, block=None, out=None)`` on C-contiguous cupy arrays; it owns
 its grid maths and refuses (``ValueError``) what its registry entry says it cannot run.
 
-Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): the variants in :data:`FUSED` read the
-extended image in their own loads (no second pass; separable in its row pass); naive and shared run with zero
-padding, then :func:`launch_border` adds, at the outputs whose window leaves the image (:func:`border_bands`), the
-taps that fall outside it, read through the rule. Where those taps are many against the image (a small image, a
-large kernel: :func:`border_path`), naive and shared instead read a copy of the extended image
-(:func:`launch_extend`) with zero padding.
+Boundaries (SciPy's ``boundary``/``fillvalue``, single-channel jobs): every variant reads the extended image in its
+own loads, no second pass (regblock, prefetch, strip and shfl compile the boundary in; naive and shared take it as
+an argument; separable reads it in its row pass). On request (``extend=True``) a variant instead reads a copy of
+the extended image (:func:`launch_extend`) with zero padding.
 uint64 arrays (exact integer convolution mod 2^64) run on ``naive`` only, chosen here, never by the chooser.
 Nothing here imports CuPy at module level.
 """
@@ -29,9 +27,8 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import Conv2dJob, Variant, dtype_name, get as _get_variant, register
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
-           "launch_strip", "launch_shfl", "launch_separable", "launch_border", "launch_extend", "border_bands",
-           "border_grid", "border_costs", "border_path", "extend_grid",
-           "separable_factors", "strip_applies", "shfl_applies", "VARIANTS", "BOUNDARIES", "FUSED", "EXACT_DTYPE"]
+           "launch_strip", "launch_shfl", "launch_separable", "launch_extend", "extend_grid",
+           "separable_factors", "strip_applies", "shfl_applies", "VARIANTS", "BOUNDARIES", "EXACT_DTYPE"]
 
 _SRC = "conv2d.cu"
 _LIMITS = _kernels.constants()
@@ -63,21 +60,6 @@ VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separab
 _CODES = _kernels.constants("conv2d_common.cuh")
 #: Boundary rule name -> its code in kernels/conv2d_common.cuh (SIGCONV_BOUNDARY_*).
 BOUNDARIES = {b: _CODES[f"SIGCONV_BOUNDARY_{b.upper()}"] for b in ("fill", "wrap", "symm")}
-#: The variants whose kernels read the extended image themselves (C2D_BOUNDARY in kernels/conv2d_common.cuh;
-#: separable's row pass, conv2d_sep_rows_ext): their launchers take ``boundary``/``fillvalue`` and need no border
-#: pass.
-FUSED = ("regblock", "prefetch", "strip", "shfl", "separable")
-#: Threads per block of the border pass.
-BORDER_BLOCK = 256
-#: The extension's rule (:func:`border_path`): the variants named here read a copy of the extended image when the
-#: taps of the outputs' windows that fall outside the image are at least this many per element of the copy. The
-#: border pass (naive, shared) steps through those taps as chains of dependent loads; the copy reads and writes
-#: each element once. Measured on an H200 (GPU time over fill(0), worst of wrap and symm): at 0.04 outside taps per
-#: element (4096 x 4096, 7x7) the pass costs naive 1.02 x and the copy 1.11 x; at 0.81 (2048 x 2048, 15x15) the
-#: pass 1.07 x (naive) and 1.10 x (shared), the copy 1.05 and 1.06 x; at 1.59 and 25.6 the copy wins. The fused
-#: variants never gain from the copy (strip on 1024 x 1024 with 11x11 and 15x15, 4096 x 4096 with 7x7 and the 5x5
-#: spectrogram: 0.79-0.99 x through its own loads, 0.90-2.05 x through the copy).
-EXTEND_TAPS_PER_ELEMENT = {"naive": 0.5, "shared": 0.5}
 #: Launch block of the extension (threads along the columns, along the rows).
 EXTEND_BLOCK = (32, 8)
 #: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64); the
@@ -250,8 +232,8 @@ def _boundary_module(device: int, kernel: str, defines: tuple, boundary: str):
 
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
-# naive, border and extend also for uint64; the other templates for the floating dtypes
-_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_border", "conv2d_extend")
+# naive and extend also for uint64; the other templates for the floating dtypes
+_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_extend")
                         for t in _CTYPES.values())
                   + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_rows_ext",
                                                 "conv2d_sep_cols")
@@ -293,15 +275,25 @@ def _smem_limit_of(device: int) -> int:
 # ---------------------------------------------------------------------------------------- launchers
 
 
-def launch_naive(x, w, bias, stride, pad, out_hw, block=None, out=None):
-    """One thread per output element (float32/float64; uint64: exact, sums wrap mod 2^64)."""
+def _boundary_args(boundary: str, fillvalue, x) -> tuple:
+    """(rule code, fill scalar of x's dtype) of the generic kernels' boundary arguments (naive, shared)."""
+    _check_boundary(boundary)
+    if boundary != "fill":
+        _require_image(boundary, x)
+    return _BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype)
+
+
+def launch_naive(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
+    """One thread per output element (float32/float64; uint64: exact, sums wrap mod 2^64); ``boundary``/
+    ``fillvalue``: the extension of x (:data:`BOUNDARIES`), read by the taps that fall outside the image."""
     bx, by = _checked("naive", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
     f = _generic("conv2d_naive", x.dtype)
     f(generic_grid(N * Cout, Ho, Wo, (bx, by)), (bx, by, 1),
-      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, stride[0], stride[1], pad[0], pad[1], Ho, Wo, hb))
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, stride[0], stride[1], pad[0], pad[1], Ho, Wo, hb)
+      + _boundary_args(boundary, fillvalue, x))
     return y
 
 
@@ -324,8 +316,9 @@ def shared_geometry(block, kH: int, kW: int, stride, itemsize: int) -> tuple:
     return pitch, th * pitch * itemsize
 
 
-def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None):
-    """Input tile + halo per input channel in shared memory (float32/float64)."""
+def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
+    """Input tile + halo per input channel in shared memory (float32/float64); boundaries as :func:`launch_naive`
+    (the tile loads read the extended image)."""
     bx, by = _checked("shared", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     sy, sx = stride
@@ -338,8 +331,8 @@ def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None):
     f = _generic("conv2d_shared", x.dtype)
     _set_smem(f, smem)
     f(generic_grid(N * Cout, Ho, Wo, (bx, by)), (bx, by, 1),
-      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, sy, sx, pad[0], pad[1], Ho, Wo, hb, pitch),
-      shared_mem=smem)
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, sy, sx, pad[0], pad[1], Ho, Wo, hb, pitch)
+      + _boundary_args(boundary, fillvalue, x), shared_mem=smem)
     return y
 
 
@@ -509,45 +502,7 @@ def launch_separable(x, w, bias, stride, pad, out_hw, block=None, out=None, fact
     return y
 
 
-# ------------------------------------------------------------------------------------------ border
-
-
-def border_bands(H: int, W: int, kH: int, kW: int, pad, out_hw) -> tuple:
-    """(top, bot, left, right, count) of the outputs whose window leaves the H x W image (stride 1).
-
-    Output r reads input rows r-py .. r-py+kH-1: inside the image iff py <= r <= H-kH+py. So rows r < top =
-    py and r >= bot = H-kH+1+py are border rows (all columns), and in the rows between the columns c < left = px
-    and c >= right = W-kW+1+px; each clamped to the output (bot >= top, right >= left: with a kernel larger than
-    the image every output is a border one). ``count`` is their number, the length of the kernel's enumeration
-    (c2d_border_rc in kernels/conv2d_common.cuh).
-    """
-    (py, px), (Ho, Wo) = (int(v) for v in pad), (int(v) for v in out_hw)
-    top = min(max(py, 0), Ho)
-    bot = min(max(H - kH + 1 + py, top), Ho)
-    left = min(max(px, 0), Wo)
-    right = min(max(W - kW + 1 + px, left), Wo)
-    count = (top + Ho - bot) * Wo + (bot - top) * (left + Wo - right)
-    return top, bot, left, right, count
-
-
-#: About one wave of threads on a large GPU (132 SMs x 2048): the border pass splits an element's taps over
-#: several lanes only while the threads of the whole pass still fit in it (more waves would chain the loads again).
-BORDER_WAVE_THREADS = 1 << 18
-
-
-def border_lanes(kH: int, kW: int, count: int) -> int:
-    """Lanes per border element of conv2d_border: 1 when the ``count`` elements alone fill the GPU, else the
-    largest power of two (up to 32, at least four taps a lane) that keeps the pass within one wave of threads."""
-    taps, g = int(kH) * int(kW), 1
-    while g < 32 and 4 * 2 * g <= taps and int(count) * 2 * g <= BORDER_WAVE_THREADS:
-        g *= 2
-    return g
-
-
-def border_grid(count: int, block: int = BORDER_BLOCK, lanes: int = 1) -> tuple:
-    """Grid of conv2d_border: ``lanes`` threads per border element, capped (the kernel's loop strides over the
-    rest)."""
-    return (max(1, min(-(-int(count) * int(lanes) // block), 65535)),)
+# ------------------------------------------------------------------------------------------ boundaries
 
 
 def _fill_scalar(fillvalue, dtype):
@@ -563,70 +518,13 @@ def _fill_scalar(fillvalue, dtype):
     return np.uint64(v % (1 << 64))
 
 
-@functools.lru_cache(maxsize=256)
-def _border_args(H: int, W: int, kH: int, kW: int, py: int, px: int, Ho: int, Wo: int, block: int) -> tuple:
-    """(grid, integer arguments, count) of a border pass; memoised, so that a repeated call costs a lookup (the
-    pass is short: its host work would otherwise show next to it)."""
-    top, bot, left, right, count = border_bands(H, W, kH, kW, (py, px), (Ho, Wo))
-    lanes = border_lanes(kH, kW, count)
-    return (border_grid(count, block, lanes), _i32(H, W, kH, kW, py, px, Ho, Wo, top, bot, left, right)
-            + (np.int64(count),), count, np.int32(lanes))
-
-
 _BOUNDARY_ARG = {b: np.int32(code) for b, code in BOUNDARIES.items()}
-
-
-def launch_border(x, w, y, pad, boundary: str = "fill", fillvalue=0.0, block: int = BORDER_BLOCK):
-    """Turn ``y``, the zero-padded result of any variant, into the result under ``boundary`` ("fill" with
-    ``fillvalue``, "wrap", "symm"): add to each output whose window leaves the image the taps that fall outside
-    it, times the extended image (the second pass after naive, shared or separable). x (1, 1, H, W),
-    w (1, 1, kH, kW), y (1, 1, Ho, Wo), C-contiguous, one dtype (float32, float64, uint64); stride 1."""
-    _check_boundary(boundary)
-    H, W = x.shape[2:]
-    grid, iargs, count, lanes = _border_args(int(H), int(W), *(int(v) for v in w.shape[2:]), int(pad[0]), int(pad[1]),
-                                      *(int(v) for v in y.shape[2:]), int(block))
-    if count == 0:
-        return y
-    _require_image(boundary, x)
-    _generic("conv2d_border", x.dtype)(grid, (block,), (x, w, y) + iargs
-                                       + (_BOUNDARY_ARG[boundary], _fill_scalar(fillvalue, x.dtype), lanes))
-    return y
-
-
-def _inside_taps(n: int, k: int, p: int, no: int) -> int:
-    """Sum over the outputs o < ``no`` along one axis of the taps their window [o - p, o - p + k) has inside [0, n)."""
-    o = np.arange(int(no), dtype=np.int64) - int(p)
-    return int(np.clip(np.minimum(o + int(k), int(n)) - np.maximum(o, 0), 0, None).sum())
 
 
 def _extended_width(Wo: int, kW: int) -> int:
     """Row length of :func:`launch_extend`'s copy: the Wo + kW - 1 columns the outputs read, rounded up to a
     multiple of 4 (16-byte rows for float32: the tiled kernels' vector loads)."""
     return -(-(int(Wo) + int(kW) - 1) // 4) * 4
-
-
-@functools.lru_cache(maxsize=256)
-def border_costs(H: int, W: int, kH: int, kW: int, pad, out_hw) -> tuple:
-    """(outside taps, extended elements) of a boundary job: the taps of every output's window that fall outside
-    the H x W image (what the border pass reads through the rule; the windows are separable, so it is the full
-    count less the product of the inside counts along each axis), and the elements of :func:`launch_extend`'s
-    copy."""
-    (py, px), (Ho, Wo) = (int(v) for v in pad), (int(v) for v in out_hw)
-    outside = int(kH) * int(kW) * Ho * Wo - _inside_taps(H, kH, py, Ho) * _inside_taps(W, kW, px, Wo)
-    return outside, (Ho + int(kH) - 1) * _extended_width(Wo, kW)
-
-
-def border_path(variant: str, H: int, W: int, kH: int, kW: int, pad, out_hw) -> str:
-    """How ``variant`` runs a boundary other than zero fill on this job: "extend" (:func:`launch_extend`, then the
-    variant with zero padding on the copy) where the outside taps reach the variant's
-    :data:`EXTEND_TAPS_PER_ELEMENT` per element of the copy, else "fused" (its loads read the extended image:
-    :data:`FUSED`) or "pass" (zero padding, then :func:`launch_border`)."""
-    ratio = EXTEND_TAPS_PER_ELEMENT.get(variant)
-    if ratio is not None:
-        outside, elements = border_costs(int(H), int(W), int(kH), int(kW), tuple(pad), tuple(out_hw))
-        if outside > 0 and outside >= ratio * elements:
-            return "extend"
-    return "fused" if variant in FUSED else "pass"
 
 
 def extend_grid(He: int, We: int, block=EXTEND_BLOCK) -> tuple:
@@ -655,7 +553,8 @@ def launch_extend(x, kH: int, kW: int, pad, out_hw, boundary: str = "fill", fill
 
 
 def _border_applies(x, w, bias, stride) -> str | None:
-    """Why the border pass cannot follow this job (one line), or None: it handles one single-channel image."""
+    """Why a boundary other than zero fill cannot apply to this job (one line), or None: one single-channel
+    image."""
     N, Cin = int(x.shape[0]), int(x.shape[1])
     Cout = int(w.shape[0])
     if (N, Cin, Cout) != (1, 1, 1) or tuple(stride) != (1, 1) or bias is not None:
@@ -668,10 +567,10 @@ def _border_applies(x, w, bias, stride) -> str | None:
 
 
 def resolve_auto(x, w, bias, stride, pad, out_hw, separable=None, block=None, factors=None, boundary="fill",
-                 fillvalue=0.0, extend=None) -> tuple:
+                 fillvalue=0.0, extend=False) -> tuple:
     """(variant, block) that ``variant="auto"`` runs for these arrays: the chooser's answer, timed on them
     (once per shape class and border) when the job is large enough, each candidate run as :func:`corr2d` runs it
-    under ``boundary``/``fillvalue`` (its own loads, the border pass or the extended copy).
+    under ``boundary``/``fillvalue`` (its own loads, or the extended copy under ``extend``).
 
     ``separable`` is the caller's knowledge of whether ``w`` is rank-1, from a host copy of the weights
     (:func:`sigconv.registry.auto.host_rank1`); None for device weights, which are not read back.
@@ -690,34 +589,25 @@ def resolve_auto(x, w, bias, stride, pad, out_hw, separable=None, block=None, fa
 
 def _run_variant(variant, block, x, w, bias, stride, pad, out_hw, out, factors, boundary, fillvalue, extend):
     """Run ``variant`` (not auto) as :func:`corr2d` does, on checked arguments: a boundary other than zero fill
-    through the variant's own loads, the border pass or the extended copy (:func:`border_path`, or ``extend``)."""
+    through the variant's own loads, or with ``extend`` through the extended copy."""
     run = _get_variant("conv2d", "cuda", variant).run
-    border = boundary != "fill" or fillvalue != 0
-    if border:
-        kH, kW = int(w.shape[2]), int(w.shape[3])
-        path = border_path(variant, x.shape[2], x.shape[3], kH, kW, pad, out_hw) if extend is None else \
-            "extend" if extend else "fused" if variant in FUSED else "pass"
-        if path == "extend":  # the variant reads the extended copy with zero padding
-            x = launch_extend(x, kH, kW, pad, out_hw, boundary, fillvalue)
-            pad, boundary, fillvalue, border = (0, 0), "fill", 0.0, False
-    if variant in FUSED:  # the boundary read in the variant's own loads: no second pass
-        kw = {"factors": factors} if variant == "separable" and factors is not None else {}
-        return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue,
-                   **kw)
-    y = run(x, w, bias, stride, pad, out_hw, block=block, out=out)
-    return launch_border(x, w, y, pad, boundary, fillvalue) if border else y
+    if extend and (boundary != "fill" or fillvalue != 0):  # the variant reads the extended copy with zero padding
+        x = launch_extend(x, int(w.shape[2]), int(w.shape[3]), pad, out_hw, boundary, fillvalue)
+        pad, boundary, fillvalue = (0, 0), "fill", 0.0
+    kw = {"factors": factors} if variant == "separable" and factors is not None else {}
+    return run(x, w, bias, stride, pad, out_hw, block=block, out=out, boundary=boundary, fillvalue=fillvalue, **kw)
 
 
 def corr2d(x, w, bias, stride, pad, out_hw, *, variant="auto", block=None, out=None, separable=None, factors=None,
-           boundary="fill", fillvalue=0.0, extend=None):
+           boundary="fill", fillvalue=0.0, extend=False):
     """The 2-D contract (see ``sigconv.backends``) on cupy arrays; ``variant`` from :data:`VARIANTS` or auto.
 
     ``separable``/``factors``: what the caller knows from a host copy of ``w`` (whether it is rank-1, and
     its :func:`separable_factors` (u, v)); the separable launcher then does not read ``w`` back.
     ``boundary``/``fillvalue``: the extension of x beyond the image ("fill" with the constant, "wrap", "symm"),
-    for a single-channel job (N = Cin = Cout = 1, stride 1, no bias) unless it is "fill" with 0; ``extend``
-    None runs it as :func:`border_path` says, True through :func:`launch_extend`, False the variant's own way
-    (fused loads or the border pass). ``auto`` chooses among the variants as they run under the boundary.
+    for a single-channel job (N = Cin = Cout = 1, stride 1, no bias) unless it is "fill" with 0; each
+    variant reads the extension in its own loads, or with ``extend`` True a copy of the extended image
+    (:func:`launch_extend`) with zero padding. ``auto`` chooses among the variants as they run under the boundary.
     uint64 x (exact integer convolution mod 2^64; w an integer array, taken mod 2^64) runs ``naive``."""
     import cupy
 

@@ -3,7 +3,8 @@
 // sigconv.backends.cuda2d.tiled_plan gives) and `shared` (float32 / float64).
 //   conv2d_harness VARIANT DTYPE GX GY GZ BX BY SMEM  N Cin H W Cout kH kW sy sx py px Ho Wo has_bias pitch
 //                  vec_in vec_out FILL  FILE_X FILE_W FILE_B FILE_Y
-// FILL: tiled's fill constant (its boundary is compiled in: -DC2D_BOUNDARY); shared ignores it.
+// FILL: tiled's fill constant (its boundary is compiled in: -DC2D_BOUNDARY); shared runs zero fill (its boundaries
+// run in border_harness.cpp).
 // Arrays raw, 256-byte aligned and exactly as long as the data; FILE_Y is read first (NaN-poisoned by the
 // test) and rewritten after the launch. Shared memory starts as NaN for every block.
 #include "cuda_shim_threads.h"
@@ -28,7 +29,8 @@ template <typename T> static int run(const std::string& v, dim3 g, dim3 b, size_
     T* y = load<T>(a[21], (size_t)N * Cout * Ho * Wo);
     if (v == "shared") {
         emu_launch_threads(g, b, smem_raw, SMEM_CAP, sm, [&] {
-            conv2d_shared<T>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, hb, pitch);
+            conv2d_shared<T>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, hb, pitch,
+                             SIGCONV_BOUNDARY_FILL, T(0));
         });
     } else if constexpr (sizeof(T) == 4) {
         if (v != "tiled" || kH != KH || kW != KW || sy != SY || sx != SX) {
