@@ -275,6 +275,8 @@ def test_boundary_every_variant(rng, name, dtype, shape):
             why = v.applies(Conv2dJob((1, 1, H, W), (1, 1, kH, kW), dtype, (1, 1), pad, out_hw, rank1=True))
             if why:
                 continue
+        if mode == "valid" and name not in ("auto", "naive", "shared", "separable"):
+            continue  # (no window leaves the image; the specialised variants' wrap/symm builds cost NVRTC time)
         # the variant's own loads, and for a named variant the copy (where the variant still applies to it, read with
         # zero padding)
         paths = [False]
