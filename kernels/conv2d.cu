@@ -538,6 +538,7 @@ __global__ void conv2d_sep_rows_ext(const T* __restrict__ x, const T* __restrict
         sep_rows_ext_body<T, SIGCONV_BOUNDARY_FILL>(x, v, tmp, H, W, kW, py, px, Hn, Wo, fill);
 }
 
+// Column pass: y[p, r, c] = bias[co] + sum_ci sum_i u[co, ci, i] * tmp[zz, ci, r*sy + i, c].
 template <typename T>
 __global__ void conv2d_sep_cols(const T* __restrict__ tmp, const T* __restrict__ u, const T* __restrict__ bias,
                                 T* __restrict__ y, int z0, int nz, int Cin, int Cout, int kH, int sy, int Hn, int Ho,

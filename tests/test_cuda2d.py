@@ -238,20 +238,24 @@ def _quiet_autotune(tmp_path, monkeypatch):
 
 #: The shapes of the default GPU run (the rest with --runslow): an odd width with an even kernel, 16-byte rows, and
 #: kernels larger than the image with and without 16-byte rows. Each kernel size compiles the specialised variants'
-#: builds for every boundary (NVRTC), which sets the suite's time.
+#: builds for every boundary (NVRTC), which sets the suite's time: they (regblock, prefetch, strip, shfl) take the
+#: first and the last by default; their loaders are also run on the host (tests/test_kernel_build.py).
 BORDER_SHAPES_DEFAULT = ("37x1823-5x4", "45x1024-7x7", "3x5-7x9", "5x8-7x9")
+BORDER_SHAPES_SPECIALISED = ("37x1823-5x4", "5x8-7x9")
+_GENERIC = ("auto", "naive", "shared", "separable")
 
 
-def _border_shape_params():
-    for s in BORDER_SHAPES:
-        marks = () if s[0] in BORDER_SHAPES_DEFAULT else (pytest.mark.slow,)
-        yield pytest.param(s, id=s[0], marks=marks)
+def _boundary_params():
+    for name in ("auto",) + tuple(v.name for v in VARIANTS):
+        default = BORDER_SHAPES_DEFAULT if name in _GENERIC else BORDER_SHAPES_SPECIALISED
+        for s in BORDER_SHAPES:
+            marks = () if s[0] in default else (pytest.mark.slow,)
+            yield pytest.param(name, s, id=f"{name}-{s[0]}", marks=marks)
 
 
 @pytest.mark.usefixtures("_quiet_autotune")
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", list(_border_shape_params()))
-@pytest.mark.parametrize("name", ["auto"] + [v.name for v in VARIANTS])
+@pytest.mark.parametrize("name, shape", list(_boundary_params()))
 def test_boundary_every_variant(rng, name, dtype, shape):
     """Each variant (and auto) with boundary fill 0 / fill 2.5 / wrap / symm, full/same/valid windows, equals the
     float64 correlation of the numpy.pad-extended image; outputs poisoned with NaN must all be written."""
@@ -275,7 +279,7 @@ def test_boundary_every_variant(rng, name, dtype, shape):
             why = v.applies(Conv2dJob((1, 1, H, W), (1, 1, kH, kW), dtype, (1, 1), pad, out_hw, rank1=True))
             if why:
                 continue
-        if mode == "valid" and name not in ("auto", "naive", "shared", "separable"):
+        if mode == "valid" and name not in _GENERIC:
             continue  # (no window leaves the image; the specialised variants' wrap/symm builds cost NVRTC time)
         # the variant's own loads, and for a named variant the copy (where the variant still applies to it, read with
         # zero padding)
