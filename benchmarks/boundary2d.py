@@ -297,7 +297,7 @@ def main(argv=None) -> int:
                     print(f"  {name:10s} {lab:9s} FAIL: rel err {err:.3g} > 1e-05 (not timed)")
                     records.append(rec)
                     continue
-                if not extend:  # the other path: GPU time only
+                if not extend:  # wall time for its own loads (the copy: GPU time only, below)
                     med, p20, p80 = _time(call, a.reps, a.warmup)
                     rec.update(status="ok", ms_median=med, p20=p20, p80=p80, reps=a.reps)
                     row["ms"][lab] = med
