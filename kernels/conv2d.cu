@@ -87,7 +87,9 @@
 // lane of a warp waits on another's longer loop: on a small image the grid is a wave or two and the slowest warps
 // set the kernel's end. (Through c2d_extend per tap naive took 1.23-1.67 x its zero-fill time on an H200; with
 // three runs of consecutive taps per row, left of the image, inside, right of it, whose lengths differ from lane to
-// lane, 1.13-1.30 x.) With zero fill the outside taps add nothing.
+// lane, 1.13-1.30 x.) With zero fill the outside taps add nothing. naive maps its tap rows alike: by selects where
+// the block's rows lie within one period of the image (c2d_block_rows_near), else through c2d_extend, whose modulo
+// code then stays out of the other blocks' row loop.
 
 // acc + sum_{j < kW} w[j] * xe[c0 + j] along one row of the extended image: xr the image row under it (null: a row
 // of the fill constant), boundary B, W the row's length. `inside`: every lane's window columns lie in [0, W) (the
@@ -130,7 +132,20 @@ __device__ __forceinline__ bool c2d_block_cols_inside(int c, int n, int sx, int 
     return c * sx - px >= 0 && (c + n - 1) * sx - px + kW <= W;
 }
 
-template <typename T, int B>
+// Whether the windows of a block's output rows [r, r + n) all lie within one period of the H rows of the image
+// (taps [r*sy - py, (r + n - 1)*sy - py + kH) inside [-H, 2H)): every row unless the kernel is larger than the image.
+__device__ __forceinline__ bool c2d_block_rows_near(int r, int n, int sy, int py, int kH, int H) {
+    return r * sy - py >= -H && (r + n - 1) * sy - py + kH <= 2 * H;
+}
+
+// The image row under extended row i (-1: a row of the fill constant) for boundary B: by selects where the caller
+// knows i within one period (NEAR), else through c2d_extend.
+template <int B, bool NEAR>
+__device__ __forceinline__ int c2d_extend_row(int i, int H) {
+    return B != SIGCONV_BOUNDARY_FILL && NEAR ? c2d_extend_near<B>(i, H) : c2d_extend(i, H, B);
+}
+
+template <typename T, int B, bool NEAR>
 __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __restrict__ w,
                                            const T* __restrict__ bias, T* __restrict__ y, int N, int Cin,
                                            int H, int W, int Cout, int kH, int kW, int sy, int sx, int py,
@@ -150,7 +165,7 @@ __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __r
             const T* xp = x + (i64)(n * Cin + ci) * H * W;
             const T* wp = w + (i64)(co * Cin + ci) * kH * kW;
             for (int i = 0; i < kH; ++i) {
-                const int gr = c2d_extend(r * sy + i - py, H, B);  // image row under tap row i; -1: fill
+                const int gr = c2d_extend_row<B, NEAR>(r * sy + i - py, H);  // image row under tap row i; -1: fill
                 if (gr < 0 && skip) continue;
                 acc = c2d_row_taps<T, B>(gr < 0 ? nullptr : xp + (i64)gr * W, wp + i * kW, c0, kW, W, fill, skip,
                                          inside, acc);
@@ -160,19 +175,32 @@ __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __r
     }
 }
 
+// Zero padding or a fill constant (`fill`), and wrap or symm (`boundary`) in a kernel of its own
+// (conv2d_naive_ext), so that neither one's code sets the other's registers and schedule. (In one kernel with the
+// five bodies, the zero-fill time on an H200 went up by 2-4 %.)
 template <typename T>
 __global__ void conv2d_naive(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                              T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,
-                             int sx, int py, int px, int Ho, int Wo, int has_bias, int boundary, T fill) {
-    if (boundary == SIGCONV_BOUNDARY_WRAP)
-        naive_body<T, SIGCONV_BOUNDARY_WRAP>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
-                                             has_bias, fill);
-    else if (boundary == SIGCONV_BOUNDARY_SYMM)
-        naive_body<T, SIGCONV_BOUNDARY_SYMM>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
-                                             has_bias, fill);
-    else
-        naive_body<T, SIGCONV_BOUNDARY_FILL>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
-                                             has_bias, fill);
+                             int sx, int py, int px, int Ho, int Wo, int has_bias, T fill) {
+    naive_body<T, SIGCONV_BOUNDARY_FILL, true>(x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
+                                               has_bias, fill);
+}
+
+template <typename T>
+__global__ void conv2d_naive_ext(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                                 T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,
+                                 int sx, int py, int px, int Ho, int Wo, int has_bias, int boundary) {
+#define NAIVE_ARGS x, w, bias, y, N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo, has_bias, T(0)
+    const int rb = blockIdx.y * blockDim.y;
+    const bool near = c2d_block_rows_near(rb, min((int)blockDim.y, Ho - rb), sy, py, kH, H);
+    if (boundary == SIGCONV_BOUNDARY_WRAP) {
+        if (near) naive_body<T, SIGCONV_BOUNDARY_WRAP, true>(NAIVE_ARGS);
+        else naive_body<T, SIGCONV_BOUNDARY_WRAP, false>(NAIVE_ARGS);
+    } else {
+        if (near) naive_body<T, SIGCONV_BOUNDARY_SYMM, true>(NAIVE_ARGS);
+        else naive_body<T, SIGCONV_BOUNDARY_SYMM, false>(NAIVE_ARGS);
+    }
+#undef NAIVE_ARGS
 }
 
 // =========================================================================================== shared
@@ -578,14 +606,17 @@ __global__ void conv2d_extend(const T* __restrict__ x, T* __restrict__ xe, int H
 }
 
 // Instances for the stand-alone nvcc check (NVRTC builds the same names from name_expressions).
-template __global__ void conv2d_naive<float>(const float*, const float*, const float*, float*, int, int, int, int, int,
-                                             int, int, int, int, int, int, int, int, int, int, float);
-template __global__ void conv2d_naive<double>(const double*, const double*, const double*, double*, int, int, int, int,
-                                              int, int, int, int, int, int, int, int, int, int, int, double);
-template __global__ void conv2d_naive<unsigned long long>(const unsigned long long*, const unsigned long long*,
-                                                          const unsigned long long*, unsigned long long*, int, int, int,
-                                                          int, int, int, int, int, int, int, int, int, int, int, int,
-                                                          unsigned long long);
+// (C2D_I14: the 14 int arguments N .. has_bias)
+#define C2D_I14 int, int, int, int, int, int, int, int, int, int, int, int, int, int
+template __global__ void conv2d_naive<float>(const float*, const float*, const float*, float*, C2D_I14, float);
+template __global__ void conv2d_naive_ext<float>(const float*, const float*, const float*, float*, C2D_I14, int);
+template __global__ void conv2d_naive<double>(const double*, const double*, const double*, double*, C2D_I14, double);
+template __global__ void conv2d_naive_ext<double>(const double*, const double*, const double*, double*, C2D_I14, int);
+template __global__ void conv2d_naive<c2d_u64>(const c2d_u64*, const c2d_u64*, const c2d_u64*, c2d_u64*, C2D_I14,
+                                               c2d_u64);
+template __global__ void conv2d_naive_ext<c2d_u64>(const c2d_u64*, const c2d_u64*, const c2d_u64*, c2d_u64*,
+                                                   C2D_I14, int);
+#undef C2D_I14
 template __global__ void conv2d_extend<float>(const float*, float*, int, int, int, int, int, int, int, float);
 template __global__ void conv2d_extend<double>(const double*, double*, int, int, int, int, int, int, int, double);
 template __global__ void conv2d_extend<unsigned long long>(const unsigned long long*, unsigned long long*, int, int, int,

@@ -3,6 +3,7 @@
 #define SIGCONV_CONV2D_COMMON_CUH
 
 typedef long long i64;
+typedef unsigned long long c2d_u64;
 
 // Plane index helper: the grid's z dimension is capped at 65535, so kernels loop z over planes.
 #define FOR_PLANES(var_, nplanes_) for (int var_ = blockIdx.z; var_ < (nplanes_); var_ += gridDim.z)
@@ -47,26 +48,16 @@ __device__ __forceinline__ int c2d_extend(int i, int n, int boundary) {
 
 // The boundary the fused kernels (strip, shfl and the tiled regblock/prefetch) compile in: their loads read xe
 // through c2d_extend, so a wrap or symm call costs them no second pass; the fill constant is a kernel argument
-// (zero for plain zero padding). The launcher prepends the define (sigconv.backends.cuda2d.FUSED) and caps the
-// registers of a wrap/symm build at the zero-fill build's occupancy (strip's rotating builds excepted). Their grids
-// are a wave or two of long-running threads, where one slow thread late in the launch sets the time of the whole
-// kernel. strip loads every thread's rows through the rule, by selects from a chunk map computed once per thread
-// (C2dChunk): the loads stay unconditional and every thread costs the same. In shfl only the warps whose window
-// leaves the image read through the rule, so a wrap/symm build (1) runs the edge code in __noinline__ functions,
-// one per loader, which leaves the other warps' code and registers as in the zero-fill build (shfl's launch bound,
-// where it has one, takes precedence over the cap); (2) launches the edge warps first: those whose columns leave the
-// image, then the strips from both ends inwards (c2d_strip_from_ends); (3) computes every edge address ahead
-// (columns once per thread, the row once per row) so that the edge loads stay unconditional.
+// (zero for plain zero padding). The launcher prepends the define (sigconv.backends.cuda2d._boundary_module) and caps
+// the registers of a wrap/symm build at the zero-fill build's occupancy (strip's rotating builds excepted). Their
+// grids are a wave or two of long-running threads, where one slow thread late in the launch sets the time of the
+// whole kernel. strip loads every thread's rows through the rule, by selects from a chunk map computed once per
+// thread (C2dChunk): the loads stay unconditional and every thread costs the same. shfl does the same in every warp
+// (its loaders ShflExtNear and ShflExtAny), so that one copy of its unrolled ring runs in a launch (shfl's launch
+// bound, where it has one, takes precedence over the cap).
 #ifndef C2D_BOUNDARY
 #define C2D_BOUNDARY SIGCONV_BOUNDARY_FILL
 #endif
-
-// The k-th strip of S in the launch order of shfl's wrap/symm builds: from both ends inwards (0, S-1,
-// 1, S-2, ...), so that the strips whose rows leave the image (the first and last ones, which load through the
-// rule) start in the first wave instead of setting the end of the last one.
-__device__ __forceinline__ unsigned c2d_strip_from_ends(unsigned k, unsigned S) {
-    return (k & 1u) ? S - 1u - (k >> 1) : (k >> 1);
-}
 
 // c2d_extend for wrap or symm (B) where i lies within one period of the image, -n <= i < 2n: selects, no
 // division, so that a loop unrolled over rows keeps its loads free to move ahead.

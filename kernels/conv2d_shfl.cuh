@@ -42,8 +42,9 @@
 // Small kernels (up to 12 taps) are compiled for blocks of up to 1024 threads, which caps the registers at 64
 // (3x3: 60 instead of 100 uncapped, no spills): at least 1024 resident threads per multiprocessor, so that
 // enough warps, each with its next rows' loads in flight, cover the memory latency. Larger kernels would spill
-// under that cap (5x5: 156 bytes), so they get no bound.
-#if SHFL_KH * SHFL_KW <= 12
+// under that cap (5x5: 156 bytes), and so would tall ones, whose unrolled ring is KH rows deep (8x1: 84 bytes,
+// 11x1: 624), so they get no bound.
+#if SHFL_KH * SHFL_KW <= 12 && SHFL_KH <= 6
 #define SHFL_BOUNDS __launch_bounds__(1024)
 #else
 #define SHFL_BOUNDS
@@ -59,7 +60,7 @@ __constant__ float c_taps_shfl[SHFL_KH * SHFL_KW];
 
 // Chunk loaders of shfl_row: rowp(xp, gr) is xe's row gr in the image (null for a row of the fill constant);
 // own(rp) the four values xe[gr, cx..cx+3], left(rp) / right(rp) those at cx-4 / cx+4 (asked of lanes 0 / 31).
-// The plain loads (every warp of a fill build; the warps whose window lies inside the image otherwise): 16-byte
+// The plain loads (a fill build's): 16-byte
 // chunks where the row allows, the fill constant outside the image. vec: W % 4 == 0 and x 16-byte aligned, so a
 // chunk (a multiple of 4) is wholly inside or outside the row.
 struct ShflPlain {
@@ -87,14 +88,22 @@ struct ShflPlain {
     __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return chunk(rp, cx + 4); }
 };
 
-// wrap / symm (B) for a warp whose window leaves the image but whose rows stay within one period of it, with
-// 16-byte rows (W % 4 == 0): the places of the lane's own chunk and of its halo chunk (cx-4 for lane 0, cx+4 for
-// the others: only lane 31 asks) computed once (C2dChunk), the row by selects; every load unconditional.
+// The loaders of a wrap or symm build, which every warp of the launch takes, those whose window lies inside the
+// image too: one copy of the unrolled ring runs in the launch, as in a fill build. (With a loader of their own for
+// the warps whose window leaves the image, in a __noinline__ copy of the ring, 9x9 on 1024 x 1023 took 1.32-1.67 x
+// the fill time on an H200: on a grid of a fraction of a wave the edge warps' copy of the 9x9 ring missed the
+// instruction cache, Nsight Compute's no_instruction stalls went from 614 to 1382 samples at the same instruction
+// count.) Every load is unconditional, the places computed ahead.
+
+// wrap with 16-byte rows (W % 4 == 0), the strip's rows within one period of the image: the places of the lane's
+// own chunk and of its halo chunk (cx-4 for lane 0, cx+4 for the others: only lane 31 asks) computed once (C2dChunk),
+// the row by selects. (Under symm, whose mirrored chunks are read backwards, the selects that reverse them cost the
+// spectrogram 1.07-1.18 x the fill time on an H200 where ShflExtAny's scalar loads cost 1.00.)
 template <int B>
 struct ShflExtNear {
     int H;
     C2dChunk m, h;
-    __device__ __forceinline__ ShflExtNear(int H_, int W, int cx, int lane, bool)
+    __device__ __forceinline__ ShflExtNear(int H_, int W, int cx, int lane)
         : H(H_), m(c2d_vchunk<B>(cx, W)), h(c2d_vchunk<B>(lane == 0 ? cx - 4 : cx + 4, W)) {}
     __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int W) const {
         return xp + (i64)c2d_extend_near<B>(gr, H) * W;
@@ -104,16 +113,13 @@ struct ShflExtNear {
     __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return c2d_ld_chunk<B>(rp, h); }
 };
 
-// wrap / symm (B), any other warp whose window leaves the image (W % 4 != 0, or rows beyond one period): a column
-// index per value computed once; the row by selects where the warp's rows lie within one period (NEAR), else through
-// c2d_extend. (Through c2d_extend for every such warp, whose branches keep the unrolled ring's loads from moving
-// ahead, 9x9 on 1024 x 1023 took 1.65-1.79 x the fill time on an H200: on a grid of two warps per multiprocessor the
-// edge warps set the kernel's end.)
+// symm, any other width, or rows beyond one period (a kernel taller than the image): a column index per value
+// computed once; the row by selects where the strip's rows lie within one period (NEAR), else through c2d_extend.
 template <int B, bool NEAR>
 struct ShflExtAny {
     int H;
     int mc[4], hc[4];
-    __device__ __forceinline__ ShflExtAny(int H_, int W, int cx, int lane, bool) : H(H_) {
+    __device__ __forceinline__ ShflExtAny(int H_, int W, int cx, int lane) : H(H_) {
         const int hx = lane == 0 ? cx - 4 : cx + 4;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -131,46 +137,6 @@ struct ShflExtAny {
         return make_float4(__ldg(rp + hc[0]), __ldg(rp + hc[1]), __ldg(rp + hc[2]), __ldg(rp + hc[3]));
     }
     __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return left(rp); }
-};
-
-// wrap / symm (B) for a warp whose own chunks lie inside the image (W % 4 == 0) and one of whose edge lanes
-// halo chunks does not (the first and last warps of a strip): the own chunk loaded as in the plain loads, the
-// halo chunk's place computed once (C2dChunk), the row from the rule (by selects when NEAR).
-template <int B, bool NEAR>
-struct ShflHalo {
-    int H;
-    int cx;
-    C2dChunk h;
-    __device__ __forceinline__ ShflHalo(int H_, int W, int cx_, int lane, bool)
-        : H(H_), cx(cx_), h(c2d_vchunk<B>(lane == 0 ? cx_ - 4 : cx_ + 4, W)) {}
-    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int W) const {
-        return xp + (i64)(NEAR ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B)) * W;
-    }
-    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const {
-        return __ldg(reinterpret_cast<const float4*>(rp + cx));
-    }
-    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const { return c2d_ld_chunk<B>(rp, h); }
-    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return c2d_ld_chunk<B>(rp, h); }
-};
-
-// wrap / symm (B) for a warp whose columns (halos included) lie inside the image and whose rows do not (the
-// first and last strips): the plain chunk loads, unconditional, from the row the rule gives (by selects when
-// NEAR: within one period of the image).
-template <int B, bool NEAR>
-struct ShflRows {
-    int H, W, cx;
-    bool vec;
-    __device__ __forceinline__ ShflRows(int H_, int W_, int cx_, int, bool vec_) : H(H_), W(W_), cx(cx_), vec(vec_) {}
-    __device__ __forceinline__ const float* rowp(const float* __restrict__ xp, int gr, int) const {
-        return xp + (i64)(NEAR ? c2d_extend_near<B>(gr, H) : c2d_extend(gr, H, B)) * W;
-    }
-    __device__ __forceinline__ float4 chunk(const float* __restrict__ rp, int c) const {
-        if (vec) return __ldg(reinterpret_cast<const float4*>(rp + c));
-        return make_float4(__ldg(rp + c), __ldg(rp + c + 1), __ldg(rp + c + 2), __ldg(rp + c + 3));
-    }
-    __device__ __forceinline__ float4 own(const float* __restrict__ rp) const { return chunk(rp, cx); }
-    __device__ __forceinline__ float4 left(const float* __restrict__ rp) const { return chunk(rp, cx - 4); }
-    __device__ __forceinline__ float4 right(const float* __restrict__ rp) const { return chunk(rp, cx + 4); }
 };
 
 // v[m] = xe[gr, cx - 4 + m]: own chunk loaded, halo columns shuffled from lanes -1 / +1 (edge lanes load).
@@ -267,69 +233,27 @@ __device__ __forceinline__ void shfl_body(const float* __restrict__ x, float* __
 }
 
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-// The warps of a wrap or symm launch whose window leaves the image run shfl_body with their loader (Load: ShflHalo,
-// ShflExtNear, ShflExtAny, ShflRows) in a function of its own per loader (__noinline__, as in conv2d_strip): the
-// plain loads of the other warps compile as in the zero-fill build, and what an edge loader spills stays in it.
-template <class Load>
-__device__ __noinline__ void shfl_edge(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
-                                       int Ho, int Wo, int lane, int cx, int r0, int nin, bool live, bool vst,
-                                       float bias, bool vec) {
-    shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, Load(H, W, cx, lane, vec));
-}
-
-// Launch order of a wrap or symm launch, by warps (blockDim.x is a multiple of 32, so the grid's threads numbered
-// block by block fall into whole warps): first the warps whose columns leave the image (every strip's: they start
-// in the first wave), then the others strip by strip from both ends (c2d_strip_from_ends). A warp covers 32
-// consecutive column threads of one strip, as
-// in the fill build's 2-D mapping (which stays); a thread's lane is threadIdx.x & 31 in both. Sets cx and r0;
-// false for the warps past the last.
-__device__ __forceinline__ bool shfl_order(int Ho, int Wo, int W, int lane, int& cx, int& r0) {
-    const unsigned J = (unsigned)(Wo + 3) / 4u, S = (unsigned)(Ho + SHFL_ROWS - 1) / SHFL_ROWS;
-    const unsigned WJ = (J + 31u) / 32u;  // warps per strip
-    const unsigned t = (blockIdx.y * gridDim.x + blockIdx.x) * (blockDim.x * blockDim.y) + threadIdx.y * blockDim.x
-                       + threadIdx.x;
-    const unsigned w = t / 32u;
-    // Warp columns c in [wl, wr) load only inside columns: 128c - 4 >= 0 and 128c + 132 <= W. The kernel's own
-    // test decides; this only orders.
-    const unsigned wl = min(1u, WJ);
-    const unsigned wr = W < 132 ? wl : max(wl, min(WJ, (unsigned)(W - 132) / 128u + 1u));
-    const unsigned ni = wr - wl, ne = WJ - ni;  // inside and edge warps per strip
-    unsigned s, c;
-    if (w < ne * S) {
-        s = w / ne;
-        const unsigned k = w - s * ne;
-        c = k < wl ? k : wr + (k - wl);
-    } else {
-        const unsigned i = w - ne * S;
-        if (i >= ni * S) return false;
-        const unsigned k = i / ni;
-        s = c2d_strip_from_ends(k, S);
-        c = wl + (i - k * ni);
-    }
-    cx = (int)(4u * (32u * c + (unsigned)lane));
-    r0 = (int)(s * SHFL_ROWS);
-    return true;
+// A strip whose rows reach beyond one period of the image (a kernel taller than the image): its own copy of the ring
+// (__noinline__), out of the way of the common one.
+__device__ __noinline__ void shfl_far(const float* __restrict__ x, float* __restrict__ y, int N, int H, int W, int py,
+                                      int Ho, int Wo, int lane, int cx, int r0, int nin, bool live, bool vst,
+                                      float bias) {
+    shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias,
+              ShflExtAny<C2D_BOUNDARY, false>(H, W, cx, lane));
 }
 #endif
 
-// A fill build maps (blockIdx, threadIdx) to (columns, strip) directly and every warp takes the plain loads. Under
-// wrap or symm (shfl_order) a warp whose window (input rows r0-py .. r0-py+nin-1; columns from 4 before its first
-// to 4 past its last, the edge lanes' halo chunks) lies inside the image takes the plain loads too, the others
-// shfl_edge with their loader. The tests are uniform across the warp (r0 is; wx is the warp's first
-// column), so all its lanes take the same body and meet at every shuffle.
+// (blockIdx, threadIdx) -> (columns, strip) directly. A fill build takes the plain loads, a wrap or symm build the
+// extension's loaders (ShflExtNear, ShflExtAny) in every warp. The branches are uniform across the warp (r0 is, and
+// vec), so all its lanes take the same body and meet at every shuffle.
 extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
                                                                     float* __restrict__ y, int N,
                                                                     int H, int W, int py, int Ho, int Wo,
                                                                     const float* __restrict__ bptr, int has_bias,
                                                                     int vec_in, int vec_out, float fill) {
     const int lane = threadIdx.x & 31;
-#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL
     const int cx = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     const int r0 = (blockIdx.y * blockDim.y + threadIdx.y) * SHFL_ROWS;
-#else
-    int cx, r0;
-    if (!shfl_order(Ho, Wo, W, lane, cx, r0)) return;  // uniform across the warp
-#endif
     if (r0 >= Ho) return;  // uniform across the warp (see the top of the file)
     const bool live = cx < Wo;  // lanes past the last column shuffle but do not store
     const int nout = min(SHFL_ROWS, Ho - r0);
@@ -337,31 +261,20 @@ extern "C" __global__ void SHFL_BOUNDS conv2d_shfl(const float* __restrict__ x,
     const bool vec = vec_in != 0;
     const bool vst = vec_out != 0 && cx + 4 <= Wo;
     const float bias = has_bias ? bptr[0] : 0.f;
-#if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
-    const int wx = cx - 4 * lane;                // the warp's first column
-    const int g0 = r0 - py, g1 = r0 - py + nin;  // the input rows [g0, g1) the warp streams
-    const bool near = g0 >= -H && g1 <= 2 * H;   // within one period of the image
-    constexpr int B = C2D_BOUNDARY;
-#define SHFL_EDGE(...) shfl_edge<__VA_ARGS__>(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, vec)
-    if (!(wx - 4 >= 0 && wx + 4 * 32 + 4 <= W)) {  // columns leave the image
-        if (vec && wx >= 0 && wx + 4 * 32 <= W) {  // only an edge lane's halo chunk
-            if (near) SHFL_EDGE(ShflHalo<B, true>); else SHFL_EDGE(ShflHalo<B, false>);
-        } else if (vec && near) {
-            SHFL_EDGE(ShflExtNear<B>);
-        } else if (near) {
-            SHFL_EDGE(ShflExtAny<B, true>);
-        } else {
-            SHFL_EDGE(ShflExtAny<B, false>);
-        }
-        return;
-    }
-    if (!(g0 >= 0 && g1 <= H)) {  // rows leave the image
-        if (near) SHFL_EDGE(ShflRows<B, true>); else SHFL_EDGE(ShflRows<B, false>);
-        return;
-    }
-#undef SHFL_EDGE
-#endif
+#if C2D_BOUNDARY == SIGCONV_BOUNDARY_FILL
     shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflPlain{H, W, cx, vec, fill});
+#else
+    constexpr int B = C2D_BOUNDARY;
+    if (r0 - py >= -H && r0 - py + nin <= 2 * H) {  // the strip's input rows within one period of the image
+        if (vec && B == SIGCONV_BOUNDARY_WRAP)
+            shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias, ShflExtNear<B>(H, W, cx, lane));
+        else
+            shfl_body(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias,
+                      ShflExtAny<B, true>(H, W, cx, lane));
+    } else {
+        shfl_far(x, y, N, H, W, py, Ho, Wo, lane, cx, r0, nin, live, vst, bias);
+    }
+#endif
 }
 
 #endif  // SIGCONV_CONV2D_SHFL_CUH

@@ -233,7 +233,7 @@ def _boundary_module(device: int, kernel: str, defines: tuple, boundary: str):
 
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", _U64: "unsigned long long"}
 # naive and extend also for uint64; the other templates for the floating dtypes
-_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_extend")
+_GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_naive_ext", "conv2d_extend")
                         for t in _CTYPES.values())
                   + tuple(f"{k}<{t}>" for k in ("conv2d_shared", "conv2d_sep_rows", "conv2d_sep_rows_ext",
                                                 "conv2d_sep_cols")
@@ -290,10 +290,12 @@ def launch_naive(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
-    f = _generic("conv2d_naive", x.dtype)
+    code, fill = _boundary_args(boundary, fillvalue, x)
+    # the fill constant (zero padding included) and the rules wrap/symm in kernels of their own
+    f, last = (_generic("conv2d_naive", x.dtype), (fill,)) if boundary == "fill" else \
+        (_generic("conv2d_naive_ext", x.dtype), _i32(code))
     f(generic_grid(N * Cout, Ho, Wo, (bx, by)), (bx, by, 1),
-      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, stride[0], stride[1], pad[0], pad[1], Ho, Wo, hb)
-      + _boundary_args(boundary, fillvalue, x))
+      (x, w, b, y) + _i32(N, Cin, H, W, Cout, kH, kW, stride[0], stride[1], pad[0], pad[1], Ho, Wo, hb) + last)
     return y
 
 

@@ -1,5 +1,6 @@
 // border_harness.cpp: runs kernels/conv2d.cu's boundary kernels on the host: the generic variants with a boundary
-// (conv2d_naive, conv2d_shared), separable's boundary passes, the extended copy, and the rule c2d_extend on its own.
+// (conv2d_naive and conv2d_naive_ext, conv2d_shared), separable's boundary passes, the extended copy, and the rule
+// c2d_extend on its own.
 //   border_harness extend n boundary lo hi FILE                     int32 c2d_extend(i, n, boundary), lo <= i < hi
 //   border_harness run VARIANT DTYPE GX GY BX BY PITCH SMEM  H W kH kW py px Ho Wo boundary FILL
 //                      FILE_X FILE_W FILE_Y
@@ -52,7 +53,10 @@ template <typename T> static int run(const std::string& v, char** a) {
     int rc = 0;
     if (v == "naive") {
         emu_launch_threads(g, b, smem_raw, SMEM_CAP, 0, [&] {
-            conv2d_naive<T>(x, w, x, y, 1, 1, H, W, 1, kH, kW, 1, 1, py, px, Ho, Wo, 0, boundary, fill);
+            if (boundary == SIGCONV_BOUNDARY_FILL)
+                conv2d_naive<T>(x, w, x, y, 1, 1, H, W, 1, kH, kW, 1, 1, py, px, Ho, Wo, 0, fill);
+            else
+                conv2d_naive_ext<T>(x, w, x, y, 1, 1, H, W, 1, kH, kW, 1, 1, py, px, Ho, Wo, 0, boundary);
         });
     } else if constexpr (std::is_integral_v<T>) {  // (no shared kernel for integers)
         rc = 2;
