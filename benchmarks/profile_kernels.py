@@ -18,8 +18,8 @@ Cases, float32 (the benchmark's shapes):
                       prefetch, block 16x8, with zero fill and with boundaries "wrap" and "symm" (the tiled kernels'
                       scalar loads)
   conv2d-odd9-shfl-fill / -wrap  1x1x1024x1023 (no 16-byte rows, a grid of two warps per multiprocessor), random
-                      9x9, "same", variant shfl, block 128x1, with zero fill and with boundary "wrap" (the edge warps'
-                      loads set the kernel's end)
+                      9x9, "same", variant shfl, block 128x1, with zero fill and with boundary "wrap" (on a grid this
+                      small, what a wrap build adds to the code shows as instruction-fetch stalls)
   conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, blocks 64 and 256
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
