@@ -87,9 +87,10 @@
 // (c2d_extend_near), the same instructions in every lane, so that no lane of a warp waits on another's longer loop:
 // on a small image the grid is a wave or two and the slowest warps set the kernel's end. (Through c2d_extend per
 // tap naive took 1.23-1.67 x its zero-fill time on an H200; with three runs of consecutive taps per row, left of the
-// image, inside, right of it, whose lengths differ from lane to lane, 1.13-1.30 x.) With zero fill the outside taps add nothing. naive maps its tap rows alike: by selects where
-// the block's rows lie within one period of the image (c2d_block_rows_near), else through c2d_extend, whose modulo
-// code then stays out of the other blocks' row loop (spec9odd, 1025 x 65535 with 9x9: wrap and symm 1.12 -> 1.05 x).
+// image, inside, right of it, whose lengths differ from lane to lane, 1.13-1.30 x.) With zero fill the outside taps
+// add nothing. naive maps its tap rows alike: by selects where the block's rows lie within one period of the image
+// (c2d_block_rows_near), else through c2d_extend, whose modulo code then stays out of the other blocks' row loop
+// (1025 x 65535 with 9x9: wrap and symm 1.12 -> 1.05 x the zero fill).
 
 // acc + sum_{j < kW} w[j] * xe[c0 + j] along one row of the extended image: xr the image row under it (null: a row
 // of the fill constant), boundary B, W the row's length. `inside`: every lane's window columns lie in [0, W) (the
@@ -175,9 +176,8 @@ __device__ __forceinline__ void naive_body(const T* __restrict__ x, const T* __r
     }
 }
 
-// Zero padding or a fill constant (`fill`), and wrap or symm (`boundary`) in a kernel of its own
-// (conv2d_naive_ext), so that neither one's code sets the other's registers and schedule. (In one kernel with the
-// five bodies, the zero-fill time on an H200 went up by 2-4 %.)
+// Zero padding or a fill constant (`fill`) in conv2d_naive; wrap or symm (`boundary`) in conv2d_naive_ext, whose
+// row maps (near blocks by selects, the others through c2d_extend) the fill path does not carry.
 template <typename T>
 __global__ void conv2d_naive(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                              T* __restrict__ y, int N, int Cin, int H, int W, int Cout, int kH, int kW, int sy,

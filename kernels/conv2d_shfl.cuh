@@ -60,9 +60,8 @@ __constant__ float c_taps_shfl[SHFL_KH * SHFL_KW];
 
 // Chunk loaders of shfl_row: rowp(xp, gr) is xe's row gr in the image (null for a row of the fill constant);
 // own(rp) the four values xe[gr, cx..cx+3], left(rp) / right(rp) those at cx-4 / cx+4 (asked of lanes 0 / 31).
-// The plain loads (a fill build's): 16-byte
-// chunks where the row allows, the fill constant outside the image. vec: W % 4 == 0 and x 16-byte aligned, so a
-// chunk (a multiple of 4) is wholly inside or outside the row.
+// The plain loads (a fill build's): 16-byte chunks where the row allows, the fill constant outside the image. vec:
+// W % 4 == 0 and x 16-byte aligned, so a chunk (a multiple of 4) is wholly inside or outside the row.
 struct ShflPlain {
     int H, W, cx;
     bool vec;
