@@ -271,8 +271,8 @@ class SigconvApp(App):
                 if be != s.backend:
                     raise ValueError(f"variant {vname} runs on the {be} backend; the backend is {s.backend}")
                 new = replace(s, variant=vname, block=None)
-            elif name == "block":
-                new = replace(s, block=value)
+            elif name == "block":  # a block of the picker's list, or the text typed below it ("96", "24x4")
+                new = replace(s, block=sigconv.parse_block(value) if isinstance(value, str) else value)
             else:
                 return
             why = check_choice(new)

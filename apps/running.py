@@ -130,24 +130,31 @@ def design(s: Settings, fs: float):
 
 
 def block_refusal(s: Settings, block) -> Optional[tuple[str, str]]:
-    """(short, full): why ``block`` cannot be chosen with the settings' variant, or None when it can. The short
-    reason fits beside the block in the picker; the full one names the blocks that can be chosen."""
+    """(short, full): why ``block`` cannot be chosen with the settings' variant, or None when it can
+    (:func:`sigconv.block_refusal`: any block the variant launches, not only the picker's list). The short reason
+    fits beside the block in the picker; the full one says which blocks the variant takes."""
     if block is None:
         return None
     b = sigconv.format_block(block)
     if s.variant == "auto":
         return "auto picks", f"block {b}: auto picks the variant and its block; choose a variant to choose a block"
     v = next((v for v in sigconv.variants(s.op) if v["name"] == s.variant and v["backend"] == s.backend), None)
-    if v is None or block in v["blocks"]:
+    if v is None:
+        return None  # an unknown variant: check_choice names the valid ones
+    why = sigconv.block_refusal(s.op, s.backend, s.variant, block)
+    if why is None:
         return None
     if not v["blocks"]:
         return "no blocks", f"block {b} is not valid for {v['name']} ({v['backend']}): it takes no block size"
-    ok = ", ".join(sigconv.format_block(x) for x in v["blocks"])
-    return f"not for {v['name']}", f"block {b} is not valid for {v['name']} ({v['backend']}); valid: {ok}"
+    return f"not for {v['name']}", f"{why}; {v['name']} ({v['backend']}) takes {v['block_rule']}"
 
 
 def check_choice(s: Settings) -> Optional[str]:
-    """Why these variant/block choices cannot run (None when they can)."""
+    """Why these variant/block choices cannot run (None when they can); a refused block says which blocks the
+    variant takes."""
+    why = block_refusal(s, s.block)
+    if why:
+        return why[1]
     if s.variant != "auto":
         try:
             s.kernel
@@ -156,8 +163,7 @@ def check_choice(s: Settings) -> Optional[str]:
         v = next(v for v in sigconv.variants(s.op) if v["name"] == s.variant and v["backend"] == s.backend)
         if not v["available"]:
             return f"variant {v['name']} ({v['backend']}) is not available: {v['reason']}"
-    why = block_refusal(s, s.block)
-    return why[1] if why else None
+    return None
 
 
 # ---------------------------------------------------------------------------------- running

@@ -17,7 +17,7 @@ from sigconv._core.errors import InputError, OutputError, Terminated, raise_term
 from sigconv.engine.design import design_fir, design_notch
 from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, default_band, default_rule, signal_kind
 from sigconv.engine.stream import FIRStream
-from sigconv.registry.table import variants
+from sigconv.registry.table import block_refusal, variants
 
 #: Public names whose modules load on first use (the spectral gate, file I/O, logs, batch): name -> module.
 _LAZY = {
@@ -51,6 +51,7 @@ __all__ = [
     "design_notch",
     "FIRStream",
     "variants",
+    "block_refusal",
     "KernelChoice",
     "FirSpec",
     "FirDesign",

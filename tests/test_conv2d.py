@@ -170,16 +170,61 @@ def test_conv2d_property(N, Cin, Cout, H, W, kH, kW, sy, sx, py, px, seed):
 
 
 def test_cuda2d_registry_and_block_lists():
-    """The cuda conv2d variants are registered with their block lists; no cupy import needed to list them."""
+    """The cuda conv2d variants are registered with their block grids; no cupy import needed to list them."""
     names = [v["name"] for v in sigconv.variants("conv2d") if v["backend"] == "cuda"]
     assert names == ["naive", "shared", "regblock", "prefetch", "strip", "shfl", "separable"]
-    from sigconv.backends import cuda2d
-
     for v in sigconv.variants("conv2d"):
         if v["backend"] == "cuda":
             assert v["default_block"] in [tuple(b) for b in v["blocks"]]
-    with pytest.raises(ValueError, match="must be one of 8x4"):
-        cuda2d._block("prefetch", (32, 8), cuda2d._BLOCKS_PREFETCH, (8, 4))
+            assert v["block_rule"].startswith("any bx x by of a multiple of 32 threads up to 1024")
+
+
+def test_every_multiple_of_32_is_a_block_of_every_variant():
+    """Every cuda variant, 1-D and 2-D, takes any multiple of 32 up to 1024 as its block; a 2-D integer is laid out
+    in a block the variant accepts (bx a multiple of its step) and whose tiles fit in shared memory for the largest
+    kernel; 2-D pairs of a multiple of 32 threads are accepted where bx suits the variant, and each refusal names the
+    rule it breaks."""
+    from sigconv.backends import cuda2d
+    from sigconv.registry import table
+
+    for op in table.OPS:
+        for v in table.entries(op, "cuda", kind="variant"):
+            for n in range(32, 1025, 32):
+                assert sigconv.block_refusal(op, "cuda", v.name, n) is None, (op, v.name, n)
+                b = v.launch_block(n)
+                if op == "conv1d":
+                    assert b == n
+                    continue
+                assert b[0] * b[1] == n and b[0] % v.block_step == 0 and v.block_refusal(b) is None, (v.name, n, b)
+                if v.name in ("regblock", "prefetch"):
+                    plan = cuda2d.tiled_plan(b, 31, 31, (1, 1), 15, 64, v.name == "prefetch")
+                    assert plan["smem"] <= 200 * 1024, (v.name, n, plan["smem"])
+                if v.name == "shared":
+                    assert cuda2d.shared_geometry(b, 31, 31, (1, 1), 8)[1] <= 100 * 1024, (n, b)
+            pairs = ((((7, 3), "multiple of 32 threads"), ((64, 32), "at most 1024")) if op == "conv2d" else
+                     (((32, 1), "must be an integer"),))
+            for bad, why in ((48, "multiple of 32"), (2048, "between 32 and 1024")) + pairs:
+                assert why in sigconv.block_refusal(op, "cuda", v.name, bad), (op, v.name, bad)
+    for name, step in (("regblock", 4), ("prefetch", 4), ("shfl", 32)):
+        pair = (2, 48) if step == 4 else (24, 4)
+        assert f"needs bx a multiple of {step}" in sigconv.block_refusal("conv2d", "cuda", name, pair)
+        assert sigconv.block_refusal("conv2d", "cuda", name, (step * 3, 32 // step)) is None
+    for name in ("naive", "shared", "strip", "separable"):
+        assert sigconv.block_refusal("conv2d", "cuda", name, (3, 32)) is None
+    assert "takes no block size" in sigconv.block_refusal("conv2d", "cpu", "direct", 64)
+
+
+def test_oversized_tiled_block_is_refused_in_one_line():
+    """An explicit prefetch block whose double-buffered tile of a 31x31 kernel cannot fit in shared memory has no plan
+    that fits; the launcher's check says so in one line (an integer block of the same threads fits)."""
+    from sigconv.backends import cuda2d
+
+    plan = cuda2d.tiled_plan((1024, 1), 31, 31, (1, 1), 15, 1, True)
+    assert plan["smem"] > 227 * 1024
+    msg = cuda2d.tiled_smem_refusal("prefetch", (1024, 1), (31, 31), plan, 227 * 1024)
+    assert "1024x1" in msg and "31x31" in msg and "\n" not in msg and "8 x n/8" in msg
+    assert cuda2d.tiled_smem_refusal("prefetch", (8, 128), (31, 31), cuda2d.tiled_plan(
+        (8, 128), 31, 31, (1, 1), 15, 1, True), 227 * 1024) is None
 
 
 def test_separable_detection(rng):

@@ -6,7 +6,9 @@ full/same/valid windows. By default:
 - L in {1, 7, 1823} x K in {1, 2, 3, 7, 24, 25, 63, 64, 255, 1024, 4095} x C in {1, 3}, for the variant's
   default block and the smallest and largest it accepts;
 - a long signal, L = 2^17 + 3, C = 2, K in {7, 255, 4095}, default block.
-With --runslow (``-m slow``) the exhaustive grids: every accepted block x C in {1, 2, 8} at L in {1, 7, 1000},
+- blocks of 3 and 31 warps (96, 992) at L = 1823 and 2^17 + 3.
+With --runslow (``-m slow``) the exhaustive grids: every multiple of 32 up to 1024 as the block x C in {1, 2, 8} at
+L in {1, 7, 1000},
 and L = 2^20 + 3 for the default and largest blocks.
 References: float64 scipy.signal.oaconvolve, computed once per (L, K, C) and shared by the variants of a test.
 Failures are collected and reported together (variant, dtype, block, K, L, C, mode, first bad index).
@@ -143,11 +145,25 @@ def test_long_signal(rng, name):
     _assert_grid(*_run_grid(rng, LONG_L, lambda v: [v.default_block], only=name, ks=(7, 255, 4095), cs=(2,)))
 
 
+#: Blocks outside the powers of two (every multiple of 32 up to 1024 is a block): 3 and 31 warps.
+ODD_BLOCKS = (96, 992)
+
+
+@pytest.mark.parametrize("name", [v.name for v in VARIANTS])
+def test_blocks_of_any_warp_count(rng, name):
+    """Blocks of 3 and 31 warps: awkward lengths and a long signal (many blocks per channel), K below and above
+    each variant's tile, against the float64 reference."""
+    f, n = _run_grid(rng, 1823, lambda v: ODD_BLOCKS, only=name, ks=(1, 7, 25, 64, 255, 4095), cs=(3,))
+    f2, n2 = _run_grid(rng, LONG_L, lambda v: ODD_BLOCKS, only=name, ks=(7, 1024), cs=(2,))
+    _assert_grid(f + f2, n + n2)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [v.name for v in VARIANTS])
 @pytest.mark.parametrize("L", [1, 7, 1000])
 def test_grid_all_blocks(rng, L, name):
-    _assert_grid(*_run_grid(rng, L, lambda v: v.blocks, only=name))
+    """Every multiple of 32 up to 1024 as the block."""
+    _assert_grid(*_run_grid(rng, L, lambda v: range(32, 1025, 32), only=name))
 
 
 @pytest.mark.slow
@@ -325,8 +341,9 @@ def test_block_rejections():
         with pytest.raises(ValueError, match="block"):
             sigconv.convolve(x, w, axis=-1, backend="cuda", variant="tiled", block=bad)
     for v in VARIANTS:
-        with pytest.raises(ValueError, match=rf"variant '{v.name}'.*accepted"):
-            v.load()(x, w, 1, 100, 96)  # a multiple of 32 no variant lists
+        for bad, why in ((48, "multiple of 32"), ((32, 1), "must be an integer"), (1056, "between 32 and 1024")):
+            with pytest.raises(ValueError, match=why):
+                v.load()(x, w, 1, 100, bad)
 
 
 def test_constant_tap_limit_refused():

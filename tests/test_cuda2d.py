@@ -88,7 +88,21 @@ def _jobs():
                     yield pytest.param(v.name, dtype, shp, blk, id=f"{v.name}-{dtype}-{shp[0]}-{blk[0]}x{blk[1]}")
 
 
-@pytest.mark.parametrize("name, dtype, shp, block", list(_jobs()))
+#: Blocks outside the grids (any multiple of 32 threads is a block): 3 and 31 warps as integers (laid out by the
+#: variant), and a pair of 3 warps whose bx is no power of two, per variant.
+ODD_PAIRS = {"regblock": (12, 8), "prefetch": (24, 4), "strip": (96, 1), "shfl": (96, 1)}
+ODD_SHAPES = {"prime", "k_gt_img", "k31", "w4_aligned"}
+
+
+def _odd_block_jobs():
+    for v in VARIANTS:
+        for shp in SHAPES:
+            if shp[0] in ODD_SHAPES:
+                for blk in (96, 992, ODD_PAIRS.get(v.name, (3, 32))):
+                    yield pytest.param(v.name, v.dtypes[0], shp, blk, id=f"{v.name}-{shp[0]}-{blk}")
+
+
+@pytest.mark.parametrize("name, dtype, shp, block", list(_jobs()) + list(_odd_block_jobs()))
 def test_variant_matches_reference(rng, name, dtype, shp, block):
     """Each variant/block/dtype equals a float64 reference; outputs pre-filled with NaN must all be written."""
     label, N, Cin, H, W, Cout, kH, kW, stride, padding = shp
@@ -111,6 +125,23 @@ def test_variant_matches_reference(rng, name, dtype, shp, block):
     y = v.run(x, w, b, s, pad, out_hw, block=block, out=out)
     assert y is out
     _check(y, _torch_ref(x, w, b, s, pad, out_hw), dtype, f"{name} {dtype} {label} block {block}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [v.name for v in VARIANTS])
+def test_every_block_of_a_multiple_of_32(rng, name):
+    """Every multiple of 32 up to 1024 threads as the block (an integer, laid out by the variant) on an odd shape of
+    several channels (single-channel variants: one), float32, against the float64 reference."""
+    v = _registry.get("conv2d", "cuda", name)
+    single = v.applies(Conv2dJob((2, 3, 37, 41), (5, 3, 3, 3), "float32", (1, 1), (1, 1), (37, 41))) is not None
+    N, Cin, Cout = (2, 1, 1) if single else (2, 3, 5)
+    x = cupy.asarray(rng.standard_normal((N, Cin, 37, 41)), dtype=cupy.float32)
+    w = rng.standard_normal((Cout, Cin, 3, 1)) * rng.standard_normal((Cout, Cin, 1, 5))
+    w = cupy.asarray(w, dtype=cupy.float32)
+    ref = _torch_ref(x, w, None, (1, 1), (1, 2), (37, 41))
+    for n in range(32, 1025, 32):
+        out = cupy.full((N, Cout, 37, 41), cupy.nan, dtype=cupy.float32)
+        _check(v.run(x, w, None, (1, 1), (1, 2), (37, 41), block=n, out=out), ref, "float32", f"{name} block {n}")
 
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
@@ -181,11 +212,15 @@ def test_strip_refuses_multichannel():
 
 @pytest.mark.parametrize("v", VARIANTS, ids=lambda v: v.name)
 def test_invalid_block_rejected(v):
-    """A block outside the variant's list is refused with the accepted list in the message."""
+    """A block that is not a multiple of 32 threads, or whose bx does not suit the variant, is refused in one line
+    naming the rule."""
     x = cupy.ones((1, 1, 16, 16), cupy.float32)
     w = cupy.ones((1, 1, 3, 3), cupy.float32)
-    with pytest.raises(ValueError, match="must be one of"):
-        v.run(x, w, None, (1, 1), (1, 1), (16, 16), block=(4, 8))
+    with pytest.raises(ValueError, match="multiple of 32 threads"):
+        v.run(x, w, None, (1, 1), (1, 1), (16, 16), block=(7, 3))
+    if v.block_step > 1:
+        with pytest.raises(ValueError, match=f"bx a multiple of {v.block_step}"):
+            v.run(x, w, None, (1, 1), (1, 1), (16, 16), block=(v.block_step // 2, 64))
 
 
 @pytest.mark.parametrize("fn", ["convolve2d", "correlate2d"])

@@ -424,15 +424,15 @@ def _first_bad(a, ref, rtol):
     return np.argwhere(bad | np.isnan(a))[:3].tolist()
 
 
-# (K, L, mode, C, block, cap_y, cap_z): awkward lengths, every mode, blocks from 32 to 1024 (for N = 1024
+# (K, L, mode, C, block, cap_y, cap_z): awkward lengths, every mode, blocks from 32 to 1024, 96 and 992 (for N = 1024
 # a block of 1024 leaves 3/4 of the gather's threads idle), and caps of 1-3 that force the grid-stride loops.
 OS_CASES = [
     (1, 1, "full", 1, 256, None, None),
     (2, 7, "same", 2, 32, None, None),
-    (7, 3001, "same", 3, 256, 2, 2),
+    (7, 3001, "same", 3, 96, 2, 2),
     (25, 1000, "valid", 2, 1024, None, 1),
     (128, 5000, "full", 1, 64, 3, None),
-    (300, 5000, "valid", 2, 128, None, None),
+    (300, 5000, "valid", 2, 992, None, None),
     (1023, 20, "full", 2, 256, 1, 1),
     (4095, 9000, "same", 1, 512, 2, None),
 ]
@@ -606,13 +606,13 @@ def _corr2d_ref(x, w, bias, pad, out_hw, boundary="fill", fill=0.0):
 STRIP_CASES = [
     (1, 37, 64, 3, 3, (1, 1), None, (64, 1), 32, 0.0, None),
     (2, 33, 61, 3, 3, (1, 1), None, (32, 4), 8, 0.5, None),
-    (1, 70, 20, 5, 5, (2, 2), None, (32, 1), 16, 0.0, None),
+    (1, 70, 20, 5, 5, (2, 2), None, (96, 1), 16, 0.0, None),
     (1, 9, 13, 4, 4, (1, 2), None, (32, 1), 32, 0.0, None),
     (1, 1, 1, 3, 7, (1, 3), None, (32, 1), 32, -1.0, None),
     (1, 5, 6, 12, 12, (11, 11), (16, 17), (32, 1), 4, 0.0, None),
     (3, 40, 36, 15, 15, (7, 7), None, (32, 4), 8, 0.0, 2),
     (1, 5, 9, 1, 1, (0, 0), None, (32, 8), 2, 0.0, None),
-    (1, 12, 8, 3, 3, (2, 2), (14, 10), (256, 1), 32, 0.0, None),
+    (1, 12, 8, 3, 3, (2, 2), (14, 10), (224, 1), 32, 0.0, None),
 ]
 
 
@@ -684,19 +684,20 @@ def _run_conv1d_emu(exe, tmp, variant, dtype, x, w, pad, out_len, block, xoff):
 
 # (variant, dtype, K, L, C, mode, block, xoff): every variant, odd/even K, K > L, several blocks per channel,
 # channels over grid.y, both dtypes where the variant has them, x misaligned by 1-3 floats for tiled,
-# tiled's static (K <= 64) and runtime (K > 64) kernels, R = 8 and 16, blocks of 32 to 1024 threads.
+# tiled's static (K <= 64) and runtime (K > 64) kernels, R = 8 and 16, blocks of 32 to 1024 threads (powers of two
+# and not).
 C1D_CASES = [
     ("naive", np.float32, 7, 1000, 2, "same", 256, 0),
     ("naive", np.float64, 24, 5, 1, "full", 32, 0),
-    ("constant", np.float32, 25, 777, 2, "valid", 128, 0),
+    ("constant", np.float32, 25, 777, 2, "valid", 160, 0),
     ("constant", np.float64, 2, 1, 3, "full", 64, 0),
-    ("shared", np.float32, 63, 1000, 2, "same", 128, 0),
+    ("shared", np.float32, 63, 1000, 2, "same", 224, 0),
     ("shared", np.float64, 3000, 4100, 1, "full", 64, 0),  # K beyond one shared chunk of 1024 taps
     ("l2", np.float32, 255, 700, 2, "same", 64, 0),
-    ("l2", np.float64, 7, 300, 1, "valid", 512, 0),
+    ("l2", np.float64, 7, 300, 1, "valid", 480, 0),
     ("tiled", np.float32, 1, 100, 1, "same", 32, 0),
     ("tiled", np.float32, 7, 5000, 2, "same", 256, 1),
-    ("tiled", np.float32, 24, 3001, 1, "full", 64, 2),
+    ("tiled", np.float32, 24, 3001, 1, "full", 96, 2),
     ("tiled", np.float32, 25, 4099, 2, "valid", 128, 3),
     ("tiled", np.float32, 33, 20, 1, "full", 32, 1),
     ("tiled", np.float32, 64, 2000, 1, "same", 1024, 0),
@@ -749,13 +750,13 @@ def _conv2d_ref(x, w, bias, stride, pad, out_hw):
 # a "full" window larger than the input, and the shared kernel in both dtypes with stride.
 C2D_CASES = [
     ("regblock", np.float32, 1, 1, 37, 70, 1, (3, 3), (1, 1), (1, 1), None, (32, 4), False),
-    ("prefetch", np.float32, 1, 1, 21, 64, 1, (3, 3), (1, 1), (1, 1), None, (16, 8), False),
+    ("prefetch", np.float32, 1, 1, 21, 64, 1, (3, 3), (1, 1), (1, 1), None, (24, 4), False),
     ("prefetch", np.float32, 1, 6, 20, 24, 6, (6, 6), (1, 1), (0, 0), None, (8, 4), True),
-    ("regblock", np.float32, 2, 3, 17, 19, 10, (3, 3), (2, 2), (1, 1), None, (16, 8), True),
-    ("regblock", np.float32, 1, 2, 13, 29, 3, (5, 3), (1, 3), (2, 1), None, (32, 4), False),
+    ("regblock", np.float32, 2, 3, 17, 19, 10, (3, 3), (2, 2), (1, 1), None, (20, 8), True),
+    ("regblock", np.float32, 1, 2, 13, 29, 3, (5, 3), (1, 3), (2, 1), None, (12, 8), False),
     ("regblock", np.float32, 1, 1, 9, 9, 2, (7, 7), (1, 1), (6, 6), (15, 15), (8, 8), False),
-    ("shared", np.float64, 2, 2, 11, 13, 3, (4, 4), (1, 2), (1, 2), None, (8, 4), True),
-    ("shared", np.float32, 1, 1, 40, 33, 1, (3, 3), (1, 1), (1, 1), None, (32, 8), False),
+    ("shared", np.float64, 2, 2, 11, 13, 3, (4, 4), (1, 2), (1, 2), None, (12, 8), True),
+    ("shared", np.float32, 1, 1, 40, 33, 1, (3, 3), (1, 1), (1, 1), None, (3, 32), False),
 ]
 
 
@@ -800,19 +801,19 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
 
 # ---------------------------------------- the shfl kernel (warp shuffles) on the host, threads per CUDA thread
 # Same cases as strip where the halos allow (<= 4 columns each side), plus warps cut by the last column, blocks
-# of several warps and thread rows, and a block of 256 threads; the shuffles are emulated per warp and a
+# of several warps and thread rows, blocks of 3 and 5 warps; the shuffles are emulated per warp and a
 # shuffle after a lane has returned fails the run.
 SHFL_CASES = [
     (1, 37, 64, 3, 3, (1, 1), None, (128, 1), 32, 0.0, None),
     (2, 33, 61, 3, 3, (1, 1), None, (32, 4), 8, 0.5, None),
     (1, 70, 20, 5, 5, (2, 2), None, (32, 1), 16, 0.0, None),
-    (1, 9, 13, 4, 4, (1, 2), None, (64, 1), 32, 0.0, None),
+    (1, 9, 13, 4, 4, (1, 2), None, (96, 1), 32, 0.0, None),
     (1, 1, 1, 3, 7, (1, 3), None, (32, 1), 32, -1.0, None),
     (1, 5, 6, 9, 5, (8, 4), (12, 10), (32, 1), 4, 0.0, None),
     (3, 40, 140, 15, 9, (7, 4), None, (64, 4), 8, 0.0, 2),
     (1, 5, 9, 1, 1, (0, 0), None, (32, 8), 2, 0.0, None),
     (1, 12, 8, 3, 3, (2, 2), (14, 10), (256, 1), 32, 0.0, None),
-    (1, 20, 517, 3, 3, (1, 1), None, (128, 1), 32, 0.0, None),
+    (1, 20, 517, 3, 3, (1, 1), None, (160, 1), 32, 0.0, None),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ async def test_load_choose_run_latency(short_wav):
         await pilot.press("enter")
         await pilot.pause()
         assert app.settings.block is None
-        await pilot.press("tab")  # leave the list so "r" reaches the app
+        await pilot.press("tab", "tab")  # leave the list and the block box below it so "r" reaches the app
         await pilot.press("r")
         await _settle(app, pilot)
         after = app.result.after
@@ -127,23 +128,96 @@ async def test_invalid_block_refused(short_wav):
 
 
 def test_block_reasons_name_the_blocks_a_variant_takes():
-    """The picker's ✗ marks and the refusal share one rule (running.block_refusal): a cuda variant's foreign
-    blocks say which blocks it takes, auto says it picks its own, the variant's own blocks carry no mark."""
+    """The picker's ✗ marks and the refusal share one rule (running.block_refusal, on sigconv.block_refusal):
+    a cuda variant takes any block it launches, listed or not; one it does not launch is marked with the short
+    reason, and the full one says which blocks it takes; auto says it picks its own."""
     from apps.kernel_picker import block_options
     from apps.running import block_refusal, check_choice
 
-    s = Settings(backend="cuda", dimension="2d", variant="prefetch")
+    s = Settings(backend="cuda", dimension="2d", variant="shfl")
     opts = {b: (prompt, why) for b, prompt, why in block_options(s)}
-    assert opts[(8, 4)] == ("8x4", None) and opts[None][1] is None
-    prompt, why = opts[(16, 16)]
-    assert prompt == "16x16 ✗ not for prefetch"
-    assert why == "block 16x16 is not valid for prefetch (cuda); valid: 8x4, 8x8, 16x4, 16x8"
+    assert opts[(32, 4)] == ("32x4", None) and opts[None][1] is None
+    prompt, why = opts[(8, 4)]
+    assert prompt == "8x4 ✗ not for shfl"
+    rule = next(v["block_rule"] for v in sigconv.variants("conv2d") if v["name"] == "shfl")
+    assert why == f"{sigconv.block_refusal('conv2d', 'cuda', 'shfl', (8, 4))}; shfl (cuda) takes {rule}"
+    assert "bx a multiple of 32" in why
+    assert block_refusal(s, 256) is None and block_refusal(s, (96, 2)) is None  # not in the list
+    assert block_refusal(replace(s, variant="prefetch"), (16, 16)) is None  # nor in prefetch's
     fft = Settings(variant="fft", block=256)
     assert check_choice(fft) == block_refusal(fft, 256)[1] == ("block 256 is not valid for fft (cpu): it takes no "
                                                               "block size")
     auto = block_refusal(Settings(backend="cuda", dimension="2d"), (16, 8))
     assert auto[0] == "auto picks" and "choose a variant to choose a block" in auto[1]
     assert block_refusal(s, None) is None
+
+
+def test_block_refusal_of_a_1d_cuda_variant():
+    """A 1-D cuda variant takes any multiple of 32 threads up to 1024 (96 is not in the list); 48 is refused with
+    sigconv's reason and the blocks it takes, by the run's check too (not the kernel choice's bare reason)."""
+    from apps.running import block_refusal, check_choice
+
+    s = Settings(backend="cuda", variant="tiled")
+    assert 96 not in next(v["blocks"] for v in sigconv.variants() if v["name"] == "tiled")
+    assert block_refusal(s, 96) is None
+    short, full = block_refusal(s, 48)
+    assert short == "not for tiled"
+    assert full == ("block must be a multiple of 32 between 32 and 1024, got 48; tiled (cuda) takes any multiple of "
+                    "32 threads up to 1024")
+    assert check_choice(replace(s, block=48)) == full
+
+
+@pytest.fixture
+def gpu_listed(monkeypatch):
+    """sigconv.variants as on a GPU machine (every variant available), so that the app takes the cuda backend and
+    its variants; nothing runs on them."""
+    real = sigconv.variants
+    monkeypatch.setattr(sigconv, "variants",
+                        lambda op="conv1d": [{**v, "available": True, "reason": None} for v in real(op)])
+
+
+@run_async
+async def test_typed_block(gpu_listed):
+    """Below the block list, the variant's rule and a box for any block: Enter chooses a block the variant takes
+    (96 for a 1-D cuda variant: the list then shows it chosen), refuses one it does not take with the reason and
+    the blocks it takes (48; 24x4 for conv2d shfl, whose bx must be a multiple of 32) and text that is no block
+    with the parse error, both keeping the block."""
+    app = make_app(None, **FAST)
+    async with app.run_test(size=SIZE) as pilot:
+        app.gpu_reason = None  # the cuda backend can be chosen, as on a GPU machine (gpu_listed)
+        app.on_settings_changed(SettingsChanged("backend", "cuda"))
+        assert app.choose_variant("tiled")
+        await pilot.pause()
+        assert str(app.query_one("#block-rule").render()) == "tiled takes any multiple of 32 threads up to 1024"
+        box = app.query_one("#block-input")
+        blocks = app.query_one("#blocks")
+
+        async def submit(text):
+            box.focus()
+            box.value = ""
+            await pilot.press(*text, "enter")
+            await pilot.pause()
+
+        await submit("96")
+        assert app.settings.block == 96 and box.value == ""
+        assert "● 96" in str(blocks.get_option_at_index(blocks.highlighted).prompt)
+        await submit("48")
+        assert app.settings.block == 96 and box.value == "48"
+        assert app.status_text.startswith("block must be a multiple of 32 between 32 and 1024, got 48; tiled (cuda) "
+                                          "takes any multiple of 32")
+        await submit("abc")
+        assert app.settings.block == 96
+        assert app.status_text == "block must be an integer such as 256 or a pair such as 32x8, got 'abc'"
+        assert any("got 'abc'" in n.message for n in app._notifications)
+        app.on_settings_changed(SettingsChanged("dimension", "2d"))
+        assert app.choose_variant("shfl")
+        await pilot.pause()
+        assert "shfl takes any bx x by" in str(app.query_one("#block-rule").render())
+        await submit("24x4")
+        assert app.settings.block is None
+        assert "needs bx a multiple of 32" in app.status_text and "shfl (cuda) takes any bx x by" in app.status_text
+        await submit("256")  # an integer: the variant lays the threads out
+        assert app.settings.block == 256
 
 
 @run_async

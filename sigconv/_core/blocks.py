@@ -1,7 +1,8 @@
 """Launch blocks: what a valid block is, and how one is written and read ("256", "32x8", "-" for none).
 
-1-D variants take threads per block (an int); 2-D variants take (bx, by). Every layer checks, formats and
-parses blocks through these functions.
+1-D variants take threads per block (an int); 2-D variants take (bx, by), or an int of threads that the variant
+lays out (``sigconv.registry.table.Variant.block_layout``). Every layer checks, formats and parses blocks through
+these functions; what one variant accepts beyond them is ``Variant.block_refusal``.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ def check_block(block, name: str = "block"):
 
 
 def check_block2d(block, name: str = "block"):
-    """``None``, or a (bx, by) launch block of 32 to 1024 threads in a multiple of 32 (an int b means (b, 1))."""
+    """``None``, a (bx, by) launch block of 32 to 1024 threads in a multiple of 32, or such a number of threads (an
+    int, returned as one: each variant lays it out its own way)."""
     if block is None:
         return None
     if isinstance(block, numbers.Integral) and not isinstance(block, bool):
-        return (check_block(block, name), 1)
+        return check_block(block, name)
     try:
         bx, by = block
     except (TypeError, ValueError):

@@ -64,11 +64,7 @@ def _prep(name, x, w, pad, out_len, block, out):
         raise ValueError(f"x must be a C-contiguous 2-D cupy array (channels, samples), got {type(x).__name__} "
                          f"{getattr(x, 'shape', '')}")
     dt = x.dtype.name
-    if block is None:
-        block = v.default_block
-    if block not in v.blocks:
-        raise ValueError(f"block {block!r} is not accepted by variant {name!r}; accepted: "
-                         f"{', '.join(map(str, v.blocks))}")
+    block = v.launch_block(block)
     w = cupy.ascontiguousarray(cupy.asarray(w))
     if w.ndim != 1 or w.size < 1:
         raise ValueError(f"w must be a non-empty 1-D array of taps, got shape {w.shape}")

@@ -34,12 +34,15 @@ _SRC = "conv2d.cu"
 _LIMITS = _kernels.constants()
 MAX_TAPS = 31
 
-# Accepted (bx, by) launch blocks per variant. The tiled kernels need bx % 4 == 0 (aligned input tiles).
+# The (bx, by) launch blocks the benchmark and the autotuner try per variant; each variant accepts any block of a
+# multiple of 32 threads up to 1024 (Variant.block_refusal), the tiled kernels with bx % 4 == 0 (aligned input tiles).
 _BLOCKS_GENERIC = ((8, 4), (8, 8), (16, 4), (16, 8), (16, 16), (32, 4), (32, 8), (32, 16))
 _BLOCKS_TILED = ((8, 4), (8, 8), (16, 4), (16, 8), (16, 16), (32, 4), (32, 8))
 _BLOCKS_PREFETCH = ((8, 4), (8, 8), (16, 4), (16, 8))
 _BLOCKS_STRIP = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
 # shfl: bx a multiple of 32, so that a warp is one row of threads (its shuffles and its exit are uniform)
+_STEP_TILED = dict(block_step=4, block_step_reason="16-byte tile loads")
+_STEP_SHFL = dict(block_step=32, block_step_reason="a warp is one row of threads")
 _BLOCKS_SHFL = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
 
 #: Largest kernel side the strip fast path compiles (register ring of KH x 4 accumulators).
@@ -86,25 +89,11 @@ def _border(boundary: str, fillvalue) -> str:
     return ("fill" if fillvalue != 0 else "zero") if boundary == "fill" else boundary
 
 
-def _block(name: str, block, accepted, default):
-    """The launch block for variant ``name``: ``default`` for None, else one of ``accepted``."""
-    if block is None:
-        return default
-    try:
-        b = (int(block[0]), int(block[1]))
-    except (TypeError, ValueError, IndexError):
-        b = (int(block), 1) if isinstance(block, (int, np.integer)) else None
-    if b not in accepted:
-        raise ValueError(f"block for conv2d variant {name!r} must be one of "
-                         f"{', '.join(f'{bx}x{by}' for bx, by in accepted)}; got {block!r}")
-    return b
-
-
 def _checked(name: str, x, w, stride, pad, out_hw, block) -> tuple:
     """The launch block of variant ``name`` (its default for None); ``ValueError`` when the block is not one it
     accepts or its registry entry says it does not apply to this job."""
     v = _get_variant("conv2d", "cuda", name)
-    b = _block(name, block, v.blocks, v.default_block)
+    b = v.launch_block(block)
     # uint64 is no registry dtype (the registry lists floating ones): its kernels have float64's constraints
     exact = x.dtype == _U64 and name in EXACT_VARIANTS
     why = v.applies(_job(x, w, stride, pad, out_hw, dtype="float64" if exact else None))
@@ -363,6 +352,17 @@ def tiled_plan(block, kH: int, kW: int, stride, px: int, Cout: int, prefetch: bo
     return dict(defines=d, smem=smem, tile=(oh, ow), th=th, twl=twl)
 
 
+def tiled_smem_refusal(name: str, block, kernel, plan: dict, limit: int) -> str | None:
+    """``None`` when :func:`tiled_plan`'s ``plan`` fits in ``limit`` bytes of shared memory, else why not (one line):
+    a wide explicit block of a large kernel (prefetch 1024x1 with 31x31 needs two tiles of 31 rows of 1056 floats)."""
+    if plan["smem"] <= limit:
+        return None
+    bx, by = block
+    return (f"conv2d variant {name!r}: block {bx}x{by} needs {plan['smem']} bytes of shared memory for a "
+            f"{kernel[0]}x{kernel[1]} kernel, more than this GPU's {limit}; use fewer columns per block (an integer "
+            f"block of {bx * by} threads lays them out {_get_variant('conv2d', 'cuda', name).block_layout_words()})")
+
+
 def tiled_grid(plan: dict, N: int, Cout: int, Ho: int, Wo: int) -> tuple:
     """Launch grid of conv2d_tiled for :func:`tiled_plan`'s ``plan``: output tiles along x and y, planes of
     (image, group of COB output channels) along z (capped; the kernel loops over the rest)."""
@@ -376,8 +376,9 @@ def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, b
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     limit = _smem_limit()
     plan = tiled_plan(blk, kH, kW, stride, pad[1], Cout, prefetch, min(200 * 1024, limit))
-    if plan["smem"] > limit:  # pragma: no cover (only with tiny shared memory)
-        raise ValueError(f"conv2d variant {name!r}: block {blk} needs {plan['smem']} bytes of shared memory")
+    why = tiled_smem_refusal(name, blk, (kH, kW), plan, limit)
+    if why:
+        raise ValueError(why)
     mod, fill = _fused("conv2d_tiled", plan["defines"], boundary, fillvalue, x)
     f = mod.get_function("conv2d_tiled")
     _set_smem(f, plan["smem"])
@@ -676,16 +677,17 @@ for _name, _run, _desc, _blocks, _default, _kw in (
     ("shared", launch_shared, "input tile + halo per channel in shared memory, bank-padded rows", _BLOCKS_GENERIC,
      (32, 8), {}),
     ("regblock", launch_regblock, "16-byte tile loads, 2x4 outputs x 8 output channels per thread in registers",
-     _BLOCKS_TILED, (16, 8), dict(dtypes=_F32)),
+     _BLOCKS_TILED, (16, 8), dict(dtypes=_F32, **_STEP_TILED)),
     ("prefetch", launch_prefetch,
      "article B: one-warp 8x4 blocks, float4 tiles, next channel prefetched (double buffer)", _BLOCKS_PREFETCH,
-     (8, 4), dict(dtypes=_F32)),
+     (8, 4), dict(dtypes=_F32, **_STEP_TILED)),
     ("strip", launch_strip,
      f"single channel (Cin=Cout=1, stride 1, k<={STRIP_MAX}): row-streaming register window, taps in constant",
      _BLOCKS_STRIP, (64, 1), dict(dtypes=_F32, max_taps=STRIP_MAX, constraint=_one_channel_stride1)),
     ("shfl", launch_shfl,
      f"single channel, stride 1, halos <= {SHFL_HALO} columns: one float4 per row, halo columns by warp shuffles",
-     _BLOCKS_SHFL, (128, 1), dict(dtypes=_F32, max_taps=STRIP_MAX, constraint=_shfl_fits, auto=False)),
+     _BLOCKS_SHFL, (128, 1),
+     dict(dtypes=_F32, max_taps=STRIP_MAX, constraint=_shfl_fits, auto=False, **_STEP_SHFL)),
     ("separable", launch_separable, "rank-1 kernels (Gaussian, box): a row pass then a column pass", _BLOCKS_GENERIC,
      (32, 8), dict(constraint=_rank1)),
 ):

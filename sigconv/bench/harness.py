@@ -273,10 +273,17 @@ def _finish_timing(g: _Group, r: dict, ms: list) -> None:
 
 
 def _blocks(opts: BenchOptions, v) -> list:
-    """The blocks to check and time: the options' blocks this variant accepts, else all it accepts."""
+    """The blocks to check and time: those of the options' blocks this variant accepts (as it launches them: a
+    2-D integer laid out), else its usual grid (:attr:`Variant.blocks`)."""
+    if not v.blocks:
+        return [None]
     if not opts.blocks:
-        return list(v.blocks) or [None]
-    return [b for b in opts.blocks if b in v.blocks] if v.blocks else [None]
+        return list(v.blocks)
+    out = []
+    for b in opts.blocks:
+        if v.block_refusal(b) is None and v.launch_block(b) not in out:
+            out.append(v.launch_block(b))
+    return out
 
 
 def _check_blocks(g: _Group, name: str, blocks: list) -> tuple[list, list, list]:

@@ -44,6 +44,8 @@ def cmd_variants(args) -> int:
             blocks = ",".join(format_block(b) for b in v["blocks"]) or "-"
             state = "available" if v["available"] else f"unavailable: {v['reason']}"
             print(f"  {v['backend']:4} {v['name']:10} blocks {blocks:32} {state}\n       {v['description']}")
+            if v["blocks"]:
+                print(f"       accepts {v['block_rule']}")
     return EXIT_OK
 
 

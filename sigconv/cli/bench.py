@@ -63,7 +63,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", type=_name_list, default=None, metavar="LIST",
                         help="sigconv variants to time (default all, 'auto' included)")
     parser.add_argument("--blocks", type=_block_list, default=None, metavar="LIST",
-                        help="block sizes to sweep (conv1d: 128,256; conv2d: 8x4,16x16); default: all accepted")
+                        help="block sizes to sweep, any multiple of 32 threads up to 1024 (conv1d: 96,256; conv2d: "
+                             "8x4,24x4 or 96, laid out per variant); default: each variant's usual grid")
     parser.add_argument("--peers", type=_name_list, default=None, metavar="LIST",
                         help="peers to time (default all; 'none' for none)")
     parser.add_argument("--reps", type=int, default=200, help="most timed runs per row (default 200)")

@@ -11,7 +11,6 @@ runs. :func:`fill_autotune_cache` (``sigconv tune``) asks the chooser for common
 
 from __future__ import annotations
 
-import numbers
 from typing import Callable, Optional
 
 import numpy as np
@@ -66,8 +65,9 @@ def _keep_user_block(op: str, backend: str, best: tuple, block) -> tuple:
     """``best`` with the caller's ``block`` instead of the chosen one when the chosen variant accepts it."""
     if block is None:
         return best
-    b = (int(block), 1) if op == "conv2d" and isinstance(block, numbers.Integral) else as_block(block)
-    return (best[0], b) if b in table.get(op, backend, best[0]).blocks else best
+    v = table.get(op, backend, best[0])
+    b = as_block(block)
+    return (best[0], v.launch_block(b)) if v.block_refusal(b) is None else best
 
 
 def _applicable(op: str, backend: str, cands: list, job) -> list:

@@ -13,18 +13,23 @@ those callables only, so that ``import sigconv`` never imports them.
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
-__all__ = ["Variant", "Conv1dJob", "Conv2dJob", "register", "get", "entries", "variants", "dtype_name", "OPS",
-           "BLOCKS_1D"]
+from sigconv._core import blocks as _blocks
+
+__all__ = ["Variant", "Conv1dJob", "Conv2dJob", "register", "get", "entries", "variants", "block_refusal",
+           "dtype_name", "OPS", "BLOCKS_1D"]
 
 #: Operations that have variants.
 OPS = ("conv1d", "conv2d")
 
-#: Launch block sizes (threads per block) a 1-D CUDA variant may accept: multiples of 32 up to 1024.
+#: The launch blocks (threads per block) that the benchmark, the autotuner and the TUI's list offer for a 1-D CUDA
+#: variant; each accepts any multiple of 32 up to 1024 (:meth:`Variant.block_refusal`).
 BLOCKS_1D = (32, 64, 128, 256, 512, 1024)
 
 
@@ -91,10 +96,15 @@ class Variant:
         What runs it: the backend contract's signature (see ``sigconv.backends``) plus ``block`` (and, for
         cuda variants, ``out=``).
     blocks : tuple
-        Accepted launch block sizes (ints for 1-D, ``(bx, by)`` pairs for 2-D); empty when the
-        implementation takes no block size (CPU code, library peers).
+        The launch blocks that the benchmark, the autotuner and the TUI offer (ints for 1-D, ``(bx, by)`` pairs
+        for 2-D); empty when the implementation takes no block size (CPU code, library peers). A variant with
+        blocks accepts any block of a multiple of 32 threads up to 1024 (:meth:`block_refusal`), not only these.
     default_block : Any
         Block used when the caller passes ``block=None``.
+    block_step : int
+        2-D: the multiple of which bx must be (4: 16-byte tile loads; 32: a warp is one row of threads).
+    block_step_reason : str
+        Why, in a few words (shown when a block is refused).
     dtypes : tuple of str
         Supported floating dtypes.
     max_taps : int or None
@@ -127,6 +137,53 @@ class Variant:
     constraint: Optional[Callable[[Job], Optional[str]]] = field(default=None, compare=False, hash=False, repr=False)
     source: Optional[str] = None
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    block_step: int = 1
+    block_step_reason: str = ""
+
+    def block_layout(self, threads: int) -> tuple:
+        """2-D: the (bx, by) launch block of ``threads`` threads (a multiple of 32) given as one integer: (threads,
+        1) for a variant whose default block is one row of threads (strip, shfl), else the default block's width
+        by as many rows as the threads fill. Every such layout is one the variant accepts."""
+        dbx, dby = self.default_block
+        if dby == 1:
+            return (threads, 1)
+        bx = math.gcd(dbx, threads)
+        return (bx, threads // bx)
+
+    def block_layout_words(self) -> str:
+        """:meth:`block_layout` in words: "n x 1" or "16 x n/16"."""
+        dbx, dby = self.default_block
+        return "n x 1" if dby == 1 else f"{dbx} x n/{dbx}"
+
+    def block_refusal(self, block) -> Optional[str]:
+        """``None`` when this variant launches ``block`` (``None``: its default), else why not (one line).
+
+        1-D variants take any multiple of 32 up to 1024 threads; 2-D ones any (bx, by) of a multiple of 32 threads
+        up to 1024 whose bx is a multiple of :attr:`block_step`, or one such integer (laid out by
+        :meth:`block_layout`)."""
+        try:
+            self.launch_block(block)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def launch_block(self, block):
+        """The block a launch uses for ``block``: the default for ``None``, an integer of a 2-D variant laid out by
+        :meth:`block_layout`; ``ValueError`` (one line, naming the variant) when the variant does not take it."""
+        if block is None:
+            return self.default_block
+        what = f"{self.op} variant {self.name!r} ({self.backend})"
+        if not self.blocks:
+            raise ValueError(f"{what} takes no block size; got block {_blocks.format_block(block)}")
+        if self.op != "conv2d":
+            return _blocks.check_block(block)
+        if isinstance(block, numbers.Integral) and not isinstance(block, bool):
+            return self.block_layout(_blocks.check_block(block))
+        bx, by = _blocks.check_block2d(block)
+        if bx % self.block_step:
+            why = f" ({self.block_step_reason})" if self.block_step_reason else ""
+            raise ValueError(f"{what} needs bx a multiple of {self.block_step}{why}; got block {bx}x{by}")
+        return (bx, by)
 
     def load(self) -> Callable:
         """The callable that runs it."""
@@ -208,7 +265,8 @@ def variants(op: str = "conv1d") -> list[dict]:
     -------
     list of dict
         One dict per variant with ``name``, ``backend``, ``description``, ``blocks`` (the launch
-        block sizes it accepts), ``default_block``, ``dtypes``, ``max_taps``, ``auto`` (whether
+        block sizes the benchmark and the autotuner try), ``block_rule`` (the blocks it accepts, in words;
+        :func:`block_refusal` tests one), ``default_block``, ``dtypes``, ``max_taps``, ``auto`` (whether
         ``variant="auto"`` may choose it), ``available`` and ``reason`` (why it is unavailable here,
         or ``None``).
 
@@ -229,6 +287,7 @@ def variants(op: str = "conv1d") -> list[dict]:
                 backend=v.backend,
                 description=v.description,
                 blocks=list(v.blocks),
+                block_rule=_block_rule(v),
                 default_block=v.default_block,
                 dtypes=list(v.dtypes),
                 max_taps=v.max_taps,
@@ -238,3 +297,28 @@ def variants(op: str = "conv1d") -> list[dict]:
             )
         )
     return out
+
+
+def _block_rule(v: Variant) -> str:
+    """The blocks ``v`` accepts, in words."""
+    if not v.blocks:
+        return "takes no block size"
+    if v.op != "conv2d":
+        return "any multiple of 32 threads up to 1024"
+    step = f", bx a multiple of {v.block_step}" if v.block_step > 1 else ""
+    return f"any bx x by of a multiple of 32 threads up to 1024{step}; an integer n: {v.block_layout_words()}"
+
+
+def block_refusal(op: str, backend: str, name: str, block) -> Optional[str]:
+    """``None`` when variant ``name`` of ``op`` on ``backend`` launches ``block`` (an int, a (bx, by) pair or
+    ``None`` for its default), else why not, in one line.
+
+    Examples
+    --------
+    >>> import sigconv
+    >>> sigconv.block_refusal("conv1d", "cuda", "tiled", 96) is None
+    True
+    >>> sigconv.block_refusal("conv1d", "cuda", "tiled", 48)
+    'block must be a multiple of 32 between 32 and 1024, got 48'
+    """
+    return get(op, backend, name).block_refusal(block)
