@@ -8,7 +8,8 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 
 (small shapes keep the instrumented run short; each variant still sees tails, K > tile, every mode,
 unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
-magnitude, which its kernels scale by powers of two.) Variant names as arguments (``sanitize.py fft``) restrict
+magnitude, which its kernels scale by powers of two; ``--blocks 96,992`` runs every variant with those blocks, any
+multiple of 32 threads.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
 ``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D
 boundary shapes, so that the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
@@ -134,7 +135,14 @@ def main(argv=None) -> int:
     p.add_argument("--shape", type=int, choices=range(len(BOUNDARY_SHAPES)), default=None,
                    help="only the boundary checks of BOUNDARY_SHAPES[SHAPE]")
     p.add_argument("--no-boundary", action="store_true", help="leave the boundary checks out")
+    p.add_argument("--blocks", default=None, metavar="LIST",
+                   help="blocks of threads to run every variant with, e.g. 96,992 (conv2d: laid out by the variant; "
+                        "default: conv1d the smallest and default block of each variant, conv2d the default)")
     a = p.parse_args(argv)
+    try:
+        asked = [int(b) for b in a.blocks.split(",")] if a.blocks else None
+    except ValueError:
+        p.error(f"--blocks must list integers, got {a.blocks!r}")
     only = set(a.names)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's sigconv
     import sigconv
@@ -160,7 +168,7 @@ def main(argv=None) -> int:
     for v in _registry.entries("conv1d", "cuda", kind="variant") if general else ():
         if only and v.name not in only:
             continue
-        blocks = sorted({min(v.blocks), v.default_block})
+        blocks = asked or sorted({min(v.blocks), v.default_block})
         for dtype in v.dtypes:
             for L, K, C in ((1, 3, 1), (37, 5, 2), (300, 64, 3), (1029, 300, 2), (50, 1030, 1)):
                 if v.applies(Conv1dJob(C, L, K, dtype)):
@@ -191,8 +199,8 @@ def main(argv=None) -> int:
     for v in _registry.entries("conv2d", "cuda", kind="variant") if general else ():
         if only and v.name not in only:
             continue
-        for dtype in v.dtypes:
-            for (H, W), (kh, kw) in (((9, 13), (3, 3)), ((17, 6), (5, 2)), ((4, 4), (6, 6))):
+        for dtype, block in ((d, b) for d in v.dtypes for b in asked or (None,)):
+            for (H, W), (kh, kw) in (((9, 13), (3, 3)), ((17, 6), (5, 2)), ((4, 4), (6, 6)), ((40, 70), (7, 5))):
                 x = rng.standard_normal((H, W)).astype(dtype)
                 k = rng.standard_normal((kh, kw)).astype(dtype)
                 for mode in ("full", "same", "valid"):
@@ -203,16 +211,18 @@ def main(argv=None) -> int:
                         except ValueError:
                             continue  # valid mode with neither input larger in every dimension
                         try:
-                            y = cupy.asnumpy(fn(cupy.asarray(x), k, mode, backend="cuda", variant=v.name))
+                            y = cupy.asnumpy(fn(cupy.asarray(x), k, mode, backend="cuda", variant=v.name,
+                                                block=block))
                         except ValueError as exc:  # a documented refusal, not a memory error
-                            print(f"conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode}: refused ({exc})")
+                            print(f"conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} block={block}: refused ({exc})")
                             continue
                         den = np.linalg.norm(ref) or 1.0
                         err = np.linalg.norm(y.astype(np.float64) - ref) / den if np.isfinite(y).all() else np.inf
                         n += 1
                         if not err <= tol.get(dtype, 1e-5):
                             bad += 1
-                            print(f"MISMATCH conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} {op}: {err:.3g}")
+                            print(f"MISMATCH conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} {op} block={block}: "
+                                  f"{err:.3g}")
         print(f"conv2d {v.name}: done")
     if not only or "boundary" in only:
         named = frozenset(only) & {v.name for v in _registry.entries("conv2d", "cuda", kind="variant")}

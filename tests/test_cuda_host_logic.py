@@ -253,6 +253,46 @@ def test_launch_path_resolves_builds_and_device_limits_once(monkeypatch):
         cuda2d._reg_cap.cache_clear()
 
 
+def test_a_block_of_many_threads_gets_a_build_that_launches_it(monkeypatch):
+    """A fused kernel's build that uses more registers than a block of so many threads may hold is rebuilt held to
+    the block's share (once per device, build and block size); one that fits, and every block of 256 threads or
+    fewer, keeps its usual build."""
+    from sigconv import _kernels
+    from sigconv.backends import cuda2d
+
+    assert [cuda2d.block_reg_cap(n) for n in (32, 256, 288, 512, 992, 1024)] == [255, 255, 224, 128, 64, 64]
+    built = []
+
+    def module(name, defines=None, name_expressions=(), options=()):
+        built.append((dict(defines or {}), tuple(options)))
+        regs = int(options[0].split("=")[1]) if options else 128  # an uncapped build of 128 registers
+
+        def fn(k):  # a block holds 64K registers, allocated per warp in units of 8 per thread
+            return types.SimpleNamespace(num_regs=regs, max_threads_per_block=min(1024, 65536 // regs // 32 * 32))
+        return types.SimpleNamespace(get_function=fn)
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0))))
+    monkeypatch.setattr(_kernels, "module", module)
+    for f in (cuda2d._module_for_threads, cuda2d._boundary_module, cuda2d._reg_cap):
+        f.cache_clear()
+    try:
+        x = np.zeros((1, 1, 8, 12), np.float32)
+        d = dict(STRIP_KH=15, STRIP_KW=15, STRIP_SH=0, STRIP_ROWS=32)
+        cuda2d._fused("conv2d_strip", d, "fill", 0.0, x, 256)
+        cuda2d._fused("conv2d_strip", d, "fill", 0.0, x, 512)  # 128 registers x 512 threads fit
+        assert built == [(d, ())] * 2
+        m, _ = cuda2d._fused("conv2d_strip", d, "fill", 0.0, x, 992)
+        assert built[-1] == (d, ("--maxrregcount=64",)) and m.get_function("conv2d_strip").max_threads_per_block >= 992
+        n = len(built)
+        assert cuda2d._fused("conv2d_strip", d, "fill", 0.0, x, 992)[0] is m and len(built) == n
+        cuda2d._fused("conv2d_strip", d, "wrap", 0.0, x, 1024)  # strip 15x15 rotates: its wrap build is uncapped
+        assert built[-1] == ({**d, "C2D_BOUNDARY": cuda2d.BOUNDARIES["wrap"]}, ("--maxrregcount=64",))
+    finally:
+        for f in (cuda2d._module_for_threads, cuda2d._boundary_module, cuda2d._reg_cap):
+            f.cache_clear()
+
+
 def test_auto_times_its_candidates_under_the_calls_boundary(monkeypatch):
     """``auto`` asks the chooser for the job with its border and times each candidate the way corr2d runs it
     under that boundary (its own loads, or the copy under extend)."""

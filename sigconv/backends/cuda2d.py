@@ -192,7 +192,41 @@ def _reg_cap(device: int, kernel: str, defines: tuple) -> tuple:
     return (f"--maxrregcount={occupancy_regs(regs)}",)
 
 
-def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
+#: 32-bit registers of a multiprocessor, the most one block may hold (every architecture since sm_50).
+_BLOCK_REGS = 65536
+#: Threads of a block that any build can launch: 255 registers (the most a thread has) x 256 fit in _BLOCK_REGS.
+_ANY_BUILD_THREADS = 256
+
+
+def block_reg_cap(threads: int) -> int:
+    """The most registers per thread with which a block of ``threads`` threads launches (allocated per warp, in
+    units of 8 per thread): 64 for 1024 or 992, 224 for 288."""
+    warps = -(-int(threads) // 32)
+    return min(255, _BLOCK_REGS // (warps * 32) // _REG_UNIT * _REG_UNIT)
+
+
+@functools.lru_cache(maxsize=256)
+def _module_for_threads(device: int, kernel: str, defines: tuple, boundary: str, threads: int):
+    """:func:`_fused`'s module for a block of ``threads`` threads (more than :data:`_ANY_BUILD_THREADS`): its usual
+    build where that launches so many, else the build held to :func:`block_reg_cap` registers (strip and shfl carry
+    no launch bounds: strip's 15x15 build takes 104-128 registers, and a block of 992 threads may have 64; spills
+    then cost time, the block is the caller's choice). Memoised per device."""
+    d = dict(defines)
+    if boundary == "fill":
+        mod = _kernels.module(_SRC, d)
+    else:
+        mod = _boundary_module(device, kernel, defines, boundary)
+        d["C2D_BOUNDARY"] = BOUNDARIES[boundary]
+    if mod.get_function(kernel).max_threads_per_block >= threads:
+        return mod
+    mod = _kernels.module(_SRC, d, options=(f"--maxrregcount={block_reg_cap(threads)}",))
+    most = mod.get_function(kernel).max_threads_per_block
+    if most < threads:  # pragma: no cover (the cap leaves registers for every thread)
+        raise ValueError(f"{kernel} launches at most {most} threads per block on this GPU; got {threads}")
+    return mod
+
+
+def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x, threads: int = 0) -> tuple:
     """(the compiled module, the fill argument) of a fused launcher's ``kernel`` for ``boundary``.
 
     fill (any constant) runs the zero-fill build. A wrap or symm build is compiled to the occupancy of the
@@ -200,15 +234,19 @@ def _fused(kernel: str, defines: dict, boundary: str, fillvalue, x) -> tuple:
     occupancy, of every thread (on an H200 the cap took shfl's spectrogram 5x5 from 1.27 to 1.05 x the fill time,
     strip's 9x9 and 7x7 from 1.10 to 0.93-0.98 x); strip's builds that rotate their accumulators
     (:func:`strip_ring`) are not capped. conv2d_tiled's wrap/symm builds carry no ``__launch_bounds__``, whose
-    register limit ptxas would take over the cap."""
+    register limit ptxas would take over the cap. A block of more than 256 ``threads`` gets a build that launches
+    it (:func:`_module_for_threads`)."""
     _check_boundary(boundary)
-    if boundary == "fill":
+    if boundary != "fill":
+        _require_image(boundary, x)
+    if boundary == "fill" and threads <= _ANY_BUILD_THREADS:
         return _kernels.module(_SRC, defines), np.float32(fillvalue)
-    _require_image(boundary, x)
     import cupy
 
-    return _boundary_module(cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())), boundary), \
-        np.float32(fillvalue)
+    key = (cupy.cuda.Device().id, kernel, tuple(sorted(defines.items())), boundary)
+    if threads <= _ANY_BUILD_THREADS:
+        return _boundary_module(*key), np.float32(fillvalue)
+    return _module_for_threads(*key, threads), np.float32(fillvalue)
 
 
 @functools.lru_cache(maxsize=256)
@@ -379,7 +417,7 @@ def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, b
     why = tiled_smem_refusal(name, blk, (kH, kW), plan, limit)
     if why:
         raise ValueError(why)
-    mod, fill = _fused("conv2d_tiled", plan["defines"], boundary, fillvalue, x)
+    mod, fill = _fused("conv2d_tiled", plan["defines"], boundary, fillvalue, x, blk[0] * blk[1])
     f = mod.get_function("conv2d_tiled")
     _set_smem(f, plan["smem"])
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
@@ -417,7 +455,7 @@ def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary
     bx, by = _checked("strip", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     mod, fill = _fused("conv2d_strip", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=STRIP_ROWS),
-                     boundary, fillvalue, x)
+                     boundary, fillvalue, x, bx * by)
     f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_strip", "c_taps", x, w, bias, out, Ho, Wo)
     f(strip_grid(N, Ho, Wo, (bx, by)), (bx, by, 1),
       (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out) + (fill,))
@@ -447,7 +485,7 @@ def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary=
     bx, by = _checked("shfl", x, w, stride, pad, out_hw, block)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     mod, fill = _fused("conv2d_shfl", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS),
-                     boundary, fillvalue, x)
+                     boundary, fillvalue, x, bx * by)
     f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_shfl", "c_taps_shfl", x, w, bias, out, Ho,
                                                          Wo)
     f(strip_grid(N, Ho, Wo, (bx, by), rows=SHFL_ROWS), (bx, by, 1),
