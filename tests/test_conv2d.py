@@ -214,17 +214,20 @@ def test_every_multiple_of_32_is_a_block_of_every_variant():
     assert "takes no block size" in sigconv.block_refusal("conv2d", "cpu", "direct", 64)
 
 
-def test_oversized_tiled_block_is_refused_in_one_line():
+def test_oversized_block_is_refused_in_one_line():
     """An explicit prefetch block whose double-buffered tile of a 31x31 kernel cannot fit in shared memory has no plan
-    that fits; the launcher's check says so in one line (an integer block of the same threads fits)."""
+    that fits, nor has shared's float64 tile of a 1024x1 block; the launchers' check says so in one line (an integer
+    block of the same threads fits)."""
     from sigconv.backends import cuda2d
 
     plan = cuda2d.tiled_plan((1024, 1), 31, 31, (1, 1), 15, 1, True)
     assert plan["smem"] > 227 * 1024
-    msg = cuda2d.tiled_smem_refusal("prefetch", (1024, 1), (31, 31), plan, 227 * 1024)
+    msg = cuda2d.smem_refusal("prefetch", (1024, 1), (31, 31), plan["smem"], 227 * 1024)
     assert "1024x1" in msg and "31x31" in msg and "\n" not in msg and "8 x n/8" in msg
-    assert cuda2d.tiled_smem_refusal("prefetch", (8, 128), (31, 31), cuda2d.tiled_plan(
-        (8, 128), 31, 31, (1, 1), 15, 1, True), 227 * 1024) is None
+    assert cuda2d.smem_refusal("prefetch", (8, 128), (31, 31), cuda2d.tiled_plan(
+        (8, 128), 31, 31, (1, 1), 15, 1, True)["smem"], 227 * 1024) is None
+    need = cuda2d.shared_geometry((1024, 1), 31, 31, (1, 1), 8)[1]  # shared, float64: one tile of 31 x 1054
+    assert need > 227 * 1024 and "32 x n/32" in cuda2d.smem_refusal("shared", (1024, 1), (31, 31), need, 227 * 1024)
 
 
 def test_separable_detection(rng):

@@ -352,9 +352,9 @@ def launch_shared(x, w, bias, stride, pad, out_hw, block=None, out=None, boundar
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     sy, sx = stride
     pitch, smem = shared_geometry((bx, by), kH, kW, stride, x.dtype.itemsize)
-    if smem > _smem_limit():
-        raise ValueError(f"block {bx}x{by} needs {smem} bytes of shared memory for a {kH}x{kW} kernel at stride "
-                         f"{tuple(stride)}; pick a smaller block")
+    why = smem_refusal("shared", (bx, by), (kH, kW), smem, _smem_limit())
+    if why:
+        raise ValueError(why)
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     b, hb = _bias_arg(bias, x)
     f = _generic("conv2d_shared", x.dtype)
@@ -390,13 +390,14 @@ def tiled_plan(block, kH: int, kW: int, stride, px: int, Cout: int, prefetch: bo
     return dict(defines=d, smem=smem, tile=(oh, ow), th=th, twl=twl)
 
 
-def tiled_smem_refusal(name: str, block, kernel, plan: dict, limit: int) -> str | None:
-    """``None`` when :func:`tiled_plan`'s ``plan`` fits in ``limit`` bytes of shared memory, else why not (one line):
-    a wide explicit block of a large kernel (prefetch 1024x1 with 31x31 needs two tiles of 31 rows of 1056 floats)."""
-    if plan["smem"] <= limit:
+def smem_refusal(name: str, block, kernel, need: int, limit: int) -> str | None:
+    """``None`` when a launch of variant ``name`` that needs ``need`` bytes of shared memory fits in ``limit``, else
+    why not (one line): a wide explicit block of a large kernel (prefetch 1024x1 with 31x31 needs two tiles of 31
+    rows of 1056 floats; shared 1024x1 with 31x31 in float64 one of 261 KB)."""
+    if need <= limit:
         return None
     bx, by = block
-    return (f"conv2d variant {name!r}: block {bx}x{by} needs {plan['smem']} bytes of shared memory for a "
+    return (f"conv2d variant {name!r}: block {bx}x{by} needs {need} bytes of shared memory for a "
             f"{kernel[0]}x{kernel[1]} kernel, more than this GPU's {limit}; use fewer columns per block (an integer "
             f"block of {bx * by} threads lays them out {_get_variant('conv2d', 'cuda', name).block_layout_words()})")
 
@@ -414,7 +415,7 @@ def _launch_tiled(name, x, w, bias, stride, pad, out_hw, block, out, prefetch, b
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     limit = _smem_limit()
     plan = tiled_plan(blk, kH, kW, stride, pad[1], Cout, prefetch, min(200 * 1024, limit))
-    why = tiled_smem_refusal(name, blk, (kH, kW), plan, limit)
+    why = smem_refusal(name, blk, (kH, kW), plan["smem"], limit)
     if why:
         raise ValueError(why)
     mod, fill = _fused("conv2d_tiled", plan["defines"], boundary, fillvalue, x, blk[0] * blk[1])
