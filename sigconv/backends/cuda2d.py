@@ -40,10 +40,11 @@ _BLOCKS_GENERIC = ((8, 4), (8, 8), (16, 4), (16, 8), (16, 16), (32, 4), (32, 8),
 _BLOCKS_TILED = ((8, 4), (8, 8), (16, 4), (16, 8), (16, 16), (32, 4), (32, 8))
 _BLOCKS_PREFETCH = ((8, 4), (8, 8), (16, 4), (16, 8))
 _BLOCKS_STRIP = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
-# shfl: bx a multiple of 32, so that a warp is one row of threads (its shuffles and its exit are uniform)
+_BLOCKS_SHFL = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
+# What bx must be a multiple of: 4 for the tiled kernels; 32 for shfl, so that a warp is one row of threads (its
+# shuffles and its exit are uniform)
 _STEP_TILED = dict(block_step=4, block_step_reason="16-byte tile loads")
 _STEP_SHFL = dict(block_step=32, block_step_reason="a warp is one row of threads")
-_BLOCKS_SHFL = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
 
 #: Largest kernel side the strip fast path compiles (register ring of KH x 4 accumulators).
 STRIP_MAX = 15
