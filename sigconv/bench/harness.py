@@ -281,8 +281,12 @@ def _blocks(opts: BenchOptions, v) -> list:
         return list(v.blocks)
     out = []
     for b in opts.blocks:
-        if v.block_refusal(b) is None and v.launch_block(b) not in out:
-            out.append(v.launch_block(b))
+        try:
+            lb = v.launch_block(b)
+        except ValueError:  # a block this variant does not take
+            continue
+        if lb not in out:
+            out.append(lb)
     return out
 
 

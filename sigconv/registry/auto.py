@@ -70,9 +70,10 @@ def _keep_user_block(op: str, backend: str, best: tuple, block) -> tuple:
     """``best`` with the caller's ``block`` instead of the chosen one when the chosen variant accepts it."""
     if block is None:
         return best
-    v = table.get(op, backend, best[0])
-    b = as_block(block)
-    return (best[0], v.launch_block(b)) if v.block_refusal(b) is None else best
+    try:
+        return best[0], table.get(op, backend, best[0]).launch_block(as_block(block))
+    except ValueError:  # a block the chosen variant does not take
+        return best
 
 
 def _applicable(op: str, backend: str, cands: list, job) -> list:
