@@ -92,6 +92,43 @@ def test_ctrl_c_stops_at_once_and_the_manifest_and_summary_tell_the_truth(tmp_pa
     assert _outputs(out) == {f"c{i:02d}.csv" for i in range(16)} and not _leftovers(out)
 
 
+def test_ctrl_c_during_a_csv_read_reaches_the_batch_not_pyarrow(tmp_path, rng, monkeypatch):
+    """A SIGINT that arrives while pyarrow reads a CSV in the main thread (the serial runner) goes to the Python
+    handler (the batch's), and the read finishes: pyarrow's own handler would fail the file as unreadable
+    ("Operation cancelled") and could swallow the signal, so that the batch ran on to the end."""
+    import threading
+
+    import pyarrow.csv as pcsv
+
+    from sigconv.engine.batch import logs
+
+    path = tmp_path / "big.csv"
+    with open(path, "w") as f:
+        f.write("a,b,c,d\n")
+        np.savetxt(f, rng.standard_normal((400_000, 4)), fmt="%.6f", delimiter=",")
+    hits = []
+    real = pcsv.read_csv
+
+    def read_while_ctrl_c(*args, **kwargs):
+        threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t0 = time.perf_counter()
+        table = real(*args, **kwargs)
+        print(f"read in {time.perf_counter() - t0:.3f} s; SIGINT sent 0.02 s after it began")
+        return table
+
+    monkeypatch.setattr(pcsv, "read_csv", read_while_ctrl_c)
+    before = signal.signal(signal.SIGINT, lambda signum, frame: hits.append(signum))
+    try:
+        table, _ = logs.read_table(path, "csv", None)
+        deadline = time.monotonic() + 5
+        while not hits and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert table.num_rows == 400_000
+    assert hits == [signal.SIGINT]
+
+
 def test_lock_is_removed_after_a_run_and_still_excludes_a_second_batch(tmp_path, rng):
     src = _logs(tmp_path / "in", rng, 2, rows=800)
     out = tmp_path / "out"

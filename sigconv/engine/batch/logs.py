@@ -235,6 +235,10 @@ def read_table(path: Path, kind: str, time_column: Optional[str], columns=None):
             check_names(names, path)
             tc = detect_time_column(names, None, time_column, path)
             types = {tc: pa.string()} if tc is not None else {}
+            # Ctrl-C is the batch's to handle (coordinator._StopOnSignals). pyarrow's own handler, set for the
+            # duration of read_csv in the main thread, turns a SIGINT into ArrowCancelled inside the read and can
+            # lose it altogether (the batch then runs to the end and exits 0)
+            pa.enable_signal_handlers(False)
             table = pcsv.read_csv(path, read_options=csv_read_options(path),
                                   convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False))
         else:
