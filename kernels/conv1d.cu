@@ -26,6 +26,9 @@
 //             conv1d_os_cmul_* (spectrum product), conv1d_os_scatter_* (keep the valid part of each segment,
 //             unscaled); their bodies and
 //             launch geometry are in overlap_save.cuh.
+//   fft_fused overlap-save in one kernel (float32): conv1d_fft_fused<LOGN> transforms a tile of 2^LOGN samples in
+//             shared memory, multiplies by the filter's spectrum, transforms back and writes the valid outputs, so
+//             the signal crosses memory once (fft_fused.cuh).
 //
 // Compile alone (checks, register and spill report):
 //   nvcc -std=c++17 -arch=sm_90 -cubin -Xptxas -v -DSIGCONV_NVCC_CHECK -o /dev/null kernels/conv1d.cu
@@ -341,6 +344,9 @@ extern "C" __global__ void conv1d_os_scatter_f64(const double* Ys, double* y, in
     os_scatter_body<double>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift, safe);
 }
 
+// ============================================================================ fft_fused
+#include "fft_fused.cuh"
+
 // ============================================================================ compile check
 #ifdef SIGCONV_NVCC_CHECK
 // The instantiations the runtime asks for most (sigconv.backends.cuda1d picks R = 8 for K <= 32, else 16).
@@ -355,4 +361,15 @@ template __global__ void conv1d_tiled<64, 16>(const float*, float*, int, sc_i64,
 template __global__ void conv1d_tiled<255, 16>(const float*, float*, int, sc_i64, sc_i64, sc_i64, int);
 template __global__ void conv1d_tiled_rt<8>(const float*, float*, int, sc_i64, int, sc_i64, sc_i64, int);
 template __global__ void conv1d_tiled_rt<16>(const float*, float*, int, sc_i64, int, sc_i64, sc_i64, int);
+// fft_fused: tiles of 1024 to 16384 samples
+template __global__ void conv1d_fft_fused<10>(const float*, float*, const float2*, const float2*, int, sc_i64, int,
+                                                sc_i64, sc_i64, sc_i64, const int*, int);
+template __global__ void conv1d_fft_fused<11>(const float*, float*, const float2*, const float2*, int, sc_i64, int,
+                                                sc_i64, sc_i64, sc_i64, const int*, int);
+template __global__ void conv1d_fft_fused<12>(const float*, float*, const float2*, const float2*, int, sc_i64, int,
+                                                sc_i64, sc_i64, sc_i64, const int*, int);
+template __global__ void conv1d_fft_fused<13>(const float*, float*, const float2*, const float2*, int, sc_i64, int,
+                                                sc_i64, sc_i64, sc_i64, const int*, int);
+template __global__ void conv1d_fft_fused<14>(const float*, float*, const float2*, const float2*, int, sc_i64, int,
+                                                sc_i64, sc_i64, sc_i64, const int*, int);
 #endif

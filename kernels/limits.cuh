@@ -20,5 +20,8 @@
 #define SIGCONV_STRIP_RING_MAX_TAPS 121
 // conv2d_shfl.cuh: widest halo (columns on each side) taken from a neighbouring lane: one float4.
 #define SIGCONV_SHFL_MAX_HALO 4
+// fft_fused.cuh: tiles of 2^10 to 2^14 samples (two buffers of N/2 float2 in shared memory: 8 KB to 128 KB).
+#define SIGCONV_FFT_FUSED_MIN_LOGN 10
+#define SIGCONV_FFT_FUSED_MAX_LOGN 14
 
 #endif  // SIGCONV_LIMITS_CUH

@@ -725,6 +725,87 @@ def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K,
                        f"{np.argwhere(~np.isclose(y, ref, rtol=10 * tol, atol=10 * tol))[:3].tolist()}"
 
 
+# ---------------------------------------------- the fused overlap-save kernel (fft_fused.cuh) on the host
+# fft_fused_harness.cpp compiles kernels/fft_fused.cuh for the host (threads and barriers as above, warp shuffles
+# for the block's exponent reduction) and launches it with sigconv.backends.overlap_save.fused_plan's geometry;
+# the spectrum is the fft variant's (the taps reversed, divided by their peak's power of two, rfft / N).
+
+def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, **caps):
+    from sigconv._core.xp import FFT_SAFE_EXPONENT
+    from sigconv.backends.overlap_save import fused_plan, fused_twiddles
+
+    C, L = x.shape
+    K = w.size
+    plan = fused_plan(K, out_len, C, **caps)
+    N = plan["N"]
+    tap_shift = int(np.frexp(np.abs(w).max())[1])
+    (np.fft.rfft(np.ldexp(w[::-1], -tap_shift), N) / N).astype(np.complex64).tofile(tmp / "H.bin")
+    fused_twiddles(N).tofile(tmp / "tw.bin")
+    np.array([tap_shift], np.int32).tofile(tmp / "tap_shift.bin")
+    x.astype(np.float32).tofile(tmp / "x.bin")
+    np.full((C, out_len), np.nan, np.float32).tofile(tmp / "y.bin")
+    _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K, pad, out_len, plan["ntiles"],
+              FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", tmp / "H.bin", tmp / "tw.bin", tmp / "tap_shift.bin",
+              tmp / "y.bin"], "conv1d_fft_fused")
+    return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), plan
+
+
+# (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 7921: N = 1024 to 16384), K above L, every mode,
+# blocks of 32 to 1024 threads (96, 992: not powers of two), misaligned x, caps of 1-2 that force the grid-stride
+# loops over tiles and channels.
+FUSED_CASES = [
+    (1, 1, "full", 1, 32, 0, {}),
+    (2, 7, "same", 2, 96, 1, {}),
+    (63, 3001, "same", 3, 64, 3, {"cap_x": 2, "cap_y": 2}),
+    (255, 5000, "full", 2, 992, 0, {}),
+    (300, 5000, "valid", 3, 128, 2, {"cap_x": 1, "cap_y": 1}),
+    (1023, 20, "full", 2, 256, 1, {}),
+    (4095, 9000, "same", 1, 1024, 0, {}),
+    (7921, 9000, "same", 1, 512, 1, {}),
+]
+
+
+@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FUSED_CASES, {1, 3, 6}),
+                         ids=[f"K{c[0]}-L{c[1]}-{c[2]}-C{c[3]}-b{c[4]}-o{c[5]}" + ("-capped" if c[6] else "")
+                              for c in FUSED_CASES])
+def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, block, xoff, caps, rng):
+    """Every output written and equal to the float64 reference convolution per channel, for channels of ordinary,
+    huge (2^120: an unscaled float32 transform overflows) and tiny (2^-100) magnitude: the block's power-of-two
+    scaling keeps them exact."""
+    exe = host_build(*_FUSED_BUILD)
+    mags = _OS_MAGNITUDES[np.float32]
+    x = np.ldexp(rng.standard_normal((C, L)), np.array([mags[c % 3] for c in range(C)])[:, None]).astype(np.float32)
+    w = rng.standard_normal(K)
+    pad, out_len = window_1d(mode, L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, xoff, **caps)
+    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    for c in range(C):
+        s = max(float(np.abs(ref[c]).max()), np.finfo(np.float64).tiny)  # norms of 2^120 values overflow float32
+        err = np.linalg.norm((y[c] - ref[c]) / s) / max(np.linalg.norm(ref[c] / s), 1e-300)
+        assert err <= 2e-6, f"channel {c} (2^{mags[c % 3]}) off by {err:.2e} (K={K}, N={plan['N']}, L={L})"
+
+
+def test_fft_fused_nan_stays_in_its_tiles(host_build, tmp_path, rng):
+    """A NaN sample makes the outputs of the tiles that read it NaN (an FFT mixes a tile's samples) and no others."""
+    exe = host_build(*_FUSED_BUILD)
+    K, L = 63, 5000
+    x = rng.standard_normal((1, L)).astype(np.float32)
+    x[0, 2500] = np.nan
+    w = rng.standard_normal(K)
+    pad, out_len = window_1d("same", L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 128)
+    V = plan["V"]
+    start = np.arange(plan["ntiles"]) * V - pad  # tile t reads x[start[t] : start[t] + N]
+    reads = (start <= 2500) & (2500 < start + plan["N"])
+    nan_tiles = np.isnan(y[0]).reshape(-1)
+    tile_of = np.arange(out_len) // V
+    assert np.array_equal(nan_tiles, reads[tile_of]), "NaN outputs outside the tiles that read the NaN sample"
+    ok = ~reads[tile_of]
+    ref = cpu_backend.corr1d_direct(np.nan_to_num(x).astype(np.float64), w, pad, out_len)[0]
+    assert ok.any() and np.allclose(y[0, ok], ref[ok], rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
 # --------------------------------- conv2d.cu's shared-memory kernels (regblock, prefetch, shared) on the host
 # conv2d_harness.cpp compiles kernels/conv2d.cu with the #defines of cuda2d.tiled_plan (cp.async replaced by
 # synchronous copies with the device's alignment rules), threads and barriers as for 1-D above; the grid and
@@ -931,6 +1012,7 @@ def test_shfl_applies_only_within_its_halos():
 
 _OS_BUILD = ("os_harness.cpp", None, "c++17")
 _CONV1D_BUILD = ("conv1d_harness.cpp", None, "c++20")
+_FUSED_BUILD = ("fft_fused_harness.cpp", None, "c++20")
 
 
 def _boundary_define(boundary: str) -> dict:
@@ -964,6 +1046,8 @@ def _conv2d_build(variant, k, stride, pad, block, Cout, boundary="fill", **_):
 _KEYS = {
     "test_overlap_save_kernels_run_on_host": lambda **_: _build_key(*_OS_BUILD),
     "test_conv1d_kernels_run_on_host": lambda **_: _build_key(*_CONV1D_BUILD),
+    "test_fft_fused_kernel_runs_on_host": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_nan_stays_in_its_tiles": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
     "test_shfl_kernel_runs_on_host": lambda **p: _build_key(*_shfl_build(**p)),
     "test_conv2d_kernels_run_on_host": lambda **p: _build_key(*_conv2d_build(**p)),

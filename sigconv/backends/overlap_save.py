@@ -9,17 +9,19 @@ back and their valid parts scattered into the output (one kernel). CuPy is impor
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 
 import numpy as np
 
+from sigconv import _kernels
 from sigconv._core.xp import FFT_SAFE_EXPONENT, peak_exponents
 from sigconv.backends import cuda1d as _c1
 from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
-__all__ = ["launch_fft", "fft_size", "os_grid", "host_taps_key"]
+__all__ = ["launch_fft", "fft_size", "os_grid", "host_taps_key", "fused_tile", "fused_plan", "fused_twiddles"]
 
 
 def fft_size(K: int) -> int:
@@ -100,6 +102,40 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
     gz = max(1, min(nz, _GRID_YZ_MAX, cap_z))
     gy = max(1, min(ny, _GRID_YZ_MAX, cap_y, max(1, _OS_BLOCKS // (gx * gz))))
     return (gx, gy, gz)
+
+
+# ------------------------------------------------------------------------------------ fft_fused (kernels/fft_fused.cuh)
+
+
+def fused_tile(K: int) -> int:
+    """fft_fused's tile length N for K taps: the power of two nearest above 8x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
+    to 2^SIGCONV_FFT_FUSED_MAX_LOGN (kernels/limits.cuh). Per output, a tile costs about log2(N) * N / (N - K + 1):
+    about 8x K is the least for K up to 2048, and the largest tile (128 KB of shared memory) serves longer
+    filters. ValueError for K above half the largest tile (such a tile would be mostly overlap)."""
+    lim = _kernels.constants()
+    lo, hi = 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"], 1 << lim["SIGCONV_FFT_FUSED_MAX_LOGN"]
+    if not 1 <= K <= hi // 2:
+        raise ValueError(f"fft_fused takes 1 to {hi // 2} taps, got K={K}")
+    return min(hi, max(lo, 1 << (8 * K - 1).bit_length()))
+
+
+def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = (1 << 31) - 1, cap_y: int = _GRID_YZ_MAX) -> dict:
+    """The launch of conv1d_fft_fused<logn>: tile length N, valid outputs per tile V, tiles per channel, grid
+    (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the caps) and
+    dynamic shared memory (two buffers of N/2 float2 and 32 int slots)."""
+    N = fused_tile(K)
+    V = N - K + 1
+    ntiles = max(1, -(-out_len // V))
+    grid = (max(1, min(ntiles, cap_x, (1 << 31) - 1)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
+    return {"N": N, "logn": N.bit_length() - 1, "V": V, "ntiles": ntiles, "grid": grid, "smem": 8 * N + 128}
+
+
+@functools.lru_cache(maxsize=None)
+def fused_twiddles(N: int) -> np.ndarray:
+    """tw[m] = exp(-2 pi i m / N), m < N, computed in float64 and rounded to complex64 (read-only for callers)."""
+    tw = np.exp(-2j * np.pi * np.arange(N) / N).astype(np.complex64)
+    tw.flags.writeable = False
+    return tw
 
 
 #: float32 fft problems with fewer than this many samples (C * (out_len + K)) are transformed in float64.

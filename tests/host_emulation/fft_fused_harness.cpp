@@ -1,0 +1,67 @@
+// fft_fused_harness.cpp: runs conv1d_fft_fused<LOGN> (kernels/fft_fused.cuh) on the host, one OS thread per CUDA
+// thread (cuda_shim_threads.h: barriers for __syncthreads, warp shuffles), with the launch that
+// sigconv.backends.overlap_save.fused_plan computes.
+//   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_H FILE_TW FILE_TAPSHIFT FILE_Y
+// FILE_H: N/2+1 complex64 bins; FILE_TW: N complex64 twiddles; FILE_TAPSHIFT: one int32, or "-" for a null pointer.
+// XOFF: x starts XOFF floats after a 256-byte boundary (a misaligned view). FILE_Y is read first (the test poisons it
+// with NaN) and rewritten after the launch. Shared memory starts filled with NaN for every block; the bytes past
+// SMEM are poisoned under AddressSanitizer.
+#include "cuda_shim_threads.h"
+#include "fft_fused.cuh"
+#include "harness_io.h"
+
+#include <cstring>
+#include <limits>
+
+constexpr size_t SMEM_CAP = 232448;  // an H200's opt-in maximum per block (227 KB)
+alignas(256) float4 sc_smem4[SMEM_CAP / sizeof(float4)];
+
+int main(int argc, char** argv) {
+    if (argc != 19) {
+        std::fprintf(stderr, "fft_fused_harness: expected 18 arguments, got %d\n", argc - 1);
+        return 2;
+    }
+    auto I = [&](int k) { return std::atoll(argv[k]); };
+    const int logn = (int)I(1);
+    dim3 g, b;
+    g.x = (unsigned)I(2);
+    g.y = (unsigned)I(3);
+    b.x = (unsigned)I(4);
+    const size_t smem = (size_t)I(5);
+    const int C = (int)I(6), K = (int)I(8), safe = (int)I(12), xoff = (int)I(13);
+    const sc_i64 L = I(7), pad = I(9), out_len = I(10), ntiles = I(11);
+    const size_t N = (size_t)1 << logn;
+    // x: XOFF NaN floats, then the signal, the allocation ending at its last element
+    void* p = nullptr;
+    const size_t nx = (size_t)C * L + xoff;
+    if (posix_memalign(&p, 256, nx * sizeof(float) + (nx == 0)) != 0) return 2;
+    float* x = static_cast<float*>(p) + xoff;
+    for (int i = 0; i < xoff; ++i) x[i - xoff] = std::numeric_limits<float>::quiet_NaN();
+    {
+        FILE* f = std::fopen(argv[14], "rb");
+        if (!f || std::fread(x, sizeof(float), (size_t)C * L, f) != (size_t)C * L) return 2;
+        std::fclose(f);
+    }
+    float2* H = load<float2>(argv[15], N / 2 + 1);
+    float2* tw = load<float2>(argv[16], N);
+    int* tap_shift = std::strcmp(argv[17], "-") == 0 ? nullptr : load<int>(argv[17], 1);
+    float* y = load<float>(argv[18], (size_t)C * out_len);
+    auto go = [&](auto kern) {
+        emu_launch_threads(g, b, sc_smem4, SMEM_CAP, smem,
+                           [&] { kern(x, y, H, tw, C, L, K, pad, out_len, ntiles, tap_shift, safe); });
+    };
+    switch (logn) {
+        case 10: go(conv1d_fft_fused<10>); break;
+        case 11: go(conv1d_fft_fused<11>); break;
+        case 12: go(conv1d_fft_fused<12>); break;
+        case 13: go(conv1d_fft_fused<13>); break;
+        case 14: go(conv1d_fft_fused<14>); break;
+        default: std::fprintf(stderr, "no tile of 2^%d samples\n", logn); return 2;
+    }
+    FILE* f = std::fopen(argv[18], "wb");
+    if (!f || std::fwrite(y, sizeof(float), (size_t)C * out_len, f) != (size_t)C * out_len) return 2;
+    std::fclose(f);
+    std::free(static_cast<float*>(p));
+    std::free(H); std::free(tw); std::free(tap_shift); std::free(y);
+    return 0;
+}
