@@ -15,7 +15,8 @@
 //
 // The complex FFTs are Stockham autosort passes (radix 8, then one of radix 2 or 4 for the remaining factor)
 // between two shared-memory buffers of M float2 each: any block size works (a thread takes butterflies
-// j = tid, tid + T, ...), at 8N bytes of shared memory. Twiddles come from tw[m] = exp(-2 pi i m / N), m < N,
+// j = tid, tid + T, ...), at 8N bytes of shared memory; between passes the data is swizzled so that no access
+// has bank conflicts (ff_swz). Twiddles come from tw[m] = exp(-2 pi i m / N), m < N,
 // computed in float64 by the launcher (L1/L2 resident).
 //
 // Scaling as the fft variant's (overlap_save.cuh, "Scaling"): the block reduces the tile's peak exponent; a
@@ -75,10 +76,20 @@ template <int R, bool INV> __device__ __forceinline__ void ff_dft(float2* v) {
     else ff_dft8<INV>(v);
 }
 
+// Shared-memory layout between the passes of one transform. A pass reads its butterflies' inputs at consecutive j
+// (no bank conflicts) but writes them R * NS apart: with NS = 1 (stride 8 float2) a half-warp's 8-byte stores fall
+// on two bank pairs, 8-way conflicts, and with NS = 8 on half the pairs. Stored at ff_swz(i) = i ^ ((i >> 3) & 15)
+// those writes, and the next pass's reads, are conflict-free: the 16 stores of a half-warp land on 16 distinct
+// i mod 16. A transform's input and its result keep the plain layout (the tile's load, the spectrum step, which
+// reads k and M-k, and the output's float reads at any offset are conflict-free only there).
+__device__ __forceinline__ int ff_swz(int i) { return i ^ ((i >> 3) & 15); }
+template <bool SWZ> __device__ __forceinline__ int ff_at(int i) { return SWZ ? ff_swz(i) : i; }
+
 // One Stockham pass of radix R over M points, sub-transforms of length NS done: src -> dst. Butterfly j reads
 // src[j + r*M/R], applies the twiddles exp(-+2 pi i r k / (NS R)), k = j mod NS, and writes
-// dst[(j - k)*R + k + r*NS]. tw[m] = exp(-2 pi i m / N); N / (NS R) is a whole number (NS R <= M < N).
-template <int R, bool INV, int LOGN, int NS>
+// dst[(j - k)*R + k + r*NS] (indices through ff_swz where SRC_SWZ / DST_SWZ). tw[m] = exp(-2 pi i m / N);
+// N / (NS R) is a whole number (NS R <= M < N).
+template <int R, bool INV, int LOGN, int NS, bool SRC_SWZ, bool DST_SWZ>
 __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* __restrict__ dst,
                                         const float2* __restrict__ tw) {
     constexpr int N = 1 << LOGN, M = N / 2, STEP = N / (NS * R);
@@ -87,7 +98,7 @@ __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* 
         const int k = j & (NS - 1);
         float2 v[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = src[j + r * (M / R)];
+        for (int r = 0; r < R; ++r) v[r] = src[ff_at<SRC_SWZ>(j + r * (M / R))];
         if constexpr (NS > 1) {
 #pragma unroll
             for (int r = 1; r < R; ++r) {
@@ -98,24 +109,26 @@ __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* 
         ff_dft<R, INV>(v);
         const int base = (j - k) * R + k;
 #pragma unroll
-        for (int r = 0; r < R; ++r) dst[base + r * NS] = v[r];
+        for (int r = 0; r < R; ++r) dst[ff_at<DST_SWZ>(base + r * NS)] = v[r];
     }
     __syncthreads();
 }
 
-// The complex FFT (unscaled) of the M = 2^(LOGN-1) points in `a`, from sub-transforms of length NS on, `b` the
-// second buffer: radix-8 passes, then one of radix 4 or 2 for what remains. Returns the buffer holding the result.
+// The complex FFT (unscaled) of the M = 2^(LOGN-1) points in `a` (plain layout), from sub-transforms of length NS
+// on, `b` the second buffer: radix-8 passes, then one of radix 4 or 2 for what remains. Returns the buffer holding
+// the result (plain layout); between passes the data is swizzled (ff_swz).
 template <bool INV, int LOGN, int NS = 1>
 __device__ __forceinline__ float2* ff_fft(float2* a, float2* b, const float2* __restrict__ tw) {
     constexpr int M = 1 << (LOGN - 1);
+    constexpr bool FIRST = NS == 1;
     if constexpr (NS * 8 <= M) {
-        ff_pass<8, INV, LOGN, NS>(a, b, tw);
+        ff_pass<8, INV, LOGN, NS, !FIRST, (NS * 8 < M)>(a, b, tw);
         return ff_fft<INV, LOGN, NS * 8>(b, a, tw);
     } else if constexpr (NS * 4 == M) {
-        ff_pass<4, INV, LOGN, NS>(a, b, tw);
+        ff_pass<4, INV, LOGN, NS, !FIRST, false>(a, b, tw);
         return b;
     } else if constexpr (NS * 2 == M) {
-        ff_pass<2, INV, LOGN, NS>(a, b, tw);
+        ff_pass<2, INV, LOGN, NS, !FIRST, false>(a, b, tw);
         return b;
     } else {
         return a;
