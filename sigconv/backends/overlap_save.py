@@ -71,8 +71,9 @@ def _filter_spectrum(w, N: int, key=None):
 #: The "no sample yet" value of a segment's exponent slot (SC_OS_NO_PEAK in kernels/overlap_save.cuh): INT32_MIN.
 _NO_PEAK = np.iinfo(np.int32).min
 
-#: grid.y / grid.z limit of the hardware
+#: grid.y / grid.z limit of the hardware, and grid.x's
 _GRID_YZ_MAX = 65535
+_GRID_X_MAX = (1 << 31) - 1
 #: about this many blocks per overlap-save helper launch at most (many waves; the rest by grid-stride)
 _OS_BLOCKS = 1 << 16
 
@@ -119,14 +120,14 @@ def fused_tile(K: int) -> int:
     return min(hi, max(lo, 1 << (8 * K - 1).bit_length()))
 
 
-def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = (1 << 31) - 1, cap_y: int = _GRID_YZ_MAX) -> dict:
+def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = _GRID_X_MAX, cap_y: int = _GRID_YZ_MAX) -> dict:
     """The launch of conv1d_fft_fused<logn>: tile length N, valid outputs per tile V, tiles per channel, grid
     (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the caps) and
     dynamic shared memory (two buffers of N/2 float2 and 32 int slots)."""
     N = fused_tile(K)
     V = N - K + 1
     ntiles = max(1, -(-out_len // V))
-    grid = (max(1, min(ntiles, cap_x, (1 << 31) - 1)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
+    grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
     return {"N": N, "logn": N.bit_length() - 1, "V": V, "ntiles": ntiles, "grid": grid, "smem": 8 * N + 128}
 
 

@@ -9,6 +9,7 @@
 // by the test) and rewritten after the launch. Shared memory starts filled with NaN for every block.
 #include "cuda_shim_threads.h"
 #include "conv1d.cu"
+#include "harness_io.h"
 
 #include <cstring>
 #include <limits>
@@ -18,23 +19,6 @@
 constexpr size_t SMEM_CAP = 232448;  // an H200's opt-in maximum per block (227 KB)
 alignas(256) double sc_smem_d[SMEM_CAP / sizeof(double)];
 alignas(256) float4 sc_smem4[SMEM_CAP / sizeof(float4)];
-
-// n elements XOFF elements after a 256-byte boundary; the XOFF elements before them hold NaN (a kernel that
-// uses x[-1] gets NaN out), and the allocation ends exactly at the last element (AddressSanitizer's redzone
-// catches any read past it, masked or not).
-template <typename T> static T* load(const char* path, size_t n, size_t off = 0) {
-    void* p = nullptr;
-    if (posix_memalign(&p, 256, (n + off) * sizeof(T) + (n + off == 0)) != 0) std::exit(2);
-    T* a = static_cast<T*>(p);
-    for (size_t i = 0; i < off; ++i) a[i] = std::numeric_limits<T>::quiet_NaN();
-    FILE* f = std::fopen(path, "rb");
-    if (!f || std::fread(a + off, sizeof(T), n, f) != n) {
-        std::fprintf(stderr, "cannot read %s\n", path);
-        std::exit(2);
-    }
-    std::fclose(f);
-    return a + off;
-}
 
 template <int V> using IC = std::integral_constant<int, V>;
 

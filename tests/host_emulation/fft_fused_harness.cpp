@@ -31,17 +31,7 @@ int main(int argc, char** argv) {
     const int C = (int)I(6), K = (int)I(8), safe = (int)I(12), xoff = (int)I(13);
     const sc_i64 L = I(7), pad = I(9), out_len = I(10), ntiles = I(11);
     const size_t N = (size_t)1 << logn;
-    // x: XOFF NaN floats, then the signal, the allocation ending at its last element
-    void* p = nullptr;
-    const size_t nx = (size_t)C * L + xoff;
-    if (posix_memalign(&p, 256, nx * sizeof(float) + (nx == 0)) != 0) return 2;
-    float* x = static_cast<float*>(p) + xoff;
-    for (int i = 0; i < xoff; ++i) x[i - xoff] = std::numeric_limits<float>::quiet_NaN();
-    {
-        FILE* f = std::fopen(argv[14], "rb");
-        if (!f || std::fread(x, sizeof(float), (size_t)C * L, f) != (size_t)C * L) return 2;
-        std::fclose(f);
-    }
+    float* x = load<float>(argv[14], (size_t)C * L, (size_t)xoff);
     float2* H = load<float2>(argv[15], N / 2 + 1);
     float2* tw = load<float2>(argv[16], N);
     int* tap_shift = std::strcmp(argv[17], "-") == 0 ? nullptr : load<int>(argv[17], 1);
@@ -61,7 +51,7 @@ int main(int argc, char** argv) {
     FILE* f = std::fopen(argv[18], "wb");
     if (!f || std::fwrite(y, sizeof(float), (size_t)C * out_len, f) != (size_t)C * out_len) return 2;
     std::fclose(f);
-    std::free(static_cast<float*>(p));
+    std::free(x - xoff);
     std::free(H); std::free(tw); std::free(tap_shift); std::free(y);
     return 0;
 }
