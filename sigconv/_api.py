@@ -18,6 +18,7 @@ from sigconv._core.checks import LAST_AXIS, check_axis, check_mode, check_numeri
 from sigconv._core.xp import array_namespace, is_cupy, like, to_backend
 from sigconv.engine.design import check_fs
 from sigconv.engine.ops import backend_for, check_taps, corr1d, corr2d, window_1d, window_2d
+from sigconv.registry import table
 from sigconv.registry.auto import conv1d_candidates
 
 __all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "apply_fir"]
@@ -26,15 +27,24 @@ __all__ = ["convolve", "correlate", "convolve2d", "correlate2d", "apply_fir"]
 # ------------------------------------------------------------------------------------ variants
 
 
-def _fixed_variant(method: str, variant: str, arith, be: str):
+def _by_fft(op: str, be: str, variant: str) -> bool:
+    """Whether ``variant`` of ``op`` on ``be`` transforms (its registry ``method`` is "fft")."""
+    try:
+        return table.get(op, be, variant).method == "fft"
+    except ValueError:  # "auto", or a name the launcher refuses with the list of valid ones
+        return False
+
+
+def _fixed_variant(op: str, method: str, variant: str, arith, be: str):
     """The variant the call's arguments fix, or None when the choice is left to ``auto``: the caller's
     ``variant`` (checked against ``method``), or, for 64-bit integer arithmetic, the direct kernel (cuda's
     backend picks it for uint64 data). ``ValueError`` for a ``variant`` that contradicts ``method`` or cannot
     give the integers exactly."""
-    if method != "auto" and variant != "auto" and (method == "fft") != (variant == "fft"):
+    fft = _by_fft(op, be, variant)
+    if method != "auto" and variant != "auto" and (method == "fft") != fft:
         raise ValueError(f"method={method!r} and variant={variant!r} disagree; give one of them")
-    if arith.direct_only and variant == "fft":
-        raise ValueError("variant 'fft' cannot give these integers exactly (their sums reach 2^32 or more); "
+    if arith.direct_only and fft:
+        raise ValueError(f"variant {variant!r} cannot give these integers exactly (their sums reach 2^32 or more); "
                          "use method='direct' or the default")
     if not arith.modular:
         return None if variant == "auto" else variant
@@ -46,7 +56,7 @@ def _fixed_variant(method: str, variant: str, arith, be: str):
 
 def _variant_1d(method: str, variant: str, arith, be: str, C: int, L: int, K: int) -> str:
     """The variant a 1-D call runs: SciPy's ``method`` mapped onto sigconv's variants (``variant`` overrides)."""
-    fixed = _fixed_variant(method, variant, arith, be)
+    fixed = _fixed_variant("conv1d", method, variant, arith, be)
     if fixed:
         return fixed
     if method == "fft" and not arith.direct_only:
@@ -61,7 +71,7 @@ def _direct_1d(be: str, C: int, L: int, K: int, dtype) -> str:
     if be == "cpu":
         return "direct"
     for name, _ in conv1d_candidates("cuda", C, L, K, dtype):
-        if name != "fft":
+        if not _by_fft("conv1d", "cuda", name):
             return name
     return "shared"  # any K, both dtypes
 
@@ -69,7 +79,7 @@ def _direct_1d(be: str, C: int, L: int, K: int, dtype) -> str:
 def _variant_2d(method: str, variant: str, arith, be: str, exact_sums: bool = False) -> str:
     """As :func:`_variant_1d` for 2-D jobs; ``exact_sums``: ``auto`` sums directly on the cpu too (SciPy's
     convolve2d always does, so integer-valued floats come out exact)."""
-    fixed = _fixed_variant(method, variant, arith, be)
+    fixed = _fixed_variant("conv2d", method, variant, arith, be)
     if fixed:
         return fixed
     if be == "cpu":

@@ -325,8 +325,8 @@ def corr2d(x, w, bias, stride, pad, out_hw, *, variant: str = "auto", block=None
 register(Variant("direct", "conv1d", "cpu", "direct summation (np.convolve per channel); exact, O(L*K)",
                  corr1d_direct, auto=True))
 register(Variant("fft", "conv1d", "cpu", "overlap-add with multithreaded scipy.fft; O(L log K)", corr1d_fft,
-                 auto=True))
+                 auto=True, method="fft"))
 register(Variant("direct", "conv2d", "cpu", "shift-and-add over kernel taps with tensordot over channels",
                  corr2d_direct, auto=True))
 register(Variant("fft", "conv2d", "cpu", "scipy.signal.oaconvolve per (output, input) channel pair; stride 1",
-                 corr2d_fft, auto=True))
+                 corr2d_fft, auto=True, method="fft"))

@@ -278,8 +278,9 @@ def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key
         variant = EXACT_VARIANTS[0]  # the chooser's candidates are floating kernels
     elif variant == "auto":
         variant, block = resolve_auto(x, w, pad, out_len, block)
-    kw = {"taps_key": taps_key} if variant == "fft" else {}
-    return _get_variant("conv1d", "cuda", variant).run(x, w, pad, out_len, block, out=out, **kw)
+    v = _get_variant("conv1d", "cuda", variant)
+    kw = {"taps_key": taps_key} if v.method == "fft" else {}
+    return v.run(x, w, pad, out_len, block, out=out, **kw)
 
 
 # ------------------------------------------------------------------------------------ streaming

@@ -21,7 +21,7 @@ from sigconv.backends import cuda1d as _c1
 from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
-__all__ = ["launch_fft", "fft_size", "os_grid", "host_taps_key", "fused_tile", "fused_plan", "fused_twiddles"]
+__all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "fused_tile", "fused_plan", "fused_twiddles"]
 
 
 def fft_size(K: int) -> int:
@@ -194,6 +194,49 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     return out
 
 
+_TWIDDLES: dict = {}
+
+
+def _device_twiddles(N: int):
+    """:func:`fused_twiddles` on the current device, uploaded once per (N, device)."""
+    cupy = _c1._cupy()
+    key = (N, cupy.cuda.Device().id)
+    tw = _TWIDDLES.get(key)
+    if tw is None:
+        tw = _TWIDDLES.setdefault(key, cupy.asarray(fused_twiddles(N)))
+    return tw
+
+
+def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None):
+    """Overlap-save in one kernel (float32, kernels/fft_fused.cuh): each block filters one tile of
+    :func:`fused_tile` samples in shared memory; the filter's spectrum is the fft variant's (cached under
+    ``taps_key``). Tiny problems go to :func:`launch_fft`, which transforms them in float64."""
+    w, block, out = _c1._prep("fft_fused", x, w, pad, out_len, block, out)
+    if _c1._empty(x, out_len):
+        return out
+    C, L = x.shape
+    K = w.size
+    if C * (out_len + K) <= _FFT_F64_BELOW:
+        return launch_fft(x, w, pad, out_len, block, out=out, taps_key=taps_key)
+    plan = fused_plan(K, out_len, C)
+    H, tap_shift = _filter_spectrum(w, plan["N"], taps_key)
+    expr = f"conv1d_fft_fused<{plan['logn']}>"
+    fn = _c1._module(name_expressions=(expr,)).get_function(expr)
+    if plan["smem"] > 48 * 1024 and fn.max_dynamic_shared_size_bytes < plan["smem"]:
+        fn.max_dynamic_shared_size_bytes = plan["smem"]
+    fn(plan["grid"], (block,),
+       (x, out, H, _device_twiddles(plan["N"]), np.int32(C), np.int64(L), np.int32(K), np.int64(pad),
+        np.int64(out_len), np.int64(plan["ntiles"]), tap_shift, np.int32(FFT_SAFE_EXPONENT["float32"])),
+       shared_mem=plan["smem"])
+    return out
+
+
 register(Variant("fft", "conv1d", "cuda",
                  "overlap-save with cuFFT real transforms, fused spectrum product, cached filter spectrum", launch_fft,
-                 blocks=BLOCKS_1D, default_block=256, requires=("gpu",), auto=True, source=_c1.SOURCE))
+                 blocks=BLOCKS_1D, default_block=256, requires=("gpu",), auto=True, source=_c1.SOURCE,
+                 method="fft"))
+register(Variant("fft_fused", "conv1d", "cuda",
+                 "overlap-save in one kernel: a tile's transform, spectrum product and inverse in shared memory",
+                 launch_fft_fused, blocks=BLOCKS_1D, default_block=256, dtypes=("float32",),
+                 max_taps=1 << (_kernels.constants()["SIGCONV_FFT_FUSED_MAX_LOGN"] - 1), requires=("gpu",),
+                 auto=False, source=_c1.SOURCE, method="fft"))

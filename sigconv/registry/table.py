@@ -120,6 +120,9 @@ class Variant:
         stride 1, rank-1 weights...); :meth:`applies` calls it.
     source : str or None
         The kernel file it compiles (``kernels/<source>``), whose hash keys the autotuner's cache.
+    method : str
+        How it computes, in SciPy's words: ``"direct"`` sums or ``"fft"`` transforms (``method=`` of the array API
+        maps onto it; the cuda FFT variants take the host taps' key, under which they cache the filter's spectrum).
     """
 
     name: str
@@ -139,6 +142,7 @@ class Variant:
     extra: dict = field(default_factory=dict, compare=False, hash=False)
     block_step: int = 1
     block_step_reason: str = ""
+    method: str = "direct"
 
     def block_layout(self, threads: int) -> tuple:
         """2-D: the (bx, by) launch block of ``threads`` threads (a multiple of 32) given as one integer: (threads,
