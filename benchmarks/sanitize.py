@@ -7,8 +7,8 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
     compute-sanitizer --tool racecheck --error-exitcode 3 python benchmarks/sanitize.py
 
 (small shapes keep the instrumented run short; each variant still sees tails, K > tile, every mode,
-unaligned channel starts (L % 4 != 0) and several channels; the fft variant also sees inputs of huge and tiny
-magnitude, which its kernels scale by powers of two; ``--blocks 96,992`` runs every variant with those blocks, any
+unaligned channel starts (L % 4 != 0) and several channels; the fft variants also see inputs of huge and tiny
+magnitude, which their kernels scale by powers of two, and fft_fused also problems large enough for its own kernel; ``--blocks 96,992`` runs every variant with those blocks, any
 multiple of 32 threads.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
 ``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D
@@ -29,9 +29,14 @@ import numpy as np
 import scipy.signal
 
 
-#: Input magnitudes (powers of two) the fft variant is also checked at, by dtype: beyond what an unscaled float
+#: Input magnitudes (powers of two) the fft variants are also checked at, by dtype: beyond what an unscaled float
 #: transform survives, and deep in the small numbers.
 FFT_MAGNITUDES = {"float32": (0, 120, -100), "float64": (0, 1000, -1000)}
+#: The conv1d shapes (L, K, C) of every variant: a single sample, tails, K above a tile, several channels.
+SHAPES_1D = ((1, 3, 1), (37, 5, 2), (300, 64, 3), (1029, 300, 2), (50, 1030, 1))
+#: fft_fused's own kernel runs above the float64 fallback of small problems: the smallest, a middle and the largest
+#: tile (1024, 16384 and 16384 samples with the largest filter), lengths ending inside a tile.
+FUSED_SHAPES = ((22001, 1, 3), (70001, 255, 1), (40001, 8192, 2))
 #: The boundary shapes (H, W, kH, kW): kernel larger than the image in both / one axis, 1xN, Nx1, even; widths
 #: that are multiples of 4 (the fused kernels' 16-byte loads); kernels taller than strip's ring (every thread
 #: reading through the rule).
@@ -170,10 +175,10 @@ def main(argv=None) -> int:
             continue
         blocks = asked or sorted({min(v.blocks), v.default_block})
         for dtype in v.dtypes:
-            for L, K, C in ((1, 3, 1), (37, 5, 2), (300, 64, 3), (1029, 300, 2), (50, 1030, 1)):
+            for L, K, C in SHAPES_1D + (FUSED_SHAPES if v.name == "fft_fused" else ()):
                 if v.applies(Conv1dJob(C, L, K, dtype)):
                     continue
-                for mag in FFT_MAGNITUDES[dtype] if v.name == "fft" else (0,):
+                for mag in FFT_MAGNITUDES[dtype] if v.method == "fft" else (0,):
                     x = np.ldexp(rng.standard_normal((C, L)), mag).astype(dtype)
                     h = rng.standard_normal(K).astype(dtype)
                     full_conv = np.stack([np.convolve(r, h.astype(np.float64)) for r in x.astype(np.float64)])

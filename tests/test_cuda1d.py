@@ -422,16 +422,59 @@ def test_compiled_modules_cached(rng):
         assert len(_kernels._MODULES) == n, f"{name}: second call compiled a new module"
 
 
-@pytest.mark.parametrize("dtype, mags", [("float32", (120, -100)), ("float64", (1000, -1000))])
-def test_fft_variant_keeps_huge_and_tiny_signals_exact_in_scale(dtype, mags, rng):
-    """The fft variant's kernels scale each segment of extreme magnitude by a power of two: a signal whose parts
+#: fft_fused on its own path (problems above the float64 fallback): taps around each tile length's limits (the tile
+#: is the power of two above 8x K, 1024 to 16384) and the largest filter, lengths that end inside a tile, just after
+#: one, or within the overlap.
+FUSED_TAPS = (1, 2, 127, 128, 129, 1024, 1025, 2047, 2048, 2049, 4095, 8192)
+
+
+@pytest.mark.parametrize("K", FUSED_TAPS)
+def test_fft_fused_tiles_and_taps(rng, K):
+    """fft_fused against the float64 reference: every mode, convolve and correlate, the default block and 3 warps,
+    one and three channels, lengths around its tile boundaries; poisoned outputs must all be written. The launcher
+    is the fused kernel itself (not the float64 fallback of small problems)."""
+    from sigconv.backends import overlap_save
+
+    N = overlap_save.fused_tile(K)
+    V = N - K + 1
+    launch = _registry.get("conv1d", "cuda", "fft_fused").load()
+    failures, n = [], 0
+    for C, L in ((1, 7 * V + 1), (3, max(3 * V - 1, (1 << 16) // 3 + K)), (1, (1 << 16) + K + 5)):
+        x = rng.standard_normal((C, L)).astype(np.float32)
+        h = rng.standard_normal(K).astype(np.float32)
+        x64, h64 = x.astype(np.float64), h.astype(np.float64)
+        full_conv = scipy.signal.oaconvolve(x64, h64[None, :], axes=-1)
+        full_corr = scipy.signal.oaconvolve(x64, h64[::-1][None, :], axes=-1)
+        xg = cupy.asarray(x)
+        for block in (256, 96):
+            for mode, pad, out_len in _cases(L, K):
+                if C * (out_len + K) <= overlap_save._FFT_F64_BELOW:
+                    continue
+                tag = f"K={K} C={C} L={L} block={block} {mode}"
+                out = cupy.full((C, out_len), np.nan, dtype=np.float32)
+                assert launch(xg, cupy.asarray(h), pad, out_len, block, out=out) is out
+                checks = [("launcher", out, _window_from_full(full_corr, K, pad, out_len)),
+                          ("convolve", sigconv.convolve(xg, h, mode, axis=-1, backend="cuda", variant="fft_fused",
+                                                        block=block), _window_from_full(full_conv, K, pad, out_len))]
+                for what, yy, ref in checks:
+                    err, where = _rel_err(cupy.asnumpy(yy), ref)
+                    n += 1
+                    if not err <= TOL["float32"]:
+                        failures.append(f"{tag} {what}: rel err {err:.3g} ({where})")
+    _assert_grid(failures, n)
+
+
+@pytest.mark.parametrize("variant, dtype, mags", [("fft", "float32", (120, -100)), ("fft", "float64", (1000, -1000)),
+                                                   ("fft_fused", "float32", (120, -100))])
+def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, mags, rng):
+    """The fft variants' kernels scale each segment of extreme magnitude by a power of two: a signal whose parts
     lie at 2^mag for mag in {0, huge, tiny} (one part per stretch of a channel, so segments of each kind and
     segments mixing them) filters as accurately, relative to each part's own scale, as an ordinary one (away from
     the segments that mix parts: an FFT's error is relative to its segment's peak), with every output finite; long enough that float32 runs its own transforms."""
-    from sigconv.backends.overlap_save import fft_size
+    from sigconv.backends.overlap_save import fft_size, fused_tile
 
     C, L, K = 2, (1 << 17) + 3, 1023
-    N = fft_size(K)
+    N = fused_tile(K) if variant == "fft_fused" else fft_size(K)
     base = rng.standard_normal((C, L))
     h = rng.standard_normal(K)
     parts = np.array_split(np.arange(L), 6)
@@ -440,7 +483,7 @@ def test_fft_variant_keeps_huge_and_tiny_signals_exact_in_scale(dtype, mags, rng
         scale[idx] = ((0,) + mags)[k % 3]
     x = np.ldexp(base, scale.astype(int)).astype(dtype)
     y = cupy.asnumpy(sigconv.convolve(cupy.asarray(x), h.astype(dtype), "same", axis=-1, backend="cuda",
-                                      variant="fft"))
+                                      variant=variant))
     assert np.isfinite(y).all()
     # the reference of an output away from the parts' borders involves one part's samples only: the convolution of
     # the signal brought back to unit scale, times that part's power of two (exact)
