@@ -86,7 +86,8 @@ __device__ __forceinline__ int ff_swz(int i) { return i ^ ((i >> 3) & 15); }
 template <bool SWZ> __device__ __forceinline__ int ff_at(int i) { return SWZ ? ff_swz(i) : i; }
 
 // One Stockham pass of radix R over M points, sub-transforms of length NS done: src -> dst. Butterfly j reads
-// src[j + r*M/R], applies the twiddles exp(-+2 pi i r k / (NS R)), k = j mod NS, and writes
+// src[j + r*M/R], applies the twiddles exp(-+2 pi i r k / (NS R)) (three table reads at most, the other powers by
+// products: the table's reads share the L1 with the shared-memory traffic), k = j mod NS, and writes
 // dst[(j - k)*R + k + r*NS] (indices through ff_swz where SRC_SWZ / DST_SWZ). tw[m] = exp(-2 pi i m / N);
 // N / (NS R) is a whole number (NS R <= M < N).
 template <int R, bool INV, int LOGN, int NS, bool SRC_SWZ, bool DST_SWZ>
@@ -100,11 +101,21 @@ __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* 
 #pragma unroll
         for (int r = 0; r < R; ++r) v[r] = src[ff_at<SRC_SWZ>(j + r * (M / R))];
         if constexpr (NS > 1) {
-#pragma unroll
-            for (int r = 1; r < R; ++r) {
-                const float2 w = __ldg(tw + r * k * STEP);
-                v[r] = ff_mul(v[r], INV ? ff_conj(w) : w);
+            // w^r for r < R from the table's w, w^2 and w^4 (R = 8: w^3, w^5, w^6, w^7 one or two products away)
+            float2 w[R];
+            w[1] = __ldg(tw + k * STEP);
+            if constexpr (R >= 4) {
+                w[2] = __ldg(tw + 2 * k * STEP);
+                w[3] = ff_mul(w[1], w[2]);
             }
+            if constexpr (R == 8) {
+                w[4] = __ldg(tw + 4 * k * STEP);
+                w[5] = ff_mul(w[1], w[4]);
+                w[6] = ff_mul(w[2], w[4]);
+                w[7] = ff_mul(w[3], w[4]);
+            }
+#pragma unroll
+            for (int r = 1; r < R; ++r) v[r] = ff_mul(v[r], INV ? ff_conj(w[r]) : w[r]);
         }
         ff_dft<R, INV>(v);
         const int base = (j - k) * R + k;
