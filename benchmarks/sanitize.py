@@ -178,11 +178,18 @@ def main(argv=None) -> int:
             for L, K, C in SHAPES_1D + (FUSED_SHAPES if v.name == "fft_fused" else ()):
                 if v.applies(Conv1dJob(C, L, K, dtype)):
                     continue
+                x0 = rng.standard_normal((C, L)).astype(dtype)
+                h = rng.standard_normal(K).astype(dtype)
+                conv0 = scipy.signal.oaconvolve(x0.astype(np.float64), h.astype(np.float64)[None, :], axes=-1)
+                corr0 = scipy.signal.oaconvolve(x0.astype(np.float64), h[::-1].astype(np.float64)[None, :], axes=-1)
+                # a huge magnitude lowered where the exact outputs would overflow the dtype (long filters sum
+                # thousands of products): an overflow to inf is right, and tells nothing about the scaling
+                room = int(np.floor(np.log2(np.finfo(dtype).max / 4 / max(np.abs(conv0).max(), np.abs(corr0).max(),
+                                                                           1.0))))
                 for mag in FFT_MAGNITUDES[dtype] if v.method == "fft" else (0,):
-                    x = np.ldexp(rng.standard_normal((C, L)), mag).astype(dtype)
-                    h = rng.standard_normal(K).astype(dtype)
-                    full_conv = np.stack([np.convolve(r, h.astype(np.float64)) for r in x.astype(np.float64)])
-                    full_corr = np.stack([np.convolve(r, h[::-1].astype(np.float64)) for r in x.astype(np.float64)])
+                    mag = min(mag, room)
+                    x = np.ldexp(x0, mag)  # x0 times a power of two (exact but for the odd subnormal at 2^-100)
+                    full_conv, full_corr = np.ldexp(conv0, mag), np.ldexp(corr0, mag)
                     xg = cupy.asarray(x)
                     for block in blocks:
                         for mode in ("full", "same", "valid"):

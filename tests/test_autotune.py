@@ -123,7 +123,13 @@ def test_cuda_conv1d_candidates_come_from_the_registry():
                 assert v.auto and block in v.blocks and v.applies(_table.Conv1dJob(2, 1 << 20, K, dtype)) is None
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 25, "float32")[0] == ("tiled", 256)
     assert ("fft", 256) in _auto.conv1d_candidates("cuda", 1, 1 << 20, 48, "float32")
-    assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 1025, "float32")} == {"fft"}
+    assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 1025, "float32")} == {"fft", "fft_fused"}
+    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 255, "float32")[0] == ("fft_fused", 128)
+    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 7921, "float32")[0] == ("fft", 256)
+    # the fused kernel's tap limit: longer filters go to cuFFT only, float64 never to the fused kernel
+    assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 9000, "float32")} == {"fft"}
+    assert all(n != "fft_fused" for K in (64, 1025) for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, K,
+                                                                                         "float64"))
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 33, "float64")[0] == ("fft", 256)
     assert all(n != "constant" for K in (3, 300) for n, _ in _auto.conv1d_candidates("cuda", 1, 1000, K, "float64"))
 
@@ -133,7 +139,7 @@ def test_cuda_conv1d_timing_only_with_a_runner_and_enough_outputs(fake_cupy):
 
     def runner(v, b):
         calls.append((v, b))
-        fake_cupy.clock += {"tiled": 1.0, "fft": 0.5}[v] * (1 + (b or 0) / 1024)
+        fake_cupy.clock += {"tiled": 1.0, "fft": 0.5, "fft_fused": 0.75}[v] * (1 + (b or 0) / 1024)
 
     assert _auto.choose_conv1d("cuda", 1, 1000, 50, "float32", runner=runner) == ("tiled", 256) and not calls
     assert _auto.choose_conv1d("cuda", 1, 1 << 20, 50, "float32") == ("tiled", 256)

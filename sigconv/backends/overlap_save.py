@@ -239,4 +239,4 @@ register(Variant("fft_fused", "conv1d", "cuda",
                  "overlap-save in one kernel: a tile's transform, spectrum product and inverse in shared memory",
                  launch_fft_fused, blocks=BLOCKS_1D, default_block=256, dtypes=("float32",),
                  max_taps=1 << (_kernels.constants()["SIGCONV_FFT_FUSED_MAX_LOGN"] - 1), requires=("gpu",),
-                 auto=False, source=_c1.SOURCE, method="fft"))
+                 auto=True, source=_c1.SOURCE, method="fft"))

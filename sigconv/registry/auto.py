@@ -43,6 +43,15 @@ TILED_FAVOURITE_MAX_K = 64
 FFT_CANDIDATE_MIN_K = 48
 #: ... and above this many tiled is no candidate at all: the overlap-save FFT's cost barely grows with K.
 TILED_MAX_K = 1024
+#: float32: the fused overlap-save kernel is the FFT favourite up to this many taps (then cuFFT's passes; the fused
+#: kernel stays a timed candidate up to its tap limit). On an H200, L=2^26: K=1023 0.75 ms against 1.13 ms, K=4095
+#: 1.23 against 1.36, K=7921 1.75 against 1.72.
+FUSED_FAVOURITE_MAX_K = 4096
+#: The float32 FFT candidates, favourite first: the fused kernel with small blocks (more blocks per multiprocessor
+#: at small tiles: at K=255 its 2048-sample tiles took 0.53 ms with 128 threads, 0.64 with 256) and large ones
+#: (its 16384-sample tiles fill 128 KB of shared memory, one block per multiprocessor: at K=4095 1.23 ms with 512
+#: threads, 1.65 with 256), then cuFFT's.
+_FFT_F32 = [("fft_fused", 128), ("fft_fused", 512), ("fft", 256)]
 #: float64: direct kernels are candidates up to this many taps; the FFT is the favourite above.
 F64_DIRECT_MAX_K = 32
 #: Tiled blocks in the order they are tried: small blocks (more blocks per multiprocessor) tend to win at
@@ -124,11 +133,13 @@ def conv1d_candidates(backend: str, C: int, L: int, K: int, dtype) -> list:
         return [("direct" if direct else "fft", None)]
     if job.dtype == "float32":
         if K <= TILED_FAVOURITE_MAX_K:
-            cands = [("tiled", b) for b in _TILED_BLOCKS] + ([("fft", 256)] if K >= FFT_CANDIDATE_MIN_K else [])
+            cands = [("tiled", b) for b in _TILED_BLOCKS] + (_FFT_F32 if K >= FFT_CANDIDATE_MIN_K else [])
         elif K <= TILED_MAX_K:
-            cands = [("fft", 256), ("tiled", 256), ("tiled", 128)]
+            cands = _FFT_F32 + [("tiled", 256), ("tiled", 128)]
+        elif K <= FUSED_FAVOURITE_MAX_K:
+            cands = _FFT_F32 + [("fft", 512)]
         else:
-            cands = [("fft", 256), ("fft", 512)]
+            cands = [("fft", 256), ("fft", 512)] + _FFT_F32
     elif K <= F64_DIRECT_MAX_K:
         cands = [("shared", 256), ("l2", 256), ("naive", 256), ("fft", 256)]
     else:
