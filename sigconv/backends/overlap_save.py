@@ -120,11 +120,21 @@ def fused_tile(K: int) -> int:
     return min(hi, max(lo, 1 << (8 * K - 1).bit_length()))
 
 
-def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = _GRID_X_MAX, cap_y: int = _GRID_YZ_MAX) -> dict:
+def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = _GRID_X_MAX, cap_y: int = _GRID_YZ_MAX,
+               tile: int | None = None) -> dict:
     """The launch of conv1d_fft_fused<logn>: tile length N, valid outputs per tile V, tiles per channel, grid
     (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the caps) and
-    dynamic shared memory (two buffers of N/2 float2 and 32 int slots)."""
+    dynamic shared memory (two buffers of N/2 float2 and 32 int slots). ``tile``: N instead of :func:`fused_tile`'s
+    (benchmarks compare tile lengths): a power of two in the kernel's range, at least 2K."""
     N = fused_tile(K)
+    if tile is not None:
+        lim = _kernels.constants()
+        if not (tile & (tile - 1) == 0 and 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"] <= tile
+                <= 1 << lim["SIGCONV_FFT_FUSED_MAX_LOGN"] and tile >= 2 * K):
+            raise ValueError(f"fft_fused tile {tile} for K={K}: a power of two from "
+                             f"{1 << lim['SIGCONV_FFT_FUSED_MIN_LOGN']} to {1 << lim['SIGCONV_FFT_FUSED_MAX_LOGN']}"
+                             f" and at least 2K")
+        N = tile
     V = N - K + 1
     ntiles = max(1, -(-out_len // V))
     grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
@@ -207,10 +217,11 @@ def _device_twiddles(N: int):
     return tw
 
 
-def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None):
+def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile=None):
     """Overlap-save in one kernel (float32, kernels/fft_fused.cuh): each block filters one tile of
-    :func:`fused_tile` samples in shared memory; the filter's spectrum is the fft variant's (cached under
-    ``taps_key``). Tiny problems go to :func:`launch_fft`, which transforms them in float64."""
+    :func:`fused_tile` samples (or ``tile``, see :func:`fused_plan`) in shared memory; the filter's spectrum is the
+    fft variant's (cached under ``taps_key``). Tiny problems go to :func:`launch_fft`, which transforms them in
+    float64."""
     w, block, out = _c1._prep("fft_fused", x, w, pad, out_len, block, out)
     if _c1._empty(x, out_len):
         return out
@@ -218,7 +229,7 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None):
     K = w.size
     if C * (out_len + K) <= _FFT_F64_BELOW:
         return launch_fft(x, w, pad, out_len, block, out=out, taps_key=taps_key)
-    plan = fused_plan(K, out_len, C)
+    plan = fused_plan(K, out_len, C, tile=tile)
     H, tap_shift = _filter_spectrum(w, plan["N"], taps_key)
     expr = f"conv1d_fft_fused<{plan['logn']}>"
     fn = _c1._module(name_expressions=(expr,)).get_function(expr)
