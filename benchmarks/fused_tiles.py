@@ -5,7 +5,7 @@
 
 For each K (C=1, L=2^L, float32, "same"): the fft variant, then fft_fused at every tile length N from the
 smallest the kernel takes (a power of two, 1024 or more and at least 2K) to 16384 and every block, timed with CUDA
-events (median of 15 after a warm-up), each output compared with the fft variant's (largest difference relative
+events (median of 20 after a warm-up), each output compared with the fft variant's (largest difference relative
 to its peak; a row above 1e-4 is marked). The copy of the same array gives the bandwidth ceiling. Prints a table,
 marks the fastest (N, block) and the tile that sigconv picks (overlap_save.fused_tile); with --out writes
 fused-tiles-<device>-<date>.json and .md. Needs a GPU.
@@ -21,19 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def _time(fn, reps=15):
-    import cupy
-
-    fn()
-    cupy.cuda.Device().synchronize()
-    ev = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(reps)]
-    for a, b in ev:
-        a.record()
-        fn()
-        b.record()
-    ev[-1][1].synchronize()
-    return float(np.median([cupy.cuda.get_elapsed_time(a, b) for a, b in ev]))
+from fft_stages import _time  # CUDA events, median of 20 after a warm-up (this folder)
 
 
 def main(argv=None) -> int:
@@ -107,7 +95,7 @@ def main(argv=None) -> int:
         doc = {"device": device, "date": stamp, "L": L, "copy_ms": copy_ms, "copy_GBps": gbs, "rows": rows}
         stem.with_suffix(".json").write_text(json.dumps(doc, indent=1))
         md = [f"# fft_fused tile and block, {device}, {stamp}", "",
-              f"C=1, L=2^{a.L}, float32, same; copy {copy_ms:.3f} ms ({gbs:.0f} GB/s). ms, median of 15; "
+              f"C=1, L=2^{a.L}, float32, same; copy {copy_ms:.3f} ms ({gbs:.0f} GB/s). ms, median of 20; "
               "* = the tile sigconv picks.", "", "| K | fft ms | tile | " + " | ".join(f"block {b}" for b in a.blocks)
               + " |", "|---:|---:|---:|" + "---:|" * len(a.blocks)]
         for r in rows:
