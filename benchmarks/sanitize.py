@@ -8,7 +8,8 @@ Exits 1 on any mismatch, 2 when no GPU. Meant to run under compute-sanitizer:
 
 (small shapes keep the instrumented run short; each variant still sees tails, K > tile, every mode,
 unaligned channel starts (L % 4 != 0) and several channels; the fft variants also see inputs of huge and tiny
-magnitude, which their kernels scale by powers of two, and fft_fused also problems large enough for its own kernel; ``--blocks 96,992`` runs every variant with those blocks, any
+magnitude, which their kernels scale by powers of two, and fft_fused also problems large enough for its own kernel;
+``--blocks 96,992`` runs every variant with those blocks, any
 multiple of 32 threads.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
 ``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D

@@ -470,7 +470,8 @@ def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, 
     """The fft variants' kernels scale each segment of extreme magnitude by a power of two: a signal whose parts
     lie at 2^mag for mag in {0, huge, tiny} (one part per stretch of a channel, so segments of each kind and
     segments mixing them) filters as accurately, relative to each part's own scale, as an ordinary one (away from
-    the segments that mix parts: an FFT's error is relative to its segment's peak), with every output finite; long enough that float32 runs its own transforms."""
+    the segments that mix parts: an FFT's error is relative to its segment's peak), with every output finite; long
+    enough that float32 runs its own transforms."""
     from sigconv.backends.overlap_save import fft_size, fused_tile
 
     C, L, K = 2, (1 << 17) + 3, 1023

@@ -21,7 +21,8 @@ from sigconv.backends import cuda1d as _c1
 from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
-__all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "fused_tile", "fused_plan", "fused_twiddles"]
+__all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "fused_tile", "fused_plan",
+           "fused_twiddles"]
 
 
 def fft_size(K: int) -> int:
