@@ -423,9 +423,9 @@ def test_compiled_modules_cached(rng):
 
 
 #: fft_fused on its own path (problems above the float64 fallback): taps around each tile length's limits (the tile
-#: is the power of two above 8x K, 1024 to 16384) and the largest filter, lengths that end inside a tile, just after
-#: one, or within the overlap.
-FUSED_TAPS = (1, 2, 127, 128, 129, 1024, 1025, 2047, 2048, 2049, 4095, 8192)
+#: is the power of two above 4x K from 1024 to 8192, then above 2x K: overlap_save.fused_tile), the largest
+#: filter; lengths that end inside a tile, just after one, or within the overlap.
+FUSED_TAPS = (1, 2, 256, 257, 1024, 1025, 2048, 2049, 4096, 4097, 7921, 8192)
 
 
 @pytest.mark.parametrize("K", FUSED_TAPS)

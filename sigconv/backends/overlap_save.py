@@ -109,16 +109,28 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 # ------------------------------------------------------------------------------------ fft_fused (kernels/fft_fused.cuh)
 
 
+#: fft_fused tiles up to this length leave room for three blocks per multiprocessor (a tile of N samples takes
+#: 8N + 128 bytes of shared memory); a longer tile (128 KB) runs one block at a time, so it is used only for filters
+#: that need it (K above half of this).
+_FUSED_SHARED_TILE_MAX = 8192
+
+
 def fused_tile(K: int) -> int:
-    """fft_fused's tile length N for K taps: the power of two nearest above 8x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
-    to 2^SIGCONV_FFT_FUSED_MAX_LOGN (kernels/limits.cuh). Per output, a tile costs about log2(N) * N / (N - K + 1):
-    about 8x K is the least for K up to 2048, and the largest tile (128 KB of shared memory) serves longer
-    filters. ValueError for K above half the largest tile (such a tile would be mostly overlap)."""
+    """fft_fused's tile length N for K taps: the power of two nearest above 4x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
+    (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`, and above that the power of two nearest above 2x K, up
+    to 2^SIGCONV_FFT_FUSED_MAX_LOGN. The work per output, about log2(N) * N / (N - K + 1), is least near N = 8K,
+    but the smaller tiles keep more blocks per multiprocessor. On an H200 (benchmarks/fused_tiles.py, L=2^26, each
+    tile at its best block) K=255 took 0.460 ms with N=1024, 0.466 with 2048 and 0.486 with 4096; K=1023 0.592
+    with 4096, 0.589 with 8192 and 0.850 with 16384; K=4095 0.986 with 8192 and 1.008 with 16384. ValueError for K
+    above half the largest tile (such a tile would be mostly overlap)."""
     lim = _kernels.constants()
     lo, hi = 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"], 1 << lim["SIGCONV_FFT_FUSED_MAX_LOGN"]
     if not 1 <= K <= hi // 2:
         raise ValueError(f"fft_fused takes 1 to {hi // 2} taps, got K={K}")
-    return min(hi, max(lo, 1 << (8 * K - 1).bit_length()))
+    n = max(lo, 1 << (4 * K - 1).bit_length())
+    if n > _FUSED_SHARED_TILE_MAX:
+        n = max(_FUSED_SHARED_TILE_MAX, 1 << (2 * K - 1).bit_length())
+    return min(hi, n)
 
 
 def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = _GRID_X_MAX, cap_y: int = _GRID_YZ_MAX,

@@ -44,14 +44,14 @@ FFT_CANDIDATE_MIN_K = 48
 #: ... and above this many tiled is no candidate at all: the overlap-save FFT's cost barely grows with K.
 TILED_MAX_K = 1024
 #: float32: the fused overlap-save kernel is the FFT favourite up to this many taps (then cuFFT's passes; the fused
-#: kernel stays a timed candidate up to its tap limit). On an H200, L=2^26: K=1023 0.75 ms against 1.13 ms, K=4095
-#: 1.23 against 1.36, K=7921 1.75 against 1.72.
+#: kernel stays a timed candidate up to its tap limit). On an H200, L=2^26, fused (best tile and block) against fft in
+#: one run: K=255 0.460 ms against 0.997, K=1023 0.589 against 1.009, K=4095 0.986 against 1.209, K=7921 1.378
+#: against 1.439.
 FUSED_FAVOURITE_MAX_K = 4096
-#: The float32 FFT candidates, favourite first: the fused kernel with small blocks (more blocks per multiprocessor
-#: at small tiles: at K=255 its 2048-sample tiles took 0.53 ms with 128 threads, 0.64 with 256) and large ones
-#: (its 16384-sample tiles fill 128 KB of shared memory, one block per multiprocessor: at K=4095 1.23 ms with 512
-#: threads, 1.65 with 256), then cuFFT's.
-_FFT_F32 = [("fft_fused", 128), ("fft_fused", 512), ("fft", 256)]
+#: The float32 FFT candidates, favourite first: the fused kernel at every block that is the fastest for one of its
+#: tiles (benchmarks/fused_tiles.py on an H200: 128 threads for tiles of 1024 and 2048 samples, 256 for 4096, 512 for
+#: 8192, 1024 for 16384: about one thread per eight samples), then cuFFT's.
+_FFT_F32 = [("fft_fused", 128), ("fft_fused", 256), ("fft_fused", 512), ("fft_fused", 1024), ("fft", 256)]
 #: float64: direct kernels are candidates up to this many taps; the FFT is the favourite above.
 F64_DIRECT_MAX_K = 32
 #: Tiled blocks in the order they are tried: small blocks (more blocks per multiprocessor) tend to win at
