@@ -13,11 +13,11 @@
 // inverse complex FFT gives y[2n] + i y[2n+1]. A thread owns the bins k and M-k of that middle step, so it runs
 // in place.
 //
-// The complex FFTs are Stockham autosort passes (radix 8, then one of radix 2 or 4 for the remaining factor)
-// between two shared-memory buffers of M float2 each: any block size works (a thread takes butterflies
-// j = tid, tid + T, ...), at 8N bytes of shared memory; between passes the data is swizzled so that no access
-// has bank conflicts (ff_swz). Twiddles come from tw[m] = exp(-2 pi i m / N), m < N,
-// computed in float64 by the launcher (L1/L2 resident).
+// The complex FFTs are Stockham autosort passes (radix 16 first, then radices 4 to 16: ff_bits) between two
+// shared-memory buffers of M float2 each, padded with one float2 per 16 (ff_pad) so that no pass has bank conflicts
+// and a butterfly's addresses are constant offsets from one base: any block size works (a thread takes butterflies
+// j = tid, tid + T, ...), at 8.5N bytes of shared memory. Twiddles come from a table computed in float64 by the
+// launcher (L1/L2 resident, read at consecutive entries: ff_twiddle_count).
 //
 // Scaling as the fft variant's (overlap_save.cuh, "Scaling"): the block reduces the tile's peak exponent; a
 // tile of extreme magnitude (exponent outside [-safe, safe]) is divided by 2^e before the transform and its
@@ -25,7 +25,7 @@
 // scaled (its outputs are NaN, as an FFT's are).
 //
 // Launch: grid (tiles, channels), both walked by grid-stride loops (any caps); block: any multiple of 32 up to
-// 1024; dynamic shared memory: 16*M + 128 bytes (two buffers and the reduction's 32 slots).
+// 1024; dynamic shared memory: 16*ff_pad(M) + 128 bytes (two buffers and the reduction's 32 slots).
 #ifndef SIGCONV_FFT_FUSED_CUH
 #define SIGCONV_FFT_FUSED_CUH
 #include "common.cuh"
@@ -70,83 +70,133 @@ template <bool INV> __device__ __forceinline__ void ff_dft8(float2* v) {
     v[0] = a0; v[2] = a1; v[4] = a2; v[6] = a3;
     v[1] = b0; v[3] = b1; v[5] = b2; v[7] = b3;
 }
+
+template <bool INV> __device__ __forceinline__ float2 ff_mulc(float2 a, float c, float s) {
+    // a * (c - i s) forward, a * (c + i s) inverse: exp(-+2 pi i m / 16) with c = cos(2 pi m / 16), s = sin
+    return INV ? make_float2(a.x * c - a.y * s, a.x * s + a.y * c) : make_float2(a.x * c + a.y * s, a.y * c - a.x * s);
+}
+// 16 points as 4 x 4: DFTs of 4 over n1 (x[4 n1 + n2]), twiddles exp(-+2 pi i n2 k1 / 16), DFTs of 4 over n2; X[k1 + 4 k2]
+// comes out at v[4 k1 + k2] and is put back in order.
+template <bool INV> __device__ __forceinline__ void ff_dft16(float2* v) {
+    const float c1 = 0.92387953251128675613f, s1 = 0.38268343236508977173f, h = 0.70710678118654752440f;
+#pragma unroll
+    for (int n2 = 0; n2 < 4; ++n2) ff_dft4<INV>(v[n2], v[4 + n2], v[8 + n2], v[12 + n2]);
+    v[5] = ff_mulc<INV>(v[5], c1, s1);     // m = 1
+    v[6] = ff_mulc<INV>(v[6], h, h);       // 2
+    v[7] = ff_mulc<INV>(v[7], s1, c1);     // 3
+    v[9] = ff_mulc<INV>(v[9], h, h);       // 2
+    v[10] = ff_mul_mi<INV>(v[10]);         // 4
+    v[11] = ff_mulc<INV>(v[11], -h, h);    // 6
+    v[13] = ff_mulc<INV>(v[13], s1, c1);   // 3
+    v[14] = ff_mulc<INV>(v[14], -h, h);    // 6
+    v[15] = ff_mulc<INV>(v[15], -c1, -s1); // 9
+#pragma unroll
+    for (int k1 = 0; k1 < 4; ++k1) ff_dft4<INV>(v[4 * k1], v[4 * k1 + 1], v[4 * k1 + 2], v[4 * k1 + 3]);
+    float2 o[16];
+#pragma unroll
+    for (int k1 = 0; k1 < 4; ++k1)
+#pragma unroll
+        for (int k2 = 0; k2 < 4; ++k2) o[k1 + 4 * k2] = v[4 * k1 + k2];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) v[i] = o[i];
+}
 template <int R, bool INV> __device__ __forceinline__ void ff_dft(float2* v) {
     if constexpr (R == 2) ff_dft2<INV>(v);
     else if constexpr (R == 4) ff_dft4<INV>(v);
-    else ff_dft8<INV>(v);
+    else if constexpr (R == 8) ff_dft8<INV>(v);
+    else ff_dft16<INV>(v);
 }
 
-// Shared-memory layout between the passes of one transform. A pass reads its butterflies' inputs at consecutive j
-// (no bank conflicts) but writes them R * NS apart: with NS = 1 (stride 8 float2) a half-warp's 8-byte stores fall
-// on two bank pairs, 8-way conflicts, and with NS = 8 on half the pairs. Stored at ff_swz(i) = i ^ ((i >> 3) & 15)
-// those writes, and the next pass's reads, are conflict-free: the 16 stores of a half-warp land on 16 distinct
-// i mod 16. A transform's input and its result keep the plain layout (the tile's load, the spectrum step, which
-// reads k and M-k, and the output's float reads at any offset are conflict-free only there).
-__device__ __forceinline__ int ff_swz(int i) { return i ^ ((i >> 3) & 15); }
-template <bool SWZ> __device__ __forceinline__ int ff_at(int i) { return SWZ ? ff_swz(i) : i; }
+// Shared-memory layout: point i of a transform lives at ff_pad(i) = i + i/16 (a float2 of padding after every 16).
+// A pass reads its butterflies' inputs at consecutive j and writes them R * NS apart; through the padding both are
+// free of bank conflicts (a half-warp's 16 float2 accesses land on 16 distinct slots mod 16) when the first pass
+// has radix 16 (its outputs, 16j + r, go to 17j + r) and every later NS is a multiple of 16. Then a butterfly's R
+// addresses are one ff_pad plus constants (immediate offsets, no index arithmetic per point).
+__host__ __device__ constexpr int ff_pad(int i) { return i + (i >> 4); }
 
-// One Stockham pass of radix R over M points, sub-transforms of length NS done: src -> dst. Butterfly j reads
-// src[j + r*M/R], applies the twiddles exp(-+2 pi i r k / (NS R)) (three table reads at most, the other powers by
-// products: the table's reads share the L1 with the shared-memory traffic), k = j mod NS, and writes
-// dst[(j - k)*R + k + r*NS] (indices through ff_swz where SRC_SWZ / DST_SWZ). tw[m] = exp(-2 pi i m / N);
-// N / (NS R) is a whole number (NS R <= M < N).
-template <int R, bool INV, int LOGN, int NS, bool SRC_SWZ, bool DST_SWZ>
+// The passes of the complex FFT of M = 2^MB points: P = ceil(MB / 4) passes; the first of radix 16, the remaining
+// MB - 4 bits spread over the other P - 1 passes as evenly as possible, the larger radices first (2^9: 16 8 4,
+// 2^10: 16 8 8, 2^11: 16 16 8, 2^12: 16 16 16, 2^13: 16 8 8 8). Pass p of radix R = 2^bits(p) follows
+// sub-transforms of length NS = ns(p).
+//
+// Twiddles: tw[k] = exp(-2 pi i k / N) for k < M (the real-spectrum step); after them, for each pass p >= 1 in
+// order, bits(p) rows of NS entries: row a holds exp(-2 pi i 2^a k / (NS R)), k < NS (w, w^2, w^4, w^8: a
+// butterfly reads them at consecutive k, coalesced, and forms the other powers by products). ff_twiddle_count(MB)
+// entries in all; sigconv/backends/overlap_save.py (fused_twiddles) builds the same table.
+__host__ __device__ constexpr int ff_passes(int MB) { return (MB + 3) / 4; }
+__host__ __device__ constexpr int ff_bits(int MB, int p) {
+    return p == 0 ? 4 : (MB - 4) / (ff_passes(MB) - 1) + ((p - 1) < (MB - 4) % (ff_passes(MB) - 1) ? 1 : 0);
+}
+__host__ __device__ constexpr int ff_ns(int MB, int p) {
+    int s = 0;
+    for (int i = 0; i < p; ++i) s += ff_bits(MB, i);
+    return 1 << s;
+}
+__host__ __device__ constexpr int ff_tw_offset(int MB, int p) {  // where pass p's rows start (p >= 1)
+    int o = 1 << MB;
+    for (int i = 1; i < p; ++i) o += ff_bits(MB, i) * ff_ns(MB, i);
+    return o;
+}
+__host__ __device__ constexpr int ff_twiddle_count(int MB) { return ff_tw_offset(MB, ff_passes(MB)); }
+
+// One Stockham pass of radix R over M = 2^MB points, sub-transforms of length NS done: src -> dst (padded layout).
+// Butterfly j reads point j + r M/R, applies the twiddles exp(-+2 pi i r k / (NS R)), k = j mod NS (rows at TWO of
+// the table), and writes point (j - k) R + k + r NS.
+template <int R, bool INV, int MB, int NS, int TWO>
 __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* __restrict__ dst,
                                         const float2* __restrict__ tw) {
-    constexpr int N = 1 << LOGN, M = N / 2, STEP = N / (NS * R);
+    constexpr int M = 1 << MB, B = M / R, SS = ff_pad(B), DS = ff_pad(NS);
+    static_assert(B % 16 == 0 && (NS == 1 ? R == 16 : NS % 16 == 0), "ff_pad's offsets need these");
     const int T = (int)blockDim.x, tid = (int)threadIdx.x;
-    for (int j = tid; j < M / R; j += T) {
+    for (int j = tid; j < B; j += T) {
         const int k = j & (NS - 1);
+        const float2* s = src + ff_pad(j);
         float2 v[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = src[ff_at<SRC_SWZ>(j + r * (M / R))];
+        for (int r = 0; r < R; ++r) v[r] = s[r * SS];
         if constexpr (NS > 1) {
-            // w^r for r < R from the table's w, w^2 and w^4 (R = 8: w^3, w^5, w^6, w^7 one or two products away)
+            const float2* t = tw + TWO + k;
             float2 w[R];
-            w[1] = __ldg(tw + k * STEP);
+            w[1] = __ldg(t);
             if constexpr (R >= 4) {
-                w[2] = __ldg(tw + 2 * k * STEP);
+                w[2] = __ldg(t + NS);
                 w[3] = ff_mul(w[1], w[2]);
             }
-            if constexpr (R == 8) {
-                w[4] = __ldg(tw + 4 * k * STEP);
+            if constexpr (R >= 8) {
+                w[4] = __ldg(t + 2 * NS);
                 w[5] = ff_mul(w[1], w[4]);
                 w[6] = ff_mul(w[2], w[4]);
                 w[7] = ff_mul(w[3], w[4]);
+            }
+            if constexpr (R >= 16) {
+                w[8] = __ldg(t + 3 * NS);
+#pragma unroll
+                for (int r = 9; r < 16; ++r) w[r] = ff_mul(w[r - 8], w[8]);
             }
 #pragma unroll
             for (int r = 1; r < R; ++r) v[r] = ff_mul(v[r], INV ? ff_conj(w[r]) : w[r]);
         }
         ff_dft<R, INV>(v);
-        const int base = (j - k) * R + k;
+        float2* d = dst + ff_pad((j - k) * R + k);
 #pragma unroll
-        for (int r = 0; r < R; ++r) dst[ff_at<DST_SWZ>(base + r * NS)] = v[r];
+        for (int r = 0; r < R; ++r) d[r * DS] = v[r];
     }
     __syncthreads();
 }
 
-// The complex FFT (unscaled) of the M = 2^(LOGN-1) points in `a` (plain layout), from sub-transforms of length NS
-// on, `b` the second buffer: radix-8 passes, then one of radix 4 or 2 for what remains. Returns the buffer holding
-// the result (plain layout); between passes the data is swizzled (ff_swz).
-template <bool INV, int LOGN, int NS = 1>
+// The complex FFT (unscaled) of the M = 2^MB points in `a`, from pass P on, `b` the second buffer (both padded).
+// Returns the buffer holding the result.
+template <bool INV, int MB, int P = 0>
 __device__ __forceinline__ float2* ff_fft(float2* a, float2* b, const float2* __restrict__ tw) {
-    constexpr int M = 1 << (LOGN - 1);
-    constexpr bool FIRST = NS == 1;
-    if constexpr (NS * 8 <= M) {
-        ff_pass<8, INV, LOGN, NS, !FIRST, (NS * 8 < M)>(a, b, tw);
-        return ff_fft<INV, LOGN, NS * 8>(b, a, tw);
-    } else if constexpr (NS * 4 == M) {
-        ff_pass<4, INV, LOGN, NS, !FIRST, false>(a, b, tw);
-        return b;
-    } else if constexpr (NS * 2 == M) {
-        ff_pass<2, INV, LOGN, NS, !FIRST, false>(a, b, tw);
-        return b;
-    } else {
+    if constexpr (P == ff_passes(MB)) {
         return a;
+    } else {
+        ff_pass<1 << ff_bits(MB, P), INV, MB, ff_ns(MB, P), (P == 0 ? 0 : ff_tw_offset(MB, P))>(a, b, tw);
+        return ff_fft<INV, MB, P + 1>(b, a, tw);
     }
 }
 
-// The tile's exponent, the same in every thread: the maximum of the threads' `e` (os_exponent4's values), red:
+// The block's maximum of the threads' `e`, the same in every thread (the tile's peak), red:
 // 32 ints of shared memory. Every thread of the block calls it.
 __device__ __forceinline__ int ff_block_max(int e, int* red) {
 #ifdef SIGCONV_HOST_EMULATION
@@ -162,18 +212,18 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
     return m;
 }
 
-// No __launch_bounds__: with (1024) ptxas held the kernel to 32 registers and spilled 20 bytes; without, it uses 32
-// and spills nothing, so every block size up to 1024 launches.
+// No __launch_bounds__: ptxas (sm_90) gives it 48 to 56 registers with no spills, so every block size up to 1024
+// launches (64K registers per block).
 template <int LOGN>
 __global__ void conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float2* __restrict__ H,
                                  const float2* __restrict__ tw, int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len,
                                  sc_i64 ntiles, const int* __restrict__ tap_shift, int safe) {
     static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN && LOGN <= SIGCONV_FFT_FUSED_MAX_LOGN, "tile length");
-    constexpr int N = 1 << LOGN, M = N / 2;
+    constexpr int N = 1 << LOGN, M = N / 2, MP = ff_pad(M);
     extern __shared__ float4 sc_smem4[];
     float2* const buf0 = reinterpret_cast<float2*>(sc_smem4);
-    float2* const buf1 = buf0 + M;
-    int* red = reinterpret_cast<int*>(buf1 + M);
+    float2* const buf1 = buf0 + MP;
+    int* red = reinterpret_cast<int*>(buf1 + MP);
     const int T = (int)blockDim.x, tid = (int)threadIdx.x;
     const sc_i64 V = N - K + 1;
     const int et = tap_shift ? tap_shift[0] : 0;
@@ -181,34 +231,43 @@ __global__ void conv1d_fft_fused(const float* __restrict__ x, float* __restrict_
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         for (sc_i64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
-            // 1. the tile, packed in pairs, and its peak exponent
+            // 1. the tile and its peak. Sample i is float i of the pair layout (point n = (x[2n], x[2n+1])), at float
+            // i + 2 (i / 32) of the padded buffer: read with unit stride, stored without bank conflicts. The peak is
+            // the largest |sample| as a bit pattern (an integer maximum; inf and NaN lie above every finite value).
             const sc_i64 s0 = t * V - pad;
-            int e = SC_OS_NO_PEAK;
-            for (int n = tid; n < M; n += T) {
-                const sc_i64 s = s0 + 2 * (sc_i64)n;
-                float a, b;
-                if (s >= 0 && s + 1 < L) {
-                    a = xc[s];
-                    b = xc[s + 1];
-                } else {
-                    a = sc_load_or_zero(xc, s, L);
-                    b = sc_load_or_zero(xc, s + 1, L);
+            float* const f0 = reinterpret_cast<float*>(buf0);
+            int mb = 0;
+            if (s0 >= 0 && s0 + N <= L) {
+                const float* xs = xc + s0;
+                for (int i = tid; i < N; i += T) {
+                    const float a = xs[i];
+                    f0[i + 2 * (i >> 5)] = a;
+                    mb = max(mb, __float_as_int(a) & 0x7fffffff);
                 }
-                buf0[n] = make_float2(a, b);
-                e = max(e, os_exponent4<float>(a, b, 0.0f, 0.0f));
+            } else {
+                for (int i = tid; i < N; i += T) {
+                    const float a = sc_load_or_zero(xc, s0 + i, L);
+                    f0[i + 2 * (i >> 5)] = a;
+                    mb = max(mb, __float_as_int(a) & 0x7fffffff);
+                }
             }
-            e = ff_block_max(e, red);  // (its barrier also publishes the tile)
+            mb = ff_block_max(mb, red);  // (its barrier also publishes the tile)
+            const int e = mb >= 0x7f800000 ? SC_OS_NONFINITE : mb == 0 ? SC_OS_NO_PEAK
+                                                                        : os_frexp_exp<float>(__int_as_float(mb));
             const int es = (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE || (e >= -safe && e <= safe)) ? 0 : e;
             if (es != 0) {  // extreme magnitude: the tile divided by 2^es
                 const OsScale<float> down(-es);
-                for (int n = tid; n < M; n += T) buf0[n] = make_float2(down(buf0[n].x), down(buf0[n].y));
+                for (int n = tid; n < M; n += T) {
+                    const float2 v = buf0[ff_pad(n)];
+                    buf0[ff_pad(n)] = make_float2(down(v.x), down(v.y));
+                }
                 __syncthreads();
             }
             // 2. forward transform
-            float2* Z = ff_fft<false, LOGN>(buf0, buf1, tw);
+            float2* Z = ff_fft<false, LOGN - 1>(buf0, buf1, tw);
             // 3. unpack the real spectrum, multiply by H, pack for the inverse: bins k and M-k by one thread
             for (int k = tid; k <= M / 2; k += T) {
-                const float2 zk = Z[k], zm = Z[(M - k) & (M - 1)];
+                const float2 zk = Z[ff_pad(k)], zm = Z[ff_pad((M - k) & (M - 1))];
                 const float2 E = make_float2(0.5f * (zk.x + zm.x), 0.5f * (zk.y - zm.y));  // (Z[k] + conj Z[M-k]) / 2
                 const float2 D = make_float2(0.5f * (zk.x - zm.x), 0.5f * (zk.y + zm.y));  // (Z[k] - conj Z[M-k]) / 2
                 const float2 O = make_float2(D.y, -D.x);                                  // D / i
@@ -218,23 +277,24 @@ __global__ void conv1d_fft_fused(const float* __restrict__ x, float* __restrict_
                 const float2 yb = ff_mul(ff_conj(ff_sub(E, WO)), __ldg(H + (M - k)));     // Y[M-k]
                 // Zy[k] = A + iB, A = Y[k] + conj Y[M-k], B = (Y[k] - conj Y[M-k]) conj(W)
                 const float2 A = ff_add(ya, ff_conj(yb)), B = ff_mul(ff_sub(ya, ff_conj(yb)), ff_conj(W));
-                Z[k] = make_float2(A.x - B.y, A.y + B.x);
+                Z[ff_pad(k)] = make_float2(A.x - B.y, A.y + B.x);
                 if (k != 0 && 2 * k != M) {
                     // Zy[M-k]: the same with the roles swapped; conj(exp(-2 pi i (M-k) / N)) = -W
                     const float2 A2 = ff_add(yb, ff_conj(ya)), B2 = ff_mul(ff_sub(yb, ff_conj(ya)), W);
-                    Z[M - k] = make_float2(A2.x + B2.y, A2.y - B2.x);
+                    Z[ff_pad(M - k)] = make_float2(A2.x + B2.y, A2.y - B2.x);
                 }
             }
             __syncthreads();
             // 4. inverse transform (unscaled: H holds the 1/N), y[2n] + i y[2n+1]
-            const float* Yr = reinterpret_cast<const float*>(ff_fft<true, LOGN>(Z, Z == buf0 ? buf1 : buf0, tw));
+            const float* Yr = reinterpret_cast<const float*>(ff_fft<true, LOGN - 1>(Z, Z == buf0 ? buf1 : buf0, tw));
             // 5. the valid outputs
             const int eo = es + et;
             const OsScale<float> up(eo);
             const sc_i64 t0 = t * V;
             const sc_i64 nv = out_len - t0 < V ? out_len - t0 : V;
             for (int r = tid; r < nv; r += T) {
-                const float v = Yr[K - 1 + r];
+                const int f = K - 1 + r;  // float f of the pair layout
+                const float v = Yr[f + 2 * (f >> 5)];
                 yc[t0 + r] = eo != 0 ? up(v) : v;
             }
             __syncthreads();  // the buffers are the next tile's

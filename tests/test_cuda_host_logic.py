@@ -42,7 +42,7 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
         with pytest.raises(ValueError, match="fft_fused takes 1 to 8192 taps"):
             c.fused_tile(K)
     p = c.fused_plan(255, 1 << 26, 3)
-    assert (p["N"], p["logn"], p["V"], p["smem"]) == (1024, 10, 770, 8 * 1024 + 128)
+    assert (p["N"], p["logn"], p["V"], p["smem"]) == (1024, 10, 770, 2 * 8 * (512 + 32) + 128)  # padded buffers
     assert p["ntiles"] == -(-(1 << 26) // 770) and p["grid"] == (p["ntiles"], 3)
     assert c.fused_plan(255, 10 ** 6, 3, cap_x=7, cap_y=2)["grid"] == (7, 2)
     q = c.fused_plan(4095, 1 << 20, 1, tile=16384)
@@ -50,6 +50,25 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
     for tile in (4096, 6144, 512, 32768):  # below 2K, not a power of two, outside the kernel's range
         with pytest.raises(ValueError, match=f"fft_fused tile {tile} for K=4095"):
             c.fused_plan(4095, 1 << 20, 1, tile=tile)
+
+
+def test_fused_passes_and_twiddle_table(numpy_as_cupy):
+    """fft_fused's passes: radix 16 first, the rest of log2(N/2) spread evenly, larger first; the twiddle table is
+    exp(-2 pi i k / N) for k < N/2, then per later pass log2(R) rows of NS entries exp(-2 pi i 2^a k / (NS R))."""
+    c = numpy_as_cupy
+    assert {N: c.fused_radix_bits(N) for N in (1024, 2048, 4096, 8192, 16384)} == {
+        1024: [4, 3, 2], 2048: [4, 3, 3], 4096: [4, 4, 3], 8192: [4, 4, 4], 16384: [4, 3, 3, 3]}
+    for N in (1024, 16384):
+        tw = c.fused_twiddles(N)
+        bits = c.fused_radix_bits(N)
+        assert sum(bits) == N.bit_length() - 2 and tw.dtype == np.complex64 and not tw.flags.writeable
+        want, ns = [np.exp(-2j * np.pi * np.arange(N // 2) / N)], 1 << bits[0]
+        for b in bits[1:]:
+            want += [np.exp(-2j * np.pi * (1 << a) * np.arange(ns) / (ns << b)) for a in range(b)]
+            ns <<= b
+        want = np.concatenate(want)
+        assert tw.shape == want.shape and np.abs(tw - want).max() <= 6e-8
+    assert c.fused_plan(7921, 1 << 20, 1)["smem"] == 2 * 8 * (8192 + 512) + 128 <= 227 * 1024
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -22,7 +22,7 @@ from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "fused_tile", "fused_plan",
-           "fused_twiddles"]
+           "fused_radix_bits", "fused_twiddles"]
 
 
 def fft_size(K: int) -> int:
@@ -110,7 +110,7 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 
 
 #: fft_fused tiles up to this length leave room for three blocks per multiprocessor (a tile of N samples takes
-#: 8N + 128 bytes of shared memory); a longer tile (128 KB) runs one block at a time, so it is used only for filters
+#: 8.5N + 128 bytes of shared memory); a longer tile (128 KB) runs one block at a time, so it is used only for filters
 #: that need it (K above half of this).
 _FUSED_SHARED_TILE_MAX = 8192
 
@@ -137,7 +137,7 @@ def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = _GRID_X_MAX, cap_y:
                tile: int | None = None) -> dict:
     """The launch of conv1d_fft_fused<logn>: tile length N, valid outputs per tile V, tiles per channel, grid
     (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the caps) and
-    dynamic shared memory (two buffers of N/2 float2 and 32 int slots). ``tile``: N instead of :func:`fused_tile`'s
+    dynamic shared memory (two buffers of N/2 float2 with one float2 of padding per 16, and 32 int slots). ``tile``: N instead of :func:`fused_tile`'s
     (benchmarks compare tile lengths): a power of two in the kernel's range, at least 2K."""
     N = fused_tile(K)
     if tile is not None:
@@ -151,13 +151,32 @@ def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = _GRID_X_MAX, cap_y:
     V = N - K + 1
     ntiles = max(1, -(-out_len // V))
     grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
-    return {"N": N, "logn": N.bit_length() - 1, "V": V, "ntiles": ntiles, "grid": grid, "smem": 8 * N + 128}
+    return {"N": N, "logn": N.bit_length() - 1, "V": V, "ntiles": ntiles, "grid": grid,
+            "smem": 16 * (N // 2 + N // 32) + 128}
+
+
+def fused_radix_bits(N: int) -> list[int]:
+    """log2 of the radix of each pass of fft_fused's complex FFT of M = N/2 points: the first 4 (radix 16), the
+    remaining bits spread over ceil(log2(M) / 4) - 1 passes as evenly as possible, larger first. The kernel's
+    schedule (kernels/fft_fused.cuh, ff_bits), which :func:`fused_twiddles` lays its table out by."""
+    mb = N.bit_length() - 2
+    rest, n = mb - 4, (mb + 3) // 4 - 1
+    return [4] + [rest // n + (1 if i < rest % n else 0) for i in range(n)]
 
 
 @functools.lru_cache(maxsize=None)
 def fused_twiddles(N: int) -> np.ndarray:
-    """tw[m] = exp(-2 pi i m / N), m < N, computed in float64 and rounded to complex64 (read-only for callers)."""
-    tw = np.exp(-2j * np.pi * np.arange(N) / N).astype(np.complex64)
+    """fft_fused's twiddle table, computed in float64 and rounded to complex64 (read-only for callers):
+    exp(-2 pi i k / N) for k < N/2, then for each pass after the first (radix R after sub-transforms of length NS),
+    log2(R) rows of NS entries, row a holding exp(-2 pi i 2^a k / (NS R)) (kernels/fft_fused.cuh)."""
+    bits = fused_radix_bits(N)
+    parts = [np.exp(-2j * np.pi * np.arange(N // 2) / N)]
+    ns = 1 << bits[0]
+    for b in bits[1:]:
+        k = np.arange(ns)
+        parts += [np.exp(-2j * np.pi * (1 << a) * k / (ns << b)) for a in range(b)]
+        ns <<= b
+    tw = np.concatenate(parts).astype(np.complex64)
     tw.flags.writeable = False
     return tw
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>  // memcpy: the bit casts
 #include <math.h>  // fmaf: a fused multiply-add, as on the device
 
 #define SIGCONV_HOST_EMULATION 1
@@ -31,6 +32,10 @@ inline double2 make_double2(double a, double b) { return double2{a, b}; }
 
 // Blocks and threads run one at a time here, so an atomic is a plain read-modify-write.
 inline int atomicMax(int* p, int v) { const int old = *p; if (v > old) *p = v; return old; }
+
+// The bit casts of the device's intrinsics.
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, sizeof i); return i; }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, sizeof f); return f; }
 
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
