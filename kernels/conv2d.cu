@@ -246,6 +246,7 @@ __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, 
 }
 
 // ======================================================================== regblock / prefetch (float)
+#if C2D_HAS_PART(SIGCONV_C2D_PART_TILED)
 // Block (BX, BY) threads; thread (tx, ty) computes outputs rows or0 + ty*TY + a (a < TY), columns
 // oc0 + tx*TX + b (b < TX), channels co0 + cc (cc < COB). Output tile OH x OW per block.
 #define OH (BY * TY)
@@ -498,13 +499,19 @@ extern "C" __global__ void TILED_BOUNDS conv2d_tiled(const float* __restrict__ x
     }
 }
 
+#endif  // C2D_HAS_PART(SIGCONV_C2D_PART_TILED)
+
 // ============================================================================ strip (single channel)
 // In conv2d_strip.cuh (kept apart, barrier-free, so a CPU test can run its source; STRIP_* defines there).
+#if C2D_HAS_PART(SIGCONV_C2D_PART_STRIP)
 #include "conv2d_strip.cuh"
+#endif
 
 // ============================================================================ shfl (single channel)
 // In conv2d_shfl.cuh: strip's ring with one float4 load per row and the halo columns by warp shuffles.
+#if C2D_HAS_PART(SIGCONV_C2D_PART_SHFL)
 #include "conv2d_shfl.cuh"
+#endif
 
 // ========================================================================================= separable
 // w[co, ci] = u[co, ci] (kH) outer v[co, ci] (kW). Planes p = z0 + zz, zz < nz, p = n*Cout + co.
@@ -607,6 +614,7 @@ __global__ void conv2d_extend(const T* __restrict__ x, T* __restrict__ xe, int H
 
 // Instances for the stand-alone nvcc check (NVRTC builds the same names from name_expressions).
 // (C2D_I14: the 14 int arguments N .. has_bias)
+#if C2D_HAS_PART(SIGCONV_C2D_PART_GENERIC)
 #define C2D_I14 int, int, int, int, int, int, int, int, int, int, int, int, int, int
 template __global__ void conv2d_naive<float>(const float*, const float*, const float*, float*, C2D_I14, float);
 template __global__ void conv2d_naive_ext<float>(const float*, const float*, const float*, float*, C2D_I14, int);
@@ -637,3 +645,4 @@ template __global__ void conv2d_sep_cols<float>(const float*, const float*, cons
                                                 int, int, int, int, int, int);
 template __global__ void conv2d_sep_cols<double>(const double*, const double*, const double*, double*, int, int, int,
                                                  int, int, int, int, int, int, int);
+#endif  // C2D_HAS_PART(SIGCONV_C2D_PART_GENERIC)

@@ -20,6 +20,20 @@ __device__ __forceinline__ void c2d_store4(float* op, const float (&a)[4], float
     }
 }
 
+// ------------------------------------------------------------------------------------ build parts
+// C2D_PART: which of conv2d.cu's kernels a build compiles. NVRTC's time grows with the kernels in the file (all of
+// them about 5 s, one specialised kernel under 1 s), and every specialised build (a kernel size, a boundary, a
+// block) is compiled on its first use, so the launcher (sigconv.backends.cuda2d, _PARTS) asks for one part.
+#define SIGCONV_C2D_PART_ALL 0      // every kernel (the default: nvcc checks)
+#define SIGCONV_C2D_PART_GENERIC 1  // naive, shared, separable and extend, the templates per dtype
+#define SIGCONV_C2D_PART_TILED 2    // conv2d_tiled (regblock, prefetch)
+#define SIGCONV_C2D_PART_STRIP 3    // conv2d_strip
+#define SIGCONV_C2D_PART_SHFL 4     // conv2d_shfl
+#ifndef C2D_PART
+#define C2D_PART SIGCONV_C2D_PART_ALL
+#endif
+#define C2D_HAS_PART(part) (C2D_PART == SIGCONV_C2D_PART_ALL || C2D_PART == (part))
+
 // ------------------------------------------------------------------------------------ boundary rules
 // The extension xe of a plane beyond [0, H) x [0, W), SciPy's convolve2d `boundary`; the launcher reads these
 // codes (sigconv.backends.cuda2d.BOUNDARIES).

@@ -277,8 +277,10 @@ def test_launch_path_resolves_builds_and_device_limits_once(monkeypatch):
         d = dict(STRIP_KH=9, STRIP_KW=9, STRIP_SH=0, STRIP_ROWS=32)
         m1, f1 = cuda2d._fused("conv2d_strip", d, "symm", 0.0, x)
         n = len(asked["module"])
-        assert n == 2  # the fill build (for its registers), then the capped symm build
-        assert asked["module"][1] == ({**d, "C2D_BOUNDARY": cuda2d.BOUNDARIES["symm"]}, ("--maxrregcount=168",))
+        assert n == 2  # the fill build (for its registers), then the capped symm build, each of strip alone
+        part = {"C2D_PART": cuda2d._CODES["SIGCONV_C2D_PART_STRIP"]}
+        assert asked["module"][0] == ({**d, **part}, ())
+        assert asked["module"][1] == ({**d, **part, "C2D_BOUNDARY": cuda2d.BOUNDARIES["symm"]}, ("--maxrregcount=168",))
         m2, f2 = cuda2d._fused("conv2d_strip", dict(reversed(list(d.items()))), "symm", 0.0, x)
         assert m2 is m1 and len(asked["module"]) == n and f2 == f1 == np.float32(0)
         cuda2d._fused("conv2d_strip", d, "wrap", 0.0, x)  # another boundary: its own build
@@ -318,15 +320,16 @@ def test_a_block_of_many_threads_gets_a_build_that_launches_it(monkeypatch):
         f.cache_clear()
     try:
         x = np.zeros((1, 1, 8, 12), np.float32)
-        d = dict(STRIP_KH=15, STRIP_KW=15, STRIP_SH=0, STRIP_ROWS=32)
-        cuda2d._fused("conv2d_strip", d, "fill", 0.0, x, 256)
-        cuda2d._fused("conv2d_strip", d, "fill", 0.0, x, 512)  # 128 registers x 512 threads fit
+        d0 = dict(STRIP_KH=15, STRIP_KW=15, STRIP_SH=0, STRIP_ROWS=32)
+        d = {**d0, "C2D_PART": cuda2d._CODES["SIGCONV_C2D_PART_STRIP"]}  # the builds compile strip alone
+        cuda2d._fused("conv2d_strip", d0, "fill", 0.0, x, 256)
+        cuda2d._fused("conv2d_strip", d0, "fill", 0.0, x, 512)  # 128 registers x 512 threads fit
         assert built == [(d, ())] * 2
-        m, _ = cuda2d._fused("conv2d_strip", d, "fill", 0.0, x, 992)
+        m, _ = cuda2d._fused("conv2d_strip", d0, "fill", 0.0, x, 992)
         assert built[-1] == (d, ("--maxrregcount=64",)) and m.get_function("conv2d_strip").max_threads_per_block >= 992
         n = len(built)
-        assert cuda2d._fused("conv2d_strip", d, "fill", 0.0, x, 992)[0] is m and len(built) == n
-        cuda2d._fused("conv2d_strip", d, "wrap", 0.0, x, 1024)  # strip 15x15 rotates: its wrap build is uncapped
+        assert cuda2d._fused("conv2d_strip", d0, "fill", 0.0, x, 992)[0] is m and len(built) == n
+        cuda2d._fused("conv2d_strip", d0, "wrap", 0.0, x, 1024)  # strip 15x15 rotates: its wrap build is uncapped
         assert built[-1] == ({**d, "C2D_BOUNDARY": cuda2d.BOUNDARIES["wrap"]}, ("--maxrregcount=64",))
     finally:
         for f in (cuda2d._module_for_threads, cuda2d._boundary_module, cuda2d._reg_cap):

@@ -131,6 +131,43 @@ def test_boundary_builds_keep_occupancy_without_spills(tmp_path, kernel, kH, kW,
         assert not spilled, f"{kernel} {kH}x{kW} {name} spills under --maxrregcount={cap}: {spilled}"
 
 
+def _demangled_name(symbol: str) -> str:
+    """The function name of a mangled template instance (_Z12conv2d_naiveIfEv... -> conv2d_naive); others as they
+    are."""
+    m = re.match(r"_Z(\d+)", symbol)
+    return symbol[m.end():m.end() + int(m.group(1))] if m else symbol
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
+def test_conv2d_parts_compile_their_kernels_alone():
+    """A build of one C2D_PART of conv2d.cu (what cuda2d asks for: _PARTS for the fused kernels, GENERIC for the
+    templates) compiles that part's entry functions and no others."""
+    from sigconv.backends import cuda2d
+
+    c = cuda2d._CODES
+    parts = {
+        c["SIGCONV_C2D_PART_TILED"]: ({"conv2d_tiled"}, cuda2d.tiled_plan((16, 8), 5, 5, (1, 1), 2, 1, True)["defines"]),
+        c["SIGCONV_C2D_PART_STRIP"]: ({"conv2d_strip"}, dict(STRIP_KH=5, STRIP_KW=4, STRIP_SH=2)),
+        c["SIGCONV_C2D_PART_SHFL"]: ({"conv2d_shfl"}, dict(SHFL_KH=5, SHFL_KW=4, SHFL_PX=2)),
+        c["SIGCONV_C2D_PART_GENERIC"]: ({"conv2d_naive", "conv2d_naive_ext", "conv2d_shared", "conv2d_sep_rows",
+                                         "conv2d_sep_rows_ext", "conv2d_sep_cols", "conv2d_extend"}, {}),
+    }
+    assert set(cuda2d._PARTS.values()) | {c["SIGCONV_C2D_PART_GENERIC"]} == set(parts)
+
+    def entries(part: int) -> set:
+        _, defines = parts[part]
+        cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", f"-I{KDIR}", "-o", "/dev/null",
+               f"-DC2D_PART={part}"] + [f"-D{k}={v}" for k, v in defines.items()] + [str(KDIR / "conv2d.cu")]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, f"nvcc failed (part {part}):\n{res.stderr[-4000:]}"
+        return {_demangled_name(n) for n in re.findall(r"Compiling entry function '(\w+)'", res.stderr + res.stdout)}
+
+    with ThreadPoolExecutor(2) as pool:
+        got = dict(zip(parts, pool.map(entries, parts)))
+    for part, (want, _) in parts.items():
+        assert got[part] == want, f"part {part}: compiled {sorted(got[part])}, expected {sorted(want)}"
+
+
 # regblock/prefetch (conv2d_tiled) wrap/symm builds as the launcher compiles them: --maxrregcount at the zero-fill
 # build's occupancy, which holds only because those builds carry no __launch_bounds__ (its limit wins over the
 # option: uncapped, prefetch 16x8 with 9x9 on 1025 x 65535 took 102 registers against 86, 4 blocks per SM instead
@@ -139,7 +176,7 @@ TILED_EDGE_BUILDS = [("prefetch", (16, 8), 9, 9, 4), ("regblock", (16, 8), 7, 7,
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
-@pytest.mark.slow  # three builds of all of conv2d.cu (10 s on two cores); the fused kernels' check runs by default
+@pytest.mark.slow  # nine builds of conv2d_tiled (about 10 s on two cores); the fused kernels' check runs by default
 @pytest.mark.parametrize("variant,block,kH,kW,px", TILED_EDGE_BUILDS,
                          ids=[f"{c[0]}-{c[2]}x{c[3]}" for c in TILED_EDGE_BUILDS])
 def test_tiled_boundary_builds_hold_the_fill_builds_occupancy(variant, block, kH, kW, px):
@@ -149,7 +186,8 @@ def test_tiled_boundary_builds_hold_the_fill_builds_occupancy(variant, block, kH
 
     def regs(boundary: int, cap: int | None = None) -> int:
         cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", f"-I{KDIR}", "-o", "/dev/null",
-               f"-DC2D_BOUNDARY={boundary}"] + [f"-D{k}={v}" for k, v in defines.items()]
+               f"-DC2D_BOUNDARY={boundary}", f"-DC2D_PART={cuda2d._PARTS['conv2d_tiled']}"] + \
+            [f"-D{k}={v}" for k, v in defines.items()]
         res = subprocess.run(cmd + ([f"-maxrregcount={cap}"] if cap else []) + [str(KDIR / "conv2d.cu")],
                              capture_output=True, text=True, timeout=600)
         assert res.returncode == 0, f"nvcc failed:\n{res.stderr[-4000:]}"
