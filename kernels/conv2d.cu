@@ -76,7 +76,10 @@
 #define PREFETCH 1      // 1: double-buffered cp.async prefetch of the next channel (prefetch variant)
 #endif
 
+// The headers the parts share, included before any part's #if: sigconv._kernels.source inlines each header once, at
+// its first #include, so a first inclusion inside a part that a build leaves out would leave the others without it.
 #include "conv2d_common.cuh"
+#include "limits.cuh"
 
 // ============================================================================================ naive
 // The generic kernels (naive, shared, separable's row pass) take the boundary at run time (`boundary`, `fill`:
