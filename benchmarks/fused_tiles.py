@@ -1,13 +1,13 @@
 """fft_fused's tile length and block against the cuFFT overlap-save (fft), side by side in one run.
 
-    python benchmarks/fused_tiles.py [--L 26] [--K 63 255 1023 2047 4095 7921] [--blocks 128 256 512 1024]
+    python benchmarks/fused_tiles.py [--L 26] [--K 63 255 1023 2047 4095 7921] [--blocks 64 128 256 512 1024]
                                      [--out DIR]
 
 For each K (C=1, L=2^L, float32, "same"): the fft variant, then fft_fused at every tile length N from the
 smallest the kernel takes (a power of two, 1024 or more and at least 2K) to 16384 and every block, timed with CUDA
 events (median of 20 after a warm-up), each output compared with the fft variant's (largest difference relative
 to its peak; a row above 1e-4 is marked). The copy of the same array gives the bandwidth ceiling. Prints a table,
-marks the fastest (N, block) and the tile that sigconv picks (overlap_save.fused_tile); with --out writes
+marks the fastest (N, block) and the tile that sigconv picks (sigconv.registry.auto.fused_tile); with --out writes
 fused-tiles-<device>-<date>.json and .md. Needs a GPU.
 """
 
@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--L", type=int, default=26, help="log2 of the signal length")
     p.add_argument("--K", type=int, nargs="+", default=[63, 255, 1023, 2047, 4095, 7921])
-    p.add_argument("--blocks", type=int, nargs="+", default=[128, 256, 512, 1024])
+    p.add_argument("--blocks", type=int, nargs="+", default=[64, 128, 256, 512, 1024])
     p.add_argument("--out", type=Path, default=None, help="folder for the JSON and markdown files")
     a = p.parse_args(argv)
     from sigconv._core import devices as _devices
@@ -41,6 +41,7 @@ def main(argv=None) -> int:
 
     from sigconv import _kernels
     from sigconv.backends import overlap_save as os_
+    from sigconv.registry import auto
 
     lim = _kernels.constants()
     lo, hi = lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_MAX_LOGN"]
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
         ref = out.copy()
         peak = float(cupy.abs(ref).max())
         try:
-            picked = os_.fused_tile(K)
+            picked = auto.fused_tile(K)
         except ValueError:
             picked = None
         row = {"K": K, "fft_ms": fft_ms, "picked_tile": picked, "runs": []}

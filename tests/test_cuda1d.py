@@ -310,7 +310,7 @@ def test_filefilter_oom_retry_then_clear_error(rng, monkeypatch):
         ff.process(x)
 
 
-@pytest.mark.parametrize("K, want", [(31, "tiled"), (1455, "fft")])
+@pytest.mark.parametrize("K, want", [(31, "tiled"), (1455, "fft_fused"), (8193, "fft")])
 def test_filefilter_runs_and_reports_one_variant(rng, monkeypatch, K, want):
     """auto is resolved once, on the first block, by the chooser; every launch of the file (history correction
     and tail included) runs that variant, and ``variant`` names it."""
@@ -423,9 +423,9 @@ def test_compiled_modules_cached(rng):
 
 
 #: fft_fused on its own path (problems above the float64 fallback): taps around each tile length's limits (the tile
-#: is the power of two above 4x K from 1024 to 8192, then above 2x K: overlap_save.fused_tile), the largest
-#: filter; lengths that end inside a tile, just after one, or within the overlap.
-FUSED_TAPS = (1, 2, 256, 257, 1024, 1025, 2048, 2049, 4096, 4097, 7921, 8192)
+#: is the power of two above 8x K from 1024 to 16384: sigconv.registry.auto.fused_tile), the largest filter; lengths
+#: that end inside a tile, just after one, or within the overlap.
+FUSED_TAPS = (1, 2, 128, 129, 256, 257, 512, 513, 1024, 1025, 7921, 8192)
 
 
 @pytest.mark.parametrize("K", FUSED_TAPS)
@@ -434,8 +434,9 @@ def test_fft_fused_tiles_and_taps(rng, K):
     one and three channels, lengths around its tile boundaries; poisoned outputs must all be written. The launcher
     is the fused kernel itself (not the float64 fallback of small problems)."""
     from sigconv.backends import overlap_save
+    from sigconv.registry import auto
 
-    N = overlap_save.fused_tile(K)
+    N = auto.fused_tile(K)
     V = N - K + 1
     launch = _registry.get("conv1d", "cuda", "fft_fused").load()
     failures, n = [], 0
@@ -446,7 +447,7 @@ def test_fft_fused_tiles_and_taps(rng, K):
         full_conv = scipy.signal.oaconvolve(x64, h64[None, :], axes=-1)
         full_corr = scipy.signal.oaconvolve(x64, h64[::-1][None, :], axes=-1)
         xg = cupy.asarray(x)
-        for block in (256, 96):
+        for block in (None, 96):  # None: the tile's own (auto.fused_block)
             for mode, pad, out_len in _cases(L, K):
                 if C * (out_len + K) <= overlap_save._FFT_F64_BELOW:
                     continue
@@ -472,7 +473,8 @@ def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, 
     segments mixing them) filters as accurately, relative to each part's own scale, as an ordinary one (away from
     the segments that mix parts: an FFT's error is relative to its segment's peak), with every output finite; long
     enough that float32 runs its own transforms."""
-    from sigconv.backends.overlap_save import fft_size, fused_tile
+    from sigconv.backends.overlap_save import fft_size
+    from sigconv.registry.auto import fused_tile
 
     C, L, K = 2, (1 << 17) + 3, 1023
     N = fused_tile(K) if variant == "fft_fused" else fft_size(K)

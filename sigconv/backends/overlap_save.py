@@ -19,10 +19,11 @@ from sigconv import _kernels
 from sigconv._core.xp import FFT_SAFE_EXPONENT, peak_exponents
 from sigconv.backends import cuda1d as _c1
 from sigconv.backends.cuda1d import host_taps_key
+from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
-__all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "fused_tile", "fused_plan",
-           "fused_radix_bits", "fused_twiddles"]
+__all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "fused_plan", "fused_radix_bits",
+           "fused_twiddles"]
 
 
 def fft_size(K: int) -> int:
@@ -109,37 +110,14 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 # ------------------------------------------------------------------------------------ fft_fused (kernels/fft_fused.cuh)
 
 
-#: fft_fused tiles up to this length leave room for three blocks per multiprocessor (a tile of N samples takes
-#: 8.5N + 128 bytes of shared memory); a longer tile (128 KB) runs one block at a time, so it is used only for filters
-#: that need it (K above half of this).
-_FUSED_SHARED_TILE_MAX = 8192
-
-
-def fused_tile(K: int) -> int:
-    """fft_fused's tile length N for K taps: the power of two nearest above 4x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
-    (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`, and above that the power of two nearest above 2x K, up
-    to 2^SIGCONV_FFT_FUSED_MAX_LOGN. The work per output, about log2(N) * N / (N - K + 1), is least near N = 8K,
-    but the smaller tiles keep more blocks per multiprocessor. On an H200 (benchmarks/fused_tiles.py, L=2^26, each
-    tile at its best block) K=255 took 0.460 ms with N=1024, 0.466 with 2048 and 0.486 with 4096; K=1023 0.592
-    with 4096, 0.589 with 8192 and 0.850 with 16384; K=4095 0.986 with 8192 and 1.008 with 16384. ValueError for K
-    above half the largest tile (such a tile would be mostly overlap)."""
-    lim = _kernels.constants()
-    lo, hi = 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"], 1 << lim["SIGCONV_FFT_FUSED_MAX_LOGN"]
-    if not 1 <= K <= hi // 2:
-        raise ValueError(f"fft_fused takes 1 to {hi // 2} taps, got K={K}")
-    n = max(lo, 1 << (4 * K - 1).bit_length())
-    if n > _FUSED_SHARED_TILE_MAX:
-        n = max(_FUSED_SHARED_TILE_MAX, 1 << (2 * K - 1).bit_length())
-    return min(hi, n)
-
-
 def fused_plan(K: int, out_len: int, C: int, *, cap_x: int = _GRID_X_MAX, cap_y: int = _GRID_YZ_MAX,
                tile: int | None = None) -> dict:
     """The launch of conv1d_fft_fused<logn>: tile length N, valid outputs per tile V, tiles per channel, grid
     (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the caps) and
-    dynamic shared memory (two buffers of N/2 float2 with one float2 of padding per 16, and 32 int slots). ``tile``: N instead of :func:`fused_tile`'s
+    dynamic shared memory (two buffers of N/2 float2 with one float2 of padding per 16, and 32 int slots). ``tile``:
+    N instead of :func:`sigconv.registry.auto.fused_tile`'s
     (benchmarks compare tile lengths): a power of two in the kernel's range, at least 2K."""
-    N = fused_tile(K)
+    N = _auto.fused_tile(K)
     if tile is not None:
         lim = _kernels.constants()
         if not (tile & (tile - 1) == 0 and 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"] <= tile
@@ -251,9 +229,12 @@ def _device_twiddles(N: int):
 
 def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile=None):
     """Overlap-save in one kernel (float32, kernels/fft_fused.cuh): each block filters one tile of
-    :func:`fused_tile` samples (or ``tile``, see :func:`fused_plan`) in shared memory; the filter's spectrum is the
-    fft variant's (cached under ``taps_key``). Tiny problems go to :func:`launch_fft`, which transforms them in
+    :func:`sigconv.registry.auto.fused_tile` samples (or ``tile``, see :func:`fused_plan`) in shared memory; the
+    filter's spectrum is the fft variant's (cached under ``taps_key``). ``block`` None: the tile's own
+    (:func:`sigconv.registry.auto.fused_block`). Tiny problems go to :func:`launch_fft`, which transforms them in
     float64."""
+    if block is None and 1 <= np.size(w) <= _c1._get_variant("conv1d", "cuda", "fft_fused").max_taps:
+        block = _auto.fused_block(int(np.size(w)), tile)
     w, block, out = _c1._prep("fft_fused", x, w, pad, out_len, block, out)
     if _c1._empty(x, out_len):
         return out

@@ -43,15 +43,46 @@ TILED_FAVOURITE_MAX_K = 64
 FFT_CANDIDATE_MIN_K = 48
 #: ... and above this many tiled is no candidate at all: the overlap-save FFT's cost barely grows with K.
 TILED_MAX_K = 1024
-#: float32: the fused overlap-save kernel is the FFT favourite up to this many taps (then cuFFT's passes; the fused
-#: kernel stays a timed candidate up to its tap limit). On an H200, L=2^26, fused (best tile and block) against fft in
-#: one run: K=255 0.460 ms against 0.997, K=1023 0.589 against 1.009, K=4095 0.986 against 1.209, K=7921 1.378
-#: against 1.439.
-FUSED_FAVOURITE_MAX_K = 4096
-#: The float32 FFT candidates, favourite first: the fused kernel at every block that is the fastest for one of its
-#: tiles (benchmarks/fused_tiles.py on an H200: 128 threads for tiles of 1024 and 2048 samples, 256 for 4096, 512 for
-#: 8192, 1024 for 16384: about one thread per eight samples), then cuFFT's.
-_FFT_F32 = [("fft_fused", 128), ("fft_fused", 256), ("fft_fused", 512), ("fft_fused", 1024), ("fft", 256)]
+#: float32: the fused overlap-save kernel (fft_fused) is the FFT favourite wherever it applies (up to half its largest
+#: tile), at :func:`fused_block` threads, then at the neighbouring block; cuFFT's overlap-save (fft) is timed after
+#: them and is the favourite above. On an H200, L=2^26, each at its best tile and block in one run
+#: (benchmarks/fused_tiles.py): K=255 0.414 ms against 0.998, K=1023 0.542 against 1.009, K=4095 0.753 against 1.213,
+#: K=7921 0.987 against 1.439.
+
+
+def fused_tile(K: int) -> int:
+    """fft_fused's tile length N for K taps: the power of two nearest above 8x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
+    to 2^SIGCONV_FFT_FUSED_MAX_LOGN (kernels/limits.cuh). The work per output, about log2(N) N / (N - K + 1), is
+    least near N = 8K. On an H200 (benchmarks/fused_tiles.py, L=2^26, each tile at its best block): K=255 0.414 ms
+    with N=2048 against 0.457 with 1024 and 0.488 with 4096; K=1023 0.542 with 8192 against 0.544 with 4096; K=4095
+    0.753 with 16384 against 0.793 with 8192. ValueError for K above half the largest tile."""
+    from sigconv import _kernels
+
+    lim = _kernels.constants()
+    lo, hi = 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"], 1 << lim["SIGCONV_FFT_FUSED_MAX_LOGN"]
+    if not 1 <= K <= hi // 2:
+        raise ValueError(f"fft_fused takes 1 to {hi // 2} taps, got K={K}")
+    return min(hi, max(lo, 1 << (8 * K - 1).bit_length()))
+
+
+def fused_block(K: int, tile: Optional[int] = None) -> int:
+    """fft_fused's block for K taps: one thread per 16 samples of its tile (``tile``, else :func:`fused_tile`), 64
+    to 1024; a thread then takes one radix-8 butterfly of the middle passes (on an H200 the fastest block of every
+    tile from 1024 to 16384 samples, benchmarks/fused_tiles.py)."""
+    return (fused_tile(K) if tile is None else int(tile)) // 16
+
+
+def _fft_f32(K: int) -> list:
+    """The float32 FFT candidates, favourite first: fft_fused at :func:`fused_block` and at the next block (twice
+    as many threads, or half as many at 1024), where it applies, then cuFFT's."""
+    from sigconv import _kernels
+
+    if K > 1 << (_kernels.constants()["SIGCONV_FFT_FUSED_MAX_LOGN"] - 1):
+        return [("fft", 256)]
+    b = fused_block(K)
+    return [("fft_fused", b), ("fft_fused", 2 * b if b < 1024 else b // 2), ("fft", 256)]
+
+
 #: float64: direct kernels are candidates up to this many taps; the FFT is the favourite above.
 F64_DIRECT_MAX_K = 32
 #: Tiled blocks in the order they are tried: small blocks (more blocks per multiprocessor) tend to win at
@@ -133,13 +164,11 @@ def conv1d_candidates(backend: str, C: int, L: int, K: int, dtype) -> list:
         return [("direct" if direct else "fft", None)]
     if job.dtype == "float32":
         if K <= TILED_FAVOURITE_MAX_K:
-            cands = [("tiled", b) for b in _TILED_BLOCKS] + (_FFT_F32 if K >= FFT_CANDIDATE_MIN_K else [])
+            cands = [("tiled", b) for b in _TILED_BLOCKS] + (_fft_f32(K) if K >= FFT_CANDIDATE_MIN_K else [])
         elif K <= TILED_MAX_K:
-            cands = _FFT_F32 + [("tiled", 256), ("tiled", 128)]
-        elif K <= FUSED_FAVOURITE_MAX_K:
-            cands = _FFT_F32 + [("fft", 512)]
+            cands = _fft_f32(K) + [("tiled", 256), ("tiled", 128)]
         else:
-            cands = [("fft", 256), ("fft", 512)] + _FFT_F32
+            cands = _fft_f32(K) + [("fft", 512)]
     elif K <= F64_DIRECT_MAX_K:
         cands = [("shared", 256), ("l2", 256), ("naive", 256), ("fft", 256)]
     else:
