@@ -316,3 +316,14 @@ def test_measure_on_a_log_with_an_offset(rng):
     assert records and all(r["status"] == "ok" and r["ms_median"] for r in records), \
         [(r["impl"], r["status"], r["note"]) for r in records]
     assert {"sigconv:auto", "scipy"} <= {r["impl"] for r in records}
+
+
+def test_table_numbers_keep_their_whole_digits():
+    """The markdown table's numbers: whole digits kept (30% of copy is "30", not "3"), trailing zeros of decimals
+    dropped, small values to significant digits."""
+    from sigconv.bench.report import _fmt
+
+    assert [_fmt(v, 1) for v in (30.4, 20.0, 10.0, 3.0, 47.2, 100.0, 0.06)] == ["30", "20", "10", "3", "47", "100",
+                                                                                "0.06"]
+    assert [_fmt(v) for v in (30.0, 2.5, 1.0, 12.34, 0.4175, 0.0, None)] == ["30", "2.5", "1", "12.34", "0.417", "0",
+                                                                            ""]

@@ -112,7 +112,8 @@ def _fmt(v, nd=3):
         if abs(v) >= 100:
             return f"{v:.0f}"
         if abs(v) >= 1:
-            return f"{v:.{max(0, nd - 1)}f}".rstrip("0").rstrip(".") if nd else f"{v:.0f}"
+            text = f"{v:.{max(0, nd - 1)}f}"
+            return text.rstrip("0").rstrip(".") if "." in text else text  # trailing zeros of decimals only
         return f"{v:.{nd}g}"
     return str(v)
 
