@@ -67,8 +67,8 @@ def fused_tile(K: int) -> int:
 
 def fused_block(K: int, tile: Optional[int] = None) -> int:
     """fft_fused's block for K taps: one thread per 16 samples of its tile (``tile``, else :func:`fused_tile`), 64
-    to 1024; a thread then takes one radix-8 butterfly of the middle passes (on an H200 the fastest block of every
-    tile from 1024 to 16384 samples, benchmarks/fused_tiles.py)."""
+    to 1024: as many threads as a radix-8 pass has butterflies, twice a radix-16 pass's (on an H200 the fastest
+    block of every tile from 1024 to 16384 samples, benchmarks/fused_tiles.py)."""
     return (fused_tile(K) if tile is None else int(tile)) // 16
 
 
