@@ -212,6 +212,9 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
     return m;
 }
 
+// Loads each thread issues before it stores any, in the tile's load and the outputs' (their latencies overlap).
+#define FF_LOADS 8
+
 // No __launch_bounds__: ptxas (sm_90) gives it 48 to 56 registers with no spills, so every block size up to 1024
 // launches (64K registers per block).
 template <int LOGN>
@@ -237,18 +240,20 @@ __global__ void conv1d_fft_fused(const float* __restrict__ x, float* __restrict_
             const sc_i64 s0 = t * V - pad;
             float* const f0 = reinterpret_cast<float*>(buf0);
             int mb = 0;
-            if (s0 >= 0 && s0 + N <= L) {
-                const float* xs = xc + s0;
-                for (int i = tid; i < N; i += T) {
-                    const float a = xs[i];
-                    f0[i + 2 * (i >> 5)] = a;
-                    mb = max(mb, __float_as_int(a) & 0x7fffffff);
+            // FF_LOADS loads in flight per thread: a plain loop would wait out the memory latency once per sample
+            const bool inside = s0 >= 0 && s0 + N <= L;
+            for (int i0 = tid; i0 < N; i0 += FF_LOADS * T) {
+                float a[FF_LOADS];
+#pragma unroll
+                for (int u = 0; u < FF_LOADS; ++u) {
+                    const int i = i0 + u * T;
+                    a[u] = i >= N ? 0.0f : inside ? xc[s0 + i] : sc_load_or_zero(xc, s0 + i, L);
                 }
-            } else {
-                for (int i = tid; i < N; i += T) {
-                    const float a = sc_load_or_zero(xc, s0 + i, L);
-                    f0[i + 2 * (i >> 5)] = a;
-                    mb = max(mb, __float_as_int(a) & 0x7fffffff);
+#pragma unroll
+                for (int u = 0; u < FF_LOADS; ++u) {
+                    const int i = i0 + u * T;
+                    if (i < N) f0[i + 2 * (i >> 5)] = a[u];
+                    mb = max(mb, __float_as_int(a[u]) & 0x7fffffff);
                 }
             }
             mb = ff_block_max(mb, red);  // (its barrier also publishes the tile)
@@ -292,10 +297,18 @@ __global__ void conv1d_fft_fused(const float* __restrict__ x, float* __restrict_
             const OsScale<float> up(eo);
             const sc_i64 t0 = t * V;
             const sc_i64 nv = out_len - t0 < V ? out_len - t0 : V;
-            for (int r = tid; r < nv; r += T) {
-                const int f = K - 1 + r;  // float f of the pair layout
-                const float v = Yr[f + 2 * (f >> 5)];
-                yc[t0 + r] = eo != 0 ? up(v) : v;
+            for (int r0 = tid; r0 < nv; r0 += FF_LOADS * T) {  // FF_LOADS shared-memory reads before the stores
+                float v[FF_LOADS];
+#pragma unroll
+                for (int u = 0; u < FF_LOADS; ++u) {
+                    const int r = r0 + u * T, f = K - 1 + r;  // float f of the pair layout
+                    v[u] = r < nv ? Yr[f + 2 * (f >> 5)] : 0.0f;
+                }
+#pragma unroll
+                for (int u = 0; u < FF_LOADS; ++u) {
+                    const int r = r0 + u * T;
+                    if (r < nv) yc[t0 + r] = eo != 0 ? up(v[u]) : v[u];
+                }
             }
             __syncthreads();  // the buffers are the next tile's
         }
