@@ -36,7 +36,7 @@ FFT_MAGNITUDES = {"float32": (0, 120, -100), "float64": (0, 1000, -1000)}
 #: The conv1d shapes (L, K, C) of every variant: a single sample, tails, K above a tile, several channels.
 SHAPES_1D = ((1, 3, 1), (37, 5, 2), (300, 64, 3), (1029, 300, 2), (50, 1030, 1))
 #: fft_fused's own kernel runs above the float64 fallback of small problems: the smallest, a middle and the largest
-#: tile (1024, 2048 and 16384 samples, the last with the largest filter), lengths ending inside a tile.
+#: tile (1024, 4096 and 16384 samples, the last with the largest filter), lengths ending inside a tile.
 FUSED_SHAPES = ((22001, 1, 3), (70001, 255, 1), (40001, 8192, 2))
 #: The boundary shapes (H, W, kH, kW): kernel larger than the image in both / one axis, 1xN, Nx1, even; widths
 #: that are multiples of 4 (the fused kernels' 16-byte loads); kernels taller than strip's ring (every thread

@@ -128,8 +128,8 @@ def test_cuda_conv1d_candidates_come_from_the_registry():
     # the fused kernel at its tile's block first, then the neighbouring block, then cuFFT's
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 7921, "float32")[:3] == \
         [("fft_fused", 1024), ("fft_fused", 512), ("fft", 256)]
-    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 100, "float32")[:3] == \
-        [("fft_fused", 64), ("fft_fused", 128), ("fft", 256)]
+    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 1023, "float32")[:3] == \
+        [("fft_fused", 256), ("fft_fused", 512), ("fft", 256)]
     # the fused kernel's tap limit: longer filters go to cuFFT only, float64 never to the fused kernel
     assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 9000, "float32")} == {"fft"}
     assert all(n != "fft_fused" for K in (64, 1025) for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, K,

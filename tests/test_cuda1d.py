@@ -423,9 +423,9 @@ def test_compiled_modules_cached(rng):
 
 
 #: fft_fused on its own path (problems above the float64 fallback): taps around each tile length's limits (the tile
-#: is the power of two above 8x K from 1024 to 16384: sigconv.registry.auto.fused_tile), the largest filter; lengths
-#: that end inside a tile, just after one, or within the overlap.
-FUSED_TAPS = (1, 2, 128, 129, 256, 257, 512, 513, 1024, 1025, 7921, 8192)
+#: is the power of two above 16x K from 1024 to 8192, 16384 above 4096 taps: sigconv.registry.auto.fused_tile), the
+#: largest filter; lengths that end inside a tile, just after one, or within the overlap.
+FUSED_TAPS = (1, 2, 64, 65, 128, 129, 256, 257, 4096, 4097, 7921, 8192)
 
 
 @pytest.mark.parametrize("K", FUSED_TAPS)

@@ -32,23 +32,24 @@ def numpy_as_cupy(monkeypatch):
 
 
 def test_fused_tiles_and_plan(numpy_as_cupy):
-    """fft_fused's tile: the power of two above 8K within 1024..16384, and its block one thread per 16 samples; taps
+    """fft_fused's tile: the power of two above 16K within 1024..8192, at least the one above 2K; its block one thread
+    per 32 samples (64 at least, 1024 for the 16384-sample tile); taps
     up to half the largest tile; a plan's grid covers every tile and channel up to the caps; a tile asked for must be
     a power of two in range, >= 2K."""
     from sigconv.registry import auto
 
     c = numpy_as_cupy
-    Ks = (1, 128, 129, 256, 257, 1023, 1024, 1025, 2048, 2049, 4095, 7921, 8192)
+    Ks = (1, 64, 65, 128, 129, 256, 257, 1023, 4096, 4097, 7921, 8192)
     assert [auto.fused_tile(K) for K in Ks] == \
-        [1024, 1024, 2048, 2048, 4096, 8192, 8192, 16384, 16384, 16384, 16384, 16384, 16384]
-    assert [auto.fused_block(K) for K in Ks] == [64, 64, 128, 128, 256, 512, 512, 1024, 1024, 1024, 1024, 1024, 1024]
-    assert auto.fused_block(255, 4096) == 256
+        [1024, 1024, 2048, 2048, 4096, 4096, 8192, 8192, 8192, 16384, 16384, 16384]
+    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 256, 256, 256, 1024, 1024, 1024]
+    assert auto.fused_block(255, 2048) == 64 and auto.fused_block(255, 16384) == 1024
     for K in (0, 8193):
         with pytest.raises(ValueError, match="fft_fused takes 1 to 8192 taps"):
             auto.fused_tile(K)
     p = c.fused_plan(255, 1 << 26, 3)
-    assert (p["N"], p["logn"], p["V"], p["smem"]) == (2048, 11, 1794, 2 * 8 * (1024 + 64) + 128)  # padded buffers
-    assert p["ntiles"] == -(-(1 << 26) // 1794) and p["grid"] == (p["ntiles"], 3)
+    assert (p["N"], p["logn"], p["V"], p["smem"]) == (4096, 12, 3842, 2 * 8 * (2048 + 128) + 128)  # padded buffers
+    assert p["ntiles"] == -(-(1 << 26) // 3842) and p["grid"] == (p["ntiles"], 3)
     assert c.fused_plan(255, 10 ** 6, 3, cap_x=7, cap_y=2)["grid"] == (7, 2)
     q = c.fused_plan(4095, 1 << 20, 1, tile=16384)
     assert (q["N"], q["V"], q["logn"]) == (16384, 12290, 14)

@@ -46,30 +46,36 @@ TILED_MAX_K = 1024
 #: float32: the fused overlap-save kernel (fft_fused) is the FFT favourite wherever it applies (up to half its largest
 #: tile), at :func:`fused_block` threads, then at the neighbouring block; cuFFT's overlap-save (fft) is timed after
 #: them and is the favourite above. On an H200, L=2^26, each at its best tile and block in one run
-#: (benchmarks/fused_tiles.py): K=255 0.414 ms against 0.998, K=1023 0.542 against 1.009, K=4095 0.753 against 1.213,
-#: K=7921 0.987 against 1.439.
+#: (benchmarks/fused_tiles.py): K=255 0.342 ms against 0.983, K=1023 0.396 against 0.995, K=4095 0.621 against 1.196,
+#: K=7921 0.833 against 1.420.
+#: fft_fused's tiles up to this length leave room for three blocks per multiprocessor (8.5N bytes of shared memory
+#: each); the longest tile (139 KB) runs one block at a time and is used only for filters that need it.
+_FUSED_SHARED_TILE_MAX = 8192
 
 
 def fused_tile(K: int) -> int:
-    """fft_fused's tile length N for K taps: the power of two nearest above 8x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
-    to 2^SIGCONV_FFT_FUSED_MAX_LOGN (kernels/limits.cuh). The work per output, about log2(N) N / (N - K + 1), is
-    least near N = 8K. On an H200 (benchmarks/fused_tiles.py, L=2^26, each tile at its best block): K=255 0.414 ms
-    with N=2048 against 0.457 with 1024 and 0.488 with 4096; K=1023 0.542 with 8192 against 0.544 with 4096; K=4095
-    0.753 with 16384 against 0.793 with 8192. ValueError for K above half the largest tile."""
+    """fft_fused's tile length N for K taps: the power of two nearest above 16x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
+    (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`, and at least the one above 2x K (up to
+    2^SIGCONV_FFT_FUSED_MAX_LOGN). On an H200 (benchmarks/fused_tiles.py, L=2^26, each tile at its best block):
+    K=255 0.342 ms with N=4096 against 0.360 with 2048; K=1023 0.396 with 8192 against 0.407 with 4096 and 0.522
+    with 16384; K=4095 0.621 with 8192 against 0.624 with 16384. ValueError for K above half the largest tile."""
     from sigconv import _kernels
 
     lim = _kernels.constants()
     lo, hi = 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"], 1 << lim["SIGCONV_FFT_FUSED_MAX_LOGN"]
     if not 1 <= K <= hi // 2:
         raise ValueError(f"fft_fused takes 1 to {hi // 2} taps, got K={K}")
-    return min(hi, max(lo, 1 << (8 * K - 1).bit_length()))
+    n = min(_FUSED_SHARED_TILE_MAX, max(lo, 1 << (16 * K - 1).bit_length()))
+    return max(n, 1 << (2 * K - 1).bit_length())
 
 
 def fused_block(K: int, tile: Optional[int] = None) -> int:
-    """fft_fused's block for K taps: one thread per 16 samples of its tile (``tile``, else :func:`fused_tile`), 64
-    to 1024: as many threads as a radix-8 pass has butterflies, twice a radix-16 pass's (on an H200 the fastest
-    block of every tile from 1024 to 16384 samples, benchmarks/fused_tiles.py)."""
-    return (fused_tile(K) if tile is None else int(tile)) // 16
+    """fft_fused's block for K taps: one thread per 32 samples of its tile (``tile``, else :func:`fused_tile`), 64
+    at least, and 1024 for a tile longer than :data:`_FUSED_SHARED_TILE_MAX` (one block per multiprocessor: its
+    threads are all the warps there are). On an H200 (benchmarks/fused_tiles.py) the fastest block of the tiles of
+    4096 and 8192 samples, within 1% of it for 2048 and 2% for 1024."""
+    n = fused_tile(K) if tile is None else int(tile)
+    return 1024 if n > _FUSED_SHARED_TILE_MAX else max(64, n // 32)
 
 
 def _fft_f32(K: int) -> list:
