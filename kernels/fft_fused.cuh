@@ -75,8 +75,8 @@ template <bool INV> __device__ __forceinline__ float2 ff_mulc(float2 a, float c,
     // a * (c - i s) forward, a * (c + i s) inverse: exp(-+2 pi i m / 16) with c = cos(2 pi m / 16), s = sin
     return INV ? make_float2(a.x * c - a.y * s, a.x * s + a.y * c) : make_float2(a.x * c + a.y * s, a.y * c - a.x * s);
 }
-// 16 points as 4 x 4: DFTs of 4 over n1 (x[4 n1 + n2]), twiddles exp(-+2 pi i n2 k1 / 16), DFTs of 4 over n2; X[k1 + 4 k2]
-// comes out at v[4 k1 + k2] and is put back in order.
+// 16 points as 4 x 4: DFTs of 4 over n1 (x[4 n1 + n2]), twiddles exp(-+2 pi i n2 k1 / 16), DFTs of 4 over n2;
+// X[k1 + 4 k2] comes out at v[4 k1 + k2] and is put back in order.
 template <bool INV> __device__ __forceinline__ void ff_dft16(float2* v) {
     const float c1 = 0.92387953251128675613f, s1 = 0.38268343236508977173f, h = 0.70710678118654752440f;
 #pragma unroll

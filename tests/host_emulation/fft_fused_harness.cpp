@@ -2,7 +2,8 @@
 // thread (cuda_shim_threads.h: barriers for __syncthreads, warp shuffles), with the launch that
 // sigconv.backends.overlap_save.fused_plan computes.
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_H FILE_TW FILE_TAPSHIFT FILE_Y
-// FILE_H: N/2+1 complex64 bins; FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh); FILE_TAPSHIFT: one int32, or "-" for a null pointer.
+// FILE_H: N/2+1 complex64 bins; FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
+// FILE_TAPSHIFT: one int32, or "-" for a null pointer.
 // XOFF: x starts XOFF floats after a 256-byte boundary (a misaligned view). FILE_Y is read first (the test poisons it
 // with NaN) and rewritten after the launch. Shared memory starts filled with NaN for every block; the bytes past
 // SMEM are poisoned under AddressSanitizer.
