@@ -11,13 +11,14 @@
 # (benchmarks/batch_bench.py, GPU modes, on a machine with GPUs), boundary (benchmarks/boundary2d.py: the 2-D
 # boundaries fill/wrap/symm against fill(0) per variant; BOUNDARY_ARGS for its options), tuilatency
 # (benchmarks/tui_latency.py: the TUI's latency table on cuda for a sample and a synthetic stereo WAV, band-pass
-# and spectral gate, as markdown in $OUT; TUI_LATENCY_ARGS for its options).
-# "all" and no argument run the first six; the last six only when named.
+# and spectral gate, as markdown in $OUT; TUI_LATENCY_ARGS for its options), startup (benchmarks/startup.py --gpu:
+# `sigconv denoise` cold and warm on cuda, cpu and auto, from 10 s of audio to an hour; STARTUP_ARGS for its options).
+# "all" and no argument run the first six; the last seven only when named.
 # Run from the repository root with sigconv importable (PYTHONPATH) and $OUT an existing folder; the
 # results land directly in $OUT (at most 8 files come back from the device machine):
 #   gpu_check.log, tests.xml, sanitize.log, conv1d-*.json/.md, conv2d-*.json/.md, denoise_vs_sox-*.json,
 #   extras.log (fftstages, profile and the spectral, batch and boundary benchmarks' output), spectral-*.json,
-#   batch_*.json, boundary2d-*.json/.md, tui-latency-*.md
+#   batch_*.json, boundary2d-*.json/.md, tui-latency-*.md, startup-*.json/.md
 # Time: GPU_CHECK_BUDGET seconds in all (default 540) shared among the chosen stages by weight; a
 # stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
 # T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
@@ -40,14 +41,14 @@ export PYTHONUNBUFFERED=1
 PY="${PYTHON:-python3}"
 
 ALL="info tests sanitize bench1d bench2d e2e"
-EXTRA="fftstages spectral profile batch boundary tuilatency"
+EXTRA="fftstages spectral profile batch boundary tuilatency startup"
 REQ="${*:-${STAGES:-$ALL}}"
 SEL=""
 for s in $REQ; do
   case "$s" in
     all) SEL="$SEL $ALL" ;;
     bench) SEL="$SEL bench1d bench2d" ;;
-    info|tests|sanitize|bench1d|bench2d|e2e|fftstages|spectral|profile|batch|boundary|tuilatency) SEL="$SEL $s" ;;
+    info|tests|sanitize|bench1d|bench2d|e2e|fftstages|spectral|profile|batch|boundary|tuilatency|startup) SEL="$SEL $s" ;;
     *) echo "gpu_check: unknown stage '$s' (stages: $ALL $EXTRA, bench, all)"; exit 2 ;;
   esac
 done
@@ -59,6 +60,7 @@ done
 
 weight() { case "$1" in info) echo 1 ;; tests) echo 8 ;; sanitize) echo 3 ;; bench1d) echo 5 ;; bench2d) echo 4 ;; e2e) echo 3 ;;
   fftstages) echo 1 ;; spectral) echo 3 ;; profile) echo 2 ;; batch) echo 3 ;; boundary) echo 2 ;; tuilatency) echo 3 ;;
+  startup) echo 3 ;;
   esac; }
 BUDGET="${GPU_CHECK_BUDGET:-540}"
 T0=$(date +%s)
@@ -287,6 +289,13 @@ stage_tuilatency() {
   echo "===== tuilatency =====" | extras
   # markdown only: four tables, so that $OUT stays within 8 files (add --formats md csv when run alone)
   timeout -k 10 "$T" "$PY" benchmarks/tui_latency.py --out "$OUT" --formats md ${TUI_LATENCY_ARGS:-} 2>&1 | extras
+  return "${PIPESTATUS[0]}"
+}
+
+stage_startup() {
+  local T="$1"
+  echo "===== startup =====" | extras
+  timeout -k 10 "$T" "$PY" benchmarks/startup.py --gpu --out "$OUT" ${STARTUP_ARGS:-} 2>&1 | extras
   return "${PIPESTATUS[0]}"
 }
 

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from sigconv.cli.bench import add_bench_arguments, run_bench
 from sigconv.registry import table as _registry
 from sigconv.engine.ops import window_1d, window_2d
 from sigconv.backends import peers
+
+ROOT = Path(__file__).resolve().parent.parent
 
 REQUIRED = {"op", "C", "L", "K", "impl", "block", "ms_median", "gbs", "pct_copy", "device", "date"}
 REQUIRED_2D = {"N", "Cin", "H", "W", "Cout", "kH", "kW", "stride", "pad"}
@@ -327,3 +330,46 @@ def test_table_numbers_keep_their_whole_digits():
                                                                                 "0.06"]
     assert [_fmt(v) for v in (30.0, 2.5, 1.0, 12.34, 0.4175, 0.0, None)] == ["30", "2.5", "1", "12.34", "0.417", "0",
                                                                             ""]
+
+
+def _startup_module():
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module("startup")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_startup_verdicts_and_table():
+    """benchmarks/startup.py's verdicts: the warm and cold 10 s targets, and auto within 10% of the faster backend
+    at every duration; the table marks the faster backend."""
+    st = _startup_module()
+    rows = [{"method": "fir", "duration_s": 10, "cpu_s": 0.95, "cuda_warm_s": 1.58, "cuda_cold_s": 9.3, "auto_s": 1.6,
+             "auto_took": "cuda"},
+            {"method": "fir", "duration_s": 3600, "cpu_s": 4.9, "cuda_warm_s": 2.5, "auto_s": 2.6, "auto_took": "cuda"},
+            {"method": "spectral", "duration_s": 10, "cpu_s": 0.5, "cuda_warm_s": 0.55, "cuda_cold_s": 2.9,
+             "auto_s": 0.5, "auto_took": "cpu"}]
+    v = st.verdicts(rows)
+    assert v == ["fir 10 s: cuda warm 1.58 s (target <= 0.6 s): FAIL",
+                 "fir 10 s: cuda first run after install 9.30 s (target <= 3.0 s): FAIL",
+                 "fir 10 s: auto 1.60 s (cuda) against the faster backend 0.95 s (target <= 1.1x): FAIL",
+                 "fir 3600 s: auto 2.60 s (cuda) against the faster backend 2.50 s (target <= 1.1x): PASS",
+                 "spectral 10 s: cuda warm 0.55 s (target <= 0.6 s): PASS",
+                 "spectral 10 s: cuda first run after install 2.90 s (target <= 3.0 s): PASS",
+                 "spectral 10 s: auto 0.50 s (cpu) against the faster backend 0.50 s (target <= 1.1x): PASS"]
+    md = st.markdown({"device": "X", "date": "d", "repeat": 3, "rows": rows, "verdicts": v})
+    assert "| fir | 10 | 0.95 | 1.58 | 9.30 | 1.60 | cuda | cpu |" in md
+    assert "| fir | 3600 | 4.90 | 2.50 | - | 2.60 | cuda | cuda |" in md and md.count("FAIL") == 3
+
+
+def test_startup_runs_on_the_cpu(tmp_path):
+    """The script end to end on the cpu backend: a row per method and duration, files written, exit 0."""
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "startup.py"), "--durations", "1", "--repeat",
+                          "1", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = json.loads(next(tmp_path.glob("startup-*.json")).read_text())
+    assert [(r["method"], r["duration_s"]) for r in doc["rows"]] == [("fir", 1), ("spectral", 1)]
+    assert all(r["cpu_s"] > 0 and "cuda_warm_s" not in r for r in doc["rows"])
+    assert next(tmp_path.glob("startup-*.md")).read_text().startswith("# sigconv denoise start-up")
