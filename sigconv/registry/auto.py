@@ -80,12 +80,11 @@ def fused_block(K: int, tile: Optional[int] = None) -> int:
 
 def _fft_f32(K: int) -> list:
     """The float32 FFT candidates, favourite first: fft_fused at :func:`fused_block` and at the next block (twice
-    as many threads, or half as many at 1024), where it applies, then cuFFT's."""
-    from sigconv import _kernels
-
-    if K > 1 << (_kernels.constants()["SIGCONV_FFT_FUSED_MAX_LOGN"] - 1):
+    as many threads, or half as many at 1024), where it applies (:func:`fused_tile`'s taps), then cuFFT's."""
+    try:
+        b = fused_block(K)
+    except ValueError:  # more taps than the fused kernel takes
         return [("fft", 256)]
-    b = fused_block(K)
     return [("fft_fused", b), ("fft_fused", 2 * b if b < 1024 else b // 2), ("fft", 256)]
 
 
