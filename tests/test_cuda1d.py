@@ -537,3 +537,33 @@ def test_exact_uint64_refused_by_other_variants():
         cuda1d.corr1d(x, cupy.ones(3, cupy.float64), 1, 100)
     y = cuda1d.corr1d(x, cupy.full(3, -1, cupy.int64), 1, 100)  # signed taps, taken mod 2^64
     assert cupy.asnumpy(y).view(np.int64)[0, 1:-1].tolist() == [-3] * 98
+
+
+@pytest.mark.parametrize("method", ["fir", "spectral"])
+def test_a_cuda_denoise_imports_neither_cupyx_nor_scipy_fft(tmp_path, method):
+    """`sigconv denoise --backend cuda` of a few seconds, in a process of its own (its filter's tail is a problem
+    small enough for the float64 overlap-save path, with cuFFT's inverse): the run imports CuPy but not cupyx, whose
+    package pulls in scipy.sparse and SciPy's array-API layer (a third of a second or more of a short run). (``import
+    cupy`` leaves a lazy ``cupyx`` in sys.modules; its package body, which imports cupyx.scipy and cupyx.linalg, runs
+    on first use.)"""
+    import os
+    import subprocess
+    import sys
+
+    import soundfile as sf
+
+    from conftest import ROOT
+
+    t = np.arange(3 * 48000) / 48000.0
+    sf.write(tmp_path / "in.wav", np.stack([0.3 * np.sin(2 * np.pi * 440 * t), 0.2 * np.sin(2 * np.pi * 97 * t)], 1),
+             48000, subtype="PCM_16")
+    code = ("import sys, sigconv; job = sigconv.prepare_denoise(sys.argv[1], sys.argv[2], method=sys.argv[3], "
+            "kernel=sigconv.KernelChoice(backend='cuda')); job.run(); "
+            "print(job.kernel.backend, 'cupy' in sys.modules, 'cupyx.scipy' in sys.modules, "
+            "'cupyx.linalg' in sys.modules, 'scipy.fft' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    res = subprocess.run([sys.executable, "-c", code, str(tmp_path / "in.wav"), str(tmp_path / "out.wav"), method],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["cuda", "True", "False", "False", "False"]
+    assert sf.info(str(tmp_path / "out.wav")).frames == t.size

@@ -163,6 +163,22 @@ def fused_twiddles(N: int) -> np.ndarray:
 _FFT_F64_BELOW = 1 << 16
 
 
+def _irfft_destroying(X, N: int):
+    """``cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward", overwrite_x=True)``, X destroyed: cuFFT's C2R
+    overwrites its input, and without ``overwrite_x`` CuPy copies the whole spectrum first. Called through
+    CuPy's own transform entry, the one cupyx's irfft calls, so that the filter path never imports cupyx: its
+    package imports scipy.sparse and SciPy's array-API layer, a third of a second or more of every short run."""
+    from cupy.cuda import cufft
+
+    try:
+        from cupy.fft._fft import _fft
+    except ImportError:  # a CuPy that moved it: the public route
+        import cupyx.scipy.fft
+
+        return cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward", overwrite_x=True)
+    return _fft(X, (N,), (-1,), "forward", cufft.CUFFT_INVERSE, "C2R", overwrite_x=True)
+
+
 def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     """Overlap-save: gather segments (one kernel), batched rfft, fused spectrum product, irfft, scatter.
     ``taps_key``: :func:`host_taps_key` of the host taps, when the caller has them (spectrum cached)."""
@@ -200,10 +216,7 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     NF = N // 2 + 1
     mod.get_function(f"conv1d_os_cmul_{sfx}")(os_grid("cmul", block, N=N, rows=C * nseg), (block,),
                                               (X, H, np.int64(C * nseg), np.int32(NF)))
-    import cupyx.scipy.fft
-
-    # overwrite_x: cuFFT's C2R destroys its input; without it CuPy copies the whole spectrum first
-    Ys = cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward", overwrite_x=True)
+    Ys = _irfft_destroying(X, N)
     del X
     if Ys.dtype != x.dtype:  # irfft keeps the precision, but be explicit
         Ys = Ys.astype(x.dtype)
