@@ -12,7 +12,7 @@ import soundfile as sf
 import sigconv
 from sigconv.engine.audio import pcm_spec, probe
 from sigconv.engine.file import CPUFileFilter, filter_file
-from conftest import rel_err, write_audio
+from conftest import ROOT, rel_err, write_audio
 
 
 def _run(path, out, taps, block_frames=None, phase="zero", **kw):
@@ -151,3 +151,93 @@ def test_cancel_while_the_writer_drains_leaves_no_output(tmp_path, rng):
                     progress=progress, cancel=cancel, block_frames=1000)
     assert sum(filtered) == 4000  # the cancel came after the filtering, in the writer's drain
     assert [p.name for p in tmp_path.iterdir()] == ["in.wav"]
+
+
+# ------------------------------------------------------------------------------- backend "auto" for a whole file
+
+
+def test_auto_backend_rule_scales_with_cores_and_yields_once_cupy_is_loaded(monkeypatch):
+    """registry.auto.prefer_cpu: below the measured crossover (scaled by the host's cores over the 16 that measured
+    it) the cpu; at or above it, for an unknown length or an unknown operation, not; and never once CuPy is loaded
+    in the process (the GPU's start-up is paid)."""
+    import sys
+
+    from sigconv.registry import auto
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    for op, n in auto.CPU_FASTER_BELOW.items():
+        assert auto.prefer_cpu(op, n - 1, cores=16) and not auto.prefer_cpu(op, n, cores=16)
+        assert auto.prefer_cpu(op, 2 * n - 1, cores=32) and not auto.prefer_cpu(op, n // 4, cores=4)
+        assert not auto.prefer_cpu(op, None, cores=16)
+        monkeypatch.setitem(sys.modules, "cupy", object())
+        assert not auto.prefer_cpu(op, 1, cores=16)
+        monkeypatch.delitem(sys.modules, "cupy")
+    assert not auto.prefer_cpu("conv3d", 1, cores=16)
+
+
+def test_cpu_fft_library_by_the_whole_jobs_samples():
+    from sigconv.registry import auto
+
+    n = auto.CPU_SCIPY_FFT_MIN_SAMPLES
+    assert (auto.cpu_fft_library(n - 1), auto.cpu_fft_library(n), auto.cpu_fft_library(None)) == \
+        ("numpy", "scipy", "scipy")
+
+
+def test_kernel_choice_takes_the_cpu_for_a_short_job_without_probing_the_gpu(monkeypatch):
+    """KernelChoice.resolve(samples=...): "auto" and a short job give the cpu before any GPU probe (a probe imports
+    CuPy); a block, a cuda-only variant, a long job or no length leave the choice to the GPU probe as before."""
+    import sys
+
+    from sigconv._core import devices
+    from sigconv.engine.settings import KernelChoice
+    from sigconv.registry import auto
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    probes = []
+
+    def probe(backend):
+        probes.append(backend)
+        return "cuda"
+
+    monkeypatch.setattr(devices, "resolve_backend", probe)
+    monkeypatch.setattr(auto, "CPU_FASTER_BELOW", {"conv1d": 10**6, "conv2d": 10**6})
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert KernelChoice().resolve(samples=1000).backend == "cpu" and probes == []
+    assert KernelChoice(op="conv2d", variant="direct").resolve(samples=1000).backend == "cpu" and probes == []
+    assert KernelChoice(block=128).resolve(samples=1000).backend == "cuda"
+    assert KernelChoice(variant="fft_fused").resolve(samples=1000).backend == "cuda"
+    assert KernelChoice().resolve(samples=10**6).backend == "cuda"
+    assert KernelChoice().resolve().backend == "cuda"
+    assert KernelChoice(backend="cuda").resolve(samples=1000).backend == "cuda"
+    assert len(probes) == 5
+
+
+def test_a_short_fir_denoise_imports_neither_scipy_fft_nor_cupy(tmp_path, rng):
+    """A 10 s stereo recording through the default filter with backend "auto", in a process of its own: the cpu
+    runs it (a GPU's start-up would cost more) on numpy.fft, so neither CuPy nor scipy.fft is imported, and the
+    result matches the cpu filter on scipy.fft to a step of the output's 16 bits."""
+    import os
+    import subprocess
+    import sys
+
+    fs = 48000
+    x = (0.3 * rng.standard_normal((10 * fs, 2))).clip(-1, 1)
+    write_audio(tmp_path / "in.wav", x, fs)
+    code = ("import sys, sigconv; job = sigconv.prepare_denoise(sys.argv[1], sys.argv[2]); job.run(); "
+            "print(job.kernel.backend, 'cupy' in sys.modules, 'scipy.fft' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", code, str(tmp_path / "in.wav"), str(tmp_path / "out.wav")],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["cpu", "False", "False"]
+    from sigconv.engine.file import fir_block_filter
+
+    job = sigconv.prepare_denoise(tmp_path / "in.wav", tmp_path / "unused.wav", kernel=sigconv.KernelChoice(
+        backend="cpu"))
+    taps = sigconv.FirSpec().design(float(fs), sigconv.signal_kind(float(fs)), frames=10 * fs).taps
+    on_scipy = fir_block_filter(taps, 2, pcm_spec("PCM_16"), kernel=job.kernel)  # no length: scipy.fft
+    assert on_scipy.ols.fft == "scipy"
+    filter_file(job.info, tmp_path / "ref.wav", lambda info, spec: on_scipy)
+    got = sf.read(tmp_path / "out.wav", dtype="int16")[0].astype(int)
+    ref = sf.read(tmp_path / "ref.wav", dtype="int16")[0].astype(int)
+    assert np.abs(got - ref).max() <= 1

@@ -95,3 +95,29 @@ def test_wrong_rank_packet_names_the_expected_shape(axis, expected):
     one = sigconv.FIRStream(np.ones(3), axis=axis, backend="cpu")
     with pytest.raises(ValueError, match=r"must be 1-D \(n,\) or .* 1-channel stream.*got shape \(2, 2, 2\)"):
         one.process(np.zeros((2, 2, 2)))
+
+
+@pytest.mark.parametrize("sizes", [[100_000, 50_000], [3000, 7, 65_536], [1]])
+def test_overlap_save_on_numpy_fft_matches_float64_and_scipy_fft(rng, sizes):
+    """The cpu filter's two FFT libraries: each block, long or shorter than the filter (its transform then shrinks),
+    within float32 rounding of the float64 lfilter, and numpy.fft within rounding of scipy.fft."""
+    from sigconv.backends.cpu import OverlapSave
+
+    K, C = 2047, 2
+    h = rng.standard_normal(K).astype(np.float32)
+    x = rng.standard_normal((C, sum(sizes))).astype(np.float32)
+    outs = {}
+    for lib in ("scipy", "numpy"):
+        f = OverlapSave(h, C, np.float32, method="fft", fft=lib)
+        outs[lib] = np.concatenate([f.process(p) for p in _split(x, sizes)], axis=1)
+    ref = ss.lfilter(h.astype(np.float64), 1.0, x.astype(np.float64), axis=1)
+    scale = np.linalg.norm(ss.lfilter(np.abs(h).astype(np.float64), 1.0, np.abs(x).astype(np.float64), axis=1))
+    assert rel_err(outs["numpy"], ref, scale) < 1e-6
+    assert rel_err(outs["numpy"], outs["scipy"], scale) < 1e-6
+
+
+def test_overlap_save_refuses_an_unknown_fft_library():
+    from sigconv.backends.cpu import OverlapSave
+
+    with pytest.raises(ValueError, match="fft must be 'scipy' or 'numpy', got 'fftw'"):
+        OverlapSave(np.ones(3), 1, fft="fftw")

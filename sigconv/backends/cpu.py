@@ -120,16 +120,22 @@ class OverlapSave:
     dtype : float32 or float64 (the arithmetic and output precision)
     method : "auto", "direct" or "fft"
         "auto" asks the chooser for every block (direct summation for short filters or short blocks).
+    fft : "scipy" or "numpy"
+        The library of the transforms: scipy.fft on :data:`WORKERS` threads, or numpy.fft (one thread, no SciPy
+        import: for short files, :func:`sigconv.registry.auto.cpu_fft_library`). Both are pocketfft.
 
     Blocks of any length are accepted, shorter or longer than the filter. Long blocks are split
     into overlap-save segments that go through one batched real FFT. ``ran`` counts the samples
     each method filtered: what ran, for reporting.
     """
 
-    def __init__(self, taps, channels: int = 1, dtype=np.float64, method: str = "auto"):
+    def __init__(self, taps, channels: int = 1, dtype=np.float64, method: str = "auto", fft: str = "scipy"):
         if method not in ("auto", "direct", "fft"):
             raise ValueError(f"variant must be one of auto, direct, fft for the cpu backend, got {method!r}")
+        if fft not in ("scipy", "numpy"):
+            raise ValueError(f"fft must be 'scipy' or 'numpy', got {fft!r}")
         self.method = method
+        self.fft = fft
         self.dtype = np.dtype(dtype)
         self.taps = np.ascontiguousarray(taps, dtype=self.dtype)
         self.K = self.taps.size
@@ -148,13 +154,26 @@ class OverlapSave:
         self.hist = np.zeros((self.C, self.K - 1), dtype=self.dtype)
 
     def _spectrum(self, n: int) -> np.ndarray:
-        import scipy.fft
-
         H = self._spectra.get(n)
         if H is None:
-            H = scipy.fft.rfft(self._fft_taps, n)
+            H = self._lib().rfft(self._fft_taps, n)
             self._spectra[n] = H
         return H
+
+    def _lib(self):
+        if self.fft == "numpy":
+            return np.fft
+        import scipy.fft
+
+        return scipy.fft
+
+    def _size(self, n: int) -> int:
+        """A fast transform length of at least ``n``: SciPy's next_fast_len, or the power of two above it."""
+        if self.fft == "numpy":
+            return 1 << (n - 1).bit_length()
+        import scipy.fft
+
+        return scipy.fft.next_fast_len(n, real=True)
 
     def process(self, x: np.ndarray) -> np.ndarray:
         """Filter the next (C, n) block; returns (C, n) outputs."""
@@ -173,11 +192,9 @@ class OverlapSave:
         if method == "direct":
             y = np.stack([np.convolve(ext[c], self.taps, mode="valid") for c in range(C)])
             return y.astype(self.dtype, copy=False)
-        import scipy.fft
-
         N = self.nfft
         if n + K - 1 < N:  # short block: a smaller transform that still covers it
-            N = scipy.fft.next_fast_len(n + K - 1, real=True)
+            N = self._size(n + K - 1)
         step = N - K + 1
         nseg = -(-n // step)
         need = (nseg - 1) * step + N
@@ -188,10 +205,12 @@ class OverlapSave:
         sx = fft_shifts(ext)
         ext = scaled(ext, sx)
         segs = np.lib.stride_tricks.sliding_window_view(ext, N, axis=1)[:, ::step][:, :nseg]
+        lib = self._lib()
+        kw = {"workers": WORKERS} if self.fft == "scipy" else {}
         with np.errstate(over="ignore", invalid="ignore"):  # an inf sample makes NaN outputs, not a warning
-            X = scipy.fft.rfft(segs, axis=-1, workers=WORKERS)
+            X = lib.rfft(segs, axis=-1, **kw)
             X *= self._spectrum(N)
-            y = scipy.fft.irfft(X, N, axis=-1, workers=WORKERS)[:, :, K - 1:]
+            y = lib.irfft(X, N, axis=-1, **kw)[:, :, K - 1:]
         y = y.reshape(C, nseg * step)[:, :n].astype(self.dtype, copy=False)
         return unscaled(y, _total_shift(sx, self._tap_shift))
 

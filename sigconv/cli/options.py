@@ -113,7 +113,9 @@ def add_spectral_arguments(p) -> None:
 
 
 def add_backend_arguments(p) -> None:
-    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where the filter runs (default auto: the GPU when one is usable; for sigconv denoise, the "
+                        "CPU for a recording too short to repay the GPU's start-up)")
     p.add_argument("--variant", default="auto", help="kernel variant (see 'sigconv variants')")
     p.add_argument("--block", type=_block, metavar="N", help="CUDA threads per block (multiple of 32, <= 1024)")
 

@@ -112,7 +112,7 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
     if kernel.op != op:
         kernel = KernelChoice(op=op, backend=kernel.backend, variant=kernel.variant, block=kernel.block)
     try:
-        kernel = kernel.resolve()
+        kernel = kernel.resolve(samples=info.frames * info.channels)
     except RuntimeError as exc:
         raise InputError(str(exc)) from None
     note = None
@@ -129,7 +129,7 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
         def make(info2, spec, taps=taps):
             from sigconv.engine.file import fir_block_filter
 
-            return fir_block_filter(taps, info2.channels, spec, kernel=kernel, phase=fir.phase)
+            return fir_block_filter(taps, info2.channels, spec, kernel=kernel, phase=fir.phase, frames=info2.frames)
 
     if kernel.backend == "cpu" and kernel.block is not None:
         note = (note + "; " if note else "") + "--block applies to the cuda backend only and is ignored on cpu"

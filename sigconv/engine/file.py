@@ -34,7 +34,7 @@ from sigconv._core.errors import InputError, OutputError
 from sigconv.backends.cpu import OverlapSave
 from sigconv.engine.audio import AudioInfo, PCMSpec, pcm_spec, quantise, read_block
 from sigconv.engine.settings import phase_delay
-from sigconv.registry.auto import choose_conv1d
+from sigconv.registry.auto import choose_conv1d, cpu_fft_library
 
 __all__ = ["BlockFilter", "CPUFileFilter", "fir_block_filter", "filter_file", "FilterResult"]
 
@@ -102,10 +102,12 @@ class BlockFilter:
 class CPUFileFilter(BlockFilter):
     """FIR on the CPU: overlap-save with batched multithreaded real FFTs (``OverlapSave``)."""
 
-    def __init__(self, taps, channels: int, spec: PCMSpec, phase: str = "zero", variant: str = "auto"):
+    def __init__(self, taps, channels: int, spec: PCMSpec, phase: str = "zero", variant: str = "auto",
+                 frames: Optional[int] = None):
         taps = np.asarray(taps, dtype=np.float64)
         super().__init__(channels, phase_delay(taps.size, phase), spec)
-        self.ols = OverlapSave(taps.astype(spec.work_dtype), channels, spec.work_dtype, method=variant)
+        fft = cpu_fft_library(None if frames is None else int(frames) * int(channels))
+        self.ols = OverlapSave(taps.astype(spec.work_dtype), channels, spec.work_dtype, method=variant, fft=fft)
         step = self.ols.nfft - taps.size + 1
         # read whole overlap-save segments: about 2^18 frames, at least 4 segments
         self.preferred_frames = step * max(4, -(-(1 << 18) // step))
@@ -125,9 +127,11 @@ class CPUFileFilter(BlockFilter):
         return self.ols.process(x)
 
 
-def fir_block_filter(taps, channels: int, spec: PCMSpec, *, kernel, phase: str = "zero"):
+def fir_block_filter(taps, channels: int, spec: PCMSpec, *, kernel, phase: str = "zero",
+                     frames: Optional[int] = None):
     """The block filter for the FIR ``taps`` on ``kernel``'s backend (a resolved
-    :class:`~sigconv.engine.settings.KernelChoice`: "cpu" or "cuda"), for samples that travel as ``spec`` says.
+    :class:`~sigconv.engine.settings.KernelChoice`: "cpu" or "cuda"), for samples that travel as ``spec`` says;
+    ``frames``: the length of the whole file, when known (the cpu picks its FFT library by it).
 
     On the GPU (:class:`~sigconv.engine.gpu_file.GPUFileFilter`) raw integer samples travel to the device
     (half the bytes of float32 for PCM_16) and are converted there; 24-bit travels as int32 (libsndfile keeps
@@ -135,7 +139,7 @@ def fir_block_filter(taps, channels: int, spec: PCMSpec, *, kernel, phase: str =
     kernel that ran.
     """
     if kernel.backend == "cpu":
-        return CPUFileFilter(taps, channels, spec, phase=phase, variant=kernel.variant)
+        return CPUFileFilter(taps, channels, spec, phase=phase, variant=kernel.variant, frames=frames)
     from sigconv.engine.gpu_file import GPUFileFilter
 
     read = spec.out_dtype if spec.out_dtype in ("int16", "int32") else "float32"

@@ -19,6 +19,7 @@ from sigconv._core import devices
 from sigconv._core.checks import DefaultValue
 from sigconv._core.errors import InputError
 from sigconv._core.blocks import check_block_for
+from sigconv.registry import auto as _auto
 from sigconv.registry import table
 
 __all__ = ["BACKENDS", "PHASES", "SIGNAL_KINDS", "KernelChoice", "FirSpec", "FirDesign", "GateSpec",
@@ -119,10 +120,16 @@ class KernelChoice:
                     if i == len(backends) - 1:
                         raise
 
-    def resolve(self) -> "KernelChoice":
+    def resolve(self, samples: Optional[int] = None) -> "KernelChoice":
         """This choice on the backend that runs here: "auto" becomes "cuda" or "cpu", and the variant is
-        checked against that backend. ``RuntimeError`` (one line) when "cuda" is asked for and cannot run;
-        ``ValueError`` listing the valid names when the variant does not exist there."""
+        checked against that backend. ``samples``: the whole job's samples (a file's frames x channels), when
+        it is one run in a process of its own; "auto" then takes the cpu for a job too short to repay the GPU's
+        start-up (:func:`sigconv.registry.auto.prefer_cpu`), unless a cuda-only variant or a block was asked
+        for. ``RuntimeError`` (one line) when "cuda" is asked for and cannot run; ``ValueError`` listing the
+        valid names when the variant does not exist there."""
+        if self.backend == "auto" and self.block is None and _auto.prefer_cpu(self.op, samples):
+            if self.variant == "auto" or any(v.name == self.variant for v in table.entries(self.op, "cpu")):
+                return replace(self, backend="cpu")
         be = devices.resolve_backend(self.backend)
         if self.variant != "auto":
             table.get(self.op, be, self.variant)

@@ -21,7 +21,8 @@ from sigconv.registry.table import Conv1dJob, Conv2dJob
 
 __all__ = ["choose_conv1d", "choose_conv2d", "conv1d_candidates", "conv2d_candidates", "conv1d_shape_key",
            "conv2d_shape_key", "rank1_factors", "host_rank1", "separable_worth_checking", "fill_autotune_cache",
-           "DIRECT_MAX_TAPS", "AUTOTUNE_MIN_OUTPUTS", "SEP_RTOL", "TUNE_2D"]
+           "DIRECT_MAX_TAPS", "AUTOTUNE_MIN_OUTPUTS", "cpu_fft_library", "prefer_cpu", "CPU_FASTER_BELOW",
+           "CPU_SCIPY_FFT_MIN_SAMPLES", "SEP_RTOL", "TUNE_2D"]
 
 # ------------------------------------------------------------------------------------------------ cpu
 
@@ -32,6 +33,46 @@ DIRECT_MAX_TAPS = 48
 DIRECT_MAX_WORK = 1 << 15
 #: cpu conv2d: the FFT above this many kernel taps (kH * kW), at stride 1 only.
 FFT2D_MIN_TAPS = 64
+
+#: cpu FFTs of a whole file: scipy.fft (pocketfft vectorised across the batch, on WORKERS threads: two to three times
+#: numpy.fft's speed on one thread) from this many samples (frames x channels) on; numpy.fft, loaded with NumPy, below,
+#: where importing scipy.fft (0.25-0.4 s: SciPy's array-API layer) would cost more than every transform of the file.
+CPU_SCIPY_FFT_MIN_SAMPLES = 1 << 24
+
+
+def cpu_fft_library(samples: Optional[int]) -> str:
+    """"numpy" or "scipy": the library of the cpu backend's FFTs for a job of ``samples`` samples in all (a whole
+    file, every channel); "scipy" when that is not known (a stream, the array API)."""
+    return "numpy" if samples is not None and samples < CPU_SCIPY_FFT_MIN_SAMPLES else "scipy"
+
+
+# ------------------------------------------------------------------------------------------------ backends
+
+#: ``backend="auto"`` for a whole file: below this many samples (frames x channels) the cpu backend finishes first,
+#: because the cuda backend's start-up (CuPy's import, the CUDA context, loading the kernels) costs more than its
+#: faster filtering saves. Measured on a 16-core host with one H200, whole ``sigconv denoise`` commands
+#: (benchmarks/startup.py), per operation: conv1d is the FIR filter (the default 7921 taps), conv2d the spectral
+#: gate's mask smoothing.
+CPU_FASTER_BELOW = {"conv1d": 24_000_000, "conv2d": 2_000_000}
+#: The cores of the host that measured CPU_FASTER_BELOW: the cpu path's transforms are threaded, so the crossover
+#: scales with the cores of the host at hand.
+_CROSSOVER_CORES = 16
+
+
+def prefer_cpu(op: str, samples: Optional[int], cores: Optional[int] = None) -> bool:
+    """Whether ``backend="auto"`` should run a whole-file job of ``samples`` samples (frames x channels) of ``op``
+    on the cpu although a GPU may be there: below :data:`CPU_FASTER_BELOW` scaled by ``cores`` (default: this
+    host's) over 16, and only while this process has not imported CuPy. Once it has (the terminal UI, a session
+    that already used the GPU) the GPU's start-up is paid and cuda is the faster from the first sample. Asked
+    before the GPU is probed, so a short file never pays CuPy's import. ``samples`` None (not known): False."""
+    import os
+    import sys
+
+    if samples is None or op not in CPU_FASTER_BELOW or "cupy" in sys.modules:
+        return False
+    n = cores if cores is not None else (os.cpu_count() or 1)
+    return samples < CPU_FASTER_BELOW[op] * n / _CROSSOVER_CORES
+
 
 # ------------------------------------------------------------------------------------------------ cuda
 
