@@ -96,7 +96,8 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
 
     ``method`` "fir" applies ``fir`` (default ``FirSpec()``: the default band for recordings); "spectral" the
     gate ``gate`` (default ``GateSpec()``). ``kernel`` (default ``KernelChoice()``: auto) picks backend, variant
-    and block; its ``op`` follows the method. Raises
+    and block; its ``op`` follows the method; backend "auto" takes the cpu for a file too short to repay the GPU's
+    start-up (:func:`sigconv.registry.auto.prefer_cpu`). Raises
     ``InputError`` (unreadable input, filter longer than the file, cuda asked for and not usable),
     ``OutputError`` (output exists, folder missing or read-only) or ``ValueError`` (options that cannot work),
     each with one line, before anything is written.
