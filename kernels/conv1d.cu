@@ -344,6 +344,20 @@ extern "C" __global__ void conv1d_os_scatter_f64(const double* Ys, double* y, in
     os_scatter_body<double>(Ys, y, C, out_len, M, N, nseg, K, shift, tap_shift, safe);
 }
 
+// What the overlap-save launcher would otherwise ask CuPy for (an elementwise kernel each, compiled on a first run):
+// filling the segments' exponent slots, and the float32 <-> float64 casts of its small problems (contiguous).
+extern "C" __global__ void conv1d_fill_i32(int* p, sc_i64 n, int v) {
+    for (sc_i64 i = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (sc_i64)gridDim.x * blockDim.x) p[i] = v;
+}
+extern "C" __global__ void conv1d_cast_f32_f64(const float* __restrict__ a, double* __restrict__ b, sc_i64 n) {
+    for (sc_i64 i = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (sc_i64)gridDim.x * blockDim.x)
+        b[i] = (double)a[i];
+}
+extern "C" __global__ void conv1d_cast_f64_f32(const double* __restrict__ a, float* __restrict__ b, sc_i64 n) {
+    for (sc_i64 i = (sc_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (sc_i64)gridDim.x * blockDim.x)
+        b[i] = (float)a[i];
+}
+
 // ============================================================================ fft_fused
 #include "fft_fused.cuh"
 

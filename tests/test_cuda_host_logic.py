@@ -21,6 +21,7 @@ def numpy_as_cupy(monkeypatch):
     fake = types.SimpleNamespace(
         fft=np.fft, ascontiguousarray=np.ascontiguousarray, float32=np.float32, float64=np.float64,
         complex64=np.complex64, complex128=np.complex128, ndarray=np.ndarray, ldexp=np.ldexp, int32=np.int32,
+        asarray=np.asarray, asnumpy=np.asarray,
         cuda=types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0)),
     )
     monkeypatch.setitem(sys.modules, "cupy", fake)

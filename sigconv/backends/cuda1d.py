@@ -17,7 +17,7 @@ from sigconv import _kernels
 from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Conv1dJob, Variant, get as _get_variant, register
 
-__all__ = ["corr1d", "resolve_auto", "load_modules", "StreamFilter", "tiled_geometry", "launch_config", "host_taps_key",
+__all__ = ["corr1d", "resolve_auto", "load_modules", "prebuilt_modules", "put_columns", "StreamFilter", "tiled_geometry", "launch_config", "host_taps_key",
            "CONST_TAPS", "SHARED_KCH", "TILED_STATIC_MAX_K", "SOURCE", "EXACT_DTYPE", "EXACT_VARIANTS"]
 
 SOURCE = "conv1d.cu"
@@ -50,6 +50,29 @@ def _cupy():
 
 def _module(**kw):
     return _kernels.module(SOURCE, **kw)
+
+
+def put_columns(dst, col: int, src) -> None:
+    """``dst[:, col:col + w] = src`` for (C, w) device arrays of one dtype whose rows are contiguous (a C-contiguous
+    array or a column slice of one), as one 2-D copy on the current stream (cudaMemcpy2DAsync): the stream filter's
+    history moves without an elementwise kernel, so nothing is compiled for it on a first run."""
+    cupy = _cupy()
+    C, w = src.shape
+    if src.dtype != dst.dtype or dst.shape[0] != C or not 0 <= col <= dst.shape[1] - w:
+        raise ValueError(f"put_columns: {src.dtype} {src.shape} does not fit at column {col} of {dst.dtype} "
+                         f"{dst.shape}")
+    item = src.itemsize
+    for a in (src, dst):
+        if (a.shape[1] > 1 and a.strides[1] != item) or (a.shape[0] > 1 and a.strides[0] < a.shape[1] * item):
+            raise ValueError(f"put_columns needs contiguous rows, got strides {a.strides}")
+    if C == 0 or w == 0:
+        return
+    width = w * item
+    spitch = src.strides[0] if C > 1 else width
+    dpitch = dst.strides[0] if C > 1 else width
+    rt = cupy.cuda.runtime
+    rt.memcpy2DAsync(dst.data.ptr + col * item, dpitch, src.data.ptr, spitch, width, C, rt.memcpyDeviceToDevice,
+                     cupy.cuda.get_current_stream().ptr)
 
 
 def _sfx(dtype) -> str:
@@ -196,6 +219,13 @@ def tiled_geometry(K: int, block: int) -> dict:
 _RT_EXPRS = ("conv1d_tiled_rt<8>", "conv1d_tiled_rt<16>")
 
 
+def prebuilt_modules() -> list[dict]:
+    """:func:`sigconv._kernels.module`'s arguments of the modules here that ship pre-built (see
+    ``sigconv.backends.prebuilt_modules``): the direct kernels and the overlap-save helpers, and the runtime-K
+    ``tiled`` kernels. The static-K ``tiled`` ones, one module per K, compile on first use."""
+    return [dict(name=SOURCE), dict(name=SOURCE, name_expressions=_RT_EXPRS)]
+
+
 def load_modules() -> None:
     """Compile (or load from CuPy's cache) the modules every filter length uses: the direct kernels and the runtime-K
     ``tiled`` kernels; the static-K ``tiled`` ones are compiled per K on first use."""
@@ -329,12 +359,17 @@ class StreamFilter:
         y = corr1d(xg, self.w, K - 1, n, variant=self.variant, block=self.block, taps_key=self.taps_key)
         if K > 1:
             h = min(n, K - 1)
-            ext = cupy.concatenate([self.hist, xg[:, :h]], axis=1)  # stream samples t0-(K-1) .. t0+h-1
-            y[:, :h] = corr1d(ext, self.w, 0, h, variant=self.variant, block=self.block, taps_key=self.taps_key)
+            ext = cupy.empty((C, K - 1 + h), dtype=self.dtype)  # stream samples t0-(K-1) .. t0+h-1
+            put_columns(ext, 0, self.hist)
+            put_columns(ext, K - 1, xg[:, :h])
+            put_columns(y, 0, corr1d(ext, self.w, 0, h, variant=self.variant, block=self.block,
+                                     taps_key=self.taps_key))
+            hist = cupy.empty((C, K - 1), dtype=self.dtype)
             if n >= K - 1:
-                hist = cupy.ascontiguousarray(xg[:, n - (K - 1):])
+                put_columns(hist, 0, xg[:, n - (K - 1):])
             else:
-                hist = cupy.concatenate([self.hist[:, n:], xg], axis=1)
+                put_columns(hist, 0, self.hist[:, n:])
+                put_columns(hist, K - 1 - n, xg)
             self.hist = hist
         return y
 

@@ -22,8 +22,8 @@ from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
-__all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "fused_plan", "fused_radix_bits",
-           "fused_twiddles"]
+__all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
+           "fused_radix_bits", "fused_twiddles", "prebuilt_modules"]
 
 
 def fft_size(K: int) -> int:
@@ -40,34 +40,46 @@ _SPECTRA_MAX = 32
 def _filter_spectrum(w, N: int, key=None):
     """(H, tap_shift): the rfft of the convolution taps (w reversed) divided by 2^tap_shift (the exponent of their
     peak, a 1-element int32 device array: exact, and the transforms then see taps of peak ~1), zero-padded to N,
-    times 1/N, computed on the device in float64 and cast to the working precision; the inverse transform then
+    times 1/N, computed in float64 and cast to the working precision; the inverse transform then
     runs unscaled (norm="forward") and the scatter multiplies by 2^tap_shift.
 
-    With ``key`` (:func:`host_taps_key` of the host copy the caller already has: the array API and the stream
-    filters pass it) the pair is computed once and cached per (key, N, device). Without one (taps that
-    only exist on the device) it is recomputed, a few small launches: identifying the taps would mean reading
-    them back, which waits for the GPU on every call."""
+    With ``key`` (:func:`host_taps_key` of the host copy the caller already has: the array API, the stream
+    filters and the file engine pass it) the pair is computed once per (key, N, device), on the host (NumPy's
+    float64 FFT; the taps come back once): no device kernel to compile on a first run. Without one (taps that
+    only exist on the device) it is computed on the device, a few small launches: identifying the taps would mean
+    reading them back, which waits for the GPU on every call."""
     cupy = _c1._cupy()
-    ck = None
-    if key is not None:
-        ck = (key, int(N), w.dtype.name, cupy.cuda.Device().id)
-        with _SPECTRA_LOCK:
-            got = _SPECTRA.get(ck)
-            if got is not None:
-                _SPECTRA.move_to_end(ck)
-                return got
     cdt = cupy.complex64 if w.dtype == cupy.float32 else cupy.complex128
-    tap_shift = peak_exponents(w[None])
-    wd = cupy.ldexp(cupy.ascontiguousarray(w[::-1], dtype=cupy.float64), -tap_shift.astype(cupy.int32))
-    Hd = cupy.fft.rfft(wd, n=N)
-    Hd *= 1.0 / N
-    got = (Hd.astype(cdt, copy=False), tap_shift)
-    if ck is not None:
-        with _SPECTRA_LOCK:
-            _SPECTRA[ck] = got
-            while len(_SPECTRA) > _SPECTRA_MAX:
-                _SPECTRA.popitem(last=False)
+    if key is None:
+        tap_shift = peak_exponents(w[None])
+        wd = cupy.ldexp(cupy.ascontiguousarray(w[::-1], dtype=cupy.float64), -tap_shift.astype(cupy.int32))
+        Hd = cupy.fft.rfft(wd, n=N)
+        Hd *= 1.0 / N
+        return Hd.astype(cdt, copy=False), tap_shift
+    ck = (key, int(N), w.dtype.name, cupy.cuda.Device().id)
+    with _SPECTRA_LOCK:
+        got = _SPECTRA.get(ck)
+        if got is not None:
+            _SPECTRA.move_to_end(ck)
+            return got
+    got = tuple(cupy.asarray(a) for a in host_spectrum(cupy.asnumpy(w), N))
+    with _SPECTRA_LOCK:
+        _SPECTRA[ck] = got
+        while len(_SPECTRA) > _SPECTRA_MAX:
+            _SPECTRA.popitem(last=False)
     return got
+
+
+def host_spectrum(w: np.ndarray, N: int) -> tuple:
+    """:func:`_filter_spectrum`'s pair for host taps ``w`` (correlation form, float32 or float64): (H, tap_shift) as
+    NumPy arrays, H of the matching complex dtype, tap_shift int32 of shape (1,)."""
+    w = np.asarray(w)
+    cdt = np.complex64 if w.dtype == np.float32 else np.complex128
+    tap_shift = peak_exponents(w[None]).astype(np.int32)
+    wd = np.ldexp(np.ascontiguousarray(w[::-1], dtype=np.float64), -int(tap_shift[0]))
+    Hd = np.fft.rfft(wd, n=N)
+    Hd *= 1.0 / N
+    return Hd.astype(cdt), tap_shift
 
 
 #: The "no sample yet" value of a segment's exponent slot (SC_OS_NO_PEAK in kernels/overlap_save.cuh): INT32_MIN.
@@ -163,6 +175,29 @@ def fused_twiddles(N: int) -> np.ndarray:
 _FFT_F64_BELOW = 1 << 16
 
 
+def _flat_grid(n: int, block: int) -> tuple:
+    return (max(1, min(-(-n // block), _OS_BLOCKS)),)
+
+
+def _cast(a, dtype, out=None):
+    """A float32/float64 device array as ``dtype`` (itself when it already is; into ``out`` when given, of a's
+    shape), by conv1d.cu's cast kernels when both are C-contiguous: in the module the launcher loads anyway, so
+    nothing more is compiled on a first run."""
+    cupy = _c1._cupy()
+    dtype = np.dtype(dtype)
+    if a.dtype == dtype and out is None:
+        return a
+    if out is None:
+        out = cupy.empty(a.shape, dtype=dtype)
+    if a.dtype == dtype or not (a.flags.c_contiguous and out.flags.c_contiguous):
+        out[...] = a  # CuPy's copy (never on the launchers' paths: their arrays are C-contiguous)
+        return out
+    if a.size:
+        name = f"conv1d_cast_{_c1._sfx(a.dtype)}_{_c1._sfx(dtype)}"
+        _c1._module().get_function(name)(_flat_grid(a.size, 256), (256,), (a, out, np.int64(a.size)))
+    return out
+
+
 def _irfft_destroying(X, N: int):
     """``cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward", overwrite_x=True)``, X destroyed: cuFFT's C2R
     overwrites its input, and without ``overwrite_x`` CuPy copies the whole spectrum first. Called through
@@ -192,8 +227,8 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
         # Tiny problems transform in float64 (free at this size): an FFT's rounding error scales with the
         # input's magnitude, so an output much smaller than its inputs (cancellation, or a single product
         # when L=1) would miss float32 relative accuracy. Large problems keep float32 transforms.
-        out[...] = launch_fft(x.astype(cupy.float64), cupy.asarray(w, dtype=cupy.float64), pad, out_len, block,
-                              taps_key=taps_key)
+        y = launch_fft(_cast(x, cupy.float64), _cast(w, cupy.float64), pad, out_len, block, taps_key=taps_key)
+        _cast(y, x.dtype, out=out)
         return out
     N = fft_size(K)
     M = N - K + 1  # valid outputs per segment
@@ -204,7 +239,9 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     # "Scaling"): gather notes each segment's exponent, rescale and scatter apply them, all on the device.
     H, tap_shift = _filter_spectrum(w, N, taps_key)
     safe = np.int32(FFT_SAFE_EXPONENT[x.dtype.name])
-    shift = cupy.full(C * nseg, _NO_PEAK, dtype=cupy.int32)
+    shift = cupy.empty(C * nseg, dtype=cupy.int32)
+    mod.get_function("conv1d_fill_i32")(_flat_grid(shift.size, block), (block,), (shift, np.int64(shift.size),
+                                                                                  np.int32(_NO_PEAK)))
     segs = cupy.empty((C * nseg, N), dtype=x.dtype)
     mod.get_function(f"conv1d_os_gather_{sfx}")(
         os_grid("gather", block, N=N, C=C, nseg=nseg), (block,),
@@ -266,6 +303,15 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
         np.int64(out_len), np.int64(plan["ntiles"]), tap_shift, np.int32(FFT_SAFE_EXPONENT["float32"])),
        shared_mem=plan["smem"])
     return out
+
+
+def prebuilt_modules() -> list[dict]:
+    """:func:`sigconv._kernels.module`'s arguments of the fused kernel's modules (one per tile length, see
+    ``sigconv.backends.prebuilt_modules``); the overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base
+    module."""
+    lim = _kernels.constants()
+    return [dict(name=_c1.SOURCE, name_expressions=(f"conv1d_fft_fused<{n}>",))
+            for n in range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_MAX_LOGN"] + 1)]
 
 
 register(Variant("fft", "conv1d", "cuda",

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from sigconv.backends import cuda1d
+from sigconv.backends import cuda1d, cuda_pcm
 from sigconv.engine.audio import PCMSpec
 from sigconv.engine.settings import phase_delay
 
@@ -28,37 +28,11 @@ DEVICE_LOCK = threading.RLock()
 _READ_SCALE = {"int16": 1.0 / 32768.0, "int32": 1.0 / 2147483648.0, "float32": 1.0, "float64": 1.0}
 _OUT_DTYPES = ("int16", "int32", "float32", "float64")
 
-_EK: dict = {}
-
-
-def _ek(name):
-    """Lazily built elementwise kernels for the conversions."""
-    k = _EK.get(name)
-    if k is None:
-        import cupy
-
-        if name == "to_float":  # raw samples -> work dtype: y = x * s (integers scaled to [-1, 1))
-            k = cupy.ElementwiseKernel("T x, float64 s", "F y", "y = (F)((double)x * s)", "sigconv_fe_to_float")
-        elif name == "quantise":  # audio.quantise's rule: scale and round (scale != 0), saturate (clip), align
-            k = cupy.ElementwiseKernel(
-                "T y, float64 scale, float64 lo, float64 hi, float64 mult, int32 clip", "O out, uint8 flag",
-                "double v = (double)y; if (scale != 0.0) v = rint(v * scale);"
-                " flag = clip && (v < lo || v > hi); if (clip) v = fmin(fmax(v, lo), hi); out = (O)(v * mult);",
-                "sigconv_fe_quantise")
-        _EK[name] = k
-    return k
-
-
 def to_work_device(raw, dtype="float32"):
     """(n, C) raw samples on the device (int16 / int32 as read, or float) -> (C, n) ``dtype`` in [-1, 1):
     deinterleaved and scaled in one pass (the host does ``x.astype(dtype) * scale``; the scales are powers of
     two, so both give the same values)."""
-    import cupy
-
-    n, C = raw.shape
-    out = cupy.empty((C, n), dtype=dtype)
-    _ek("to_float")(raw.T, _READ_SCALE.get(raw.dtype.name, 1.0), out)
-    return out
+    return cuda_pcm.to_work(raw, dtype, _READ_SCALE.get(raw.dtype.name, 1.0))
 
 
 def quantise_device(y, spec) -> tuple:
@@ -66,14 +40,8 @@ def quantise_device(y, spec) -> tuple:
     samples as a 0-d device array, or None when ``spec`` does not clip): :func:`sigconv.engine.audio.quantise`'s
     rule (round, saturate, align 24-bit in the top of an int32, interleave) in one pass, with no host sync, so
     the caller chooses when the samples and the count travel back."""
-    import cupy
-
-    C, n = y.shape
-    out = cupy.empty((n, C), dtype=spec.out_dtype)
-    flag = cupy.empty((n, C), dtype=np.uint8)
-    scale = float(spec.scale) if spec.clip else 0.0
-    _ek("quantise")(y.T, scale, float(spec.lo), float(spec.hi), float(spec.align), int(spec.clip), out, flag)
-    return out, (cupy.count_nonzero(flag) if spec.clip else None)
+    return cuda_pcm.quantise(y, spec.out_dtype, scale=float(spec.scale) if spec.clip else 0.0, lo=float(spec.lo),
+                             hi=float(spec.hi), mult=float(spec.align), clip=spec.clip)
 
 
 def _fir_out_spec(out_dtype: str, clip: bool) -> PCMSpec:
