@@ -1,6 +1,7 @@
 """CPU-side checks of the CUDA sources and the cuda conv1d registry (run on CI, no GPU needed).
 
 - every kernels/*.cu compiles for sm_90 with nvcc (when nvcc exists) and no kernel spills registers;
+- the spectral gate's module (kernels/gate.cu) compiles every name expression its launcher uses, without spills;
 - the numbers kernels and launchers share have one home (kernels/limits.cuh);
 - every cuda conv1d variant is registered with a description and block sizes, without a GPU;
 - a NumPy emulation of the tiled kernel's index maths;
@@ -72,6 +73,40 @@ def test_kernel_compiles_without_spills(cu):
         tiled = [f for f in report if "conv1d_tiled" in f]
         assert any("conv1d_tiled_rt" in f for f in tiled) and len(tiled) >= 5, \
             f"tiled kernels were not instantiated (SIGCONV_NVCC_CHECK): {sorted(report)}"
+
+
+_MANGLED_ARGS = {"float": "f", "double": "d", "int": "i", "long long": "x"}
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
+def test_gate_module_compiles_every_expression_without_spills(tmp_path):
+    """The spectral gate's module as the launcher builds it: the expanded gate.cu with every name expression of
+    cuda_gate.GATE_EXPRESSIONS instantiated (taken by address, as NVRTC does) compiles, each to its own entry
+    function, none spilling; and the launcher launches exactly the stages those expressions cover."""
+    from sigconv import _kernels
+    from sigconv.backends import cuda_gate
+
+    exprs = cuda_gate.GATE_EXPRESSIONS
+    assert len(set(exprs)) == len(exprs) == 4 * len(cuda_gate._STAGES)
+    launched = set(re.findall(r'_launch\("(\w+)"', Path(cuda_gate.__file__).read_text()))
+    assert launched == set(cuda_gate._STAGES), f"launched {sorted(launched)}, compiled {cuda_gate._STAGES}"
+    refs = ",\n".join(f"    (void*)&{e}" for e in exprs)
+    src = tmp_path / "gate_expanded.cu"
+    src.write_text(_kernels.source(cuda_gate.SOURCE) + f"\nvoid* gate_refs(int k) {{\n  static void* const r[] = {{\n"
+                   f"{refs}}};\n  return r[k];\n}}\n")
+    cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", "/dev/null", str(src)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, f"nvcc failed on the expanded gate.cu:\n{res.stderr[-4000:]}"
+    report = _spill_report(res.stderr + res.stdout)
+    want = set()
+    for e in exprs:  # gate_power<float, long long> -> _Z10gate_powerIfxE...
+        m = re.fullmatch(r"(\w+)<(float|double), (int|long long)>", e)
+        assert m, f"unexpected name expression {e!r}"
+        want.add(f"_Z{len(m.group(1))}{m.group(1)}I{_MANGLED_ARGS[m.group(2)]}{_MANGLED_ARGS[m.group(3)]}E")
+    got = {(re.match(r"_Z\d+\w+?I[fd][ix]E", f) or re.match(".*", f)).group(0) for f in report}
+    assert got == want and len(report) == len(exprs), f"entry functions {sorted(report)}, expected {sorted(want)}"
+    spilled = {f: s for f, s in report.items() if s != (0, 0)}
+    assert not spilled, f"register spills in gate.cu: {spilled}"
 
 
 # The wrap/symm builds of strip and shfl, as the launcher compiles them (cuda2d._fused): held to the occupancy of
@@ -218,7 +253,7 @@ def test_shared_numbers_have_one_home():
 
     lim = _kernels.constants()
     assert lim and all(isinstance(v, int) for v in lim.values())
-    for f in KDIR.iterdir():
+    for f in (p for p in KDIR.iterdir() if p.is_file()):
         if f.name != _kernels.LIMITS:
             again = [n for n in lim if re.search(rf"#\s*define\s+{n}\b", f.read_text())]
             assert not again, f"{f.name} defines {again} again"
