@@ -6,20 +6,42 @@ ndimage does the same), inlines ``#include "common.cuh"`` so that the source has
 byte that is compiled, and memoises the compiled module per device and per parameter set. CuPy
 keeps compiled binaries in its on-disk cache (``~/.cupy/kernel_cache``, keyed by source and
 options), so a second process does not recompile either.
+
+Pre-built binaries: the modules that ``sigconv denoise`` loads (each backend's ``prebuilt_modules()``, gathered by
+``sigconv.backends.prebuilt_modules``) ship compiled for the common GPU architectures in ``kernels/prebuilt``
+(``<key>.sm_<arch>.cubin.xz``, expanded into sigconv's cache folder on first use; ``python
+tools/prebuild_kernels.py`` writes them: NVRTC with the options CuPy would add, so they are the code
+CuPy would compile). :func:`module` loads one when its key (:func:`module_key`: the exact code, options and name
+expressions) and the GPU's architecture match, and compiles as before otherwise (another GPU, a source changed
+since the build, a driver that refuses the binary, or ``SIGCONV_PREBUILT=0``): the first run after an install
+then compiles nothing of sigconv's own.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 import re
 import threading
 from pathlib import Path
 from typing import Iterable, Mapping
 
-__all__ = ["kernel_dir", "source", "source_hash", "module", "constants", "NVRTC_OPTIONS", "LIMITS"]
+__all__ = ["kernel_dir", "source", "source_hash", "module", "module_key", "constants", "prebuilt_index",
+           "prebuilt_arch", "prebuilt_problems", "origins", "NVRTC_OPTIONS", "CUPY_ADDED_OPTIONS", "LIMITS", "PREBUILT_DIR"]
 
 #: Options for every NVRTC compile. No fast-math: results are checked against float64 references.
 NVRTC_OPTIONS = ("-std=c++17",)
+
+#: What CuPy adds to the options of every RawModule compile (cupy.cuda.compiler: ``-ftz=true`` in its cached
+#: compile, ``--device-as-default-execution-space`` in its NVRTC call; ``-arch`` comes from the device). The pre-built
+#: binaries are compiled with the same, so that they hold the code CuPy would compile.
+CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
+
+#: The folder of ``kernel_dir()`` holding the pre-built binaries and their index.
+PREBUILT_DIR = "prebuilt"
+PREBUILT_INDEX = "index.json"
 
 #: The header holding the numbers that kernels and launchers share (read by :func:`constants`).
 LIMITS = "limits.cuh"
@@ -70,36 +92,177 @@ def constants(name: str = LIMITS) -> dict:
 
 def source_hash(*names: str) -> str:
     """Short SHA-256 of the expanded sources: part of every on-disk cache key (autotuner)."""
-    import hashlib
-
     h = hashlib.sha256()
     for n in names:
         h.update(source(n).encode())
     return h.hexdigest()[:16]
 
 
+def _spec(name: str, defines, name_expressions, options) -> tuple:
+    """(defines as a dict, name expressions, the full NVRTC options) of a :func:`module` call."""
+    return dict(defines or {}), tuple(name_expressions), tuple(NVRTC_OPTIONS) + tuple(options)
+
+
+def _code(name: str, defines: Mapping[str, object]) -> str:
+    return _defines_text(defines) + source(name)
+
+
+def module_key(name: str, defines: Mapping[str, object] | None = None, name_expressions: Iterable[str] = (),
+               options: Iterable[str] = ()) -> str:
+    """The identity of a :func:`module` call's binary (arguments as there): SHA-256 of the exact code compiled
+    (defines and expanded source), the full NVRTC options and the name expressions, 24 hex digits. The pre-built
+    binaries are filed under it, so a source edited since they were built never matches a stale one."""
+    defines, name_expressions, options = _spec(name, defines, name_expressions, options)
+    h = hashlib.sha256(_code(name, defines).encode())
+    for part in (options, name_expressions):
+        h.update(b"\0\1" + "\0".join(part).encode())
+    return h.hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=None)
+def prebuilt_index() -> dict:
+    """``kernels/prebuilt/index.json``: {"archs": [...], "modules": {key: {"source", "defines",
+    "name_expressions", "options", "lowered", "probe"}}, ...}; empty when absent."""
+    path = kernel_dir() / PREBUILT_DIR / PREBUILT_INDEX
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def prebuilt_arch(cc: str, archs: Iterable[str]) -> str | None:
+    """The pre-built architecture a GPU of compute capability ``cc`` ("90", "86", "120") runs: its own, else the
+    newest of the same major version and no newer minor (a cubin runs on later minor versions of its major:
+    sm_80's on an sm_86 or sm_89 GPU), else None."""
+    cc = str(cc)
+    archs = [str(a) for a in archs]
+    if cc in archs:
+        return cc
+    major, minor = divmod(int(cc), 10)
+    same = [a for a in archs if int(a) // 10 == major and int(a) % 10 <= minor]
+    return max(same, key=int) if same else None
+
+
+def prebuilt_problems(specs: Iterable[Mapping]) -> list[str]:
+    """What keeps ``kernels/prebuilt`` from matching ``specs`` (:func:`module`'s keyword arguments, one dict per
+    module) and the current sources, a line each; empty when they match. A source edited since the binaries were
+    built changes its modules' keys, so they show up here as not pre-built."""
+    folder = kernel_dir() / PREBUILT_DIR
+    index = prebuilt_index()
+    fix = "run python tools/prebuild_kernels.py"
+    if not index:
+        return [f"{folder / PREBUILT_INDEX} is missing: {fix}"]
+    mods, archs = index.get("modules", {}), [str(a) for a in index.get("archs", ())]
+    out, want = [], {}
+    for spec in specs:
+        want[module_key(**spec)] = spec
+    for key, spec in want.items():
+        what = f"{spec['name']} {dict(spec.get('defines') or {})} {list(spec.get('name_expressions', ()))[:2]}"
+        ent = mods.get(key)
+        if ent is None:
+            out.append(f"{what}: no pre-built binary of the current source (key {key})")
+            continue
+        out += [f"{what}: {key}.sm_{a}.cubin.xz is missing" for a in archs
+                if not (folder / f"{key}.sm_{a}.cubin.xz").is_file()]
+        out += [f"{what}: no lowered name for {e!r}" for e in spec.get("name_expressions", ()) if e not in
+                ent.get("lowered", {})]
+    out += [f"{ent.get('source')} {key}: pre-built but no longer asked for" for key, ent in mods.items()
+            if key not in want]
+    files = {f"{k}.sm_{a}.cubin.xz" for k in mods for a in archs}
+    out += [f"{f.name}: not in the index" for f in sorted(folder.glob("*.cubin*")) if f.name not in files]
+    return out + [fix] if out else out
+
+
 _LOCK = threading.Lock()
 _MODULES: dict = {}
+#: (source, module_key) -> "prebuilt" or "compiled", for every module this process loaded (:func:`origins`)
+_ORIGINS: dict = {}
+
+
+def origins() -> dict:
+    """{(source name, module key): "prebuilt" | "compiled"} of every module this process has loaded: how the
+    start-up checks and the GPU tests see whether a run compiled anything of sigconv's own."""
+    return dict(_ORIGINS)
 
 
 def _defines_text(defines: Mapping[str, object]) -> str:
     return "".join(f"#define {k} {v}\n" for k, v in sorted(defines.items()))
 
 
+class _Prebuilt:
+    """A pre-built module: CuPy's ``RawModule`` of the binary, with the name expressions it was built for mapped to
+    the names NVRTC lowered them to, as ``RawModule(code=..., name_expressions=...)`` maps them."""
+
+    __slots__ = ("raw", "lowered")
+
+    def __init__(self, raw, lowered: Mapping[str, str]):
+        self.raw, self.lowered = raw, dict(lowered)
+
+    def get_function(self, name: str):
+        return self.raw.get_function(self.lowered.get(name, name))
+
+    def get_global(self, name: str):
+        return self.raw.get_global(self.lowered.get(name, name))
+
+
+def _expanded(packed: Path) -> Path | None:
+    """The cubin of ``packed`` (``<key>.sm_<arch>.cubin.xz``), expanded once into sigconv's cache folder
+    (``kernels/``; written atomically, so a half-written file is never read); None when that cannot be written."""
+    from sigconv._core.atomic import atomic_output
+    from sigconv._core.cache import cache_dir
+
+    path = cache_dir() / "kernels" / packed.name[: -len(".xz")]
+    if path.is_file():
+        return path
+    try:
+        import lzma
+
+        data = lzma.decompress(packed.read_bytes())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_output(path) as tmp:
+            tmp.write_bytes(data)
+    except Exception:  # noqa: BLE001 - a read-only or full cache, a damaged file: the caller compiles instead
+        return None
+    return path
+
+
+def _load_prebuilt(cupy, key: str):
+    """The pre-built module filed under ``key`` for the current GPU, loaded; None when there is none or the driver
+    refuses it (the caller then compiles)."""
+    if os.environ.get("SIGCONV_PREBUILT", "1") == "0":
+        return None
+    index = prebuilt_index()
+    entry = index.get("modules", {}).get(key)
+    if entry is None:
+        return None
+    arch = prebuilt_arch(cupy.cuda.Device().compute_capability, index.get("archs", ()))
+    packed = kernel_dir() / PREBUILT_DIR / f"{key}.sm_{arch}.cubin.xz"
+    path = _expanded(packed) if arch is not None and packed.is_file() else None
+    if path is None:
+        return None
+    try:
+        mod = _Prebuilt(cupy.RawModule(path=str(path)), entry.get("lowered", {}))
+        mod.get_function(entry["probe"])  # loads the binary now: a refusal surfaces here, not at a launch
+    except cupy.cuda.driver.CUDADriverError:
+        return None
+    return mod
+
+
 def module(name: str, defines: Mapping[str, object] | None = None, name_expressions: Iterable[str] = (),
            options: Iterable[str] = ()):
-    """Compiled ``cupy.RawModule`` for ``kernels/<name>`` specialised by ``defines``.
+    """Compiled module for ``kernels/<name>`` specialised by ``defines``: the pre-built binary when one matches
+    (see the module's doc), else a ``cupy.RawModule`` compiled now (or loaded from CuPy's cache).
 
     Memoised per (device, source, defines, name expressions, options): calling it on a hot path
     costs a dict lookup. ``name_expressions`` lists template instantiations to compile (for
-    example ``"conv1d_tiled<float, 25>"``); fetch them with ``mod.get_function(expr)``.
+    example ``"conv1d_tiled<float, 25>"``); fetch them with ``mod.get_function(expr)``; ``get_global`` reads a
+    ``__device__``/``__constant__`` symbol.
     """
     import cupy
 
     dev = cupy.cuda.Device().id
-    defines = dict(defines or {})
-    name_expressions = tuple(name_expressions)
-    options = tuple(NVRTC_OPTIONS) + tuple(options)
+    user_options = tuple(options)
+    defines, name_expressions, options = _spec(name, defines, name_expressions, user_options)
     key = (dev, name, tuple(sorted(defines.items())), name_expressions, options)
     mod = _MODULES.get(key)
     if mod is not None:
@@ -107,8 +270,12 @@ def module(name: str, defines: Mapping[str, object] | None = None, name_expressi
     with _LOCK:
         mod = _MODULES.get(key)
         if mod is None:
-            code = _defines_text(defines) + source(name)
-            mod = cupy.RawModule(code=code, options=options, name_expressions=name_expressions or None)
-            mod.compile()
+            mkey = module_key(name, defines, name_expressions, user_options)
+            mod = _load_prebuilt(cupy, mkey)
+            _ORIGINS[(name, mkey)] = "compiled" if mod is None else "prebuilt"
+            if mod is None:
+                mod = cupy.RawModule(code=_code(name, defines), options=options,
+                                     name_expressions=name_expressions or None)
+                mod.compile()
             _MODULES[key] = mod
     return mod

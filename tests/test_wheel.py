@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import site
@@ -49,6 +50,11 @@ def test_wheel_installs_and_runs_outside_checkout(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "sigconv/kernels/common.cuh" in names and "sigconv/kernels/conv1d.cu" in names
     assert "sigconv/apps/__init__.py" in names
+    # the pre-built kernels travel too: the index and one binary per module and architecture
+    assert "sigconv/kernels/prebuilt/index.json" in names
+    index = json.loads(zipfile.ZipFile(wheel).read("sigconv/kernels/prebuilt/index.json"))
+    assert {f"sigconv/kernels/prebuilt/{k}.sm_{a}.cubin.xz" for k in index["modules"] for a in index["archs"]} <= \
+        set(names)
     venv = tmp_path / "venv"
     py = _venv_seeing_this_interpreter(venv)
     # the venv imports the dependencies (and pip) from where this interpreter does, not from the base interpreter

@@ -23,3 +23,14 @@ at module level.
 """
 
 from sigconv.backends import cpu, cuda1d, overlap_save, cuda2d, peers  # noqa: F401  (they register on import)
+
+
+def prebuilt_modules() -> list[dict]:
+    """Every module that ships pre-built for the common GPUs (``kernels/prebuilt``, written by
+    ``tools/prebuild_kernels.py``), as :func:`sigconv._kernels.module`'s keyword arguments: what ``sigconv denoise``
+    loads on its default paths (the FIR's direct, overlap-save and fused kernels, the spectral gate's kernels and
+    its mask smoothing, the sample conversions). Others compile on first use."""
+    from sigconv.backends import cuda_gate, cuda_pcm
+
+    return [*cuda1d.prebuilt_modules(), *overlap_save.prebuilt_modules(), *cuda2d.prebuilt_modules(),
+            *cuda_pcm.prebuilt_modules(), *cuda_gate.prebuilt_modules()]

@@ -28,7 +28,8 @@ from sigconv.registry.table import Conv2dJob, Variant, dtype_name, get as _get_v
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
            "launch_strip", "launch_shfl", "launch_separable", "launch_extend", "extend_grid",
-           "separable_factors", "strip_applies", "shfl_applies", "VARIANTS", "BOUNDARIES", "EXACT_DTYPE"]
+           "separable_factors", "strip_applies", "shfl_applies", "prebuilt_modules", "VARIANTS", "BOUNDARIES",
+           "EXACT_DTYPE"]
 
 _SRC = "conv2d.cu"
 _LIMITS = _kernels.constants()
@@ -273,8 +274,19 @@ _GENERIC_NAMES = (tuple(f"{k}<{t}>" for k in ("conv2d_naive", "conv2d_naive_ext"
                           for t in ("float", "double")))
 
 
+def _generic_spec() -> dict:
+    return dict(name=_SRC, defines={"C2D_PART": _CODES["SIGCONV_C2D_PART_GENERIC"]}, name_expressions=_GENERIC_NAMES)
+
+
+def prebuilt_modules() -> list[dict]:
+    """:func:`sigconv._kernels.module`'s arguments of the modules here that ship pre-built (see
+    ``sigconv.backends.prebuilt_modules``): the generic kernels (naive, shared, separable, extend), which the
+    spectral gate's mask smoothing runs. The specialised builds (tiled, strip, shfl) compile on first use."""
+    return [_generic_spec()]
+
+
 def _generic(kernel: str, dtype):
-    mod = _kernels.module(_SRC, {"C2D_PART": _CODES["SIGCONV_C2D_PART_GENERIC"]}, name_expressions=_GENERIC_NAMES)
+    mod = _kernels.module(**_generic_spec())
     return mod.get_function(f"{kernel}<{_CTYPES[np.dtype(dtype)]}>")
 
 
