@@ -23,7 +23,7 @@
 # stage that ends early leaves its time to the later ones. T_<STAGE>=seconds (T_TESTS, T_SANITIZE,
 # T_BENCH1D, T_BENCH2D, T_E2E) fixes one stage's limit. Each stage's failure is reported and the later
 # stages still run; the exit status is non-zero if any stage failed. A compact summary comes last.
-# Other knobs: SANITIZE_ARGS / SANITIZE_JOBS / SANITIZE_TOOLS (stage_sanitize), PYTEST_ARGS (default "-n 12" with pytest-xdist, else -x), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py tests/test_tui_latency.py,
+# Other knobs: SANITIZE_ARGS / SANITIZE_JOBS / SANITIZE_TOOLS (stage_sanitize), PYTEST_ARGS (default "-n 12" with pytest-xdist, else -x), TEST_FILES (default: tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py tests/test_tui_latency.py tests/test_prebuilt.py,
 # those that exist), E2E_DURATION (seconds of audio, default 3600), BENCH1D_ARGS / BENCH2D_ARGS
 # (extra options for sigconv bench).
 
@@ -122,7 +122,7 @@ if "$PY" -c "import xdist" >/dev/null 2>&1; then DEFAULT_PYTEST_ARGS="-n 12 -p n
 
 stage_tests() {
   local T="$1" files="" f rc=0 end
-  for f in ${TEST_FILES:-tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py tests/test_tui_latency.py}; do
+  for f in ${TEST_FILES:-tests/test_cuda1d.py tests/test_cuda2d.py tests/test_spectral.py tests/test_batch.py tests/test_tui_latency.py tests/test_prebuilt.py}; do
     [ -f "$f" ] && files="$files $f"
   done
   if [ -z "$files" ]; then echo "no GPU test files found"; NOTE[tests]="no test files"; return 1; fi

@@ -388,6 +388,13 @@ def fake_gate_ops(monkeypatch):
     monkeypatch.setattr(gpu_file, "quantise_device", quantise_device)
     monkeypatch.setattr(gpu_file, "to_work_device", to_work_device)
 
+    from sigconv.backends import overlap_save
+
+    def irfft_destroying(X, N):  # cuFFT's inverse, unscaled: N times NumPy's
+        return DevArray(np.fft.irfft(_dev(X, "X"), n=N, axis=-1) * N)
+
+    monkeypatch.setattr(overlap_save, "irfft_destroying", irfft_destroying)
+
 
 @pytest.fixture
 def fake_cuda(monkeypatch):

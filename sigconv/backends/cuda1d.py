@@ -267,16 +267,19 @@ def host_taps_key(w_host) -> str:
 # ------------------------------------------------------------------------------------ auto
 
 
-def resolve_auto(x, w, pad, out_len, block=None) -> tuple:
+def resolve_auto(x, w, pad, out_len, block=None, taps_key=None) -> tuple:
     """(variant, block) that ``variant="auto"`` runs for these arrays: the chooser's answer, timed on them
-    (once per shape class) when the job is large enough."""
+    (once per shape class) when the job is large enough. ``taps_key`` as in :func:`corr1d`: the fft variants'
+    timing runs then use (and fill) the cached filter spectrum the real run uses."""
     C, L = x.shape
     scratch = []
 
     def runner(variant, b):
         if not scratch:
             scratch.append(_cupy().empty((C, out_len), dtype=x.dtype))
-        _get_variant("conv1d", "cuda", variant).run(x, w, pad, out_len, b, out=scratch[0])
+        v = _get_variant("conv1d", "cuda", variant)
+        kw = {"taps_key": taps_key} if v.method == "fft" else {}
+        v.run(x, w, pad, out_len, b, out=scratch[0], **kw)
 
     return _auto.choose_conv1d("cuda", C, L, int(w.size), x.dtype, out_len=out_len, block=block, runner=runner)
 
@@ -307,7 +310,7 @@ def corr1d(x, w, pad, out_len, *, variant="auto", block=None, out=None, taps_key
         w = w.astype(x.dtype, copy=False)  # signed taps mod 2^64 (two's complement, as x)
         variant = EXACT_VARIANTS[0]  # the chooser's candidates are floating kernels
     elif variant == "auto":
-        variant, block = resolve_auto(x, w, pad, out_len, block)
+        variant, block = resolve_auto(x, w, pad, out_len, block, taps_key)
     v = _get_variant("conv1d", "cuda", variant)
     kw = {"taps_key": taps_key} if v.method == "fft" else {}
     return v.run(x, w, pad, out_len, block, out=out, **kw)

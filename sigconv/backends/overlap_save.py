@@ -23,7 +23,7 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
-           "fused_radix_bits", "fused_twiddles", "prebuilt_modules"]
+           "fused_radix_bits", "fused_twiddles", "prebuilt_modules", "irfft_destroying"]
 
 
 def fft_size(K: int) -> int:
@@ -198,7 +198,7 @@ def _cast(a, dtype, out=None):
     return out
 
 
-def _irfft_destroying(X, N: int):
+def irfft_destroying(X, N: int):
     """``cupyx.scipy.fft.irfft(X, n=N, axis=-1, norm="forward", overwrite_x=True)``, X destroyed: cuFFT's C2R
     overwrites its input, and without ``overwrite_x`` CuPy copies the whole spectrum first. Called through
     CuPy's own transform entry, the one cupyx's irfft calls, so that the filter path never imports cupyx: its
@@ -253,7 +253,7 @@ def launch_fft(x, w, pad, out_len, block, out=None, taps_key=None):
     NF = N // 2 + 1
     mod.get_function(f"conv1d_os_cmul_{sfx}")(os_grid("cmul", block, N=N, rows=C * nseg), (block,),
                                               (X, H, np.int64(C * nseg), np.int32(NF)))
-    Ys = _irfft_destroying(X, N)
+    Ys = irfft_destroying(X, N)
     del X
     if Ys.dtype != x.dtype:  # irfft keeps the precision, but be explicit
         Ys = Ys.astype(x.dtype)

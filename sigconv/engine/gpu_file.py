@@ -131,7 +131,8 @@ class GPUFileFilter:
         """Resolve "auto" once, on the first block (C, n) as the stream filter will see it."""
         core = self._core
         if core.variant == "auto":
-            core.variant, core.block = cuda1d.resolve_auto(xf, core.w, self.K - 1, xf.shape[1], core.block)
+            core.variant, core.block = cuda1d.resolve_auto(xf, core.w, self.K - 1, xf.shape[1], core.block,
+                                                           core.taps_key)
             self.variant = core.variant
 
     def _process_device(self, block: np.ndarray) -> np.ndarray:
@@ -226,7 +227,7 @@ def correlate_span(xh: np.ndarray, wh: np.ndarray, pad: int, n: int, *, variant:
             w = _W[key] = cupy.asarray(wh)
         xg = cupy.asarray(xh)
         if variant == "auto":
-            variant, block = cuda1d.resolve_auto(xg, w, pad, n, block)
+            variant, block = cuda1d.resolve_auto(xg, w, pad, n, block, key)
         return cupy.asnumpy(cuda1d.corr1d(xg, w, pad, n, variant=variant, block=block, taps_key=key))
 
 

@@ -370,6 +370,10 @@ class Gate:
             wsum[:seg.size] += seg
         self.wsum = wsum
         self.inv_wsum = self.xp.asarray(1.0 / wsum, dtype=self.dtype)
+        # what the overlap-add multiplies by: on cuda the inverse transform runs unscaled (cuFFT's own, in place:
+        # no copy of the spectra and no division pass) and its 1/N joins the normaliser
+        self.ola_norm = self.inv_wsum if self.backend != "cuda" else self.xp.asarray(1.0 / (wsum * self.N),
+                                                                                    dtype=self.dtype)
         self.pscale = (2.0 / w.sum()) ** 2  # |S|^2 * pscale: a full-scale sine reads ~1 (0 dB)
         self.passes, self.box_t, self.box_f = _smooth_plan(freq_smooth_hz, time_smooth_ms, self.fs, self.N, self.H)
         #: what to tell the user about a default that was adapted to this rate (None when none was)
@@ -435,8 +439,11 @@ class Gate:
         return self.fft.rfft(fr, axis=-1, workers=self.fft_workers, overwrite_x=True)
 
     def _irfft(self, Sg):
+        """The frames of the spectra ``Sg`` (destroyed); on cuda unscaled (times N: :attr:`ola_norm` holds the 1/N)."""
         if self.backend == "cuda":
-            y = self.fft.irfft(Sg, n=self.N, axis=-1)
+            from sigconv.backends.overlap_save import irfft_destroying
+
+            y = irfft_destroying(Sg, self.N)
         else:
             y = self.fft.irfft(Sg, n=self.N, axis=-1, workers=self.fft_workers, overwrite_x=True)
         return y.astype(self.dtype, copy=False)
@@ -661,7 +668,7 @@ class Gate:
         del Sg
         # weighted overlap-add of the frames [tA, tB], in a local buffer that starts at s_tA
         with timer("overlap-add"):
-            return self.ops.overlap_add(y, self.w, self.inv_wsum, a - self.s(tA), b - a)
+            return self.ops.overlap_add(y, self.w, self.ola_norm, a - self.s(tA), b - a)
 
     def stage_times(self, get, a, b, reps=10, warmup=2):
         """Median ms of each of :data:`STAGES` and of the whole range (``"chunk"``) over ``reps`` runs of
