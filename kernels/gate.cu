@@ -8,6 +8,7 @@
 //   gate_box_time    mean over `size` frames centred on each, the edge frames repeated (uniform_filter1d, "nearest")
 //   gate_mask_thr    sigmoid gate and "strong" gate of the cell dB against a threshold per (channel, frequency)
 //   gate_mask_floor  the same against a moving floor: its dB plus an offset, one floor value per cell
+//   gate_pad_edge    the raw masks with edge replication around them (numpy.pad mode "edge"), before the smoothing
 //   gate_gain        S * (1 - prop * (1 - max(m, strong))); channel strides, so 0 broadcasts a shared mask
 //   gate_ola         samples [lo, lo + cnt) of the weighted overlap-add of the inverse frames
 //   gate_hist        the linearly binned histogram of cell dB (float64 atomics, bin-major as the host's)
@@ -108,6 +109,20 @@ __global__ void gate_mask_floor(const T* __restrict__ pw, const T* __restrict__ 
     }
 }
 
+// ============================================================================ pad_edge
+// a (Cm, n, F), channel c's n*F cells contiguous from a + c * sc -> out (Cm, n + lo + hi, F + 2 rf), out[c, t, f] =
+// a[c, clamp(t - lo, 0, n - 1), clamp(f - rf, 0, F - 1)]; items = Cm * n2 * F2 (n2 = n + lo + hi, F2 = F + 2 rf).
+template <typename T, typename IT>
+__global__ void gate_pad_edge(const T* __restrict__ a, T* __restrict__ out, IT items, IT sc, IT n, IT F, IT lo, IT rf,
+                              IT n2, IT F2) {
+    GATE_FOR(i, items) {
+        IT f2 = (IT)i % F2; IT r = (IT)i / F2; IT t2 = r % n2; IT c = r / n2;  // i = (c * n2 + t2) * F2 + f2
+        IT t = t2 - lo; t = t < 0 ? 0 : (t >= n ? n - 1 : t);
+        IT f = f2 - rf; f = f < 0 ? 0 : (f >= F ? F - 1 : f);
+        out[i] = a[c * sc + t * F + f];
+    }
+}
+
 // ============================================================================ gain
 // out (C, cells) = S * g, g = max(m, st) (then 1 - prop * (1 - g) unless prop is 1). Each input holds the `cells`
 // cells of channel c contiguously from c * (its channel stride): a slice of frames keeps its array's stride, and a
@@ -174,7 +189,7 @@ __global__ void gate_hist(const T* __restrict__ pw, double* __restrict__ hist, I
 #define GATE_REFS(T, IT)                                                                                   \
     (void*)&gate_frames<T, IT>, (void*)&gate_power<T, IT>, (void*)&gate_box_time<T, IT>,                   \
         (void*)&gate_mask_thr<T, IT>, (void*)&gate_mask_floor<T, IT>, (void*)&gate_gain<T, IT>,            \
-        (void*)&gate_ola<T, IT>, (void*)&gate_hist<T, IT>
+        (void*)&gate_ola<T, IT>, (void*)&gate_hist<T, IT>, (void*)&gate_pad_edge<T, IT>
 void* gate_nvcc_check(int k) {
     static void* const refs[] = {GATE_REFS(float, int), GATE_REFS(float, long long), GATE_REFS(double, int),
                                  GATE_REFS(double, long long)};

@@ -412,6 +412,14 @@ def test_cuda_gate_stages_equal_host_rules(rng, dtype, C, n_fft, hop):
     fr_ref = HostOps.frames(x, w, hop, nfr)
     fr = cuda_gate.frames(cupy.asarray(x, dtype), cupy.asarray(w, dtype), hop, nfr)
     assert fr.dtype == dtype and rel_err(fr.get(), fr_ref) <= tol
+    wide = cupy.asarray(np.pad(x, ((0, 0), (0, 9))), dtype)[:, :x.shape[1]]  # rows spaced wider than they are long
+    assert not wide.flags.c_contiguous
+    assert cupy.array_equal(cuda_gate.frames(wide, cupy.asarray(w, dtype), hop, nfr), fr)
+    mm = rng.uniform(0, 1, (C, nfr + 4, 7))
+    for lo, hi, rf in ((0, 0, 0), (3, 5, 2), (40, 1, 9)):  # pads wider than the masks repeat the edge
+        want = HostOps.pad_edge(mm[:, 2:nfr + 2], lo, hi, rf)
+        got = cuda_gate.pad_edge(cupy.asarray(mm, dtype)[:, 2:nfr + 2], lo, hi, rf)  # a slice of frames
+        assert got.shape == want.shape and np.array_equal(got.get(), want.astype(dtype))
     S = np.fft.rfft(fr_ref, axis=-1)
     Sd = cupy.asarray(S.astype(np.complex64 if dtype == np.float32 else np.complex128))
     for share in (False, True):

@@ -395,6 +395,15 @@ def fake_gate_ops(monkeypatch):
 
     monkeypatch.setattr(overlap_save, "irfft_destroying", irfft_destroying)
 
+    from sigconv.backends import cuda1d
+
+    def put_columns(dst, col, src):  # the 2-D copy: dst[:, col:col + w] = src, device arrays of one dtype
+        d, a = _dev(dst, "dst"), _dev(src, "src")
+        assert d.dtype == a.dtype and a.ndim == d.ndim == 2 and 0 <= col <= d.shape[1] - a.shape[1]
+        d[:, col:col + a.shape[1]] = a
+
+    monkeypatch.setattr(cuda1d, "put_columns", put_columns)
+
 
 @pytest.fixture
 def fake_cuda(monkeypatch):

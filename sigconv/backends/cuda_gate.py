@@ -9,6 +9,7 @@ and cpu gates differ only by rounding:
 * :func:`box_time`: the running mean over frames of the non-stationary floor;
 * :func:`masks`: cell dB against a threshold (per frequency, or from a moving floor), the sigmoid gate and the
   "strong" gate, in one pass;
+* :func:`pad_edge`: the masks with their edge frames and bins repeated around them (``numpy.pad``'s "edge");
 * :func:`apply_gain`: ``S * (1 - prop * (1 - max(mask, strong)))``;
 * :func:`overlap_add`: weighted overlap-add of the inverse frames, window and normaliser included;
 * :func:`hist_add`: the linearly binned histogram of cell dB (float64 atomics, no temporaries).
@@ -26,11 +27,11 @@ import numpy as np
 
 from sigconv import _kernels
 
-__all__ = ["frames", "power", "box_time", "masks", "apply_gain", "overlap_add", "hist_add"]
+__all__ = ["frames", "power", "box_time", "masks", "pad_edge", "apply_gain", "overlap_add", "hist_add"]
 
 SOURCE = "gate.cu"
 #: The kernels of ``kernels/gate.cu``, one per stage: ``gate_<stage><T, IT>``.
-_STAGES = ("frames", "power", "box_time", "mask_thr", "mask_floor", "gain", "ola", "hist")
+_STAGES = ("frames", "power", "box_time", "mask_thr", "mask_floor", "gain", "ola", "hist", "pad_edge")
 #: C types of the data (T) and of the indices (IT).
 _CTYPES = {"float32": "float", "float64": "double"}
 _ITYPES = {"int32": "int", "int64": "long long"}
@@ -111,10 +112,13 @@ def frames(xs, w, H: int, nfr: int):
     """(C, M) samples -> (C, nfr, N) frames times the window ``w`` (N,): frame t starts at sample t*H."""
     import cupy
 
-    xs = cupy.ascontiguousarray(xs)
     w = cupy.ascontiguousarray(w)
     if xs.ndim != 2 or w.ndim != 1:
         raise ValueError(f"frames takes samples (C, M) and a window (N,), got {xs.shape} and {w.shape}")
+    isz = xs.itemsize
+    if not ((xs.shape[1] <= 1 or xs.strides[1] == isz) and xs.strides[0] >= 0 and xs.strides[0] % isz == 0):
+        xs = cupy.ascontiguousarray(xs)  # rows spaced apart (a slice of a wider buffer) are read in place
+    ld = xs.strides[0] // isz if xs.shape[0] > 1 else xs.shape[1]
     dt = _real(xs.dtype, "xs")
     if w.dtype != dt:
         raise ValueError(f"the window must have the samples' dtype {dt}, got {w.dtype}")
@@ -124,8 +128,8 @@ def frames(xs, w, H: int, nfr: int):
     if H < 0 or nfr < 0 or (nfr and N and (nfr - 1) * H + N > M):
         raise ValueError(f"{nfr} frames of {N} samples every {H} need {(nfr - 1) * H + N} samples, got {M}")
     fr = cupy.empty((C, nfr, N), dt)
-    it = _itype(fr.size, C * M)
-    _launch("frames", dt, it, fr.size, (xs, w, fr, it(fr.size), it(M), it(H), it(nfr), it(N)))
+    it = _itype(fr.size, C * max(M, ld))
+    _launch("frames", dt, it, fr.size, (xs, w, fr, it(fr.size), it(ld), it(H), it(nfr), it(N)))
     return fr
 
 
@@ -168,6 +172,26 @@ def masks(pw, *, thr=None, floor_power=None, offset=0.0, power_floor, slope_db, 
     else:
         raise ValueError("masks needs a threshold thr or a floor floor_power")
     return raw, (strong if strong_db is not None else None)
+
+
+def pad_edge(m, lo: int, hi: int, rf: int):
+    """(Cm, n, F) masks -> (Cm, n + lo + hi, F + 2 rf): ``lo`` frames before and ``hi`` after, ``rf`` bins each side,
+    each the nearest of m's (``numpy.pad(m, ((0, 0), (lo, hi), (rf, rf)), mode="edge")``); m may be a slice of
+    frames."""
+    import cupy
+
+    if m.ndim != 3 or min(m.shape[1:]) < 1 or min(lo, hi, rf) < 0:
+        raise ValueError(f"pad_edge takes masks (Cm, n, F) with n, F >= 1 and pads >= 0, got {m.shape}, "
+                         f"{(lo, hi, rf)}")
+    dt = _real(m.dtype, "m")
+    m, sc = _rows(m)
+    Cm, n, F = m.shape
+    n2, F2 = n + int(lo) + int(hi), F + 2 * int(rf)
+    out = cupy.empty((Cm, n2, F2), dt)
+    it = _itype(out.size, m.size + (Cm - 1) * sc)
+    _launch("pad_edge", dt, it, out.size, (m, out, it(out.size), it(sc if Cm > 1 else n * F), it(n), it(F), it(lo),
+                                             it(rf), it(n2), it(F2)))
+    return out
 
 
 def apply_gain(S, m, strong, prop: float):

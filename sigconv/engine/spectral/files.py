@@ -83,6 +83,27 @@ class SpectralFileFilter(BlockFilter):
 
     # ---------------------------------------------------------------- samples in and out
 
+    def _put(self, dst, col, src):
+        """``dst[:, col:col + w] = src`` ((C, w) arrays of rows laid out contiguously): on the device one 2-D copy,
+        with no elementwise kernel to compile on a first run."""
+        if self.device:
+            from sigconv.backends.cuda1d import put_columns
+
+            put_columns(dst, col, src)
+        else:
+            dst[:, col:col + src.shape[1]] = src
+
+    def _cat(self, parts):
+        """The (C, w_i) ``parts`` side by side (``concatenate`` along the samples), as :meth:`_put` copies them."""
+        if not self.device:
+            return np.concatenate(parts, axis=1)
+        out = self.xp.empty((self.C, sum(p.shape[1] for p in parts)), self.spec.work_dtype)
+        col = 0
+        for p in parts:
+            self._put(out, col, p)
+            col += p.shape[1]
+        return out
+
     def stage(self, block):
         """In the engine's reader thread: the raw block goes to the device there, so the copy overlaps the
         gating of the block before it (cpu: unchanged)."""
@@ -181,7 +202,7 @@ class SpectralFileFilter(BlockFilter):
                 parts.append(xp.zeros((g.C, short), self.spec.work_dtype))
             else:
                 parts.append(self._to_work(blk))
-            buf = xp.concatenate(parts, axis=1)
+            buf = self._cat(parts)
             f1 = g.T if blk is None else min(g.T, (buf0 + buf.shape[1] - g.N + g.P) // g.H + 1)
             if f1 > f0:
                 get = (lambda a, b, buf=buf, buf0=buf0: buf[:, a - buf0:b - buf0])
@@ -201,7 +222,7 @@ class SpectralFileFilter(BlockFilter):
             return self.buf[:, a - self.buf0:b - self.buf0]
         out = xp.zeros((g.C, hi - lo), self.spec.work_dtype)
         if b > a:
-            out[:, a - lo:b - lo] = self.buf[:, a - self.buf0:b - self.buf0]
+            self._put(out, a - lo, self.buf[:, a - self.buf0:b - self.buf0])
         return out
 
     def _filter_block(self, x):
@@ -212,7 +233,7 @@ class SpectralFileFilter(BlockFilter):
         n = x.shape[1]
         take = max(0, min(n, g.L - self.have))
         if take:
-            self.buf = xp.concatenate([self.buf, x[:, :take]], axis=1)
+            self.buf = self._cat([self.buf, x[:, :take]])
             self.have += take
         self.consumed += n
         # outputs [done, b) are final once the frames they need are complete
@@ -225,7 +246,7 @@ class SpectralFileFilter(BlockFilter):
         if b > self.done:
             parts = [self.pending] if self.pending.shape[1] else []
             parts += [y.astype(self.spec.work_dtype, copy=False) for _, y in g.run(self._get, self.done, b)]
-            self.pending = xp.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+            self.pending = self._cat(parts) if len(parts) > 1 else parts[0]
             self.done = b
             # drop samples no later chunk needs: the next chunk starts at frame tA(done) - R
             tA = (self.done + g.P - g.N) // g.H + 1
@@ -241,6 +262,6 @@ class SpectralFileFilter(BlockFilter):
         if b2 > a:
             if b2 > self.done:
                 raise RuntimeError(f"spectral gate: output {b2} requested before it is final ({self.done})")
-            res[:, a - lo:b2 - lo] = self.pending[:, a - p0:b2 - p0]
+            self._put(res, a - lo, self.pending[:, a - p0:b2 - p0])
             self.pending = self.pending[:, b2 - p0:]
         return res

@@ -228,6 +228,10 @@ class HostOps:
     in :mod:`sigconv.backends.cuda_gate`; these are the reference the cuda path is tested against."""
 
     @staticmethod
+    def pad_edge(m, lo, hi, rf):
+        return np.pad(m, ((0, 0), (lo, hi), (rf, rf)), mode="edge")
+
+    @staticmethod
     def frames(xs, w, H, nfr):
         xs = np.ascontiguousarray(xs)
         st = xs.strides
@@ -616,7 +620,7 @@ class Gate:
         ``passes`` valid box passes; returns (Cm, n + lo_pad + hi_pad - 2*r_s, F)."""
         xp = self.xp
         rf = self.passes * (self.box_f // 2)
-        m = xp.pad(m, ((0, 0), (lo_pad, hi_pad), (rf, rf)), mode="edge")
+        m = self.ops.pad_edge(m, lo_pad, hi_pad, rf)
         if self.box_t == 1 and self.box_f == 1:
             return m
         if self.backend == "cpu" and self.variant == "auto":
