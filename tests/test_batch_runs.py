@@ -462,7 +462,7 @@ def numpy_gpu(monkeypatch):
         return y
 
     monkeypatch.setattr(cuda1d, "corr1d", corr1d)
-    monkeypatch.setattr(cuda1d, "resolve_auto", lambda x, w, pad, n, block: ("direct", block))
+    monkeypatch.setattr(cuda1d, "resolve_auto", lambda x, w, pad, n, block, taps_key=None: ("direct", block))
     gpu_file._W.clear()
     yield calls
     gpu_file._W.clear()
