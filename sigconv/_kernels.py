@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 __all__ = ["kernel_dir", "source", "source_hash", "module", "module_key", "constants", "prebuilt_index",
-           "prebuilt_arch", "prebuilt_problems", "origins", "NVRTC_OPTIONS", "CUPY_ADDED_OPTIONS", "LIMITS", "PREBUILT_DIR"]
+           "prebuilt_arch", "prebuilt_problems", "origins", "NVRTC_OPTIONS", "CUPY_ADDED_OPTIONS", "LIMITS",
+           "PREBUILT_DIR"]
 
 #: Options for every NVRTC compile. No fast-math: results are checked against float64 references.
 NVRTC_OPTIONS = ("-std=c++17",)

@@ -1,6 +1,6 @@
 """Compile the modules that ship pre-built (``sigconv.backends.prebuilt_modules``) for the common GPU architectures
-into ``kernels/prebuilt``: one cubin per module and architecture, xz-compressed, named ``<module key>.sm_<arch>.cubin.xz``, and
-``index.json`` (what each key holds, the names NVRTC lowered its template instantiations to, the compiler).
+into ``kernels/prebuilt``: one cubin per module and architecture, xz-compressed, named
+``<module key>.sm_<arch>.cubin.xz``, and ``index.json`` (what each key holds, the names NVRTC lowered its template instantiations to, the compiler).
 
     python tools/prebuild_kernels.py                 # build (NVRTC from the nvidia-cuda-nvrtc wheel or CUDA_HOME)
     python tools/prebuild_kernels.py --check         # exit 1 when the index does not match the sources

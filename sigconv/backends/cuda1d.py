@@ -17,8 +17,8 @@ from sigconv import _kernels
 from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Conv1dJob, Variant, get as _get_variant, register
 
-__all__ = ["corr1d", "resolve_auto", "load_modules", "prebuilt_modules", "put_columns", "StreamFilter", "tiled_geometry", "launch_config", "host_taps_key",
-           "CONST_TAPS", "SHARED_KCH", "TILED_STATIC_MAX_K", "SOURCE", "EXACT_DTYPE", "EXACT_VARIANTS"]
+__all__ = ["corr1d", "resolve_auto", "load_modules", "prebuilt_modules", "put_columns", "StreamFilter", "tiled_geometry",
+           "launch_config", "host_taps_key", "CONST_TAPS", "SHARED_KCH", "TILED_STATIC_MAX_K", "SOURCE", "EXACT_DTYPE", "EXACT_VARIANTS"]
 
 SOURCE = "conv1d.cu"
 _LIMITS = _kernels.constants()
