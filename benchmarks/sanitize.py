@@ -38,6 +38,10 @@ SHAPES_1D = ((1, 3, 1), (37, 5, 2), (300, 64, 3), (1029, 300, 2), (50, 1030, 1))
 #: fft_fused's own kernel runs above the float64 fallback of small problems: the smallest, a middle and the largest
 #: tile (1024, 4096 and 16384 samples, the last with the largest filter), lengths ending inside a tile.
 FUSED_SHAPES = ((22001, 1, 3), (70001, 255, 1), (40001, 8192, 2))
+#: Multi-channel 2-D layers (N, Cin, H, W, Cout, (kH, kW), stride, pad): odd sizes with bias; more channels than one
+#: tile of the implicit GEMM with a stride; article B's shape, scaled down.
+MULTI_2D = ((2, 3, 9, 11, 10, (3, 3), (1, 1), (1, 1)), (1, 20, 8, 12, 50, (3, 3), (2, 1), (1, 0)),
+            (1, 6, 20, 24, 6, (6, 6), (1, 1), (0, 0)))
 #: The boundary shapes (H, W, kH, kW): kernel larger than the image in both / one axis, 1xN, Nx1, even; widths
 #: that are multiples of 4 (the fused kernels' 16-byte loads); kernels taller than strip's ring (every thread
 #: reading through the rule).
@@ -114,7 +118,7 @@ def boundary_checks(cupy, rng, variants=frozenset(), shapes=BOUNDARY_SHAPES, uin
                     ref = scipy.signal.correlate2d(xe, cupy.asnumpy(w).astype(np.float64), "valid")
                     den = np.linalg.norm(ref) or 1.0
                     err = np.linalg.norm(y.astype(np.float64) - ref) / den if np.isfinite(y).all() else np.inf
-                    if not err <= tol[dtype]:
+                    if not err <= get("conv2d", "cuda", variant).extra.get("tol", tol[dtype]):
                         bad += 1
                         print(f"MISMATCH {tag}: rel err {err:.3g}")
     for L, K, C in () if variants or not uint1d else ((1, 3, 1), (37, 5, 2), (50, 64, 3)):
@@ -154,7 +158,8 @@ def main(argv=None) -> int:
     import sigconv
     from sigconv._core import devices as _devices
     from sigconv.registry import table as _registry
-    from sigconv.registry.table import Conv1dJob
+    from sigconv.backends import cpu, cuda2d
+    from sigconv.registry.table import Conv1dJob, Conv2dJob
     from sigconv.engine.ops import window_1d
     from sigconv.backends.cpu import _window_from_full
 
@@ -232,10 +237,35 @@ def main(argv=None) -> int:
                         den = np.linalg.norm(ref) or 1.0
                         err = np.linalg.norm(y.astype(np.float64) - ref) / den if np.isfinite(y).all() else np.inf
                         n += 1
-                        if not err <= tol.get(dtype, 1e-5):
+                        if not err <= v.extra.get("tol", tol.get(dtype, 1e-5)):
                             bad += 1
                             print(f"MISMATCH conv2d {v.name} {dtype} {H}x{W} k{kh}x{kw} {mode} {op} block={block}: "
                                   f"{err:.3g}")
+        # multi-channel layers (batch, channels in and out, stride, bias), where the variant applies
+        for N, Cin, H, W, Cout, (kh, kw), stride, pad in MULTI_2D:
+            Ho, Wo = (H + 2 * pad[0] - kh) // stride[0] + 1, (W + 2 * pad[1] - kw) // stride[1] + 1
+            for dtype in v.dtypes:
+                if v.applies(Conv2dJob((N, Cin, H, W), (Cout, Cin, kh, kw), dtype, stride, pad, (Ho, Wo))):
+                    continue
+                x = rng.standard_normal((N, Cin, H, W)).astype(dtype)
+                w = rng.standard_normal((Cout, Cin, kh, kw)).astype(dtype)
+                b = rng.standard_normal(Cout).astype(dtype)
+                for block in asked or (None,):
+                    try:
+                        y = cupy.asnumpy(cuda2d.corr2d(cupy.asarray(x), cupy.asarray(w), cupy.asarray(b), stride, pad,
+                                                       (Ho, Wo), variant=v.name, block=block))
+                    except ValueError as exc:
+                        print(f"conv2d {v.name} {dtype} {N}x{Cin}x{H}x{W} co{Cout} block={block}: refused ({exc})")
+                        continue
+                    ref = cpu.corr2d_direct(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), stride,
+                                            pad, (Ho, Wo))
+                    err = np.linalg.norm(y.astype(np.float64) - ref) / np.linalg.norm(ref) \
+                        if np.isfinite(y).all() else np.inf
+                    n += 1
+                    if not err <= v.extra.get("tol", tol.get(dtype, 1e-5)):
+                        bad += 1
+                        print(f"MISMATCH conv2d {v.name} {dtype} {N}x{Cin}x{H}x{W} co{Cout} k{kh}x{kw} stride {stride} "
+                              f"pad {pad} block={block}: {err:.3g}")
         print(f"conv2d {v.name}: done")
     if not only or "boundary" in only:
         named = frozenset(only) & {v.name for v in _registry.entries("conv2d", "cuda", kind="variant")}

@@ -18,6 +18,9 @@
 //   shfl      : strip with one float4 load per thread and row, the halo columns from the neighbouring lanes by
 //               warp shuffles (halos up to 4 columns each side); fewer loads and registers per row.
 //   separable : rank-1 kernels w = u v^T per (co, ci) pair: a row pass into a scratch buffer, then a column pass.
+//   igemm     : multi-channel layers as an implicit GEMM (Cout x Cin*kH*kW by Cin*kH*kW x pixels), the im2col
+//               gathered by cp.async into shared memory, 8x8 outputs per thread; igemm_tf32 the same on TF32 tensor
+//               cores (mma.sync), opt-in (conv2d_igemm.cuh).
 //
 // Boundaries other than zero fill (wrap, symm, a non-zero fill constant; single channel), one index-mapping
 // rule (c2d_extend):
@@ -277,20 +280,6 @@ __global__ void conv2d_shared(const T* __restrict__ x, const T* __restrict__ w, 
 // Per-thread input values for one tile row: (TX-1)*SX + KW needed after the SH offset, whole float4s.
 #define NVAL ((((TX - 1) * SX + KW + SH) + 3) / 4 * 4)
 
-#ifndef SIGCONV_HOST_EMULATION  // (the CPU test harness supplies synchronous stand-ins for these five)
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// cp.async with zero fill: copies `src_bytes` (0 or the full size) and zero-fills the rest.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-#endif
 
 #if C2D_BOUNDARY != SIGCONV_BOUNDARY_FILL
 // A wrap or symm tile beyond one period of the image (a kernel larger than the image) without 16-byte rows: every
@@ -514,6 +503,12 @@ extern "C" __global__ void TILED_BOUNDS conv2d_tiled(const float* __restrict__ x
 // In conv2d_shfl.cuh: strip's ring with one float4 load per row and the halo columns by warp shuffles.
 #if C2D_HAS_PART(SIGCONV_C2D_PART_SHFL)
 #include "conv2d_shfl.cuh"
+#endif
+
+// ============================================================================ igemm (multi-channel layers)
+// In conv2d_igemm.cuh: the layer as an implicit GEMM, the im2col gathered by the copies into shared memory.
+#if C2D_HAS_PART(SIGCONV_C2D_PART_IGEMM)
+#include "conv2d_igemm.cuh"
 #endif
 
 // ========================================================================================= separable

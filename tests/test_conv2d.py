@@ -172,7 +172,7 @@ def test_conv2d_property(N, Cin, Cout, H, W, kH, kW, sy, sx, py, px, seed):
 def test_cuda2d_registry_and_block_lists():
     """The cuda conv2d variants are registered with their block grids; no cupy import needed to list them."""
     names = [v["name"] for v in sigconv.variants("conv2d") if v["backend"] == "cuda"]
-    assert names == ["naive", "shared", "regblock", "prefetch", "strip", "shfl", "separable"]
+    assert names == ["naive", "shared", "regblock", "prefetch", "strip", "shfl", "separable", "igemm", "igemm_tf32"]
     for v in sigconv.variants("conv2d"):
         if v["backend"] == "cuda":
             assert v["default_block"] in [tuple(b) for b in v["blocks"]]
@@ -201,6 +201,8 @@ def test_every_multiple_of_32_is_a_block_of_every_variant():
                     assert plan["smem"] <= 200 * 1024, (v.name, n, plan["smem"])
                 if v.name == "shared":
                     assert cuda2d.shared_geometry(b, 31, 31, (1, 1), 8)[1] <= 100 * 1024, (n, b)
+                if v.name.startswith("igemm"):
+                    assert cuda2d.igemm_plan(b, 31, 31, (1, 1), v.name == "igemm_tf32")["smem"] <= 200 * 1024, (n, b)
             pairs = ((((7, 3), "multiple of 32 threads"), ((64, 32), "at most 1024")) if op == "conv2d" else
                      (((32, 1), "must be an integer"),))
             for bad, why in ((48, "multiple of 32"), (2048, "between 32 and 1024")) + pairs:
@@ -212,6 +214,33 @@ def test_every_multiple_of_32_is_a_block_of_every_variant():
     for name in ("naive", "shared", "strip", "separable"):
         assert sigconv.block_refusal("conv2d", "cuda", name, (3, 32)) is None
     assert "takes no block size" in sigconv.block_refusal("conv2d", "cpu", "direct", 64)
+
+
+def test_igemm_plans_fit_every_block():
+    """The implicit GEMM takes every (bx, by) pair of a multiple of 32 threads up to 1024 (none is refused for shared
+    memory: a tile too wide for two stages is laid out 16 x n/16), with a thread tile whose accumulators fit the block's
+    share of the registers; the tile is TM*by channels by TN*bx pixels, and the TF32 build's warps cover the block."""
+    from sigconv.backends import cuda2d
+
+    for n in range(32, 1025, 32):
+        for bx in sorted({d for d in range(1, n + 1) if n % d == 0}):
+            for tf32 in (False, True):
+                plan = cuda2d.igemm_plan((bx, n // bx), 3, 3, (1, 1), tf32)
+                d = plan["defines"]
+                assert plan["smem"] <= 200 * 1024 and d["IG_STAGES"] in (2, 3), (bx, n, tf32)
+                assert plan["launch"][0] * plan["launch"][1] == n, (bx, n, tf32)
+                if tf32:
+                    assert d["IG_WARPS_M"] * d["IG_WARPS_N"] * 32 == n
+                    acc = d["IG_MT"] * d["IG_NT8"] * 4
+                    assert plan["tile"] == (16 * d["IG_MT"] * d["IG_WARPS_M"], 8 * d["IG_NT8"] * d["IG_WARPS_N"])
+                else:
+                    acc = d["IG_TM"] * d["IG_TN"]
+                    assert plan["tile"] == (d["IG_TM"] * d["BY"], d["IG_TN"] * d["BX"])
+                    assert (d["BX"], d["BY"]) == ((bx, n // bx) if plan["smem"] and d["BX"] == bx else (16, n // 16))
+                assert 2 * acc <= cuda2d.block_reg_cap(n), (bx, n, tf32, acc)
+    wide = cuda2d.igemm_plan((1024, 1), 3, 3, (1, 1), False)
+    assert (wide["defines"]["BX"], wide["defines"]["BY"]) == (16, 64) and wide["tile"] == (256, 64)
+    assert cuda2d.igemm_grid(cuda2d.igemm_plan((16, 16), 3, 3, (1, 1), False), 16, 256, 128, 128) == (2 * 2048, 1, 1)
 
 
 def test_oversized_block_is_refused_in_one_line():

@@ -187,8 +187,11 @@ def test_conv2d_parts_compile_their_kernels_alone(tmp_path):
         c["SIGCONV_C2D_PART_SHFL"]: ({"conv2d_shfl"}, dict(SHFL_KH=5, SHFL_KW=4, SHFL_PX=2)),
         c["SIGCONV_C2D_PART_GENERIC"]: ({"conv2d_naive", "conv2d_naive_ext", "conv2d_shared", "conv2d_sep_rows",
                                          "conv2d_sep_rows_ext", "conv2d_sep_cols", "conv2d_extend"}, {}),
+        c["SIGCONV_C2D_PART_IGEMM"]: ({"conv2d_igemm"},
+                                      {k: v for k, v in cuda2d.igemm_plan((16, 16), 3, 3, (1, 1), False)["defines"].items()
+                                       if k != "C2D_PART"}),
     }
-    assert set(cuda2d._PARTS.values()) | {c["SIGCONV_C2D_PART_GENERIC"]} == set(parts)
+    assert set(cuda2d._PARTS.values()) | {c["SIGCONV_C2D_PART_GENERIC"], c["SIGCONV_C2D_PART_IGEMM"]} == set(parts)
 
     src = tmp_path / "conv2d_expanded.cu"  # the text NVRTC compiles: headers inlined once each
     src.write_text(_kernels.source("conv2d.cu"))
@@ -205,6 +208,32 @@ def test_conv2d_parts_compile_their_kernels_alone(tmp_path):
         got = dict(zip(parts, pool.map(entries, parts)))
     for part, (want, _) in parts.items():
         assert got[part] == want, f"part {part}: compiled {sorted(got[part])}, expected {sorted(want)}"
+
+
+# The implicit GEMM's builds as the launcher plans them (cuda2d.igemm_plan): the thread tile shrinks with the block so
+# that the accumulators fit a large block's share of the registers (64 each at 1024 threads) without spilling.
+# (tf32, block, kH, kW, boundary)
+IGEMM_BUILDS = [(False, (16, 16), 3, 3, 0), (False, (32, 16), 3, 3, 0), (False, (32, 32), 6, 6, 0),
+                (True, (32, 8), 3, 3, 0), (True, (32, 16), 3, 3, 0), (True, (32, 32), 3, 3, 0),
+                (False, (16, 6), 5, 5, 1), (True, (32, 3), 3, 3, 2), (False, (1, 32), 3, 3, 0)]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
+@pytest.mark.parametrize("tf32,block,kH,kW,boundary", _grid(IGEMM_BUILDS, {1, 4, 6, 7, 8}),
+                         ids=[f"{'tf32' if c[0] else 'f32'}-{c[1][0]}x{c[1][1]}-{c[2]}x{c[3]}-b{c[4]}"
+                              for c in IGEMM_BUILDS])
+def test_igemm_builds_compile_without_spills(tf32, block, kH, kW, boundary):
+    from sigconv.backends import cuda2d
+
+    plan = cuda2d.igemm_plan(block, kH, kW, (1, 1), tf32)
+    cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", f"-I{KDIR}", "-o", "/dev/null",
+           f"-DC2D_BOUNDARY={boundary}"] + [f"-D{k}={v}" for k, v in plan["defines"].items()] + [str(KDIR / "conv2d.cu")]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, f"nvcc failed:\n{res.stderr[-4000:]}"
+    text = res.stderr + res.stdout
+    assert _spill_report(text).get("conv2d_igemm") == (0, 0), f"conv2d_igemm spills: {_spill_report(text)}"
+    regs = int(re.search(r"Used (\d+) registers", text).group(1))
+    assert regs <= cuda2d.block_reg_cap(block[0] * block[1]), f"{regs} registers: a block of {block} cannot launch"
 
 
 # regblock/prefetch (conv2d_tiled) wrap/symm builds as the launcher compiles them: --maxrregcount at the zero-fill
@@ -962,6 +991,84 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
     assert err <= tol, f"{variant} off by {err:.2e}"
 
 
+# ------------------------------------------ the implicit GEMM (igemm, igemm_tf32) on the host, threads per CUDA thread
+# igemm_harness.cpp compiles kernels/conv2d_igemm.cuh with cuda2d.igemm_plan's #defines; grid and shared memory are
+# igemm_plan / igemm_grid's, as on the GPU. The cases reach: pixel tiles that span images and pass the end; channel
+# tiles past Cout; k steps past Cin*kH*kW and more of them than the pipeline's stages; odd Ho*Wo (scalar stores)
+# and multiples of 4 (float4 stores); blocks narrower than the tile (several pixels per thread), wider (k rows split
+# among threads), of 3 warps, 1 x 32 and 1024 x 1 (laid out again); stride and asymmetric pad; a misaligned x; the
+# fill constant, wrap and symm compiled in; and the TF32 kernel's fragment layout at 3 and 8 warps. TF32 results are
+# checked against the float64 correlation of the TF32-rounded inputs, to float32 accuracy: a wrong fragment index
+# fails by far more than the rounding allows.
+IGEMM_CASES = [
+    # (tf32, N, Cin, H, W, Cout, (kH, kW), stride, pad, block, bias, boundary, fill, xoff)
+    (False, 2, 3, 9, 11, 10, (3, 3), (1, 1), (1, 1), (16, 16), True, "fill", 0.0, 0),
+    (False, 1, 20, 8, 12, 50, (3, 3), (2, 1), (1, 0), (16, 6), False, "fill", 0.0, 1),
+    (False, 2, 2, 5, 7, 3, (2, 4), (1, 3), (0, 2), (1, 32), True, "fill", 0.0, 0),
+    (False, 1, 3, 10, 30, 7, (5, 5), (1, 1), (2, 2), (32, 3), True, "fill", 0.0, 0),
+    (False, 1, 2, 6, 6, 5, (3, 3), (1, 1), (1, 1), (1024, 1), False, "fill", 0.0, 0),
+    (False, 1, 1, 7, 9, 1, (3, 5), (1, 1), (1, 2), (16, 8), False, "fill", 2.5, 0),
+    (False, 1, 1, 5, 6, 1, (7, 9), (1, 1), (6, 8), (16, 8), False, "wrap", 0.0, 0),
+    (False, 1, 1, 7, 9, 1, (3, 5), (1, 1), (1, 2), (32, 4), False, "symm", 0.0, 3),
+    (True, 2, 5, 9, 13, 20, (3, 3), (1, 1), (1, 1), (32, 8), True, "fill", 0.0, 0),
+    (True, 1, 3, 11, 20, 70, (5, 3), (1, 2), (2, 1), (32, 3), False, "fill", 0.0, 2),
+    (True, 1, 1, 6, 7, 1, (3, 3), (1, 1), (2, 2), (32, 2), False, "symm", 0.0, 0),
+]
+
+
+def _tf32_round(a):
+    """numpy stand-in of cvt.rna.tf32.f32: float32 to 10 mantissa bits, to nearest, ties away from zero."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _igemm_build(tf32, k, stride, block, boundary="fill", **_):
+    from sigconv.backends import cuda2d
+
+    defines = dict(cuda2d.igemm_plan(block, k[0], k[1], stride, tf32)["defines"])
+    defines.update(_boundary_define(boundary))
+    return "igemm_harness.cpp", defines, "c++20"
+
+
+@pytest.mark.parametrize("tf32,N,Cin,H,W,Cout,k,stride,pad,block,bias,boundary,fill,xoff",
+                         _grid(IGEMM_CASES, {2, 4, 7, 10}),
+                         ids=[f"{'tf32' if c[0] else 'f32'}-{c[1]}x{c[2]}x{c[3]}x{c[4]}-co{c[5]}-k{c[6][0]}x{c[6][1]}"
+                              f"-b{c[9][0]}x{c[9][1]}-{c[11]}" for c in IGEMM_CASES])
+def test_igemm_kernel_runs_on_host(host_build, tmp_path, tf32, N, Cin, H, W, Cout, k, stride, pad, block, bias,
+                                   boundary, fill, xoff, rng):
+    from sigconv.backends import cuda2d
+
+    kH, kW = k
+    (sy, sx), (py, px) = stride, pad
+    Ho, Wo = (H + 2 * py - kH) // sy + 1, (W + 2 * px - kW) // sx + 1
+    plan = cuda2d.igemm_plan(block, kH, kW, stride, tf32)
+    grid = cuda2d.igemm_grid(plan, N, Cout, Ho, Wo)
+    exe = host_build(*_igemm_build(tf32, k, stride, block, boundary))
+    x = rng.standard_normal((N, Cin, H, W)).astype(np.float32)
+    w = rng.standard_normal((Cout, Cin, kH, kW)).astype(np.float32)
+    b = (rng.standard_normal(Cout) if bias else np.zeros(Cout)).astype(np.float32)
+    files = [tmp_path / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
+    for f, a in zip(files, (x, w, b, np.full((N, Cout, Ho, Wo), np.nan, np.float32))):
+        a.tofile(f)
+    co_tiles = -(-Cout // plan["tile"][0])
+    _emu_run([exe, grid[0], *plan["launch"][:2], plan["smem"], N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
+              int(bias), co_tiles, int(Ho * Wo % 4 == 0), fill, xoff, *files], "igemm")
+    y = np.fromfile(files[3], dtype=np.float32).reshape(N, Cout, Ho, Wo)
+    assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    xr, wr = (_tf32_round(x), _tf32_round(w)) if tf32 else (x, w)
+    xr, wr = xr.astype(np.float64), wr.astype(np.float64)
+    if boundary == "fill" and fill == 0.0:
+        ref = _conv2d_ref(xr, wr, b.astype(np.float64), stride, pad, (Ho, Wo))
+    else:  # single channel: the numpy.pad extension, then a valid correlation
+        Hn, Wn = (Ho - 1) * sy + kH, (Wo - 1) * sx + kW
+        widths = ((py, Hn - H - py), (px, Wn - W - px))
+        mode = {"fill": "constant", "wrap": "wrap", "symm": "symmetric"}[boundary]
+        xe = np.pad(xr[0, 0], widths, mode, **({"constant_values": fill} if mode == "constant" else {}))
+        ref = _conv2d_ref(xe[None, None], wr, b.astype(np.float64), stride, (0, 0), (Ho, Wo))
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert err <= 1e-5, f"igemm{'_tf32' if tf32 else ''} off by {err:.2e}"
+
+
 # ---------------------------------------- the shfl kernel (warp shuffles) on the host, threads per CUDA thread
 # Same cases as strip where the halos allow (<= 4 columns each side), plus warps cut by the last column, blocks
 # of several warps and thread rows, blocks of 3 and 5 warps; the shuffles are emulated per warp and a
@@ -1131,6 +1238,7 @@ _KEYS = {
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
     "test_shfl_kernel_runs_on_host": lambda **p: _build_key(*_shfl_build(**p)),
     "test_conv2d_kernels_run_on_host": lambda **p: _build_key(*_conv2d_build(**p)),
+    "test_igemm_kernel_runs_on_host": lambda **p: _build_key(*_igemm_build(**p)),
     "test_fused_boundaries_run_on_host": lambda **p: _build_key(*(_strip_build if p["kernel"] == "strip"
                                                                    else _shfl_build)(**p)),
     "test_tiled_boundaries_run_on_host": lambda **p: _build_key(*_conv2d_build(stride=(1, 1), Cout=1, **p)),

@@ -1,9 +1,10 @@
 """CUDA 2-D backend: sigconv's own NCHW kernels (``kernels/conv2d.cu``) behind the ``corr2d`` contract.
 
 Variants (``sigconv.variants("conv2d")``, registered at the bottom): ``naive``, ``shared``, ``regblock``,
-``prefetch``, ``strip`` and ``shfl`` (single-channel fast paths), ``separable`` (rank-1 kernels).
+``prefetch``, ``strip`` and ``shfl`` (single-channel fast paths), ``separable`` (rank-1 kernels), ``igemm``
+(multi-channel layers as an implicit GEMM) and ``igemm_tf32`` (the same on TF32 tensor cores).
 ``variant="auto"`` asks :func:`sigconv.registry.auto.choose_conv2d` (:func:`resolve_auto`); ``shfl`` is not
-among its candidates until it has been timed on a GPU. Every launcher has the signature
+among its candidates until it has been timed on a GPU, and ``igemm_tf32`` (lower precision) never is. Every launcher has the signature
 ``launch_NAME(x, w, bias, stride, pad, out_hw, block=None, out=None)`` on C-contiguous cupy arrays; it owns
 its grid maths and refuses (``ValueError``) what its registry entry says it cannot run.
 
@@ -27,7 +28,8 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import Conv2dJob, Variant, dtype_name, get as _get_variant, register
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
-           "launch_strip", "launch_shfl", "launch_separable", "launch_extend", "extend_grid",
+           "launch_strip", "launch_shfl", "launch_separable", "launch_igemm", "launch_igemm_tf32", "igemm_plan",
+           "igemm_grid", "launch_extend", "extend_grid",
            "separable_factors", "strip_applies", "shfl_applies", "prebuilt_modules", "VARIANTS", "BOUNDARIES",
            "EXACT_DTYPE"]
 
@@ -42,6 +44,8 @@ _BLOCKS_TILED = ((8, 4), (8, 8), (16, 4), (16, 8), (16, 16), (32, 4), (32, 8))
 _BLOCKS_PREFETCH = ((8, 4), (8, 8), (16, 4), (16, 8))
 _BLOCKS_STRIP = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
 _BLOCKS_SHFL = ((32, 1), (64, 1), (128, 1), (256, 1), (32, 4), (64, 4), (32, 8))
+_BLOCKS_IGEMM = ((16, 16), (16, 8), (32, 8), (8, 16), (32, 4), (16, 32))
+_BLOCKS_IGEMM_TF32 = ((32, 8), (32, 4), (32, 2), (32, 16))
 # What bx must be a multiple of: 4 for the tiled kernels; 32 for shfl, so that a warp is one row of threads (its
 # shuffles and its exit are uniform)
 _STEP_TILED = dict(block_step=4, block_step_reason="16-byte tile loads")
@@ -60,7 +64,7 @@ SHFL_HALO = _LIMITS["SIGCONV_SHFL_MAX_HALO"]
 #: Scratch budget of the separable row pass (bytes); larger jobs run in chunks of planes.
 SEP_SCRATCH = 512 << 20
 
-VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separable")
+VARIANTS = ("naive", "shared", "regblock", "prefetch", "strip", "shfl", "separable", "igemm", "igemm_tf32")
 
 _CODES = _kernels.constants("conv2d_common.cuh")
 #: Boundary rule name -> its code in kernels/conv2d_common.cuh (SIGCONV_BOUNDARY_*).
@@ -461,6 +465,102 @@ def launch_prefetch(x, w, bias, stride, pad, out_hw, block=None, out=None, bound
     return _launch_tiled("prefetch", x, w, bias, stride, pad, out_hw, block, out, True, boundary, fillvalue)
 
 
+#: Relative error (||y - ref|| / ||ref||) igemm_tf32 is checked to: its inputs are rounded to 10 mantissa bits (relative
+#: error up to 2^-11 each), so a correct result lands near 5e-4 where float32 kernels land near 1e-7.
+TF32_TOL = 2e-3
+#: Largest int32 value: the igemm kernel keeps Cin*kH*kW, Ho*Wo and its block count in int.
+_INT_MAX = (1 << 31) - 1
+
+
+def igemm_plan(block, kH: int, kW: int, stride, tf32: bool, limit: int = 200 * 1024) -> dict:
+    """#defines, shared-memory size, output tile and launch block of the implicit-GEMM kernel (mirrors
+    kernels/conv2d_igemm.cuh).
+
+    igemm lays the (bx, by) block out as it is: thread (tx, ty) computes TM x TN outputs (8 x 8 up to 256 threads,
+    8 x 4 up to 512, 4 x 4 above, so that the accumulators fit in a large block's share of the registers), the tile
+    is TM*by output channels by TN*bx pixels; a block so wide that two stages of its tile do not fit in ``limit``
+    (1024 x 1) is laid out 16 x n/16. igemm_tf32 takes the block's bx*by threads as warps in a grid of 2 x n/2
+    (1 x n when the count is odd), each warp owning 4 x 4 fragments of 16 x 8 outputs (4 x 2 above 8 warps, 2 x 2
+    above 16). Three stages of shared memory, two when three do not fit in ``limit``.
+    """
+    bx, by = (int(v) for v in block)
+    nt = bx * by
+    sy, sx = (int(v) for v in stride)
+    d = dict(KH=int(kH), KW=int(kW), SY=sy, SX=sx, C2D_PART=_CODES["SIGCONV_C2D_PART_IGEMM"])
+    if tf32:
+        nw = nt // 32
+        mt, nt8 = (4, 4) if nw <= 8 else (4, 2) if nw <= 16 else (2, 2)
+        wm = 2 if nw % 2 == 0 else 1
+        wn = nw // wm
+        bm, bn = 16 * mt * wm, 8 * nt8 * wn
+        apitch, bpitch = bm + 8, (bn + 8 if bn % 16 == 0 else bn)
+        d.update(BX=nt, BY=1, IG_TF32=1, IG_WARPS_M=wm, IG_WARPS_N=wn, IG_MT=mt, IG_NT8=nt8)
+        launch = (nt, 1, 1)
+    else:
+        tm, tn = (8, 8) if nt <= 256 else (8, 4) if nt <= 512 else (4, 4)
+        bm, bn = tm * by, tn * bx
+        apitch, bpitch = bm + 4, bn
+        d.update(BX=bx, BY=by, IG_TM=tm, IG_TN=tn)
+        launch = (bx, by, 1)
+    stage = 8 * (apitch + bpitch) * 4
+    if 2 * stage > limit and by != nt // 16:  # (1024 x 1: a tile of 4096 pixels) laid out 16 x n/16 instead
+        return igemm_plan((16, nt // 16), kH, kW, stride, tf32, limit)
+    stages = 3 if 3 * stage <= limit else 2
+    d["IG_STAGES"] = stages
+    return dict(defines=d, smem=stages * stage, tile=(bm, bn), launch=launch)
+
+
+def igemm_grid(plan: dict, N: int, Cout: int, Ho: int, Wo: int) -> tuple:
+    """One-dimensional grid of conv2d_igemm: the channel tiles of each run of pixels adjacent (they read the same
+    input), ``ValueError`` when the job has more than 2^31 - 1 tiles."""
+    bm, bn = plan["tile"]
+    blocks = math.ceil(Cout / bm) * math.ceil(N * Ho * Wo / bn)
+    if blocks > _INT_MAX:
+        raise ValueError(f"conv2d variant igemm: {blocks} output tiles, more than one launch takes (2^31 - 1)")
+    return (blocks, 1, 1)
+
+
+def _launch_igemm(name, x, w, bias, stride, pad, out_hw, block, out, tf32, boundary, fillvalue):
+    blk = _checked(name, x, w, stride, pad, out_hw, block)
+    _check_boundary(boundary)
+    if boundary != "fill":
+        _require_image(boundary, x)
+    N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
+    if max(Cin * kH * kW, Ho * Wo) > _INT_MAX:
+        raise ValueError(f"conv2d variant {name!r} takes at most 2^31 - 1 taps per output and outputs per plane "
+                         f"(got {Cin * kH * kW} and {Ho * Wo})")
+    limit = _smem_limit()
+    plan = igemm_plan(blk, kH, kW, stride, tf32, min(200 * 1024, limit))
+    why = smem_refusal(name, blk, (kH, kW), plan["smem"], limit)
+    if why:  # pragma: no cover (igemm_plan lays a block out to fit)
+        raise ValueError(why)
+    y = _out(out, (N, Cout, Ho, Wo), x.dtype)
+    if y.size == 0:
+        return y
+    grid = igemm_grid(plan, N, Cout, Ho, Wo)
+    defines = {**plan["defines"], **({} if boundary == "fill" else {"C2D_BOUNDARY": BOUNDARIES[boundary]})}
+    f = _kernels.module(_SRC, defines).get_function("conv2d_igemm")
+    _set_smem(f, plan["smem"])
+    b, hb = _bias_arg(bias, x)
+    vec_out = int(Ho * Wo % 4 == 0 and _aligned(y))
+    f(grid, plan["launch"], (x, w, b, y) + _i32(N, Cin, H, W, Cout, pad[0], pad[1], Ho, Wo, hb,
+                                                math.ceil(Cout / plan["tile"][0]), vec_out)
+      + (np.float32(fillvalue),), shared_mem=plan["smem"])
+    return y
+
+
+def launch_igemm(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
+    """Implicit GEMM on the CUDA cores (float32), for multi-channel layers; ``boundary``/``fillvalue`` as
+    :func:`launch_regblock` (the gather reads the extension)."""
+    return _launch_igemm("igemm", x, w, bias, stride, pad, out_hw, block, out, False, boundary, fillvalue)
+
+
+def launch_igemm_tf32(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary="fill", fillvalue=0.0):
+    """Implicit GEMM on TF32 tensor cores (inputs rounded to 10 mantissa bits, float32 sums): opt-in, never chosen
+    by ``auto``; boundaries as :func:`launch_igemm`."""
+    return _launch_igemm("igemm_tf32", x, w, bias, stride, pad, out_hw, block, out, True, boundary, fillvalue)
+
+
 def strip_grid(N: int, Ho: int, Wo: int, block, rows: int = STRIP_ROWS) -> tuple:
     """Launch grid of conv2d_strip: x over threads of 4 output columns, y over strips of ``rows`` output
     rows, z over the N planes (capped; the kernel loops over the rest)."""
@@ -747,6 +847,12 @@ for _name, _run, _desc, _blocks, _default, _kw in (
      dict(dtypes=_F32, max_taps=STRIP_MAX, constraint=_shfl_fits, auto=False, **_STEP_SHFL)),
     ("separable", launch_separable, "rank-1 kernels (Gaussian, box): a row pass then a column pass", _BLOCKS_GENERIC,
      (32, 8), dict(constraint=_rank1)),
+    ("igemm", launch_igemm,
+     "multi-channel layers as an implicit GEMM: im2col gathered into shared memory by cp.async, 8x8 outputs per "
+     "thread", _BLOCKS_IGEMM, (16, 16), dict(dtypes=_F32, max_taps=None)),
+    ("igemm_tf32", launch_igemm_tf32,
+     "igemm on TF32 tensor cores (mma.sync; inputs rounded to 10 mantissa bits): opt-in, never chosen by auto",
+     _BLOCKS_IGEMM_TF32, (32, 8), dict(dtypes=_F32, max_taps=None, auto=False, extra={"tol": TF32_TOL})),
 ):
     register(Variant(_name, "conv2d", "cuda", _desc, _run, **{"blocks": _blocks, "default_block": _default,
                                                               "max_taps": MAX_TAPS, "requires": ("cupy", "gpu"),

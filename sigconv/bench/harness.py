@@ -293,10 +293,11 @@ def _blocks(opts: BenchOptions, v) -> list:
 def _check_blocks(g: _Group, name: str, blocks: list) -> tuple[list, list, list]:
     """Run and check variant ``name`` at every block: ([(block, err, note)] passing, failing, [(block, error)])."""
     passing, failing, errors = [], [], []
+    tol = g.tol(None if name == "auto" else _registry.get(g.case.op, g.backend, name))
     for b in blocks:
         try:
             y = g.case.run_variant(g.backend, name, b, g.inp[0])
-            ok, err, note = check_result(g.xp, y, g.ref, g.tol(), g.rounding)
+            ok, err, note = check_result(g.xp, y, g.ref, tol, g.rounding)
             del y
         except ValueError as exc:  # the launcher refuses this shape/block: not a wrong answer
             errors.append((b, "refused: " + one_line(exc)))
@@ -365,6 +366,8 @@ def _run_variant(g: _Group, v) -> None:
     err, cnote = {b: (e, n) for b, e, n in passing}[best]
     r = g.record(impl, "variant", block=best, rel_err=err)
     _add_note(r, cnote)
+    if v is not None and "tol" in v.extra:
+        _add_note(r, f"checked at tolerance {v.extra['tol']:g}")
     if sweep:
         r["blocks_ms"] = {format_block(b): round(t, 5) for b, t in sweep.items()}
     choice = _auto_choice(g) if v is None and g.gpu else None

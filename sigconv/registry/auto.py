@@ -148,6 +148,13 @@ SEP_RTOL = 1e-7
 SEP_BEFORE_STRIP_TAPS = 81
 #: conv2d: prefetch's one-warp blocks come before regblock for this many output channels or fewer.
 PREFETCH_FIRST_MAX_COUT = 8
+#: conv2d: the implicit GEMM (igemm) comes first for multi-channel layers with at least this many output channels
+#: and this many taps per output (Cin * kH * kW); its tile is up to 128 channels by 128 pixels, which a narrower layer
+#: leaves mostly idle. Below either it is timed after the direct kernels.
+IGEMM_FIRST_MIN_COUT = 32
+IGEMM_FIRST_MIN_DEPTH = 64
+#: igemm blocks in the order they are tried (tiles of 128 x 128, 64 x 128 and 32 x 256 channels x pixels).
+_IGEMM_BLOCKS = ((16, 16), (16, 8), (32, 4))
 
 
 def _job1d(C, L, K, dtype) -> Conv1dJob:
@@ -330,7 +337,10 @@ def conv2d_candidates(backend: str, job: Conv2dJob) -> list:
     pre = [("prefetch", b) for b in ((8, 4), (16, 4), (8, 8), (16, 8))]
     reg = [("regblock", b) for b in ((16, 8), (32, 4), (16, 16), (32, 8))
            + (_REGBLOCK_NPOT if job.single_channel else ())]
-    cands += pre + reg if job.w_shape[0] <= PREFETCH_FIRST_MAX_COUT else reg + pre
+    direct = pre + reg if job.w_shape[0] <= PREFETCH_FIRST_MAX_COUT else reg + pre
+    ig = [] if job.single_channel else [("igemm", b) for b in _IGEMM_BLOCKS]
+    Cout, depth = job.w_shape[0], job.w_shape[1] * kH * kW
+    cands += ig + direct if Cout >= IGEMM_FIRST_MIN_COUT and depth >= IGEMM_FIRST_MIN_DEPTH else direct + ig
     cands += [("shared", (32, 8)), ("naive", (32, 8))]
     return _applicable("conv2d", backend, cands, job)
 

@@ -42,6 +42,7 @@ inline void cp_async4(void* dst, const void* src, int src_bytes) {
 }
 inline void cp_async_commit() {}
 inline void cp_async_wait_all() {}
+template <int Pending> inline void cp_async_wait_pending() {}
 
 static std::barrier<>* sc_emu_barrier = nullptr;
 inline void __syncthreads() { sc_emu_barrier->arrive_and_wait(); }
@@ -78,6 +79,40 @@ template <typename T> inline T sc_emu_shfl(unsigned mask, T v, int d, int mode) 
 template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, 0); }
 template <typename T> inline T __shfl_down_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, 1); }
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int d) { return sc_emu_shfl(mask, v, d, 2); }
+
+// TF32 tensor-core stand-ins (kernels/conv2d_igemm.cuh): cvt.rna.tf32.f32 (round to nearest, ties away from zero, to
+// 10 mantissa bits; the low 13 bits cleared), and mma.sync m16n8k8 as a warp collective in PTX's fragment layout (lane =
+// 4*g + t: a = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]; b = B[t][g], B[t+4][g]; d = D[g][2t], D[g][2t+1],
+// D[g+8][2t], D[g+8][2t+1]). The products of the rounded operands are summed in double and added to d once.
+inline unsigned ig_tf32(float v) {
+    unsigned u;
+    std::memcpy(&u, &v, sizeof u);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;  // (Inf and NaN pass unchanged)
+    return u;
+}
+static unsigned sc_emu_mma_in[32][32][6];
+inline void ig_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    const unsigned w = sc_emu_tid / 32, lane = sc_emu_tid % 32;
+    if (sc_emu_warp_size[w] != 32 || sc_emu_warp_alive[w].load() != 32) {
+        std::fprintf(stderr, "mma.sync in warp %u without all 32 lanes\n", w);
+        std::exit(4);
+    }
+    for (int r = 0; r < 4; ++r) sc_emu_mma_in[w][lane][r] = a[r];
+    sc_emu_mma_in[w][lane][4] = b[0];
+    sc_emu_mma_in[w][lane][5] = b[1];
+    sc_emu_warp_bars[w]->arrive_and_wait();
+    auto f = [](unsigned u) { float v; std::memcpy(&v, &u, sizeof v); return v; };
+    auto A = [&](int row, int k) { return f(sc_emu_mma_in[w][(row % 8) * 4 + k % 4][(row >= 8) + 2 * (k >= 4)]); };
+    auto B = [&](int k, int col) { return f(sc_emu_mma_in[w][col * 4 + k % 4][4 + (k >= 4)]); };
+    const int g = (int)lane / 4, t = (int)lane % 4;
+    for (int e = 0; e < 4; ++e) {
+        const int row = g + 8 * (e / 2), col = 2 * t + e % 2;
+        double s = 0;
+        for (int k = 0; k < 8; ++k) s += (double)A(row, k) * (double)B(k, col);
+        d[e] = (float)((double)d[e] + s);
+    }
+    sc_emu_warp_bars[w]->arrive_and_wait();
+}
 
 // Run body() for every thread of every block; `smem`/`smem_cap` is the shared-memory stand-in, of which the
 // first `smem_bytes` are usable by this launch (the rest is poisoned while it runs).
