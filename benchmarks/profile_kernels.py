@@ -21,6 +21,9 @@ Cases, float32 (the benchmark's shapes):
                       9x9, "same", variant shfl, block 128x1, with zero fill and with boundary "wrap" (on a grid this
                       small, what a wrap build adds to the code shows as instruction-fetch stalls)
   conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, blocks 64 and 256
+  conv1d-k63-tiled    C=1, L=2^26, K=63, variant tiled, blocks 96 (its fastest) and 256
+  conv2d-artA-igemm / conv2d-artA-igemm_tf32  article A's layer, 16x256x128x128, 3x3 -> 256 channels, pad 1, variant
+                      igemm at block 16x16 / igemm_tf32 at 32x8
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
   conv1d-k255-fft_fused / conv1d-k1023-fft_fused / conv1d-k4095-fft_fused  C=1, L=2^26, K=255 / 1023 / 4095, variant
                       fft_fused at its own tile and block (4096 / 8192 / 8192 samples, 128 / 256 / 256 threads)
@@ -40,7 +43,8 @@ CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv2d-k3-shfl", "conv2d-k31-
          "conv2d-k31-prefetch-wrap", "conv2d-img15-strip-fill", "conv2d-img15-strip-symm",
          "conv2d-k9odd-prefetch-fill", "conv2d-k9odd-prefetch-wrap", "conv2d-k9odd-prefetch-symm",
          "conv2d-odd9-shfl-fill", "conv2d-odd9-shfl-wrap", "conv1d-k25-tiled", "conv1d-k1023-fft",
-         "conv1d-k255-fft_fused", "conv1d-k1023-fft_fused", "conv1d-k4095-fft_fused")
+         "conv1d-k255-fft_fused", "conv1d-k1023-fft_fused", "conv1d-k4095-fft_fused", "conv1d-k63-tiled",
+         "conv2d-artA-igemm", "conv2d-artA-igemm_tf32")
 
 
 def main(argv=None) -> int:
@@ -84,6 +88,14 @@ def main(argv=None) -> int:
         for b in bounds:
             runs[f"conv2d-{tag}-{b}"] = functools.partial(launch, xb, wb, None, (1, 1), ((k - 1) // 2,) * 2,
                                                           hw, block=block, out=yb, boundary=b)
+    if any(c.startswith("conv2d-artA") for c in a.only):
+        xa = rng.standard_normal((16, 256, 128, 128), dtype=cupy.float32)
+        wa = rng.standard_normal((256, 256, 3, 3), dtype=cupy.float32)
+        ya = cupy.empty_like(xa)
+        runs["conv2d-artA-igemm"] = lambda: cuda2d.launch_igemm(xa, wa, None, (1, 1), (1, 1), (128, 128),
+                                                                block=(16, 16), out=ya)
+        runs["conv2d-artA-igemm_tf32"] = lambda: cuda2d.launch_igemm_tf32(xa, wa, None, (1, 1), (1, 1), (128, 128),
+                                                                          block=(32, 8), out=ya)
     if any(c.startswith("conv1d") for c in a.only):
         L = 1 << 26
         x1 = rng.standard_normal((1, L), dtype=cupy.float32)
@@ -96,6 +108,13 @@ def main(argv=None) -> int:
             cuda1d.launch_tiled(x1, w25, 12, L, 256, out=y1)
 
         runs["conv1d-k25-tiled"] = tiled
+        w63 = rng.standard_normal(63, dtype=cupy.float32)
+
+        def tiled63():
+            cuda1d.launch_tiled(x1, w63, 31, L, 96, out=y1)
+            cuda1d.launch_tiled(x1, w63, 31, L, 256, out=y1)
+
+        runs["conv1d-k63-tiled"] = tiled63
         runs["conv1d-k1023-fft"] = lambda: overlap_save.launch_fft(x1, w1023, 511, L, 256, out=y1)
         for k in (255, 1023, 4095):  # each at its tile's block (block None: sigconv.registry.auto.fused_block)
             wk = rng.standard_normal(k, dtype=cupy.float32)
