@@ -218,8 +218,9 @@ def test_every_multiple_of_32_is_a_block_of_every_variant():
 
 def test_igemm_plans_fit_every_block():
     """The implicit GEMM takes every (bx, by) pair of a multiple of 32 threads up to 1024 (none is refused for shared
-    memory: a tile too wide for two stages is laid out 16 x n/16), with a thread tile whose accumulators fit the block's
-    share of the registers; the tile is TM*by channels by TN*bx pixels, and the TF32 build's warps cover the block."""
+    memory), with a thread tile whose accumulators fit the block's share of the registers; the tile is TM*by channels
+    by TN*bx pixels (blocks of more than 512 threads, and of other shapes than 8..64 x 2 or more: 16 x n/16), and the
+    TF32 build's warps cover the block."""
     from sigconv.backends import cuda2d
 
     for n in range(32, 1025, 32):
@@ -236,7 +237,8 @@ def test_igemm_plans_fit_every_block():
                 else:
                     acc = d["IG_TM"] * d["IG_TN"]
                     assert plan["tile"] == (d["IG_TM"] * d["BY"], d["IG_TN"] * d["BX"])
-                    assert (d["BX"], d["BY"]) == ((bx, n // bx) if plan["smem"] and d["BX"] == bx else (16, n // 16))
+                    kept = 8 <= bx <= 64 and n // bx >= 2 and n <= 512
+                    assert (d["BX"], d["BY"]) == ((bx, n // bx) if kept else (16, n // 16)), (bx, n)
                 assert 2 * acc <= cuda2d.block_reg_cap(n), (bx, n, tf32, acc)
     wide = cuda2d.igemm_plan((1024, 1), 3, 3, (1, 1), False)
     assert (wide["defines"]["BX"], wide["defines"]["BY"]) == (16, 64) and wide["tile"] == (256, 64)

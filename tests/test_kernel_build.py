@@ -187,7 +187,7 @@ def test_conv2d_parts_compile_their_kernels_alone(tmp_path):
         c["SIGCONV_C2D_PART_SHFL"]: ({"conv2d_shfl"}, dict(SHFL_KH=5, SHFL_KW=4, SHFL_PX=2)),
         c["SIGCONV_C2D_PART_GENERIC"]: ({"conv2d_naive", "conv2d_naive_ext", "conv2d_shared", "conv2d_sep_rows",
                                          "conv2d_sep_rows_ext", "conv2d_sep_cols", "conv2d_extend"}, {}),
-        c["SIGCONV_C2D_PART_IGEMM"]: ({"conv2d_igemm"},
+        c["SIGCONV_C2D_PART_IGEMM"]: ({"conv2d_igemm", "conv2d_igemm_wt"},
                                       {k: v for k, v in cuda2d.igemm_plan((16, 16), 3, 3, (1, 1), False)["defines"].items()
                                        if k != "C2D_PART"}),
     }
@@ -211,29 +211,63 @@ def test_conv2d_parts_compile_their_kernels_alone(tmp_path):
 
 
 # The implicit GEMM's builds as the launcher plans them (cuda2d.igemm_plan): the thread tile shrinks with the block so
-# that the accumulators fit a large block's share of the registers (64 each at 1024 threads) without spilling.
+# that the accumulators fit a large block's share of the registers (64 each at 1024 threads); a build that spills
+# under the bound of two 256-thread blocks per multiprocessor is rebuilt without it (cuda2d._igemm_module), and that one
+# spills nothing. The default run checks a few plans, --runslow every distinct one (144 builds).
 # (tf32, block, kH, kW, boundary)
 IGEMM_BUILDS = [(False, (16, 16), 3, 3, 0), (False, (32, 16), 3, 3, 0), (False, (32, 32), 6, 6, 0),
                 (True, (32, 8), 3, 3, 0), (True, (32, 16), 3, 3, 0), (True, (32, 32), 3, 3, 0),
-                (False, (16, 6), 5, 5, 1), (True, (32, 3), 3, 3, 2), (False, (1, 32), 3, 3, 0)]
+                (False, (16, 6), 5, 5, 1), (True, (32, 3), 3, 3, 2), (False, (8, 8), 3, 3, 0)]
+
+
+def _igemm_build_regs(defines: dict, boundary: int = 0) -> tuple:
+    """(spilled bytes, registers) of conv2d_igemm built with ``defines``."""
+    cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", f"-I{KDIR}", "-o", "/dev/null",
+           f"-DC2D_BOUNDARY={boundary}"] + [f"-D{k}={v}" for k, v in defines.items()] + [str(KDIR / "conv2d.cu")]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, f"nvcc failed:\n{res.stderr[-4000:]}"
+    text = res.stderr + res.stdout
+    m = re.search(r"Compiling entry function 'conv2d_igemm'.*?(\d+) bytes spill stores.*?Used (\d+) registers", text,
+                  re.S)
+    return int(m.group(1)), int(m.group(2))
+
+
+def _check_igemm_plan(defines: dict, threads: int, boundary: int = 0) -> None:
+    from sigconv.backends import cuda2d
+
+    spill, regs = _igemm_build_regs(defines, boundary)
+    if spill:  # the launcher's fallback
+        spill, regs = _igemm_build_regs({**defines, "IG_MINB": 1}, boundary)
+    assert spill == 0, f"conv2d_igemm spills {spill} bytes with {defines}"
+    assert regs <= cuda2d.block_reg_cap(threads), f"{regs} registers: a block of {threads} threads cannot launch"
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
-@pytest.mark.parametrize("tf32,block,kH,kW,boundary", _grid(IGEMM_BUILDS, {1, 4, 6, 7, 8}),
+@pytest.mark.parametrize("tf32,block,kH,kW,boundary", _grid(IGEMM_BUILDS, {1, 4, 6, 7}),
                          ids=[f"{'tf32' if c[0] else 'f32'}-{c[1][0]}x{c[1][1]}-{c[2]}x{c[3]}-b{c[4]}"
                               for c in IGEMM_BUILDS])
 def test_igemm_builds_compile_without_spills(tf32, block, kH, kW, boundary):
     from sigconv.backends import cuda2d
 
-    plan = cuda2d.igemm_plan(block, kH, kW, (1, 1), tf32)
-    cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-Xptxas", "-v", f"-I{KDIR}", "-o", "/dev/null",
-           f"-DC2D_BOUNDARY={boundary}"] + [f"-D{k}={v}" for k, v in plan["defines"].items()] + [str(KDIR / "conv2d.cu")]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, f"nvcc failed:\n{res.stderr[-4000:]}"
-    text = res.stderr + res.stdout
-    assert _spill_report(text).get("conv2d_igemm") == (0, 0), f"conv2d_igemm spills: {_spill_report(text)}"
-    regs = int(re.search(r"Used (\d+) registers", text).group(1))
-    assert regs <= cuda2d.block_reg_cap(block[0] * block[1]), f"{regs} registers: a block of {block} cannot launch"
+    defines = dict(cuda2d.igemm_plan(block, kH, kW, (1, 1), tf32)["defines"])
+    if boundary == 0 and cuda2d.igemm_masked(kH, kW, "fill"):
+        defines["IG_MASK"] = 1  # (as the launcher builds it)
+    _check_igemm_plan(defines, block[0] * block[1], boundary)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
+@pytest.mark.slow
+def test_every_igemm_plan_compiles_without_spills():
+    from sigconv.backends import cuda2d
+
+    plans = {}
+    for n in range(32, 1025, 32):
+        for bx in (d for d in range(1, n + 1) if n % d == 0):
+            for tf32 in (False, True):
+                d = {**cuda2d.igemm_plan((bx, n // bx), 3, 3, (1, 1), tf32)["defines"], "IG_MASK": 1}
+                plans[tuple(sorted(d.items()))] = (d, n)
+    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        list(pool.map(lambda dn: _check_igemm_plan(*dn), plans.values()))
 
 
 # regblock/prefetch (conv2d_tiled) wrap/symm builds as the launcher compiles them: --maxrregcount at the zero-fill
@@ -996,8 +1030,9 @@ def test_conv2d_kernels_run_on_host(host_build, tmp_path_factory, variant, dtype
 # igemm_plan / igemm_grid's, as on the GPU. The cases reach: pixel tiles that span images and pass the end; channel
 # tiles past Cout; k steps past Cin*kH*kW and more of them than the pipeline's stages; odd Ho*Wo (scalar stores)
 # and multiples of 4 (float4 stores); blocks narrower than the tile (several pixels per thread), wider (k rows split
-# among threads), of 3 warps, 1 x 32 and 1024 x 1 (laid out again); stride and asymmetric pad; a misaligned x; the
-# fill constant, wrap and symm compiled in; and the TF32 kernel's fragment layout at 3 and 8 warps. TF32 results are
+# among threads), of 3 warps, 1 x 32 and 1024 x 1 (laid out again); stride and asymmetric pad; a misaligned x; kernels
+# of up to 31 taps (the taps tested by the pixel's bit mask) and of more (by bounds); the fill constant, wrap and symm
+# compiled in; and the TF32 kernel's fragment layout at 3 and 8 warps. TF32 results are
 # checked against the float64 correlation of the TF32-rounded inputs, to float32 accuracy: a wrong fragment index
 # fails by far more than the rounding allows.
 IGEMM_CASES = [
@@ -1010,6 +1045,8 @@ IGEMM_CASES = [
     (False, 1, 1, 7, 9, 1, (3, 5), (1, 1), (1, 2), (16, 8), False, "fill", 2.5, 0),
     (False, 1, 1, 5, 6, 1, (7, 9), (1, 1), (6, 8), (16, 8), False, "wrap", 0.0, 0),
     (False, 1, 1, 7, 9, 1, (3, 5), (1, 1), (1, 2), (32, 4), False, "symm", 0.0, 3),
+    (False, 2, 3, 9, 10, 5, (6, 6), (1, 1), (2, 3), (16, 8), True, "fill", 0.0, 0),
+    (False, 1, 1, 8, 9, 1, (7, 5), (1, 1), (3, 2), (16, 8), False, "fill", -1.5, 0),
     (True, 2, 5, 9, 13, 20, (3, 3), (1, 1), (1, 1), (32, 8), True, "fill", 0.0, 0),
     (True, 1, 3, 11, 20, 70, (5, 3), (1, 2), (2, 1), (32, 3), False, "fill", 0.0, 2),
     (True, 1, 1, 6, 7, 1, (3, 3), (1, 1), (2, 2), (32, 2), False, "symm", 0.0, 0),
@@ -1022,16 +1059,20 @@ def _tf32_round(a):
     return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
-def _igemm_build(tf32, k, stride, block, boundary="fill", **_):
+def _igemm_build(tf32, k, stride, block, boundary="fill", fill=0.0, **_):
     from sigconv.backends import cuda2d
 
     defines = dict(cuda2d.igemm_plan(block, k[0], k[1], stride, tf32)["defines"])
     defines.update(_boundary_define(boundary))
+    if boundary == "fill" and fill != 0:
+        defines["IG_FILLC"] = 1  # (as the launcher builds it for a non-zero constant)
+    if cuda2d.igemm_masked(k[0], k[1], boundary):
+        defines["IG_MASK"] = 1
     return "igemm_harness.cpp", defines, "c++20"
 
 
 @pytest.mark.parametrize("tf32,N,Cin,H,W,Cout,k,stride,pad,block,bias,boundary,fill,xoff",
-                         _grid(IGEMM_CASES, {2, 4, 7, 10}),
+                         _grid(IGEMM_CASES, {2, 4, 7, 12}),
                          ids=[f"{'tf32' if c[0] else 'f32'}-{c[1]}x{c[2]}x{c[3]}x{c[4]}-co{c[5]}-k{c[6][0]}x{c[6][1]}"
                               f"-b{c[9][0]}x{c[9][1]}-{c[11]}" for c in IGEMM_CASES])
 def test_igemm_kernel_runs_on_host(host_build, tmp_path, tf32, N, Cin, H, W, Cout, k, stride, pad, block, bias,
@@ -1043,17 +1084,18 @@ def test_igemm_kernel_runs_on_host(host_build, tmp_path, tf32, N, Cin, H, W, Cou
     Ho, Wo = (H + 2 * py - kH) // sy + 1, (W + 2 * px - kW) // sx + 1
     plan = cuda2d.igemm_plan(block, kH, kW, stride, tf32)
     grid = cuda2d.igemm_grid(plan, N, Cout, Ho, Wo)
-    exe = host_build(*_igemm_build(tf32, k, stride, block, boundary))
+    exe = host_build(*_igemm_build(tf32, k, stride, block, boundary, fill))
     x = rng.standard_normal((N, Cin, H, W)).astype(np.float32)
     w = rng.standard_normal((Cout, Cin, kH, kW)).astype(np.float32)
     b = (rng.standard_normal(Cout) if bias else np.zeros(Cout)).astype(np.float32)
-    files = [tmp_path / n for n in ("x.bin", "w.bin", "b.bin", "y.bin")]
-    for f, a in zip(files, (x, w, b, np.full((N, Cout, Ho, Wo), np.nan, np.float32))):
+    files = [tmp_path / n for n in ("x.bin", "w.bin", "tab.bin", "b.bin", "y.bin")]
+    for f, a in zip(files, (x, w, cuda2d.igemm_table(Cin, H, W, kH, kW, cuda2d.igemm_masked(kH, kW, boundary)), b,
+                            np.full((N, Cout, Ho, Wo), np.nan, np.float32))):
         a.tofile(f)
     co_tiles = -(-Cout // plan["tile"][0])
     _emu_run([exe, grid[0], *plan["launch"][:2], plan["smem"], N, Cin, H, W, Cout, kH, kW, sy, sx, py, px, Ho, Wo,
               int(bias), co_tiles, int(Ho * Wo % 4 == 0), fill, xoff, *files], "igemm")
-    y = np.fromfile(files[3], dtype=np.float32).reshape(N, Cout, Ho, Wo)
+    y = np.fromfile(files[4], dtype=np.float32).reshape(N, Cout, Ho, Wo)
     assert not np.isnan(y).any(), f"unwritten outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
     xr, wr = (_tf32_round(x), _tf32_round(w)) if tf32 else (x, w)
     xr, wr = xr.astype(np.float64), wr.astype(np.float64)

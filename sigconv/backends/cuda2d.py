@@ -29,7 +29,7 @@ from sigconv.registry.table import Conv2dJob, Variant, dtype_name, get as _get_v
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
            "launch_strip", "launch_shfl", "launch_separable", "launch_igemm", "launch_igemm_tf32", "igemm_plan",
-           "igemm_grid", "launch_extend", "extend_grid",
+           "igemm_grid", "igemm_table", "igemm_refusal", "launch_extend", "extend_grid",
            "separable_factors", "strip_applies", "shfl_applies", "prebuilt_modules", "VARIANTS", "BOUNDARIES",
            "EXACT_DTYPE"]
 
@@ -472,14 +472,20 @@ TF32_TOL = 2e-3
 _INT_MAX = (1 << 31) - 1
 
 
+#: k rows per step of the implicit GEMM (IG_BK, kernels/conv2d_igemm.cuh).
+IGEMM_BK = 16
+
+
 def igemm_plan(block, kH: int, kW: int, stride, tf32: bool, limit: int = 200 * 1024) -> dict:
     """#defines, shared-memory size, output tile and launch block of the implicit-GEMM kernel (mirrors
     kernels/conv2d_igemm.cuh).
 
     igemm lays the (bx, by) block out as it is: thread (tx, ty) computes TM x TN outputs (8 x 8 up to 256 threads,
     8 x 4 up to 512, 4 x 4 above, so that the accumulators fit in a large block's share of the registers), the tile
-    is TM*by output channels by TN*bx pixels; a block so wide that two stages of its tile do not fit in ``limit``
-    (1024 x 1) is laid out 16 x n/16. igemm_tf32 takes the block's bx*by threads as warps in a grid of 2 x n/2
+    is TM*by output channels by TN*bx pixels. A block of another shape (bx below 8 or above 64, or one row: a tile of
+    many channels by a few pixels or the reverse, whose copies take more registers per thread than a block of many
+    threads has), and any block of more than 512 threads, is laid out 16 x n/16; above 512 threads a step takes 8 rows
+    of k instead of 16, which keeps the kernel within the 64 registers a thread of 1024 has. igemm_tf32 takes the block's bx*by threads as warps in a grid of 2 x n/2
     (1 x n when the count is odd), each warp owning 4 x 4 fragments of 16 x 8 outputs (4 x 2 above 8 warps, 2 x 2
     above 16). Three stages of shared memory, two when three do not fit in ``limit``.
     """
@@ -502,8 +508,12 @@ def igemm_plan(block, kH: int, kW: int, stride, tf32: bool, limit: int = 200 * 1
         apitch, bpitch = bm + 4, bn
         d.update(BX=bx, BY=by, IG_TM=tm, IG_TN=tn)
         launch = (bx, by, 1)
-    stage = 8 * (apitch + bpitch) * 4
-    if 2 * stage > limit and by != nt // 16:  # (1024 x 1: a tile of 4096 pixels) laid out 16 x n/16 instead
+    bk = IGEMM_BK if nt <= 512 else IGEMM_BK // 2
+    if bk != IGEMM_BK:
+        d["IG_BK"] = bk
+    stage = bk * (apitch + bpitch) * 4
+    keep = tf32 or (8 <= bx <= 64 and by >= 2 and nt <= 512)
+    if (2 * stage > limit or not keep) and (bx, by) != (16, nt // 16):
         return igemm_plan((16, nt // 16), kH, kW, stride, tf32, limit)
     stages = 3 if 3 * stage <= limit else 2
     d["IG_STAGES"] = stages
@@ -520,15 +530,71 @@ def igemm_grid(plan: dict, N: int, Cout: int, Ho: int, Wo: int) -> tuple:
     return (blocks, 1, 1)
 
 
+#: Kernels of at most this many taps test a tap's place in the image by a per-pixel bit mask (IG_MASK).
+IGEMM_MASK_TAPS = 31
+
+
+def igemm_masked(kH: int, kW: int, boundary: str) -> bool:
+    """Whether the igemm build for this kernel and boundary tests taps by the pixel's bit mask (IG_MASK)."""
+    return int(kH) * int(kW) <= IGEMM_MASK_TAPS and boundary == "fill"
+
+
+def igemm_table(Cin: int, H: int, W: int, kH: int, kW: int, masked: bool = False) -> np.ndarray:
+    """The gather's table (kernels/conv2d_igemm.cuh, ig_issue), int32 pairs: row k = (ci*kH + i)*kW + j holds
+    (ci*H*W + i*W + j, i << 16 | j); ``masked`` (IG_MASK builds): (ci*H*W + i*W + j, i*kW + j), padded to a multiple of
+    16 rows with (0, 31)."""
+    ktot = Cin * kH * kW
+    k = np.arange(ktot, dtype=np.int64)
+    ci, r = np.divmod(k, kH * kW)
+    i, j = np.divmod(r, kW)
+    if not masked:
+        return np.stack([ci * H * W + i * W + j, (i << 16) | j], axis=1).astype(np.int32)
+    tab = np.zeros((-(-ktot // IGEMM_BK) * IGEMM_BK, 2), np.int32)
+    tab[:, 1] = IGEMM_MASK_TAPS
+    tab[:ktot, 0] = ci * H * W + i * W + j
+    tab[:ktot, 1] = r
+    return tab
+
+
+@functools.lru_cache(maxsize=64)
+def _igemm_table_on(device: int, Cin: int, H: int, W: int, kH: int, kW: int, masked: bool):
+    """:func:`igemm_table` on ``device``, built once per geometry (memoised: a layer called again finds it)."""
+    import cupy
+
+    return cupy.asarray(igemm_table(Cin, H, W, kH, kW, masked))
+
+
+def igemm_refusal(job) -> str | None:
+    """Why the implicit GEMM cannot run ``job`` (its kernel keeps offsets within an image, the taps per output and the
+    outputs per plane in int32, and a tap's row and column in 16 bits each), or None."""
+    N, Cin, H, W = job.x_shape
+    kH, kW = job.w_shape[2], job.w_shape[3]
+    Ho, Wo = job.out_hw
+    if max(Cin * H * W, Cin * kH * kW, Ho * Wo) > _INT_MAX:
+        return (f"it keeps Cin*H*W, Cin*kH*kW and Ho*Wo below 2^31 (got {Cin * H * W}, {Cin * kH * kW}, "
+                f"{Ho * Wo})")
+    if kH >= 1 << 15 or kW >= 1 << 16:
+        return f"it takes kernels of fewer than 32768 rows and 65536 columns (got {kH}x{kW})"
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _igemm_module(device: int, defines: tuple):
+    """The igemm build for ``defines`` (memoised per device): held to two blocks of 256 threads per multiprocessor
+    (128 registers a thread) where that costs no spill, else (a few layouts, by a few bytes) the build without that
+    bound, which spills nothing and runs one block of them."""
+    mod = _kernels.module(_SRC, dict(defines))
+    if mod.get_function("conv2d_igemm").local_size_bytes:
+        mod = _kernels.module(_SRC, {**dict(defines), "IG_MINB": 1})
+    return mod
+
+
 def _launch_igemm(name, x, w, bias, stride, pad, out_hw, block, out, tf32, boundary, fillvalue):
     blk = _checked(name, x, w, stride, pad, out_hw, block)
     _check_boundary(boundary)
     if boundary != "fill":
         _require_image(boundary, x)
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
-    if max(Cin * kH * kW, Ho * Wo) > _INT_MAX:
-        raise ValueError(f"conv2d variant {name!r} takes at most 2^31 - 1 taps per output and outputs per plane "
-                         f"(got {Cin * kH * kW} and {Ho * Wo})")
     limit = _smem_limit()
     plan = igemm_plan(blk, kH, kW, stride, tf32, min(200 * 1024, limit))
     why = smem_refusal(name, blk, (kH, kW), plan["smem"], limit)
@@ -537,14 +603,31 @@ def _launch_igemm(name, x, w, bias, stride, pad, out_hw, block, out, tf32, bound
     y = _out(out, (N, Cout, Ho, Wo), x.dtype)
     if y.size == 0:
         return y
+    import cupy
+
     grid = igemm_grid(plan, N, Cout, Ho, Wo)
-    defines = {**plan["defines"], **({} if boundary == "fill" else {"C2D_BOUNDARY": BOUNDARIES[boundary]})}
-    f = _kernels.module(_SRC, defines).get_function("conv2d_igemm")
+    defines = dict(plan["defines"])
+    masked = igemm_masked(kH, kW, boundary)
+    if masked:
+        defines["IG_MASK"] = 1
+    if boundary != "fill":
+        defines["C2D_BOUNDARY"] = BOUNDARIES[boundary]
+    elif fillvalue != 0:
+        defines["IG_FILLC"] = 1
+    mod = _igemm_module(cupy.cuda.Device().id, tuple(sorted(defines.items())))
+    ktot = Cin * kH * kW
+    bk = defines.get("IG_BK", IGEMM_BK)
+    coutp, ktp = -(-Cout // 4) * 4, -(-ktot // bk) * bk
+    wt = cupy.empty((ktp, coutp), dtype=cupy.float32)
+    mod.get_function("conv2d_igemm_wt")((min(-(-wt.size // 256), 4096),), (256,),
+                                        (w, wt) + _i32(Cout, ktot, coutp, ktp))
+    tab = _igemm_table_on(cupy.cuda.Device().id, Cin, H, W, kH, kW, masked)
+    f = mod.get_function("conv2d_igemm")
     _set_smem(f, plan["smem"])
     b, hb = _bias_arg(bias, x)
     vec_out = int(Ho * Wo % 4 == 0 and _aligned(y))
-    f(grid, plan["launch"], (x, w, b, y) + _i32(N, Cin, H, W, Cout, pad[0], pad[1], Ho, Wo, hb,
-                                                math.ceil(Cout / plan["tile"][0]), vec_out)
+    f(grid, plan["launch"], (x, wt, tab, b, y) + _i32(N, Cin, H, W, Cout, coutp, pad[0], pad[1], Ho, Wo, hb,
+                                                      math.ceil(Cout / plan["tile"][0]), vec_out)
       + (np.float32(fillvalue),), shared_mem=plan["smem"])
     return y
 
@@ -849,10 +932,11 @@ for _name, _run, _desc, _blocks, _default, _kw in (
      (32, 8), dict(constraint=_rank1)),
     ("igemm", launch_igemm,
      "multi-channel layers as an implicit GEMM: im2col gathered into shared memory by cp.async, 8x8 outputs per "
-     "thread", _BLOCKS_IGEMM, (16, 16), dict(dtypes=_F32, max_taps=None)),
+     "thread", _BLOCKS_IGEMM, (16, 16), dict(dtypes=_F32, max_taps=None, constraint=igemm_refusal)),
     ("igemm_tf32", launch_igemm_tf32,
      "igemm on TF32 tensor cores (mma.sync; inputs rounded to 10 mantissa bits): opt-in, never chosen by auto",
-     _BLOCKS_IGEMM_TF32, (32, 8), dict(dtypes=_F32, max_taps=None, auto=False, extra={"tol": TF32_TOL})),
+     _BLOCKS_IGEMM_TF32, (32, 8), dict(dtypes=_F32, max_taps=None, auto=False, constraint=igemm_refusal,
+                                      extra={"tol": TF32_TOL})),
 ):
     register(Variant(_name, "conv2d", "cuda", _desc, _run, **{"blocks": _blocks, "default_block": _default,
                                                               "max_taps": MAX_TAPS, "requires": ("cupy", "gpu"),

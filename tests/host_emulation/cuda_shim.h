@@ -29,6 +29,8 @@ struct alignas(16) double2 { double x, y; };
 inline float2 make_float2(float a, float b) { return float2{a, b}; }
 inline float4 make_float4(float a, float b, float c, float d) { return float4{a, b, c, d}; }
 inline double2 make_double2(double a, double b) { return double2{a, b}; }
+struct alignas(8) int2 { int x, y; };
+inline int2 make_int2(int a, int b) { return int2{a, b}; }
 
 // Blocks and threads run one at a time here, so an atomic is a plain read-modify-write.
 inline int atomicMax(int* p, int v) { const int old = *p; if (v > old) *p = v; return old; }
