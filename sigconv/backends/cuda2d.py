@@ -474,6 +474,10 @@ _INT_MAX = (1 << 31) - 1
 
 #: k rows per step of the implicit GEMM (IG_BK, kernels/conv2d_igemm.cuh).
 IGEMM_BK = 16
+#: igemm runs four pipeline stages where they take at most this much shared memory (two blocks of them then fit in a
+#: multiprocessor's 228 KB), else three, else two: on an H200, article A's layer at 16x16 took 7.00 ms with four stages
+#: against 7.11 with three (benchmarks/results/H200-2026-12-03-igemm).
+IGEMM_FOUR_STAGES_MAX = 100 * 1024
 
 
 def igemm_plan(block, kH: int, kW: int, stride, tf32: bool, limit: int = 200 * 1024) -> dict:
@@ -485,9 +489,12 @@ def igemm_plan(block, kH: int, kW: int, stride, tf32: bool, limit: int = 200 * 1
     is TM*by output channels by TN*bx pixels. A block of another shape (bx below 8 or above 64, or one row: a tile of
     many channels by a few pixels or the reverse, whose copies take more registers per thread than a block of many
     threads has), and any block of more than 512 threads, is laid out 16 x n/16; above 512 threads a step takes 8 rows
-    of k instead of 16, which keeps the kernel within the 64 registers a thread of 1024 has. igemm_tf32 takes the block's bx*by threads as warps in a grid of 2 x n/2
-    (1 x n when the count is odd), each warp owning 4 x 4 fragments of 16 x 8 outputs (4 x 2 above 8 warps, 2 x 2
-    above 16). Three stages of shared memory, two when three do not fit in ``limit``.
+    of k instead of 16, which keeps the kernel within the 64 registers a thread of 1024 has.
+
+    igemm_tf32 takes the block's bx*by threads as warps in a grid of 2 x n/2 (4 x 2 for 8 warps, 1 x n when the count
+    is odd), each warp owning 4 x 4 fragments of 16 x 8 outputs (4 x 2 above 8 warps, 2 x 2 above 16).
+
+    Four stages of shared memory where they fit in :data:`IGEMM_FOUR_STAGES_MAX` and ``limit``, else three, else two.
     """
     bx, by = (int(v) for v in block)
     nt = bx * by
@@ -496,7 +503,7 @@ def igemm_plan(block, kH: int, kW: int, stride, tf32: bool, limit: int = 200 * 1
     if tf32:
         nw = nt // 32
         mt, nt8 = (4, 4) if nw <= 8 else (4, 2) if nw <= 16 else (2, 2)
-        wm = 2 if nw % 2 == 0 else 1
+        wm = 4 if nw == 8 else 2 if nw % 2 == 0 else 1
         wn = nw // wm
         bm, bn = 16 * mt * wm, 8 * nt8 * wn
         apitch, bpitch = bm + 8, (bn + 8 if bn % 16 == 0 else bn)
@@ -515,7 +522,7 @@ def igemm_plan(block, kH: int, kW: int, stride, tf32: bool, limit: int = 200 * 1
     keep = tf32 or (8 <= bx <= 64 and by >= 2 and nt <= 512)
     if (2 * stage > limit or not keep) and (bx, by) != (16, nt // 16):
         return igemm_plan((16, nt // 16), kH, kW, stride, tf32, limit)
-    stages = 3 if 3 * stage <= limit else 2
+    stages = 4 if 4 * stage <= min(IGEMM_FOUR_STAGES_MAX, limit) else 3 if 3 * stage <= limit else 2
     d["IG_STAGES"] = stages
     return dict(defines=d, smem=stages * stage, tile=(bm, bn), launch=launch)
 
