@@ -373,3 +373,23 @@ def test_startup_runs_on_the_cpu(tmp_path):
     assert [(r["method"], r["duration_s"]) for r in doc["rows"]] == [("fir", 1), ("spectral", 1)]
     assert all(r["cpu_s"] > 0 and "cuda_warm_s" not in r for r in doc["rows"])
     assert next(tmp_path.glob("startup-*.md")).read_text().startswith("# sigconv denoise start-up")
+
+
+def test_kernel_frontier_verdicts():
+    """The benchmark's verdicts for the layer of article A (auto's time at most cuDNN fp32's) and for K=63 (70% of
+    the copy bandwidth), from records as a run writes them."""
+    from types import SimpleNamespace
+
+    from sigconv.bench import report
+
+    def rec(impl, ms, **kw):
+        return {"impl": impl, "backend": "cuda", "status": "ok", "ms_median": ms, **kw}
+
+    layer = dict(case="A", group="A", N=16, Cin=256, H=128, W=128)
+    for auto_ms, verdict in ((6.99, "0.97x cudnn's time (target <= 1.0x): PASS"),
+                             (7.30, "1.02x cudnn's time (target <= 1.0x): MISS")):
+        run = SimpleNamespace(op="conv2d", records=[rec("sigconv:auto", auto_ms, **layer), rec("cudnn", 7.17, **layer)])
+        assert report.verdicts(run) == [f"A: auto {auto_ms:.3f} ms vs cudnn 7.170 ms = {verdict}"]
+    k63 = dict(C=1, L=1 << 26, K=63)
+    run = SimpleNamespace(op="conv1d", records=[rec("sigconv:auto", 0.265, pct_copy=48.0, **k63)])
+    assert "C=1 L=2^26 K=63: auto 0.265 ms = 48% of copy (target 70%): MISS" in report.verdicts(run)

@@ -243,7 +243,7 @@ def _check_igemm_plan(defines: dict, threads: int, boundary: int = 0) -> None:
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
-@pytest.mark.parametrize("tf32,block,kH,kW,boundary", _grid(IGEMM_BUILDS, {1, 4, 6, 7}),
+@pytest.mark.parametrize("tf32,block,kH,kW,boundary", _grid(IGEMM_BUILDS, {1, 4, 5, 6, 7, 8}),
                          ids=[f"{'tf32' if c[0] else 'f32'}-{c[1][0]}x{c[1][1]}-{c[2]}x{c[3]}-b{c[4]}"
                               for c in IGEMM_BUILDS])
 def test_igemm_builds_compile_without_spills(tf32, block, kH, kW, boundary):
@@ -1072,7 +1072,7 @@ def _igemm_build(tf32, k, stride, block, boundary="fill", fill=0.0, **_):
 
 
 @pytest.mark.parametrize("tf32,N,Cin,H,W,Cout,k,stride,pad,block,bias,boundary,fill,xoff",
-                         _grid(IGEMM_CASES, {2, 4, 7, 12}),
+                         _grid(IGEMM_CASES, {2, 3, 4, 7, 9, 11, 12}),
                          ids=[f"{'tf32' if c[0] else 'f32'}-{c[1]}x{c[2]}x{c[3]}x{c[4]}-co{c[5]}-k{c[6][0]}x{c[6][1]}"
                               f"-b{c[9][0]}x{c[9][1]}-{c[11]}" for c in IGEMM_CASES])
 def test_igemm_kernel_runs_on_host(host_build, tmp_path, tf32, N, Cin, H, W, Cout, k, stride, pad, block, bias,
