@@ -64,16 +64,21 @@ def main(argv=None) -> int:
 
     rng = cupy.random.default_rng(0)
     runs = {}
-    if any(c.startswith("conv2d") for c in a.only):
-        x = rng.standard_normal((1, 1, 1025, 65536), dtype=cupy.float32)
-        w = rng.standard_normal((1, 1, 3, 3), dtype=cupy.float32)
+    # zero-fill cases: (tag, x shape, w shape, pad, output size, (variant, launcher, block) ...); y has x's shape
+    for tag, xs, ws, pad, out_hw, cases in (
+            ("k3", (1, 1, 1025, 65536), (1, 1, 3, 3), (1, 1), (1025, 65536),
+             (("strip", cuda2d.launch_strip, (64, 1)), ("regblock", cuda2d.launch_regblock, (32, 4)),
+              ("shfl", cuda2d.launch_shfl, (128, 1)))),
+            ("artA", (16, 256, 128, 128), (256, 256, 3, 3), (1, 1), (128, 128),
+             (("igemm", cuda2d.launch_igemm, (16, 16)), ("igemm_tf32", cuda2d.launch_igemm_tf32, (32, 8))))):
+        if not any(c.startswith(f"conv2d-{tag}-") for c in a.only):
+            continue
+        x = rng.standard_normal(xs, dtype=cupy.float32)
+        w = rng.standard_normal(ws, dtype=cupy.float32)
         y = cupy.empty_like(x)
-        runs["conv2d-k3-strip"] = lambda: cuda2d.launch_strip(x, w, None, (1, 1), (1, 1), (1025, 65536),
-                                                              block=(64, 1), out=y)
-        runs["conv2d-k3-regblock"] = lambda: cuda2d.launch_regblock(x, w, None, (1, 1), (1, 1), (1025, 65536),
-                                                                    block=(32, 4), out=y)
-        runs["conv2d-k3-shfl"] = lambda: cuda2d.launch_shfl(x, w, None, (1, 1), (1, 1), (1025, 65536),
-                                                            block=(128, 1), out=y)
+        for name, launch, block in cases:
+            runs[f"conv2d-{tag}-{name}"] = functools.partial(launch, x, w, None, (1, 1), pad, out_hw, block=block,
+                                                             out=y)
     # single-channel boundary cases: (name, image size, kernel side, launcher, block, the boundaries compared)
     for tag, hw, k, launch, block, bounds in (
             ("k31-prefetch", (512, 512), 31, cuda2d.launch_prefetch, (8, 4), ("fill", "wrap")),
@@ -88,14 +93,6 @@ def main(argv=None) -> int:
         for b in bounds:
             runs[f"conv2d-{tag}-{b}"] = functools.partial(launch, xb, wb, None, (1, 1), ((k - 1) // 2,) * 2,
                                                           hw, block=block, out=yb, boundary=b)
-    if any(c.startswith("conv2d-artA") for c in a.only):
-        xa = rng.standard_normal((16, 256, 128, 128), dtype=cupy.float32)
-        wa = rng.standard_normal((256, 256, 3, 3), dtype=cupy.float32)
-        ya = cupy.empty_like(xa)
-        runs["conv2d-artA-igemm"] = lambda: cuda2d.launch_igemm(xa, wa, None, (1, 1), (1, 1), (128, 128),
-                                                                block=(16, 16), out=ya)
-        runs["conv2d-artA-igemm_tf32"] = lambda: cuda2d.launch_igemm_tf32(xa, wa, None, (1, 1), (1, 1), (128, 128),
-                                                                          block=(32, 8), out=ya)
     if any(c.startswith("conv1d") for c in a.only):
         L = 1 << 26
         x1 = rng.standard_normal((1, L), dtype=cupy.float32)
