@@ -38,6 +38,8 @@ SHAPES_1D = ((1, 3, 1), (37, 5, 2), (300, 64, 3), (1029, 300, 2), (50, 1030, 1))
 #: fft_fused's own kernel runs above the float64 fallback of small problems: the smallest, a middle and the largest
 #: tile (1024, 4096 and 16384 samples, the last with the largest filter), lengths ending inside a tile.
 FUSED_SHAPES = ((22001, 1, 3), (70001, 255, 1), (40001, 8192, 2))
+#: ffa's channel classes (rows of odd length start at four 16-byte phases: one launch each) and its longest filter.
+FFA_SHAPES = ((2001, 63, 3), (999, 125, 2))
 #: Multi-channel 2-D layers (N, Cin, H, W, Cout, (kH, kW), stride, pad): odd sizes with bias; more channels than one
 #: tile of the implicit GEMM with a stride; article B's shape, scaled down.
 MULTI_2D = ((2, 3, 9, 11, 10, (3, 3), (1, 1), (1, 1)), (1, 20, 8, 12, 50, (3, 3), (2, 1), (1, 0)),
@@ -181,7 +183,7 @@ def main(argv=None) -> int:
             continue
         blocks = asked or sorted({min(v.blocks), v.default_block})
         for dtype in v.dtypes:
-            for L, K, C in SHAPES_1D + (FUSED_SHAPES if v.name == "fft_fused" else ()):
+            for L, K, C in SHAPES_1D + {"fft_fused": FUSED_SHAPES, "ffa": FFA_SHAPES}.get(v.name, ()):
                 if v.applies(Conv1dJob(C, L, K, dtype)):
                     continue
                 x0 = rng.standard_normal((C, L)).astype(dtype)

@@ -37,4 +37,20 @@ __device__ __forceinline__ int sc_misalign4(const float* p, sc_i64 start) {
 // 16-byte alignment test of a float pointer (for vector stores).
 __device__ __forceinline__ bool sc_aligned16(const float* p) { return (((sc_u64)p) & 15) == 0; }
 
+// Write R accumulators to outputs [n, n + R) of one channel: float4 stores when all are in range and 16-byte aligned,
+// else element by element (the tail and misaligned rows).
+template <int R>
+__device__ __forceinline__ void sc_store_outputs(float* __restrict__ yc, sc_i64 out_len, sc_i64 n, const float (&acc)[R]) {
+    if (n + R <= out_len && sc_aligned16(yc + n)) {
+#pragma unroll
+        for (int k = 0; k < R / 4; ++k)
+            *reinterpret_cast<float4*>(yc + n + 4 * k) =
+                make_float4(acc[4 * k], acc[4 * k + 1], acc[4 * k + 2], acc[4 * k + 3]);
+    } else {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            if (n + r < out_len) yc[n + r] = acc[r];
+    }
+}
+
 #endif  // SIGCONV_COMMON_CUH

@@ -218,21 +218,6 @@ __device__ __forceinline__ float4 tiled_lds4(const float* s, int q) {
     return *reinterpret_cast<const float4*>(&s[sc_pad32(q)]);
 }
 
-// Write the R accumulators of outputs [n, n + R): float4 stores when all are in range and aligned.
-template <int R>
-__device__ __forceinline__ void tiled_store(float* __restrict__ yc, sc_i64 out_len, sc_i64 n, const float (&acc)[R]) {
-    if (n + R <= out_len && sc_aligned16(yc + n)) {
-#pragma unroll
-        for (int k = 0; k < R / 4; ++k)
-            *reinterpret_cast<float4*>(yc + n + 4 * k) =
-                make_float4(acc[4 * k], acc[4 * k + 1], acc[4 * k + 2], acc[4 * k + 3]);
-    } else {
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-            if (n + r < out_len) yc[n + r] = acc[r];
-    }
-}
-
 // K known at compile time: every index below is a constant, taps become FFMA constant-bank operands.
 template <int K, int R>
 __global__ void __launch_bounds__(1024) conv1d_tiled(const float* __restrict__ x, float* __restrict__ y, int C,
@@ -264,7 +249,7 @@ __global__ void __launch_bounds__(1024) conv1d_tiled(const float* __restrict__ x
                 }
             }
         }
-        tiled_store<R>(y + (sc_i64)c * out_len, out_len, n0 + qb, acc);
+        sc_store_outputs<R>(y + (sc_i64)c * out_len, out_len, n0 + qb, acc);
     }
 }
 
@@ -302,7 +287,7 @@ __global__ void __launch_bounds__(1024) conv1d_tiled_rt(const float* __restrict_
 #pragma unroll
             for (int i = 0; i < R; ++i) win[i] = win[i + 4];
         }
-        tiled_store<R>(y + (sc_i64)c * out_len, out_len, n0 + qb, acc);
+        sc_store_outputs<R>(y + (sc_i64)c * out_len, out_len, n0 + qb, acc);
     }
 }
 

@@ -35,27 +35,7 @@ __device__ __forceinline__ void c2d_store4(float* op, const float (&a)[4], float
 #endif
 #define C2D_HAS_PART(part) (C2D_PART == SIGCONV_C2D_PART_ALL || C2D_PART == (part))
 
-// ------------------------------------------------------------------------------------ asynchronous copies
-// cp.async (sm_80 and later) with zero fill: copies `src_bytes` (0 or the full size) and zero-fills the rest. The CPU
-// test harnesses supply synchronous stand-ins (tests/host_emulation/cuda_shim_threads.h).
-#ifndef SIGCONV_HOST_EMULATION
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src, int src_bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-// Wait until at most `Pending` of this thread's committed groups are still in flight.
-template <int Pending>
-__device__ __forceinline__ void cp_async_wait_pending() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
-}
-#endif
+#include "async_copy.cuh"  // cp_async16, cp_async4, cp_async_commit, cp_async_wait_*
 
 // ------------------------------------------------------------------------------------ boundary rules
 // The extension xe of a plane beyond [0, H) x [0, W), SciPy's convolve2d `boundary`; the launcher reads these

@@ -23,5 +23,7 @@
 // fft_fused.cuh: tiles of 2^10 to 2^14 samples (two buffers of N/2 float2 in shared memory: 8 KB to 128 KB).
 #define SIGCONV_FFT_FUSED_MIN_LOGN 10
 #define SIGCONV_FFT_FUSED_MAX_LOGN 14
+// conv1d_ffa.cu: taps per sub-filter (a quarter of the shifted, padded filter): nine sub-filters in __constant__ memory.
+#define SIGCONV_FFA_MAX_KQ 32
 
 #endif  // SIGCONV_LIMITS_CUH

@@ -122,6 +122,14 @@ def test_cuda_conv1d_candidates_come_from_the_registry():
                 v = _table.get("conv1d", "cuda", name)
                 assert v.auto and block in v.blocks and v.applies(_table.Conv1dJob(2, 1 << 20, K, dtype)) is None
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 25, "float32")[0] == ("tiled", 256)
+    assert all(n != "ffa" for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, _auto.FFA_FAVOURITE_MIN_K - 1,
+                                                                "float32"))
+    # the fast FIR algorithm from FFA_FAVOURITE_MIN_K up to its own limit, where the FFT takes over
+    ffa_max = _table.get("conv1d", "cuda", "ffa").max_taps
+    for K in (_auto.FFA_FAVOURITE_MIN_K, 63, ffa_max):
+        assert _auto.conv1d_candidates("cuda", 1, 1 << 20, K, "float32")[0][0] == "ffa", K
+    assert all(n != "ffa" for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, ffa_max + 1, "float32"))
+    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, ffa_max + 1, "float32")[0][0] == "fft_fused"
     assert ("fft", 256) in _auto.conv1d_candidates("cuda", 1, 1 << 20, 48, "float32")
     assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 1025, "float32")} == {"fft", "fft_fused"}
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 255, "float32")[0] == ("fft_fused", 128)
@@ -143,10 +151,10 @@ def test_cuda_conv1d_timing_only_with_a_runner_and_enough_outputs(fake_cupy):
 
     def runner(v, b):
         calls.append((v, b))
-        fake_cupy.clock += {"tiled": 1.0, "fft": 0.5, "fft_fused": 0.75}[v] * (1 + (b or 0) / 1024)
+        fake_cupy.clock += {"tiled": 1.0, "ffa": 0.8, "fft": 0.5, "fft_fused": 0.75}[v] * (1 + (b or 0) / 1024)
 
-    assert _auto.choose_conv1d("cuda", 1, 1000, 50, "float32", runner=runner) == ("tiled", 256) and not calls
-    assert _auto.choose_conv1d("cuda", 1, 1 << 20, 50, "float32") == ("tiled", 256)
+    assert _auto.choose_conv1d("cuda", 1, 1000, 50, "float32", runner=runner) == ("ffa", 64) and not calls
+    assert _auto.choose_conv1d("cuda", 1, 1 << 20, 50, "float32") == ("ffa", 64)
     assert _auto.choose_conv1d("cuda", 1, 1 << 20, 50, "float32", runner=runner) == ("fft", 256) and calls
     # the caller's block is kept when the chosen variant accepts it
     assert _auto.choose_conv1d("cuda", 1, 1 << 20, 50, "float32", runner=runner, block=512) == ("fft", 512)

@@ -73,6 +73,10 @@ def test_kernel_compiles_without_spills(cu):
         tiled = [f for f in report if "conv1d_tiled" in f]
         assert any("conv1d_tiled_rt" in f for f in tiled) and len(tiled) >= 5, \
             f"tiled kernels were not instantiated (SIGCONV_NVCC_CHECK): {sorted(report)}"
+    if cu.name == "conv1d_ffa.cu":  # both thread widths (RQ 6 up to 512 threads, 2 up to 1024), the longest filter
+        ffa = [f for f in report if "conv1d_ffaI" in f]
+        assert all(any(p in f for f in ffa) for p in ("Li6ELi512E", "Li2ELi1024E", "ILi32ELi6ELi512E")), \
+            f"ffa kernels were not instantiated (SIGCONV_NVCC_CHECK): {sorted(report)}"
 
 
 _MANGLED_ARGS = {"float": "f", "double": "d", "int": "i", "long long": "x"}
@@ -327,7 +331,7 @@ def test_shared_numbers_have_one_home():
         lim["SIGCONV_STRIP_ROWS"], lim["SIGCONV_SHFL_ROWS"], lim["SIGCONV_SHFL_MAX_HALO"])
 
 
-EXPECTED = ("naive", "constant", "shared", "l2", "tiled", "fft")
+EXPECTED = ("naive", "constant", "shared", "l2", "tiled", "ffa", "fft")
 
 
 def test_cuda_conv1d_variants_registered_without_gpu():
@@ -339,7 +343,7 @@ def test_cuda_conv1d_variants_registered_without_gpu():
         v = vs[name]
         assert v.description and len(v.description.splitlines()) == 1
         assert v.blocks and set(v.blocks) <= set(_registry.BLOCKS_1D) and v.default_block in v.blocks
-        assert "gpu" in v.requires and v.source == "conv1d.cu"
+        assert "gpu" in v.requires and v.source == ("conv1d_ffa.cu" if name == "ffa" else "conv1d.cu")
         assert v.run is getattr(overlap_save if name == "fft" else cuda1d, f"launch_{name}")
     from sigconv._core import devices as _devices
 
@@ -868,6 +872,78 @@ def test_conv1d_kernels_run_on_host(conv1d_harness, tmp_path, variant, dtype, K,
                        f"{np.argwhere(~np.isclose(y, ref, rtol=10 * tol, atol=10 * tol))[:3].tolist()}"
 
 
+# ------------------------------------------------- the fast FIR algorithm (conv1d_ffa.cu, ffa) on the host
+# ffa_harness.cpp compiles kernels/conv1d_ffa.cu for the host with one instantiation conv1d_ffa<KQ, RQ, MAXT> and runs
+# one launch of cuda1d.ffa_launches (its tap preparation kernel first); a job whose channel rows start at different
+# 16-byte phases is one launch per class, each on the output the previous one wrote.
+
+def _ffa_build(expr: str) -> tuple:
+    kq, rq, maxt = map(int, re.fullmatch(r"conv1d_ffa<(\d+), (\d+), (\d+)>", expr).groups())
+    return "ffa_harness.cpp", {"FFA_KQ": kq, "FFA_RQ": rq, "FFA_MAXT": maxt}, "c++20"
+
+
+def _ffa_launches(K, L, C, mode, block, xoff):
+    from sigconv.backends.cuda1d import ffa_launches
+
+    pad, out_len = window_1d(mode, L, K)
+    return ffa_launches(64 + xoff, C, L, K, pad, out_len, block), pad, out_len  # x: xoff floats past 256 bytes
+
+
+# (K, L, C, mode, block, xoff): the benchmark's K = 63 'same' (shift 1, 16 taps a sub-filter) over many tiles per
+# block, K = 64 on rows of odd length (three channel classes, shifts 2, 3, 0, sub-filters of 17 and 16 taps), K = 1,
+# two classes (L = 2 mod 4), the longest filter (125 taps: 32 a sub-filter), K above L with blocks of 1024 and 992
+# threads (8 outputs a thread), a block of 3 warps, x misaligned by 1-3 floats.
+FFA_CASES = [
+    (63, 20000, 1, "same", 32, 0),
+    (64, 2001, 3, "full", 96, 1),
+    (1, 100, 1, "same", 32, 0),
+    (7, 5000, 2, "valid", 64, 2),
+    (125, 7000, 1, "full", 64, 3),
+    (33, 20, 1, "full", 1024, 0),
+    (25, 50000, 2, "same", 992, 1),
+    (120, 90, 1, "same", 512, 0),
+]
+
+
+@pytest.mark.parametrize("K,L,C,mode,block,xoff", _grid(FFA_CASES, {2, 3, 5, 7}),
+                         ids=[f"K{c[0]}-L{c[1]}-C{c[2]}-{c[3]}-b{c[4]}-o{c[5]}" for c in FFA_CASES])
+def test_ffa_kernel_runs_on_host(host_build, tmp_path, K, L, C, mode, block, xoff, rng):
+    launches, pad, out_len = _ffa_launches(K, L, C, mode, block, xoff)
+    x, w = rng.standard_normal((C, L)).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+    files = [tmp_path / n for n in ("x.bin", "w.bin", "y.bin")]
+    for f, a in zip(files, (x, w, np.full((C, out_len), np.nan, np.float32))):
+        a.tofile(f)
+    for g in launches:
+        exe = host_build(*_ffa_build(g["expr"]))
+        _emu_run([exe, *g["grid"], block, g["smem"], C, g["c0"], g["cstep"], L, K, g["shift"], g["start"], out_len,
+                  g["S"], g["ntiles"], xoff, *files], g["expr"])
+    y = np.fromfile(files[2], dtype=np.float32).reshape(C, out_len)
+    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w.astype(np.float64), pad, out_len)
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert err <= 1e-6, f"ffa off by {err:.2e}; first mismatch at " \
+                        f"{np.argwhere(~np.isclose(y, ref, rtol=1e-4, atol=1e-4))[:3].tolist()}"
+
+
+def test_ffa_launches_align_every_block_and_cover_every_channel():
+    """Each class's shift puts every block's first input on a 16-byte boundary, the classes partition the channels,
+    and the sub-filters hold the shifted filter (4 KQ >= K + shift > 4 KQ - 4)."""
+    from sigconv.backends.cuda1d import ffa_geometry, ffa_launches
+
+    for x_word, C, L, K, pad in [(64, 1, 1000, 63, 31), (65, 5, 2001, 64, 63), (66, 4, 50, 7, 0), (67, 3, 4096, 125, 3),
+                                 (64, 9, 7, 1, 0)]:
+        launches = ffa_launches(x_word, C, L, K, pad, 100000, 128)
+        chans = sorted(c for g in launches for c in range(g["c0"], C, g["cstep"]))
+        assert chans == list(range(C)), (x_word, C, L, chans)
+        for g in launches:
+            for c in range(g["c0"], C, g["cstep"]):
+                for n0 in (0, g["outputs_per_block"], 7 * g["outputs_per_block"]):
+                    assert (x_word + c * L + n0 + g["start"]) % 4 == 0, (x_word, C, L, K, pad, g)
+            assert 4 * g["KQ"] - 4 < K + g["shift"] <= 4 * g["KQ"], g
+            assert g["R"] == 24 and g["grid"][0] * 4 >= g["ntiles"] > 4 * (g["grid"][0] - 1), g
+    assert ffa_geometry(63, 1024, 1)["R"] == ffa_geometry(63, 544, 1)["R"] == 8
+
+
 # ---------------------------------------------- the fused overlap-save kernel (fft_fused.cuh) on the host
 # fft_fused_harness.cpp compiles kernels/fft_fused.cuh for the host (threads and barriers as above, warp shuffles
 # for the block's exponent reduction) and launches it with sigconv.backends.overlap_save.fused_plan's geometry;
@@ -1276,6 +1352,7 @@ _KEYS = {
     "test_overlap_save_kernels_run_on_host": lambda **_: _build_key(*_OS_BUILD),
     "test_conv1d_kernels_run_on_host": lambda **_: _build_key(*_CONV1D_BUILD),
     "test_fft_fused_kernel_runs_on_host": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_ffa_kernel_runs_on_host": lambda **p: _build_key(*_ffa_build(_ffa_launches(**p)[0][0]["expr"])),
     "test_fft_fused_nan_stays_in_its_tiles": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
     "test_shfl_kernel_runs_on_host": lambda **p: _build_key(*_shfl_build(**p)),

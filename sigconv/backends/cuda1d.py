@@ -1,6 +1,7 @@
-"""CUDA 1-D backend: sigconv's own kernels (``kernels/conv1d.cu``) behind the ``corr1d`` contract.
+"""CUDA 1-D backend: sigconv's own kernels (``kernels/conv1d.cu``, ``kernels/conv1d_ffa.cu``) behind the ``corr1d``
+contract.
 
-Variants (registered at the bottom; launchers ``launch_<name>``): naive, constant, shared, l2, tiled; the
+Variants (registered at the bottom; launchers ``launch_<name>``): naive, constant, shared, l2, tiled, ffa; the
 ``fft`` variant (overlap-save) is :mod:`sigconv.backends.overlap_save`, on the plumbing here.
 ``variant="auto"`` asks :func:`sigconv.registry.auto.choose_conv1d` (:func:`resolve_auto`). uint64 arrays (exact
 integer convolution, sums mod 2^64) run on ``naive`` only, chosen in :func:`corr1d`, never by the chooser.
@@ -18,7 +19,8 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Conv1dJob, Variant, get as _get_variant, register
 
 __all__ = ["corr1d", "resolve_auto", "load_modules", "prebuilt_modules", "put_columns", "StreamFilter", "tiled_geometry",
-           "launch_config", "host_taps_key", "CONST_TAPS", "SHARED_KCH", "TILED_STATIC_MAX_K", "SOURCE", "EXACT_DTYPE", "EXACT_VARIANTS"]
+           "launch_config", "ffa_geometry", "ffa_launches", "host_taps_key", "CONST_TAPS", "FFA_MAX_TAPS", "SHARED_KCH",
+           "TILED_STATIC_MAX_K", "SOURCE", "EXACT_DTYPE", "EXACT_VARIANTS"]
 
 SOURCE = "conv1d.cu"
 _LIMITS = _kernels.constants()
@@ -30,6 +32,18 @@ SHARED_KCH = {"float32": _LIMITS["SIGCONV_SHARED_KCH_F32"], "float64": _LIMITS["
 #: fully unrolled body outgrows the instruction cache well before a few hundred taps, where the runtime-K
 #: kernel is faster, so only short filters are unrolled.
 TILED_STATIC_MAX_K = 64
+#: ``ffa`` (the fast FIR algorithm, kernels/conv1d_ffa.cu): its nine sub-filters hold up to SIGCONV_FFA_MAX_KQ taps
+#: each, a quarter of the filter shifted by up to 3 zeros (the tile's alignment) and zero-padded to a multiple of 4.
+FFA_SOURCE = "conv1d_ffa.cu"
+_FFA_MAX_KQ = _LIMITS["SIGCONV_FFA_MAX_KQ"]
+#: The most taps ``ffa`` takes, whatever the shift: 4 KQ - 3.
+FFA_MAX_TAPS = 4 * _FFA_MAX_KQ - 3
+#: ``ffa``'s (quarter positions per thread RQ, __launch_bounds__) by block: up to 512 threads six quarter positions (24
+#: outputs, about 105 registers), above that two (8 outputs: 1024 threads leave 64 registers a thread).
+_FFA_SHAPES = ((512, 6, 512), (1024, 2, 1024))
+#: Tiles each ``ffa`` block walks (the grid is a quarter of the tiles): the next tile's input is copied while one is
+#: computed.
+_FFA_TILES_PER_BLOCK = 4
 #: Dynamic shared memory a block gets without opting in.
 _SMEM_DEFAULT = 48 * 1024
 #: The dtype of exact integer convolution (two's-complement values reinterpreted; sums wrap mod 2^64), and the
@@ -255,6 +269,71 @@ def launch_tiled(x, w, pad, out_len, block, out=None):
     return out
 
 
+def ffa_geometry(K: int, block: int, shift: int, rq: int | None = None, maxt: int | None = None) -> dict:
+    """Launch geometry of ``ffa`` for K taps shifted by ``shift`` (0-3) zeros: quarter positions per thread RQ
+    (outputs R = 4 RQ, ``rq`` overrides :data:`_FFA_SHAPES`'s), taps per sub-filter KQ, the kernel's name expression
+    (``maxt`` its __launch_bounds__), the logical length S of one input buffer and the bytes of the two.
+
+    S = B R + 4 (KQ + 1): the last thread's R outputs read KQ - 1 quarter positions past them, plus one of
+    look-ahead. A buffer spans S + 4 ceil(S / R) words (four words of padding after every R, kernels/conv1d_ffa.cu).
+    """
+    if not 1 <= K <= FFA_MAX_TAPS or not 0 <= shift <= 3:
+        raise ValueError(f"ffa takes 1 to {FFA_MAX_TAPS} taps and a shift of 0-3, got K={K}, shift={shift}")
+    RQ, mt = next((r, m) for top, r, m in _FFA_SHAPES if block <= top)
+    RQ, mt = rq or RQ, maxt or mt
+    if block > mt:
+        raise ValueError(f"ffa built for at most {mt} threads cannot run a block of {block}")
+    R = 4 * RQ
+    KQ = -(-(K + shift) // 4)
+    S = block * R + 4 * (KQ + 1)
+    return dict(RQ=RQ, R=R, KQ=KQ, S=S, expr=f"conv1d_ffa<{KQ}, {RQ}, {mt}>", smem=8 * (S + 4 * (-(-S // R))),
+                outputs_per_block=block * R)
+
+
+def ffa_launches(x_word: int, C: int, L: int, K: int, pad: int, out_len: int, block: int, **shape) -> list[dict]:
+    """The launches of ``ffa`` for x (C, L) float32 at address ``x_word`` floats (its pointer / 4): one per class of
+    channels whose rows start at the same 16-byte phase (one class when L is a multiple of 4 or C is 1, else 2 or 4,
+    channels c0, c0 + cstep, ...). Each has :func:`ffa_geometry`'s fields for its ``shift`` (the zeros put before the
+    taps so that every tile's first input x[c, n0 - pad - shift] is 16-byte aligned; ``shape``: its rq and maxt),
+    ``c0``, ``cstep``, ``start`` (= -pad - shift), ``ntiles`` (tiles of ``outputs_per_block`` per channel) and
+    ``grid`` (a block per :data:`_FFA_TILES_PER_BLOCK` tiles, a row per channel of the class)."""
+    step = 1 if C == 1 or L % 4 == 0 else (2 if L % 2 == 0 else 4)
+    out = []
+    for c0 in range(min(step, C)):
+        shift = (x_word + c0 * L - pad) % 4
+        g = ffa_geometry(K, block, shift, **shape)
+        ntiles = max(1, -(-out_len // g["outputs_per_block"]))
+        n_ch = len(range(c0, C, step))
+        out.append(dict(g, c0=c0, cstep=step, shift=shift, start=-pad - shift, ntiles=ntiles,
+                        grid=(-(-ntiles // _FFA_TILES_PER_BLOCK), max(1, min(n_ch, 65535)))))
+    return out
+
+
+def launch_ffa(x, w, pad, out_len, block, out=None, *, _shape=None):
+    """The fast FIR algorithm (float32, K <= FFA_MAX_TAPS): nine sub-filters of K/4 taps per four outputs.
+    ``_shape`` (benchmarks): :func:`ffa_geometry`'s rq and maxt instead of the rule's."""
+    cupy = _cupy()
+    w, block, out = _prep("ffa", x, w, pad, out_len, block, out)
+    if _empty(x, out_len):
+        return out
+    C, L = x.shape
+    K = w.size
+    for g in ffa_launches(x.data.ptr // 4, C, L, K, int(pad), int(out_len), block, **(_shape or {})):
+        mod = _kernels.module(FFA_SOURCE, name_expressions=(g["expr"],))
+        n = 9 * g["KQ"]
+        taps = cupy.empty(n, dtype=np.float32)
+        mod.get_function("conv1d_ffa_taps")((1,), (32 * -(-n // 32),),
+                                            (w, np.int32(K), np.int32(g["shift"]), np.int32(g["KQ"]), taps))
+        mod.get_global("c_ffa_taps").copy_from_device_async(taps.data, 4 * n, cupy.cuda.get_current_stream())
+        fn = mod.get_function(g["expr"])
+        if g["smem"] > _SMEM_DEFAULT and fn.max_dynamic_shared_size_bytes < g["smem"]:
+            fn.max_dynamic_shared_size_bytes = g["smem"]
+        fn(g["grid"], (block,), (x, out, np.int32(C), np.int32(g["c0"]), np.int32(g["cstep"]), np.int64(L),
+                                 np.int64(g["start"]), np.int64(out_len), np.int32(g["S"]), np.int32(g["ntiles"])),
+           shared_mem=g["smem"])
+    return out
+
+
 def host_taps_key(w_host) -> str:
     """Cache key of host taps (correlation form, working dtype): the fft variant caches its filter spectrum
     under it (:mod:`sigconv.backends.overlap_save`)."""
@@ -416,6 +495,8 @@ for _name, _run, _desc, _dtypes, _auto_ok, _extra in (
     ("l2", launch_l2, "core tile in shared memory, halo read from global memory through L2", _BOTH, True, {}),
     ("tiled", launch_tiled, "R outputs/thread in registers, float4 tile loads, padded smem, constant taps, K unrolled",
      ("float32",), True, dict(max_taps=CONST_TAPS["float32"])),
+    ("ffa", launch_ffa, "fast FIR algorithm: nine sub-filters of K/4 taps per four outputs (0.56 K multiply-adds per "
+     "output), K unrolled", ("float32",), True, dict(max_taps=FFA_MAX_TAPS, source=FFA_SOURCE, default_block=128)),
 ):
-    register(Variant(_name, "conv1d", "cuda", _desc, _run, blocks=BLOCKS_1D, default_block=256, dtypes=_dtypes,
-                     requires=("gpu",), auto=_auto_ok, source=SOURCE, **_extra))
+    register(Variant(_name, "conv1d", "cuda", _desc, _run, blocks=BLOCKS_1D, dtypes=_dtypes, requires=("gpu",),
+                     auto=_auto_ok, **{"source": SOURCE, "default_block": 256, **_extra}))

@@ -86,6 +86,13 @@ TILED_FAVOURITE_MAX_K = 64
 FFT_CANDIDATE_MIN_K = 48
 #: ... and above this many tiled is no candidate at all: the overlap-save FFT's cost barely grows with K.
 TILED_MAX_K = 1024
+#: float32: from this many taps up to ffa's own limit (its registry ``max_taps``) the fast FIR algorithm (nine
+#: sub-filters of K/4 taps per four outputs) is the favourite, at :data:`_FFA_BLOCKS`; below it tiled is, and ffa is no
+#: candidate (short filters are memory-bound: ffa's extra additions do not pay). On an H200, L=2^26, in one run
+#: (benchmarks/ffa_ab.py): K=25 tiled 0.161 ms against ffa 0.181; K=63 ffa 0.209 against tiled 0.267; K=125 ffa 0.317
+#: against fft_fused 0.367 and tiled 0.443.
+FFA_FAVOURITE_MIN_K = 33
+_FFA_BLOCKS = (64, 128)
 #: float32: the fused overlap-save kernel (fft_fused) is the FFT favourite wherever it applies (up to half its largest
 #: tile), at :func:`fused_block` threads, then at the neighbouring block; cuFFT's overlap-save (fft) is timed after
 #: them and is the favourite above. On an H200, L=2^26, each at its best tile and block in one run
@@ -212,16 +219,18 @@ def conv1d_shape_key(C: int, L: int, K: int, dtype) -> tuple:
 
 
 def conv1d_candidates(backend: str, C: int, L: int, K: int, dtype) -> list:
-    """(variant, block) pairs ``auto`` may run, favourite first (tiled for short filters, fft for long)."""
+    """(variant, block) pairs ``auto`` may run, favourite first (tiled for short filters, ffa up to 125 taps, fft for
+    long)."""
     job = _job1d(C, L, K, dtype)
     if backend == "cpu":
         direct = K <= DIRECT_MAX_TAPS or L <= DIRECT_MAX_TAPS or L * K <= DIRECT_MAX_WORK
         return [("direct" if direct else "fft", None)]
     if job.dtype == "float32":
+        ffa = [("ffa", b) for b in _FFA_BLOCKS] if K >= FFA_FAVOURITE_MIN_K else []  # none above ffa's max_taps
         if K <= TILED_FAVOURITE_MAX_K:
-            cands = [("tiled", b) for b in _TILED_BLOCKS] + (_fft_f32(K) if K >= FFT_CANDIDATE_MIN_K else [])
+            cands = ffa + [("tiled", b) for b in _TILED_BLOCKS] + (_fft_f32(K) if K >= FFT_CANDIDATE_MIN_K else [])
         elif K <= TILED_MAX_K:
-            cands = _fft_f32(K) + [("tiled", 256), ("tiled", 128)]
+            cands = ffa + _fft_f32(K) + [("tiled", 256), ("tiled", 128)]
         else:
             cands = _fft_f32(K) + [("fft", 512)]
     elif K <= F64_DIRECT_MAX_K:
