@@ -1,6 +1,6 @@
 """A/B of the fast FIR algorithm's thread shapes and blocks (variant ffa) against tiled, on one long signal.
 
-    python benchmarks/ffa_ab.py [--K 25,63] [--L 2^26] [--shapes 6x512,8x256] [--blocks 64,96,128,256] [--budget 0.25]
+    python benchmarks/ffa_ab.py [--K 25,63] [--L 2^26] [--shapes 8x256,4x512] [--blocks 64,96,128,256]
 
 Each row runs cuda1d.launch_ffa with one (quarter positions per thread RQ, __launch_bounds__) shape and block, checks
 the output against the float64 direct sum of a 2^16-sample window (relative L2 error) and prints the median of CUDA-event
@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--K", default="25,63")
     p.add_argument("--L", default="2^26")
-    p.add_argument("--shapes", default="6x512,8x256", help="RQ x __launch_bounds__ pairs")
+    p.add_argument("--shapes", default="8x256,4x512", help="RQ x __launch_bounds__ pairs (RQ even)")
     p.add_argument("--blocks", default="64,96,128,192,256")
     p.add_argument("--budget", type=float, default=0.25, help="seconds of timed calls per row")
     a = p.parse_args(argv)

@@ -22,7 +22,7 @@ Cases, float32 (the benchmark's shapes):
                       small, what a wrap build adds to the code shows as instruction-fetch stalls)
   conv1d-k25-tiled    C=1, L=2^26, K=25, variant tiled, blocks 64 and 256
   conv1d-k63-tiled    C=1, L=2^26, K=63, variant tiled, blocks 96 (its fastest) and 256
-  conv1d-k63-ffa / conv1d-k25-ffa  C=1, L=2^26, K=63 / 25, variant ffa, blocks 128 and 256
+  conv1d-k63-ffa / conv1d-k25-ffa  C=1, L=2^26, K=63 / 25, variant ffa, blocks 64 (auto's) and 128
   conv2d-artA-igemm / conv2d-artA-igemm_tf32  article A's layer, 16x256x128x128, 3x3 -> 256 channels, pad 1, variant
                       igemm at block 16x16 / igemm_tf32 at 32x8
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
         runs["conv1d-k63-tiled"] = tiled63
         for k, wk in ((63, w63), (25, w25)):
             runs[f"conv1d-k{k}-ffa"] = functools.partial(
-                lambda w, pad: [cuda1d.launch_ffa(x1, w, pad, L, b, out=y1) for b in (128, 256)], wk, (k - 1) // 2)
+                lambda w, pad: [cuda1d.launch_ffa(x1, w, pad, L, b, out=y1) for b in (64, 128)], wk, (k - 1) // 2)
         runs["conv1d-k1023-fft"] = lambda: overlap_save.launch_fft(x1, w1023, 511, L, 256, out=y1)
         for k in (255, 1023, 4095):  # each at its tile's block (block None: sigconv.registry.auto.fused_block)
             wk = rng.standard_normal(k, dtype=cupy.float32)

@@ -164,7 +164,8 @@ __global__ void __launch_bounds__(MAXT) conv1d_ffa(const float* __restrict__ x, 
                                                    int cstep, sc_i64 L, sc_i64 start, sc_i64 out_len, int S,
                                                    int ntiles) {
     static_assert(KQ >= 1 && KQ <= SIGCONV_FFA_MAX_KQ, "KQ out of the constant buffer");
-    static_assert(RQ >= 1, "RQ: quarter positions (4 outputs) per thread");
+    static_assert(RQ >= 2 && RQ % 2 == 0, "RQ even: a thread's window starts R + 4 = 4 (RQ + 1) words after the last, "
+                                          "an odd number of float4s, so a quarter-warp's reads hit distinct banks");
     constexpr int R = 4 * RQ;
     extern __shared__ float4 sc_smem4[];
     float* const buf0 = reinterpret_cast<float*>(sc_smem4);
@@ -200,13 +201,12 @@ __global__ void __launch_bounds__(MAXT) conv1d_ffa(const float* __restrict__ x, 
     }
 }
 
-#ifdef SIGCONV_NVCC_CHECK  // the launcher's shapes (sigconv.backends.cuda1d._FFA_SHAPES) at short and long filters
-template __global__ void conv1d_ffa<1, 6, 512>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
-template __global__ void conv1d_ffa<16, 6, 512>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
-template __global__ void conv1d_ffa<17, 6, 512>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
-template __global__ void conv1d_ffa<32, 6, 512>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
+#ifdef SIGCONV_NVCC_CHECK  // the launcher's shapes (sigconv.backends.cuda1d.ffa_geometry) at short and long filters
+template __global__ void conv1d_ffa<1, 8, 256>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
+template __global__ void conv1d_ffa<16, 8, 256>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
+template __global__ void conv1d_ffa<1, 4, 512>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
+template __global__ void conv1d_ffa<17, 4, 512>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
+template __global__ void conv1d_ffa<32, 4, 512>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
 template __global__ void conv1d_ffa<16, 2, 1024>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
 template __global__ void conv1d_ffa<32, 2, 1024>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
-template __global__ void conv1d_ffa<16, 8, 256>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
-template __global__ void conv1d_ffa<32, 8, 256>(const float*, float*, int, int, int, sc_i64, sc_i64, sc_i64, int, int);
 #endif

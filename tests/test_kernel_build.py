@@ -73,9 +73,9 @@ def test_kernel_compiles_without_spills(cu):
         tiled = [f for f in report if "conv1d_tiled" in f]
         assert any("conv1d_tiled_rt" in f for f in tiled) and len(tiled) >= 5, \
             f"tiled kernels were not instantiated (SIGCONV_NVCC_CHECK): {sorted(report)}"
-    if cu.name == "conv1d_ffa.cu":  # both thread widths (RQ 6 up to 512 threads, 2 up to 1024), the longest filter
+    if cu.name == "conv1d_ffa.cu":  # the three thread shapes (RQ 8, 4, 2), the longest filter
         ffa = [f for f in report if "conv1d_ffaI" in f]
-        assert all(any(p in f for f in ffa) for p in ("Li6ELi512E", "Li2ELi1024E", "ILi32ELi6ELi512E")), \
+        assert all(any(p in f for f in ffa) for p in ("Li8ELi256E", "Li4ELi512E", "Li2ELi1024E", "ILi32ELi4ELi512E")), \
             f"ffa kernels were not instantiated (SIGCONV_NVCC_CHECK): {sorted(report)}"
 
 
@@ -892,7 +892,8 @@ def _ffa_launches(K, L, C, mode, block, xoff):
 # (K, L, C, mode, block, xoff): the benchmark's K = 63 'same' (shift 1, 16 taps a sub-filter) over many tiles per
 # block, K = 64 on rows of odd length (three channel classes, shifts 2, 3, 0, sub-filters of 17 and 16 taps), K = 1,
 # two classes (L = 2 mod 4), the longest filter (125 taps: 32 a sub-filter), K above L with blocks of 1024 and 992
-# threads (8 outputs a thread), a block of 3 warps, x misaligned by 1-3 floats.
+# threads (8 outputs a thread), blocks of 512 and 3 warps, x misaligned by 1-3 floats: each thread shape (32, 16 and
+# 8 outputs a thread).
 FFA_CASES = [
     (63, 20000, 1, "same", 32, 0),
     (64, 2001, 3, "full", 96, 1),
@@ -940,7 +941,9 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
                 for n0 in (0, g["outputs_per_block"], 7 * g["outputs_per_block"]):
                     assert (x_word + c * L + n0 + g["start"]) % 4 == 0, (x_word, C, L, K, pad, g)
             assert 4 * g["KQ"] - 4 < K + g["shift"] <= 4 * g["KQ"], g
-            assert g["R"] == 24 and g["grid"][0] * 4 >= g["ntiles"] > 4 * (g["grid"][0] - 1), g
+            assert g["R"] == (32 if g["KQ"] <= 16 else 16), g
+            assert g["grid"][0] * 4 >= g["ntiles"] > 4 * (g["grid"][0] - 1), g
+    assert ffa_geometry(63, 256, 1)["R"] == 32 and ffa_geometry(63, 288, 1)["R"] == ffa_geometry(63, 512, 1)["R"] == 16
     assert ffa_geometry(63, 1024, 1)["R"] == ffa_geometry(63, 544, 1)["R"] == 8
 
 

@@ -12,6 +12,8 @@ CuPy is imported inside functions only: importing this module registers the vari
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from sigconv import _kernels
@@ -38,9 +40,13 @@ FFA_SOURCE = "conv1d_ffa.cu"
 _FFA_MAX_KQ = _LIMITS["SIGCONV_FFA_MAX_KQ"]
 #: The most taps ``ffa`` takes, whatever the shift: 4 KQ - 3.
 FFA_MAX_TAPS = 4 * _FFA_MAX_KQ - 3
-#: ``ffa``'s (quarter positions per thread RQ, __launch_bounds__) by block: up to 512 threads six quarter positions (24
-#: outputs, about 105 registers), above that two (8 outputs: 1024 threads leave 64 registers a thread).
-_FFA_SHAPES = ((512, 6, 512), (1024, 2, 1024))
+#: ``ffa``'s thread shapes, (quarter positions per thread RQ, __launch_bounds__), by block and taps per sub-filter KQ:
+#: blocks of up to 256 threads with KQ <= 16 (K <= 61-64) compute 32 outputs a thread (128 registers), the others up
+#: to 512 threads 16 (64 registers), larger blocks 8. On an H200, L=2^26, in one run (benchmarks/ffa_ab.py): K=63 at
+#: block 64 0.169 ms with RQ 8, 0.178 with RQ 6 and 4; K=125 (KQ 32) 0.282 ms with RQ 4 against 0.286 (RQ 6) and
+#: 0.293 (RQ 8, 154 registers). RQ is even (kernels/conv1d_ffa.cu: bank-conflict-free windows).
+_FFA_WIDE = (256, 16, 8, 256)  # (most threads, most KQ, RQ, bound)
+_FFA_SHAPES = ((512, 4, 512), (1024, 2, 1024))  # (most threads, RQ, bound) otherwise
 #: Tiles each ``ffa`` block walks (the grid is a quarter of the tiles): the next tile's input is copied while one is
 #: computed.
 _FFA_TILES_PER_BLOCK = 4
@@ -271,20 +277,24 @@ def launch_tiled(x, w, pad, out_len, block, out=None):
 
 def ffa_geometry(K: int, block: int, shift: int, rq: int | None = None, maxt: int | None = None) -> dict:
     """Launch geometry of ``ffa`` for K taps shifted by ``shift`` (0-3) zeros: quarter positions per thread RQ
-    (outputs R = 4 RQ, ``rq`` overrides :data:`_FFA_SHAPES`'s), taps per sub-filter KQ, the kernel's name expression
-    (``maxt`` its __launch_bounds__), the logical length S of one input buffer and the bytes of the two.
+    (outputs R = 4 RQ, ``rq`` overrides the rule of :data:`_FFA_WIDE` and :data:`_FFA_SHAPES`), taps per sub-filter
+    KQ, the kernel's name expression (``maxt`` its __launch_bounds__), the logical length S of one input buffer and
+    the bytes of the two.
 
     S = B R + 4 (KQ + 1): the last thread's R outputs read KQ - 1 quarter positions past them, plus one of
     look-ahead. A buffer spans S + 4 ceil(S / R) words (four words of padding after every R, kernels/conv1d_ffa.cu).
     """
     if not 1 <= K <= FFA_MAX_TAPS or not 0 <= shift <= 3:
         raise ValueError(f"ffa takes 1 to {FFA_MAX_TAPS} taps and a shift of 0-3, got K={K}, shift={shift}")
-    RQ, mt = next((r, m) for top, r, m in _FFA_SHAPES if block <= top)
+    KQ = -(-(K + shift) // 4)
+    if block <= _FFA_WIDE[0] and KQ <= _FFA_WIDE[1]:
+        RQ, mt = _FFA_WIDE[2:]
+    else:
+        RQ, mt = next((r, m) for top, r, m in _FFA_SHAPES if block <= top)
     RQ, mt = rq or RQ, maxt or mt
     if block > mt:
         raise ValueError(f"ffa built for at most {mt} threads cannot run a block of {block}")
     R = 4 * RQ
-    KQ = -(-(K + shift) // 4)
     S = block * R + 4 * (KQ + 1)
     return dict(RQ=RQ, R=R, KQ=KQ, S=S, expr=f"conv1d_ffa<{KQ}, {RQ}, {mt}>", smem=8 * (S + 4 * (-(-S // R))),
                 outputs_per_block=block * R)
@@ -297,16 +307,44 @@ def ffa_launches(x_word: int, C: int, L: int, K: int, pad: int, out_len: int, bl
     taps so that every tile's first input x[c, n0 - pad - shift] is 16-byte aligned; ``shape``: its rq and maxt),
     ``c0``, ``cstep``, ``start`` (= -pad - shift), ``ntiles`` (tiles of ``outputs_per_block`` per channel) and
     ``grid`` (a block per :data:`_FFA_TILES_PER_BLOCK` tiles, a row per channel of the class)."""
+    return [dict(g) for g in _ffa_launches(x_word % 4, C, L, K, pad, out_len, block, shape.get("rq"),
+                                           shape.get("maxt"))]
+
+
+@functools.lru_cache(maxsize=256)  # a stream's blocks ask for the same launches over and over
+def _ffa_launches(x_phase: int, C: int, L: int, K: int, pad: int, out_len: int, block: int, rq, maxt) -> tuple:
     step = 1 if C == 1 or L % 4 == 0 else (2 if L % 2 == 0 else 4)
     out = []
     for c0 in range(min(step, C)):
-        shift = (x_word + c0 * L - pad) % 4
-        g = ffa_geometry(K, block, shift, **shape)
+        shift = (x_phase + c0 * L - pad) % 4
+        g = ffa_geometry(K, block, shift, rq, maxt)
         ntiles = max(1, -(-out_len // g["outputs_per_block"]))
         n_ch = len(range(c0, C, step))
         out.append(dict(g, c0=c0, cstep=step, shift=shift, start=-pad - shift, ntiles=ntiles,
                         grid=(-(-ntiles // _FFA_TILES_PER_BLOCK), max(1, min(n_ch, 65535)))))
-    return out
+    return tuple(out)
+
+
+#: (device, stream, name expression) -> the ffa kernel, its taps kernel, its __constant__ taps, a scratch buffer for
+#: the prepared taps and the dynamic shared memory the kernel is allowed.
+_FFA_PARTS: dict = {}
+
+
+def _ffa_parts(cupy, g: dict) -> list:
+    """The module objects one ``ffa`` launch uses, fetched once per device, stream and instantiation (each fetch is a
+    driver call), and the kernel's dynamic shared memory limit raised to what the launch needs."""
+    key = (cupy.cuda.Device().id, cupy.cuda.get_current_stream().ptr, g["expr"])
+    parts = _FFA_PARTS.get(key)
+    if parts is None:
+        if len(_FFA_PARTS) >= 64:  # streams come and go: keep the table small
+            _FFA_PARTS.clear()
+        mod = _kernels.module(FFA_SOURCE, name_expressions=(g["expr"],))
+        fn = mod.get_function(g["expr"])
+        parts = _FFA_PARTS[key] = [fn, mod.get_function("conv1d_ffa_taps"), mod.get_global("c_ffa_taps"),
+                                   cupy.empty(9 * g["KQ"], dtype=np.float32), fn.max_dynamic_shared_size_bytes]
+    if g["smem"] > _SMEM_DEFAULT and parts[4] < g["smem"]:
+        parts[0].max_dynamic_shared_size_bytes = parts[4] = g["smem"]
+    return parts
 
 
 def launch_ffa(x, w, pad, out_len, block, out=None, *, _shape=None):
@@ -318,16 +356,12 @@ def launch_ffa(x, w, pad, out_len, block, out=None, *, _shape=None):
         return out
     C, L = x.shape
     K = w.size
+    stream = cupy.cuda.get_current_stream()
     for g in ffa_launches(x.data.ptr // 4, C, L, K, int(pad), int(out_len), block, **(_shape or {})):
-        mod = _kernels.module(FFA_SOURCE, name_expressions=(g["expr"],))
-        n = 9 * g["KQ"]
-        taps = cupy.empty(n, dtype=np.float32)
-        mod.get_function("conv1d_ffa_taps")((1,), (32 * -(-n // 32),),
-                                            (w, np.int32(K), np.int32(g["shift"]), np.int32(g["KQ"]), taps))
-        mod.get_global("c_ffa_taps").copy_from_device_async(taps.data, 4 * n, cupy.cuda.get_current_stream())
-        fn = mod.get_function(g["expr"])
-        if g["smem"] > _SMEM_DEFAULT and fn.max_dynamic_shared_size_bytes < g["smem"]:
-            fn.max_dynamic_shared_size_bytes = g["smem"]
+        fn, taps_fn, ctaps, taps, _ = _ffa_parts(cupy, g)
+        n = 9 * g["KQ"]  # the taps go through the scratch buffer in stream order, so one buffer serves every call
+        taps_fn((1,), (32 * -(-n // 32),), (w, np.int32(K), np.int32(g["shift"]), np.int32(g["KQ"]), taps))
+        ctaps.copy_from_device_async(taps.data, 4 * n, stream)
         fn(g["grid"], (block,), (x, out, np.int32(C), np.int32(g["c0"]), np.int32(g["cstep"]), np.int64(L),
                                  np.int64(g["start"]), np.int64(out_len), np.int32(g["S"]), np.int32(g["ntiles"])),
            shared_mem=g["smem"])

@@ -88,11 +88,11 @@ FFT_CANDIDATE_MIN_K = 48
 TILED_MAX_K = 1024
 #: float32: from this many taps up to ffa's own limit (its registry ``max_taps``) the fast FIR algorithm (nine
 #: sub-filters of K/4 taps per four outputs) is the favourite, at :data:`_FFA_BLOCKS`; below it tiled is, and ffa is no
-#: candidate (short filters are memory-bound: ffa's extra additions do not pay). On an H200, L=2^26, in one run
-#: (benchmarks/ffa_ab.py): K=25 tiled 0.161 ms against ffa 0.181; K=63 ffa 0.209 against tiled 0.267; K=125 ffa 0.317
-#: against fft_fused 0.367 and tiled 0.443.
+#: candidate (short filters are memory-bound: ffa's extra additions do not pay). On an H200, L=2^26, each at its best
+#: block in one run (benchmarks/results/H200-2026-12-03-ffa): K=25 tiled 0.163 ms against ffa 0.165; K=33 ffa 0.156
+#: against tiled 0.211; K=63 ffa 0.166 against tiled 0.267; K=125 ffa 0.282 against fft_fused 0.369 and tiled 0.446.
 FFA_FAVOURITE_MIN_K = 33
-_FFA_BLOCKS = (64, 128)
+_FFA_BLOCKS = (64, 128, 32)
 #: float32: the fused overlap-save kernel (fft_fused) is the FFT favourite wherever it applies (up to half its largest
 #: tile), at :func:`fused_block` threads, then at the neighbouring block; cuFFT's overlap-save (fft) is timed after
 #: them and is the favourite above. On an H200, L=2^26, each at its best tile and block in one run
