@@ -1,8 +1,8 @@
 // conv1d_ffa.cu: the 1-D correlation of kernels/conv1d.cu's contract (float32),
 //     y[c, n] = sum_{j<K} w[j] * x[c, n + j - pad],   0 <= n < out_len,   x = 0 outside [0, L)
 // through a fast FIR algorithm: two nested levels of the 2-parallel Karatsuba split, so that four outputs cost nine
-// sub-filters of K/4 taps (9K/4 multiply-adds) instead of 4K. Short filters run at the FMA pipe's rate, not at
-// memory's; this cuts the multiply-adds per output from K to about 0.56 K.
+// sub-filters of K/4 taps (9K/4 multiply-adds) instead of 4K: about 0.56 K multiply-adds per output instead of K, for
+// filters of a few dozen taps and more, whose direct sum is bound by the FMA pipe rather than by memory.
 //
 // The split, in correlation form (Z = A * U means Z[m] = sum_i A[i] U[m + i]; S shifts: (S U)[m] = U[m + 1]):
 // with A0[i] = A[2i], A1[i] = A[2i + 1], U0[m] = U[2m], U1[m] = U[2m + 1],
@@ -17,9 +17,9 @@
 //     P: w'[4i], w'[4i+2], w'[4i] + w'[4i+2]      Q: w'[4i+1], w'[4i+3], w'[4i+1] + w'[4i+3]
 //     M: w'[4i] + w'[4i+1], w'[4i+2] + w'[4i+3], the sum of all four.
 //
-// Launch (sigconv.backends.cuda1d.ffa_geometry): B threads, R = 4 RQ outputs per thread, T = B R outputs per block.
-// The launcher shifts the taps by s (0..3) zeros so that the block's first input, x[c, n0 - pad - s], lies on a
-// 16-byte boundary: the tile is read with aligned float4 loads only. Channels whose rows start at different
+// Launch (sigconv.backends.cuda1d.ffa_geometry, ffa_launches): B threads, R = 4 RQ outputs per thread, tiles of
+// T = B R outputs, each block walking several tiles. The launcher shifts the taps by s (0..3) zeros so that a tile's
+// first input, x[c, n0 - pad - s], lies on a 16-byte boundary: tiles are copied with aligned 16-byte copies only. Channels whose rows start at different
 // alignments (L not a multiple of 4) are launched apart, one launch per class (c0, c0 + cstep, ...).
 // Shared memory: logical q in [0, S) holds x[c, g + q], g = n0 - pad - s, S = B R + 4 (KQ + 1); physical slot
 // q + 4 floor(q / R), so that thread t's float4 at q = tR + 4p is at t (R + 4) + 4p + 4 floor(4p / R): a compile-time
