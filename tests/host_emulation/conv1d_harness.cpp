@@ -16,7 +16,7 @@
 #include <string>
 #include <type_traits>
 
-constexpr size_t SMEM_CAP = 232448;  // an H200's opt-in maximum per block (227 KB)
+constexpr size_t SMEM_CAP = SC_EMU_SMEM_CAP;
 alignas(256) double sc_smem_d[SMEM_CAP / sizeof(double)];
 alignas(256) float4 sc_smem4[SMEM_CAP / sizeof(float4)];
 

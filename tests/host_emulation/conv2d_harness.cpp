@@ -13,7 +13,7 @@
 
 #include <string>
 
-constexpr size_t SMEM_CAP = 232448;
+constexpr size_t SMEM_CAP = SC_EMU_SMEM_CAP;
 alignas(256) unsigned char smem_raw[SMEM_CAP];
 alignas(256) float smem[SMEM_CAP / sizeof(float)];
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <limits>
 
-constexpr size_t SMEM_CAP = 232448;  // an H200's opt-in maximum per block (227 KB)
+constexpr size_t SMEM_CAP = SC_EMU_SMEM_CAP;
 alignas(256) float4 sc_smem4[SMEM_CAP / sizeof(float4)];
 
 int main(int argc, char** argv) {

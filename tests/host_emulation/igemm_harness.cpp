@@ -13,7 +13,7 @@
 #include "conv2d.cu"
 #include "harness_io.h"
 
-constexpr size_t SMEM_CAP = 232448;
+constexpr size_t SMEM_CAP = SC_EMU_SMEM_CAP;
 alignas(256) float smem[SMEM_CAP / sizeof(float)];
 
 int main(int argc, char** argv) {
