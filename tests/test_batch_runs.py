@@ -393,6 +393,24 @@ def test_the_driver_starts_in_one_thread_and_never_fails(disabled):
     assert out.stdout.split() == (["0", "True", "0"] if disabled else ["1", "True", "0"])
 
 
+@pytest.mark.parametrize("findable", [True, False])
+def test_asking_for_cuda_starts_the_driver_before_cupy_imports(monkeypatch, findable):
+    """Whoever asks whether CUDA can run is about to use it: the driver's start comes first, so that it overlaps
+    CuPy's import; where CuPy cannot be found, nothing is started."""
+    from sigconv._core import devices
+
+    calls = []
+    monkeypatch.setattr(devices, "cuda_quick_reason", lambda: None if findable else "CuPy is not installed")
+    monkeypatch.setattr(devices, "start_driver", lambda: calls.append("driver"))
+    monkeypatch.setattr(devices, "_cupy_reason", lambda: calls.append("import cupy") or "no CuPy in this test")
+    devices.cuda_reason.cache_clear()
+    try:
+        assert devices.cuda_reason() == "no CuPy in this test"
+    finally:
+        devices.cuda_reason.cache_clear()
+    assert calls == (["driver", "import cupy"] if findable else ["import cupy"])
+
+
 @pytest.mark.gpu
 def test_warm_up_loads_the_direct_modules_and_spans_stay_right(rng):
     """The GPU process's warm-up loads the direct 1-D kernels' modules before the first log; a span filtered after

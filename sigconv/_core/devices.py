@@ -40,7 +40,11 @@ def cuda_quick_reason() -> Optional[str]:
 
 @functools.lru_cache(maxsize=None)
 def cuda_reason() -> Optional[str]:
-    """``None`` when CuPy can launch kernels on a GPU here, else why not (one line)."""
+    """``None`` when CuPy can launch kernels on a GPU here, else why not (one line). Where CuPy is installed, the
+    driver starts (:func:`start_driver`) before CuPy is imported, so that the two overlap: whoever asks is about
+    to use the GPU."""
+    if cuda_quick_reason() is None:
+        start_driver()
     r = _cupy_reason()
     if r:
         return r

@@ -93,13 +93,15 @@ def check_finite(block: np.ndarray, offset: int, info: AudioInfo) -> None:
     raise InputError(f"{info.path}: non-finite sample ({v}) {where}; refusing to filter")
 
 
-def read_block(f, frames: int, dtype: str, info: AudioInfo, offset: int) -> np.ndarray:
+def read_block(f, frames: int, dtype: str, info: AudioInfo, offset: int,
+               out: Optional[np.ndarray] = None) -> np.ndarray:
     """The next (n, C) block of the open SoundFile ``f`` of ``info`` (its frames from ``offset`` on; n = 0 at the
     end). A decoder that gives up is :func:`read_failure`'s one line, a float sample that is not a number
     :func:`check_finite`'s. The one way sigconv reads samples: the file engine, the spectral gate's statistics
-    pass, its noise range and noise clip."""
+    pass, its noise range and noise clip. ``out``: a C-contiguous (frames, C) array of ``dtype`` to read into (the
+    block returned is its first n rows)."""
     try:
-        blk = f.read(frames, dtype=dtype, always_2d=True)
+        blk = f.read(frames, dtype=dtype, always_2d=True, out=out)
     except (sf.LibsndfileError, RuntimeError) as exc:  # "flac decoder lost sync", ...
         raise read_failure(info.path, exc, offset, info.subtype) from None
     check_finite(blk, offset, info)

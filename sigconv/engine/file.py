@@ -7,10 +7,11 @@ whole array at once, for any block size. The output is written to a temporary fi
 folder and renamed at the end: an error or Ctrl-C midway leaves no partial output.
 
 A block filter is any object with ``read_dtype``, ``preferred_frames``, ``process(block)``,
-``finish()`` and ``clipped`` (see :class:`BlockFilter`), and optionally ``stage(block)`` (run in the reader
-thread on each block read: a device filter copies it to the device there) and ``fetch(out)`` (run in the writer
-thread on each block to write: a device filter copies it back there); the cpu one is here, the cuda one is
-``sigconv.engine.gpu_file.GPUFileFilter``.
+``finish()`` and ``clipped`` (see :class:`BlockFilter`), and optionally ``read_buffer(frames)`` (the (frames, C)
+array of ``read_dtype`` the reader reads the next block into, in the reader thread: a device filter's page-locked
+buffer, which its ``stage`` has finished with), ``stage(block)`` (run in the reader thread on each block read: a
+device filter copies it to the device there) and ``fetch(out)`` (run in the writer thread on each block to write: a
+device filter copies it back there); the cpu one is here, the cuda one is ``sigconv.engine.gpu_file.GPUFileFilter``.
 
 libsndfile syncs the output to disk when it is closed (before the rename); the writer starts the write-back of
 each block as it goes (``posix_fadvise``), so that sync has only the last blocks left to wait for.
@@ -238,6 +239,7 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
     t0 = time.perf_counter()
     flt = make_filter(info, spec)
     bf = int(block_frames or flt.preferred_frames)
+    read_buffer = getattr(flt, "read_buffer", None)
     stage = getattr(flt, "stage", None)
     fetch = getattr(flt, "fetch", None)
     q_in: queue.Queue = queue.Queue(maxsize=3)
@@ -270,7 +272,8 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
             with sf.SoundFile(str(info.path)) as f:
                 offset = 0
                 while not stop.is_set():
-                    blk = read_block(f, bf, flt.read_dtype, info, offset)
+                    buf = read_buffer(bf) if read_buffer is not None else None
+                    blk = read_block(f, bf, flt.read_dtype, info, offset, out=buf)
                     if blk.shape[0] == 0:
                         break
                     offset += blk.shape[0]

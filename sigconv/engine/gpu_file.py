@@ -54,12 +54,32 @@ def _fir_out_spec(out_dtype: str, clip: bool) -> PCMSpec:
     return PCMSpec("float32", "float32", out_dtype, 0.0, -1.0, 1.0, bool(clip))
 
 
+def _to_host(a) -> np.ndarray:
+    return a if isinstance(a, np.ndarray) else a.get()
+
+
 def _is_oom(exc) -> bool:
     import cupy
 
     if isinstance(exc, cupy.cuda.memory.OutOfMemoryError):
         return True
     return "ALLOC_FAILED" in str(exc) or "out of memory" in str(exc).lower()
+
+
+class _Pending:
+    """A staged block's output on the device (``out``, (m, C) of the output dtype), the event recorded after the
+    kernels that made it, and the staged input they read: kept until the writer has passed the event, so that
+    neither buffer returns to the memory pool while a kernel may still use it, whichever streams the threads are
+    on."""
+
+    __slots__ = ("out", "event", "keep")
+
+    def __init__(self, out, event, keep):
+        self.out, self.event, self.keep = out, event, keep
+
+    @property
+    def shape(self):
+        return self.out.shape
 
 
 class GPUFileFilter:
@@ -86,6 +106,11 @@ class GPUFileFilter:
         ``variant`` then names what runs.
     chunk_frames : int, optional
         Overrides ``preferred_frames``.
+
+    In the file engine the samples travel through page-locked host buffers, one for each direction, reused
+    block after block: the reader reads into one (:meth:`read_buffer`) and copies it to the device
+    (:meth:`stage`); :meth:`process` then only queues kernels, and the writer copies each result into the other
+    (:meth:`fetch`) and writes from there. Called directly, :meth:`process` takes and returns host arrays.
     """
 
     #: Smallest block (frames) the out-of-memory retry splits down to.
@@ -117,15 +142,82 @@ class GPUFileFilter:
             self.preferred_frames = int(chunk_frames)
         else:
             self.preferred_frames = max(1 << 22, 1 << (8 * K - 1).bit_length())
-        self.clipped = 0
+        self._clipped = 0
+        self._clipped_dev: list = []  # counts still on the device (0-d arrays), read when ``clipped`` is
         self._to_drop = self.delay
+        self._host: dict = {}  # page-locked buffers by direction, "in" (reader) and "out" (writer): (memory, bytes)
+        import cupy
+
+        self._device = cupy.cuda.Device()  # the current one: the engine's reader and writer threads use it too
+
+    @property
+    def clipped(self) -> int:
+        """Saturated samples so far (reads the counts still on the device)."""
+        if self._clipped_dev:
+            self._clipped += sum(int(c) for c in self._clipped_dev)
+            self._clipped_dev.clear()
+        return self._clipped
 
     # -- state snapshot for the out-of-memory retry (a failed attempt leaves no trace)
     def _state(self):
-        return (self._core.hist, self._to_drop, self.clipped)
+        return (self._core.hist, self._to_drop, len(self._clipped_dev))
 
     def _restore(self, st):
-        self._core.hist, self._to_drop, self.clipped = st
+        self._core.hist, self._to_drop, n = st
+        del self._clipped_dev[n:]
+
+    # -- the engine's threads: page-locked buffers, copies in the reader and writer
+    def _host_buffer(self, kind: str, shape, dtype) -> np.ndarray:
+        """The page-locked (rows, C) buffer ``kind`` with room for ``shape[0]`` rows, viewed as ``shape``: made (or
+        grown) on first need, then reused. A buffer is its thread's alone: the reader's is free again once
+        :meth:`stage` returns, the writer's once the block read from it is written."""
+        import cupy
+
+        dtype = np.dtype(dtype)
+        need = int(np.prod(shape)) * dtype.itemsize
+        mem, size = self._host.get(kind, (None, 0))
+        if mem is None or size < need:
+            with self._device:
+                mem = cupy.cuda.alloc_pinned_memory(max(need, 1))
+            self._host[kind] = (mem, need)
+        return np.frombuffer(mem, dtype, int(np.prod(shape))).reshape(shape)
+
+    def read_buffer(self, frames: int) -> np.ndarray:
+        """In the engine's reader thread: the (frames, C) page-locked array the next block is read into."""
+        return self._host_buffer("in", (int(frames), self.C), self.read_dtype)
+
+    def stage(self, block):
+        """In the engine's reader thread: the block read goes to the device (at the bus's speed, from the
+        page-locked buffer), and the buffer is free for the next read when this returns. Where the device has no
+        room for it, a host copy goes on (:meth:`process` splits it)."""
+        import cupy
+
+        if not isinstance(block, np.ndarray) or block.shape[0] == 0:
+            return block
+        with self._device:
+            try:
+                d = cupy.empty(block.shape, dtype=block.dtype)
+                d.set(np.ascontiguousarray(block))
+                cupy.cuda.get_current_stream().synchronize()  # the copy is done: the buffer is free again
+                return d
+            except Exception as exc:  # noqa: BLE001 - only out-of-memory falls back
+                if not _is_oom(exc):
+                    raise
+                return np.array(block)
+
+    def fetch(self, out):
+        """In the engine's writer thread: a staged block's output, once its kernels are done, copied into the
+        page-locked buffer (the array returned is a view of it, valid until the next fetch); host arrays as
+        they are."""
+        if not isinstance(out, _Pending):
+            return out
+        if out.out.size == 0:
+            return np.empty(out.out.shape, out.out.dtype)
+        with self._device:
+            out.event.synchronize()
+            host = self._host_buffer("out", out.out.shape, out.out.dtype)
+            out.out.get(out=host)
+        return host
 
     def _fix_variant(self, xf) -> None:
         """Resolve "auto" once, on the first block (C, n) as the stream filter will see it."""
@@ -135,7 +227,8 @@ class GPUFileFilter:
                                                            core.taps_key)
             self.variant = core.variant
 
-    def _process_device(self, block: np.ndarray) -> np.ndarray:
+    def _process_device(self, block):
+        """(n, C) block (host or device) -> (m, C) device samples of out_dtype; kernels queued, no host sync."""
         import cupy
 
         xf = to_work_device(cupy.asarray(block))  # (n, C) interleaved read dtype -> (C, n) float32, scaled
@@ -148,10 +241,13 @@ class GPUFileFilter:
             self._to_drop -= d
         out, clipped = quantise_device(y, self._out_spec)  # scale, round, saturate, interleave
         if clipped is not None:
-            self.clipped += int(clipped)
-        return cupy.asnumpy(out)
+            self._clipped_dev.append(clipped)
+            if len(self._clipped_dev) >= 256:  # a long stream of blocks: fold the counts in now and then
+                self.clipped  # noqa: B018 - the property reads them
+        return out
 
-    def _run(self, block: np.ndarray) -> np.ndarray:
+    def _run(self, block):
+        """The device output of ``block``, or, where it had to be split for lack of device memory, the host one."""
         st = self._state()
         try:
             return self._process_device(block)
@@ -166,20 +262,35 @@ class GPUFileFilter:
             if n // 2 < self.OOM_FLOOR_FRAMES:
                 raise RuntimeError(f"GPU out of memory filtering a block of {n} frames: {exc}") from None
         half = block.shape[0] // 2
-        a = self._run(block[:half])
-        b = self._run(block[half:])
+        a = _to_host(self._run(block[:half]))
+        b = _to_host(self._run(block[half:]))
         return np.concatenate([a, b], axis=0)
 
-    def process(self, block) -> np.ndarray:
-        """Filter the next (n, C) block; returns (m, C) samples of out_dtype ready to write."""
-        block = np.asarray(block)
+    def process(self, block):
+        """Filter the next (n, C) block; returns (m, C) samples of out_dtype ready to write: a host array for a
+        host block; for a block :meth:`stage` put on the device, the pending device result that :meth:`fetch`
+        turns into one."""
+        if isinstance(block, np.ndarray) or not hasattr(block, "__cuda_array_interface__"):
+            block = np.asarray(block)
+            staged = False
+        else:
+            staged = True
         if block.ndim == 1 and self.C == 1:
             block = block[:, None]
         if block.ndim != 2 or block.shape[1] != self.C:
             raise ValueError(f"block must have shape (frames, {self.C}), got {block.shape}")
         if block.shape[0] == 0:
             return np.empty((0, self.C), dtype=self.out_dtype)
-        return self._run(np.ascontiguousarray(block))
+        if not staged:
+            return _to_host(self._run(np.ascontiguousarray(block)))
+        import cupy
+
+        out = self._run(block)
+        if isinstance(out, np.ndarray):
+            return out
+        event = cupy.cuda.Event(block=False, disable_timing=True)
+        event.record()
+        return _Pending(out, event, block)
 
     def finish(self) -> np.ndarray:
         """Rest of the output: zero phase feeds D = (K-1)/2 zeros; linear phase returns nothing. Resets."""
