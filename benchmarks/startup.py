@@ -13,10 +13,10 @@ default FIR band-pass, 7921 taps; the spectral gate) each command in a fresh chi
 - ``cuda warm``, ``cpu`` and ``auto``: ``--repeat`` runs each after that, median; ``auto`` reports which backend
   it took (the command's summary line).
 
-Python's bytecode is kept in a folder of the run's own (PYTHONPYCACHEPREFIX), filled first by one untimed run per
-method and backend with throwaway kernel caches: an installed package has its bytecode compiled at install time, but
-a read-only environment (the device machines') would otherwise compile every module it imports on every run, about
-half a second.
+Python's bytecode is kept in a folder of the run's own (denoise_vs_sox.child_env: PYTHONPYCACHEPREFIX, and
+PYTHONDONTWRITEBYTECODE dropped), filled first by one untimed run per method and backend with throwaway kernel
+caches: an installed package has its bytecode compiled at install time, but an environment that forbids writing it
+(the device machines' sets PYTHONDONTWRITEBYTECODE) would otherwise compile every module it imports on every run.
 
 Verdicts: 10 s of stereo on cuda with a warm cache in 0.6 s or less; the first run after install in 3 s or less;
 ``--backend auto`` within 10% of the faster of cpu and cuda at every duration. Writes
@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from denoise_vs_sox import ROOT, _device, _slug, generate, measure  # this folder
+from denoise_vs_sox import ROOT, _device, _slug, child_env, generate, measure  # this folder
 
 #: The targets the verdicts check (seconds of wall time; auto's slack over the faster backend).
 WARM_10S_CUDA_MAX_S = 0.6
@@ -135,8 +135,7 @@ def main(argv=None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="sigconv-startup-") as tmp:
         work = Path(tmp)
-        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        base = dict(os.environ, PYTHONPATH=path, PYTHONPYCACHEPREFIX=str(work / "pycache"))
+        base = child_env(work / "pycache")
         envs = {m: dict(base, CUPY_CACHE_DIR=str(work / f"cupy-cache-{m}"),
                         SIGCONV_CACHE_DIR=str(work / f"sigconv-cache-{m}")) for m in a.methods}  # cold per method
         prime(work, a.methods, ["cpu", "cuda"] if a.gpu else ["cpu"], base, a.timeout)

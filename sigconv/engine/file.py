@@ -272,7 +272,9 @@ def _filter_into(info, tmp, spec, make_filter, progress, cancel, block_frames, o
             with sf.SoundFile(str(info.path)) as f:
                 offset = 0
                 while not stop.is_set():
-                    buf = read_buffer(bf) if read_buffer is not None else None
+                    # a buffer for what is left, up to a block (a short file's is small, quick to page-lock);
+                    # past the end, a frame's, to see the end
+                    buf = read_buffer(min(bf, max(info.frames - offset, 1))) if read_buffer is not None else None
                     blk = read_block(f, bf, flt.read_dtype, info, offset, out=buf)
                     if blk.shape[0] == 0:
                         break
