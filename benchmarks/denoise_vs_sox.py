@@ -16,8 +16,8 @@ autotuner's choices are cached (as after a user's first run); that warm-up is no
 sigconv outputs of the cpu and cuda backends are compared sample by sample. A table and a JSON
 file (named with the device and date) go to ``--out``.
 
-Targets: CPU path no slower than SoX; with ``--gpu`` and 60 minutes, the CUDA path within 3 s (on the
-16-core H200 machine).
+Targets: CPU path no slower than SoX; with ``--gpu`` and 60 minutes, the CUDA path within
+:data:`CUDA_HOUR_MAX_S` (on the 16-core H200 machine, process start included).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 FS = 48000
 BLOCK = 1 << 20  # frames per generated / compared block
+#: The target of the cuda path on 60 minutes (seconds of wall time, process start included).
+CUDA_HOUR_MAX_S = 1.5
 
 # Runs ``argv`` (JSON) as a child and reports its wall time and peak RSS: RUSAGE_CHILDREN in a fresh
 # wrapper process covers exactly that one child (and what it waited for).
@@ -286,7 +288,8 @@ def main(argv=None) -> int:
             verdict(f"sigconv cpu peak RSS {cpu['maxrss_mb']:.0f} MB (target < 300 MB)", cpu["maxrss_mb"] < 300)
         if cu and cu["wall_s"]:
             if abs(seconds - 3600) < 1:
-                verdict(f"sigconv cuda {cu['wall_s']:.2f} s for 60 min (target <= 3 s)", cu["wall_s"] <= 3.0)
+                verdict(f"sigconv cuda {cu['wall_s']:.2f} s for 60 min (target <= {CUDA_HOUR_MAX_S:g} s)",
+                        cu["wall_s"] <= CUDA_HOUR_MAX_S)
             if sx and sx["wall_s"]:
                 results["notes"].append(f"sigconv cuda is {sx['wall_s'] / cu['wall_s']:.1f}x faster than sox")
     except KeyboardInterrupt:
