@@ -13,11 +13,13 @@
 // inverse complex FFT gives y[2n] + i y[2n+1]. A thread owns the bins k and M-k of that middle step, so it runs
 // in place.
 //
-// The complex FFTs are Stockham autosort passes (radix 16 first, then radices 4 to 16: ff_bits) between two
-// shared-memory buffers of M float2 each, padded with one float2 per 16 (ff_pad) so that no pass has bank conflicts
-// and a butterfly's addresses are constant offsets from one base: any block size works (a thread takes butterflies
-// j = tid, tid + T, ...), at 8.5N bytes of shared memory. Twiddles come from a table computed in float64 by the
-// launcher (L1/L2 resident, read at consecutive entries: ff_twiddle_count).
+// The complex FFTs are Stockham autosort passes (radix 16 first, then radices 4 to 16: ff_bits) over shared-memory
+// buffers of M float2, padded with one float2 per 16 (ff_pad) so that no pass has bank conflicts and a butterfly's
+// addresses are constant offsets from one base. A block of M/16 = N/32 threads or more holds every butterfly of a
+// pass in registers (at most 16 points per thread) and runs each pass in place in one buffer: 4.25N bytes of
+// shared memory. A smaller block (any block size works: a thread takes butterflies j = tid, tid + T, ...) passes
+// between two buffers: 8.5N bytes. Twiddles come from a table computed in float64 by the launcher (L1/L2
+// resident, read at consecutive entries: ff_twiddle_count).
 //
 // Scaling as the fft variant's (overlap_save.cuh, "Scaling"): the block reduces the tile's peak exponent; a
 // tile of extreme magnitude (exponent outside [-safe, safe]) is divided by 2^e before the transform and its
@@ -25,7 +27,8 @@
 // scaled (its outputs are NaN, as an FFT's are).
 //
 // Launch: grid (tiles, channels), both walked by grid-stride loops (any caps); block: any multiple of 32 up to
-// 1024; dynamic shared memory: 16*ff_pad(M) + 128 bytes (two buffers and the reduction's 32 slots).
+// 1024; dynamic shared memory: 8*ff_pad(M) + 128 bytes for a block of M/16 threads or more (one buffer and the
+// reduction's 32 slots), else 16*ff_pad(M) + 128 (two buffers).
 #ifndef SIGCONV_FFT_FUSED_CUH
 #define SIGCONV_FFT_FUSED_CUH
 #include "common.cuh"
@@ -139,48 +142,80 @@ __host__ __device__ constexpr int ff_tw_offset(int MB, int p) {  // where pass p
 }
 __host__ __device__ constexpr int ff_twiddle_count(int MB) { return ff_tw_offset(MB, ff_passes(MB)); }
 
-// One Stockham pass of radix R over M = 2^MB points, sub-transforms of length NS done: src -> dst (padded layout).
-// Butterfly j reads point j + r M/R, applies the twiddles exp(-+2 pi i r k / (NS R)), k = j mod NS (rows at TWO of
-// the table), and writes point (j - k) R + k + r NS.
+// Butterfly j of a Stockham pass of radix R over M = 2^MB points, sub-transforms of length NS done: reads point
+// j + r M/R of `src`, applies the twiddles exp(-+2 pi i r k / (NS R)), k = j mod NS (rows at TWO of the table), and
+// leaves the R-point DFT in v; it belongs at point (j - k) R + k + r NS (ff_store).
+template <int R, bool INV, int MB, int NS, int TWO>
+__device__ __forceinline__ void ff_butterfly(const float2* __restrict__ src, int j, const float2* __restrict__ tw,
+                                             float2* v) {
+    constexpr int M = 1 << MB, B = M / R, SS = ff_pad(B);
+    static_assert(B % 16 == 0 && (NS == 1 ? R == 16 : NS % 16 == 0), "ff_pad's offsets need these");
+    const int k = j & (NS - 1);
+    const float2* s = src + ff_pad(j);
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[r] = s[r * SS];
+    if constexpr (NS > 1) {
+        const float2* t = tw + TWO + k;
+        float2 w[R];
+        w[1] = __ldg(t);
+        if constexpr (R >= 4) {
+            w[2] = __ldg(t + NS);
+            w[3] = ff_mul(w[1], w[2]);
+        }
+        if constexpr (R >= 8) {
+            w[4] = __ldg(t + 2 * NS);
+            w[5] = ff_mul(w[1], w[4]);
+            w[6] = ff_mul(w[2], w[4]);
+            w[7] = ff_mul(w[3], w[4]);
+        }
+        if constexpr (R >= 16) {
+            w[8] = __ldg(t + 3 * NS);
+#pragma unroll
+            for (int r = 9; r < 16; ++r) w[r] = ff_mul(w[r - 8], w[8]);
+        }
+#pragma unroll
+        for (int r = 1; r < R; ++r) v[r] = ff_mul(v[r], INV ? ff_conj(w[r]) : w[r]);
+    }
+    ff_dft<R, INV>(v);
+}
+template <int R, int NS>
+__device__ __forceinline__ void ff_store(float2* __restrict__ dst, int j, const float2* v) {
+    constexpr int DS = ff_pad(NS);
+    const int k = j & (NS - 1);
+    float2* d = dst + ff_pad((j - k) * R + k);
+#pragma unroll
+    for (int r = 0; r < R; ++r) d[r * DS] = v[r];
+}
+
+// One Stockham pass, src -> dst (padded layout): a thread takes butterflies j = tid, tid + T, ... (any block size).
 template <int R, bool INV, int MB, int NS, int TWO>
 __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* __restrict__ dst,
                                         const float2* __restrict__ tw) {
-    constexpr int M = 1 << MB, B = M / R, SS = ff_pad(B), DS = ff_pad(NS);
-    static_assert(B % 16 == 0 && (NS == 1 ? R == 16 : NS % 16 == 0), "ff_pad's offsets need these");
+    constexpr int B = (1 << MB) / R;
     const int T = (int)blockDim.x, tid = (int)threadIdx.x;
     for (int j = tid; j < B; j += T) {
-        const int k = j & (NS - 1);
-        const float2* s = src + ff_pad(j);
         float2 v[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = s[r * SS];
-        if constexpr (NS > 1) {
-            const float2* t = tw + TWO + k;
-            float2 w[R];
-            w[1] = __ldg(t);
-            if constexpr (R >= 4) {
-                w[2] = __ldg(t + NS);
-                w[3] = ff_mul(w[1], w[2]);
-            }
-            if constexpr (R >= 8) {
-                w[4] = __ldg(t + 2 * NS);
-                w[5] = ff_mul(w[1], w[4]);
-                w[6] = ff_mul(w[2], w[4]);
-                w[7] = ff_mul(w[3], w[4]);
-            }
-            if constexpr (R >= 16) {
-                w[8] = __ldg(t + 3 * NS);
-#pragma unroll
-                for (int r = 9; r < 16; ++r) w[r] = ff_mul(w[r - 8], w[8]);
-            }
-#pragma unroll
-            for (int r = 1; r < R; ++r) v[r] = ff_mul(v[r], INV ? ff_conj(w[r]) : w[r]);
-        }
-        ff_dft<R, INV>(v);
-        float2* d = dst + ff_pad((j - k) * R + k);
-#pragma unroll
-        for (int r = 0; r < R; ++r) d[r * DS] = v[r];
+        ff_butterfly<R, INV, MB, NS, TWO>(src, j, tw, v);
+        ff_store<R, NS>(dst, j, v);
     }
+    __syncthreads();
+}
+
+// The same pass in place, for blocks of M/16 threads or more: a thread computes its Q = 16/R butterflies
+// (j = tid + q T, all there are) in registers, and stores them after a barrier, when every point has been read.
+// One buffer instead of two (half the shared memory) for one more barrier per pass.
+template <int R, bool INV, int MB, int NS, int TWO>
+__device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __restrict__ tw) {
+    constexpr int B = (1 << MB) / R, Q = 16 / R;
+    const int T = (int)blockDim.x, tid = (int)threadIdx.x;
+    float2 v[Q][R];
+#pragma unroll
+    for (int q = 0; q < Q; ++q)  // a thread past the last butterfly computes that one again (v always defined:
+        ff_butterfly<R, INV, MB, NS, TWO>(buf, min(tid + q * T, B - 1), tw, v[q]);  // see ff_tid) and stores nothing
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < Q; ++q)
+        if (tid + q * T < B) ff_store<R, NS>(buf, tid + q * T, v[q]);
     __syncthreads();
 }
 
@@ -194,6 +229,39 @@ __device__ __forceinline__ float2* ff_fft(float2* a, float2* b, const float2* __
         ff_pass<1 << ff_bits(MB, P), INV, MB, ff_ns(MB, P), (P == 0 ? 0 : ff_tw_offset(MB, P))>(a, b, tw);
         return ff_fft<INV, MB, P + 1>(b, a, tw);
     }
+}
+// The same in place (blocks of M/16 threads or more: ff_pass_inplace).
+template <bool INV, int MB, int P = 0>
+__device__ __forceinline__ void ff_fft_inplace(float2* a, const float2* __restrict__ tw) {
+    if constexpr (P < ff_passes(MB)) {
+        ff_pass_inplace<1 << ff_bits(MB, P), INV, MB, ff_ns(MB, P), (P == 0 ? 0 : ff_tw_offset(MB, P))>(a, tw);
+        ff_fft_inplace<INV, MB, P + 1>(a, tw);
+    }
+}
+// Forward or inverse transform of `a`: in place where the block has M/16 threads or more (`one`), else through `b`.
+// Returns the buffer holding the result.
+template <bool INV, int MB>
+__device__ __forceinline__ float2* ff_transform(bool one, float2* a, float2* b, const float2* __restrict__ tw) {
+    if (one) {
+        ff_fft_inplace<INV, MB>(a, tw);
+        return a;
+    }
+    return ff_fft<INV, MB>(a, b, tw);
+}
+
+// The thread's index, read anew in each tile. Straight-line in-place passes let the compiler hoist every address
+// that depends on the index alone (the tile's loads, the outputs' stores) out of the tile loop, where they would hold
+// some 40 registers for the whole kernel; read here by an instruction it may not move, they are not. (So too a
+// butterfly's registers: written under a condition, the values a thread past the last butterfly leaves undefined
+// would stay allocated across the loop: ff_pass_inplace computes a butterfly in every thread.)
+__device__ __forceinline__ int ff_tid() {
+#ifdef SIGCONV_HOST_EMULATION
+    return (int)threadIdx.x;
+#else
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+#endif
 }
 
 // The block's maximum of the threads' `e`, the same in every thread (the tile's peak), red:
@@ -215,25 +283,28 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
 // Loads each thread issues before it stores any, in the tile's load and the outputs' (their latencies overlap).
 #define FF_LOADS 8
 
-// No __launch_bounds__: ptxas (sm_90) gives it 48 to 56 registers with no spills, so every block size up to 1024
-// launches (64K registers per block).
+// Bounds of 1024 threads: every block size launches (64K registers per block); ptxas (sm_90) fits it in 54 to 64
+// registers with no spills.
 template <int LOGN>
-__global__ void conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float2* __restrict__ H,
-                                 const float2* __restrict__ tw, int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len,
-                                 sc_i64 ntiles, const int* __restrict__ tap_shift, int safe) {
+__global__ void __launch_bounds__(1024)
+    conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float2* __restrict__ H,
+                     const float2* __restrict__ tw, int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len, sc_i64 ntiles,
+                     const int* __restrict__ tap_shift, int safe) {
     static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN && LOGN <= SIGCONV_FFT_FUSED_MAX_LOGN, "tile length");
     constexpr int N = 1 << LOGN, M = N / 2, MP = ff_pad(M);
     extern __shared__ float4 sc_smem4[];
+    const int T = (int)blockDim.x;
+    const bool one = T * 16 >= M;  // transforms in place, in one buffer (ff_transform)
     float2* const buf0 = reinterpret_cast<float2*>(sc_smem4);
-    float2* const buf1 = buf0 + MP;
-    int* red = reinterpret_cast<int*>(buf1 + MP);
-    const int T = (int)blockDim.x, tid = (int)threadIdx.x;
+    float2* const buf1 = one ? nullptr : buf0 + MP;
+    int* red = reinterpret_cast<int*>(buf0 + (one ? MP : 2 * MP));
     const sc_i64 V = N - K + 1;
     const int et = tap_shift ? tap_shift[0] : 0;
     for (int c = (int)blockIdx.y; c < C; c += (int)gridDim.y) {
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         for (sc_i64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
+            const int tid = ff_tid();
             // 1. the tile and its peak. Sample i is float i of the pair layout (point n = (x[2n], x[2n+1])), at float
             // i + 2 (i / 32) of the padded buffer: read with unit stride, stored without bank conflicts. The peak is
             // the largest |sample| as a bit pattern (an integer maximum; inf and NaN lie above every finite value).
@@ -269,7 +340,7 @@ __global__ void conv1d_fft_fused(const float* __restrict__ x, float* __restrict_
                 __syncthreads();
             }
             // 2. forward transform
-            float2* Z = ff_fft<false, LOGN - 1>(buf0, buf1, tw);
+            float2* Z = ff_transform<false, LOGN - 1>(one, buf0, buf1, tw);
             // 3. unpack the real spectrum, multiply by H, pack for the inverse: bins k and M-k by one thread
             for (int k = tid; k <= M / 2; k += T) {
                 const float2 zk = Z[ff_pad(k)], zm = Z[ff_pad((M - k) & (M - 1))];
@@ -291,7 +362,8 @@ __global__ void conv1d_fft_fused(const float* __restrict__ x, float* __restrict_
             }
             __syncthreads();
             // 4. inverse transform (unscaled: H holds the 1/N), y[2n] + i y[2n+1]
-            const float* Yr = reinterpret_cast<const float*>(ff_fft<true, LOGN - 1>(Z, Z == buf0 ? buf1 : buf0, tw));
+            float2* const Zy = ff_transform<true, LOGN - 1>(one, Z, Z == buf0 ? buf1 : buf0, tw);
+            const float* Yr = reinterpret_cast<const float*>(Zy);
             // 5. the valid outputs
             const int eo = es + et;
             const OsScale<float> up(eo);

@@ -20,7 +20,7 @@
 #define SIGCONV_STRIP_RING_MAX_TAPS 121
 // conv2d_shfl.cuh: widest halo (columns on each side) taken from a neighbouring lane: one float4.
 #define SIGCONV_SHFL_MAX_HALO 4
-// fft_fused.cuh: tiles of 2^10 to 2^14 samples (two buffers of N/2 float2 in shared memory: 8 KB to 128 KB).
+// fft_fused.cuh: tiles of 2^10 to 2^14 samples (one or two buffers of N/2 float2 in shared memory: 4 KB to 128 KB).
 #define SIGCONV_FFT_FUSED_MIN_LOGN 10
 #define SIGCONV_FFT_FUSED_MAX_LOGN 14
 // conv1d_ffa.cu: taps per sub-filter (a quarter of the shifted, padded filter): nine sub-filters in __constant__ memory.

@@ -135,7 +135,7 @@ def test_cuda_conv1d_candidates_come_from_the_registry():
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 255, "float32")[0] == ("fft_fused", 128)
     # the fused kernel at its tile's block first, then the neighbouring block, then cuFFT's
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 7921, "float32")[:3] == \
-        [("fft_fused", 1024), ("fft_fused", 512), ("fft", 256)]
+        [("fft_fused", 512), ("fft_fused", 1024), ("fft", 256)]
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 1023, "float32")[:3] == \
         [("fft_fused", 256), ("fft_fused", 512), ("fft", 256)]
     # the fused kernel's tap limit: longer filters go to cuFFT only, float64 never to the fused kernel

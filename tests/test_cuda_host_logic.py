@@ -33,30 +33,32 @@ def numpy_as_cupy(monkeypatch):
 
 
 def test_fused_tiles_and_plan(numpy_as_cupy):
-    """fft_fused's tile: the power of two above 16K within 1024..8192, at least the one above 2K; its block one thread
-    per 32 samples (64 at least, 1024 for the 16384-sample tile); taps
-    up to half the largest tile; a plan's grid covers every tile and channel up to the caps; a tile asked for must be
-    a power of two in range, >= 2K."""
+    """fft_fused's tile: the power of two above 16K within 1024..8192, doubled where K - 1 is more than an eighth of
+    it, at least the one above 2K; its block one thread per 32 samples (64 at least); taps up to half the largest
+    tile; shared memory for one buffer where the block has N/32 threads or more, else two; a plan's grid covers every
+    tile and channel up to the caps; a tile asked for must be a power of two in range, >= 2K."""
     from sigconv.registry import auto
 
     c = numpy_as_cupy
-    Ks = (1, 64, 65, 128, 129, 256, 257, 1023, 4096, 4097, 7921, 8192)
+    Ks = (1, 64, 65, 128, 129, 256, 257, 1023, 1025, 1026, 4096, 4097, 7921, 8192)
     assert [auto.fused_tile(K) for K in Ks] == \
-        [1024, 1024, 2048, 2048, 4096, 4096, 8192, 8192, 8192, 16384, 16384, 16384]
-    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 256, 256, 256, 1024, 1024, 1024]
-    assert auto.fused_block(255, 2048) == 64 and auto.fused_block(255, 16384) == 1024
+        [1024, 1024, 2048, 2048, 4096, 4096, 8192, 8192, 8192, 16384, 16384, 16384, 16384, 16384]
+    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 512, 512]
+    assert auto.fused_block(255, 2048) == 64 and auto.fused_block(255, 16384) == 512
     for K in (0, 8193):
         with pytest.raises(ValueError, match="fft_fused takes 1 to 8192 taps"):
             auto.fused_tile(K)
-    p = c.fused_plan(255, 1 << 26, 3)
-    assert (p["N"], p["logn"], p["V"], p["smem"]) == (4096, 12, 3842, 2 * 8 * (2048 + 128) + 128)  # padded buffers
+    buffer = 8 * (2048 + 128)  # N/2 float2, one of padding per 16
+    for block, smem in ((128, buffer + 128), (1024, buffer + 128), (96, 2 * buffer + 128), (32, 2 * buffer + 128)):
+        p = c.fused_plan(255, 1 << 26, 3, block)
+        assert (p["N"], p["logn"], p["V"], p["smem"]) == (4096, 12, 3842, smem), block
     assert p["ntiles"] == -(-(1 << 26) // 3842) and p["grid"] == (p["ntiles"], 3)
-    assert c.fused_plan(255, 10 ** 6, 3, cap_x=7, cap_y=2)["grid"] == (7, 2)
-    q = c.fused_plan(4095, 1 << 20, 1, tile=16384)
-    assert (q["N"], q["V"], q["logn"]) == (16384, 12290, 14)
+    assert c.fused_plan(255, 10 ** 6, 3, 128, cap_x=7, cap_y=2)["grid"] == (7, 2)
+    q = c.fused_plan(4095, 1 << 20, 1, 512, tile=16384)
+    assert (q["N"], q["V"], q["logn"], q["smem"]) == (16384, 12290, 14, 8 * (8192 + 512) + 128)
     for tile in (4096, 6144, 512, 32768):  # below 2K, not a power of two, outside the kernel's range
         with pytest.raises(ValueError, match=f"fft_fused tile {tile} for K=4095"):
-            c.fused_plan(4095, 1 << 20, 1, tile=tile)
+            c.fused_plan(4095, 1 << 20, 1, 512, tile=tile)
 
 
 def test_fused_passes_and_twiddle_table(numpy_as_cupy):
@@ -75,7 +77,7 @@ def test_fused_passes_and_twiddle_table(numpy_as_cupy):
             ns <<= b
         want = np.concatenate(want)
         assert tw.shape == want.shape and np.abs(tw - want).max() <= 6e-8
-    assert c.fused_plan(7921, 1 << 20, 1)["smem"] == 2 * 8 * (8192 + 512) + 128 <= 227 * 1024
+    assert c.fused_plan(7921, 1 << 20, 1, 32)["smem"] == 2 * 8 * (8192 + 512) + 128 <= 227 * 1024
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -958,7 +958,7 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, **caps):
 
     C, L = x.shape
     K = w.size
-    plan = fused_plan(K, out_len, C, **caps)
+    plan = fused_plan(K, out_len, C, block, **caps)
     N = plan["N"]
     tap_shift = int(np.frexp(np.abs(w).max())[1])
     (np.fft.rfft(np.ldexp(w[::-1], -tap_shift), N) / N).astype(np.complex64).tofile(tmp / "H.bin")
@@ -973,9 +973,10 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, **caps):
 
 
 # (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 7921: N = 1024 to 16384), K above L, every mode,
-# blocks of 32 to 1024 threads (96, 992: not powers of two), misaligned x, caps of 1-2 that force the grid-stride
-# loops over tiles and channels.
-FUSED_CASES = [
+# blocks of 32 to 1024 threads (96, 992: not powers of two), transforms in place (N/32 threads or more; 992 and 1024:
+# threads past a pass's last butterfly) and through two buffers (300 taps at 128 threads, 4095 at 256: the longest
+# tile's 139 KB), misaligned x, caps of 1-2 that force the grid-stride loops over tiles and channels.
+FFT_FUSED_CASES = [
     (1, 1, "full", 1, 32, 0, {}),
     (2, 7, "same", 2, 96, 1, {}),
     (63, 3001, "same", 3, 64, 3, {"cap_x": 2, "cap_y": 2}),
@@ -984,12 +985,13 @@ FUSED_CASES = [
     (1023, 20, "full", 2, 256, 1, {}),
     (4095, 9000, "same", 1, 1024, 0, {}),
     (7921, 9000, "same", 1, 512, 1, {}),
+    (4095, 5000, "valid", 1, 256, 0, {}),
 ]
 
 
-@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FUSED_CASES, {0, 1, 3, 5, 6}),
+@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 4, 5, 8}),
                          ids=[f"K{c[0]}-L{c[1]}-{c[2]}-C{c[3]}-b{c[4]}-o{c[5]}" + ("-capped" if c[6] else "")
-                              for c in FUSED_CASES])
+                              for c in FFT_FUSED_CASES])
 def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, block, xoff, caps, rng):
     """Every output written and equal to the float64 reference convolution per channel, for channels of ordinary,
     huge (2^120: an unscaled float32 transform overflows) and tiny (2^-100) magnitude: the block's power-of-two

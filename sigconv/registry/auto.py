@@ -98,17 +98,20 @@ _FFA_BLOCKS = (64, 128, 32)
 #: them and is the favourite above. On an H200, L=2^26, each at its best tile and block in one run
 #: (benchmarks/fused_tiles.py): K=255 0.342 ms against 0.983, K=1023 0.396 against 0.995, K=4095 0.621 against 1.196,
 #: K=7921 0.833 against 1.420.
-#: fft_fused's tiles up to this length leave room for three blocks per multiprocessor (8.5N bytes of shared memory
-#: each); the longest tile (139 KB) runs one block at a time and is used only for filters that need it.
+#: fft_fused's tile for K taps is the power of two nearest above 16x K up to this length (a longer tile's transform
+#: costs more per output than its tiles' overlap saves) ...
 _FUSED_SHARED_TILE_MAX = 8192
+#: ... or twice that where the overlap (K - 1 samples) would be more than this share of the tile.
+_FUSED_MAX_OVERLAP = 1 / 8
 
 
 def fused_tile(K: int) -> int:
     """fft_fused's tile length N for K taps: the power of two nearest above 16x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
-    (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`, and at least the one above 2x K (up to
-    2^SIGCONV_FFT_FUSED_MAX_LOGN). On an H200 (benchmarks/fused_tiles.py, L=2^26, each tile at its best block):
-    K=255 0.342 ms with N=4096 against 0.360 with 2048; K=1023 0.396 with 8192 against 0.407 with 4096 and 0.522
-    with 16384; K=4095 0.621 with 8192 against 0.624 with 16384. ValueError for K above half the largest tile."""
+    (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`, doubled where K - 1 is more than
+    :data:`_FUSED_MAX_OVERLAP` of it, and at least the one above 2x K (up to 2^SIGCONV_FFT_FUSED_MAX_LOGN). Doubling
+    pays above that share: K=4095 needs 19 transform operations per output (N log2 N / (N - K + 1)) with 16384 against
+    26 with 8192. benchmarks/fused_tiles.py times every tile against this choice. ValueError for K above half the
+    largest tile."""
     from sigconv import _kernels
 
     lim = _kernels.constants()
@@ -116,16 +119,17 @@ def fused_tile(K: int) -> int:
     if not 1 <= K <= hi // 2:
         raise ValueError(f"fft_fused takes 1 to {hi // 2} taps, got K={K}")
     n = min(_FUSED_SHARED_TILE_MAX, max(lo, 1 << (16 * K - 1).bit_length()))
-    return max(n, 1 << (2 * K - 1).bit_length())
+    if K - 1 > n * _FUSED_MAX_OVERLAP:
+        n *= 2
+    return min(hi, max(n, 1 << (2 * K - 1).bit_length()))
 
 
 def fused_block(K: int, tile: Optional[int] = None) -> int:
     """fft_fused's block for K taps: one thread per 32 samples of its tile (``tile``, else :func:`fused_tile`), 64
-    at least, and 1024 for a tile longer than :data:`_FUSED_SHARED_TILE_MAX` (one block per multiprocessor: its
-    threads are all the warps there are). On an H200 (benchmarks/fused_tiles.py) the fastest block of the tiles of
-    4096 and 8192 samples, within 1% of it for 2048 and 2% for 1024."""
+    at least: the fewest threads that hold a transform's pass in registers, so that it runs in place in one buffer
+    (kernels/fft_fused.cuh)."""
     n = fused_tile(K) if tile is None else int(tile)
-    return 1024 if n > _FUSED_SHARED_TILE_MAX else max(64, n // 32)
+    return max(64, n // 32)
 
 
 def _fft_f32(K: int) -> list:
