@@ -33,14 +33,14 @@ def numpy_as_cupy(monkeypatch):
 
 
 def test_fused_tiles_and_plan(numpy_as_cupy):
-    """fft_fused's tile: the power of two above 16K within 1024..8192, doubled where K - 1 is more than an eighth of
+    """fft_fused's tile: the power of two above 16K within 1024..8192, doubled where K - 1 is more than a quarter of
     it, at least the one above 2K; its block one thread per 32 samples (64 at least); taps up to half the largest
     tile; shared memory for one buffer where the block has N/32 threads or more, else two; a plan's grid covers every
     tile and channel up to the caps; a tile asked for must be a power of two in range, >= 2K."""
     from sigconv.registry import auto
 
     c = numpy_as_cupy
-    Ks = (1, 64, 65, 128, 129, 256, 257, 1023, 1025, 1026, 4096, 4097, 7921, 8192)
+    Ks = (1, 64, 65, 128, 129, 256, 257, 1023, 2049, 2050, 4096, 4097, 7921, 8192)
     assert [auto.fused_tile(K) for K in Ks] == \
         [1024, 1024, 2048, 2048, 4096, 4096, 8192, 8192, 8192, 16384, 16384, 16384, 16384, 16384]
     assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 512, 512]

@@ -96,22 +96,23 @@ _FFA_BLOCKS = (64, 128, 32)
 #: float32: the fused overlap-save kernel (fft_fused) is the FFT favourite wherever it applies (up to half its largest
 #: tile), at :func:`fused_block` threads, then at the neighbouring block; cuFFT's overlap-save (fft) is timed after
 #: them and is the favourite above. On an H200, L=2^26, each at its best tile and block in one run
-#: (benchmarks/fused_tiles.py): K=255 0.342 ms against 0.983, K=1023 0.396 against 0.995, K=4095 0.621 against 1.196,
-#: K=7921 0.833 against 1.420.
+#: (benchmarks/fused_tiles.py, benchmarks/results/H200-2026-12-03-fused-inplace): K=255 0.335 ms against 0.998,
+#: K=1023 0.378 against 1.007, K=4095 0.507 against 1.210, K=7921 0.697 against 1.439.
 #: fft_fused's tile for K taps is the power of two nearest above 16x K up to this length (a longer tile's transform
 #: costs more per output than its tiles' overlap saves) ...
 _FUSED_SHARED_TILE_MAX = 8192
 #: ... or twice that where the overlap (K - 1 samples) would be more than this share of the tile.
-_FUSED_MAX_OVERLAP = 1 / 8
+_FUSED_MAX_OVERLAP = 1 / 4
 
 
 def fused_tile(K: int) -> int:
     """fft_fused's tile length N for K taps: the power of two nearest above 16x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
     (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`, doubled where K - 1 is more than
-    :data:`_FUSED_MAX_OVERLAP` of it, and at least the one above 2x K (up to 2^SIGCONV_FFT_FUSED_MAX_LOGN). Doubling
-    pays above that share: K=4095 needs 19 transform operations per output (N log2 N / (N - K + 1)) with 16384 against
-    26 with 8192. benchmarks/fused_tiles.py times every tile against this choice. ValueError for K above half the
-    largest tile."""
+    :data:`_FUSED_MAX_OVERLAP` of it, and at least the one above 2x K (up to 2^SIGCONV_FFT_FUSED_MAX_LOGN). On an
+    H200 (benchmarks/fused_tiles.py, L=2^26, C=1, each tile at its best block): K=255 0.335 ms with 4096 against
+    0.347 with 8192 and 0.365 with 2048; K=1023 0.378 with 8192 against 0.394 with 4096 and 0.429 with 16384;
+    K=2047 0.421 with 8192 against 0.453 with 16384; K=4095 0.507 with 16384 against 0.592 with 8192. ValueError for
+    K above half the largest tile."""
     from sigconv import _kernels
 
     lim = _kernels.constants()
