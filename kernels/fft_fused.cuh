@@ -210,8 +210,14 @@ __device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __res
     const int T = (int)blockDim.x, tid = (int)threadIdx.x;
     float2 v[Q][R];
 #pragma unroll
-    for (int q = 0; q < Q; ++q)  // a thread past the last butterfly computes that one again (v always defined:
-        ff_butterfly<R, INV, MB, NS, TWO>(buf, min(tid + q * T, B - 1), tw, v[q]);  // see ff_tid) and stores nothing
+    for (int q = 0; q < Q; ++q) {
+        if (tid + q * T < B) {
+            ff_butterfly<R, INV, MB, NS, TWO>(buf, tid + q * T, tw, v[q]);
+        } else {  // past the last butterfly: v defined all the same (see ff_tid), nothing stored
+#pragma unroll
+            for (int r = 0; r < R; ++r) v[q][r] = make_float2(0.0f, 0.0f);
+        }
+    }
     __syncthreads();
 #pragma unroll
     for (int q = 0; q < Q; ++q)
@@ -252,8 +258,8 @@ __device__ __forceinline__ float2* ff_transform(bool one, float2* a, float2* b, 
 // The thread's index, read anew in each tile. Straight-line in-place passes let the compiler hoist every address
 // that depends on the index alone (the tile's loads, the outputs' stores) out of the tile loop, where they would hold
 // some 40 registers for the whole kernel; read here by an instruction it may not move, they are not. (So too a
-// butterfly's registers: written under a condition, the values a thread past the last butterfly leaves undefined
-// would stay allocated across the loop: ff_pass_inplace computes a butterfly in every thread.)
+// butterfly's registers: written under a condition, the values a thread past the last butterfly left undefined
+// would stay allocated across the loop: ff_pass_inplace zeroes them.)
 __device__ __forceinline__ int ff_tid() {
 #ifdef SIGCONV_HOST_EMULATION
     return (int)threadIdx.x;
@@ -283,7 +289,7 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
 // Loads each thread issues before it stores any, in the tile's load and the outputs' (their latencies overlap).
 #define FF_LOADS 8
 
-// Bounds of 1024 threads: every block size launches (64K registers per block); ptxas (sm_90) fits it in 54 to 64
+// Bounds of 1024 threads: every block size launches (64K registers per block); ptxas (sm_90) fits it in 55 to 60
 // registers with no spills.
 template <int LOGN>
 __global__ void __launch_bounds__(1024)

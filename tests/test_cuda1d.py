@@ -483,15 +483,16 @@ def test_compiled_modules_cached(rng):
 
 
 #: fft_fused on its own path (problems above the float64 fallback): taps around each tile length's limits (the tile
-#: is the power of two above 16x K from 1024 to 8192, 16384 above 4096 taps: sigconv.registry.auto.fused_tile), the
+#: is the power of two above 16x K from 1024 to 8192, 16384 above 2049 taps: sigconv.registry.auto.fused_tile), the
 #: largest filter; lengths that end inside a tile, just after one, or within the overlap.
-FUSED_TAPS = (1, 2, 64, 65, 128, 129, 256, 257, 4096, 4097, 7921, 8192)
+FUSED_TAPS = (1, 2, 64, 65, 128, 129, 256, 257, 2049, 2050, 7921, 8192)
 
 
 @pytest.mark.parametrize("K", FUSED_TAPS)
 def test_fft_fused_tiles_and_taps(rng, K):
-    """fft_fused against the float64 reference: every mode, convolve and correlate, the default block and 3 warps,
-    one and three channels, lengths around its tile boundaries; poisoned outputs must all be written. The launcher
+    """fft_fused against the float64 reference: every mode, convolve and correlate, the default block (transforms
+    in place), 3 warps (two buffers from the 4096-sample tile up) and 1024 threads (in place, threads past a pass's
+    last butterfly), one and three channels, lengths around its tile boundaries; poisoned outputs must all be written. The launcher
     is the fused kernel itself (not the float64 fallback of small problems)."""
     from sigconv.backends import overlap_save
     from sigconv.registry import auto
@@ -507,7 +508,7 @@ def test_fft_fused_tiles_and_taps(rng, K):
         full_conv = scipy.signal.oaconvolve(x64, h64[None, :], axes=-1)
         full_corr = scipy.signal.oaconvolve(x64, h64[::-1][None, :], axes=-1)
         xg = cupy.asarray(x)
-        for block in (None, 96):  # None: the tile's own (auto.fused_block)
+        for block in (None, 96, 1024):  # None: the tile's own (auto.fused_block)
             for mode, pad, out_len in _cases(L, K):
                 if C * (out_len + K) <= overlap_save._FFT_F64_BELOW:
                     continue
