@@ -492,8 +492,8 @@ FUSED_TAPS = (1, 2, 64, 65, 128, 129, 256, 257, 2049, 2050, 7921, 8192)
 def test_fft_fused_tiles_and_taps(rng, K):
     """fft_fused against the float64 reference: every mode, convolve and correlate, the default block (transforms
     in place), 3 warps (two buffers from the 4096-sample tile up) and 1024 threads (in place, threads past a pass's
-    last butterfly), one and three channels, lengths around its tile boundaries; poisoned outputs must all be written. The launcher
-    is the fused kernel itself (not the float64 fallback of small problems)."""
+    last butterfly), one and three channels, lengths around its tile boundaries; poisoned outputs must all be
+    written. The launcher is the fused kernel itself (not the float64 fallback of small problems)."""
     from sigconv.backends import overlap_save
     from sigconv.registry import auto
 

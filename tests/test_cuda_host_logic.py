@@ -54,6 +54,7 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
         assert (p["N"], p["logn"], p["V"], p["smem"]) == (4096, 12, 3842, smem), block
     assert p["ntiles"] == -(-(1 << 26) // 3842) and p["grid"] == (p["ntiles"], 3)
     assert c.fused_plan(255, 10 ** 6, 3, 128, cap_x=7, cap_y=2)["grid"] == (7, 2)
+    assert c.fused_plan(255, 10 ** 6, 3)["smem"] == buffer + 128  # the tile's own block: in place
     q = c.fused_plan(4095, 1 << 20, 1, 512, tile=16384)
     assert (q["N"], q["V"], q["logn"], q["smem"]) == (16384, 12290, 14, 8 * (8192 + 512) + 128)
     for tile in (4096, 6144, 512, 32768):  # below 2K, not a power of two, outside the kernel's range

@@ -122,11 +122,12 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 # ------------------------------------------------------------------------------------ fft_fused (kernels/fft_fused.cuh)
 
 
-def fused_plan(K: int, out_len: int, C: int, block: int, *, cap_x: int = _GRID_X_MAX, cap_y: int = _GRID_YZ_MAX,
-               tile: int | None = None) -> dict:
-    """The launch of conv1d_fft_fused<logn> with ``block`` threads: tile length N, valid outputs per tile V, tiles
-    per channel, grid (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only
-    lower the caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding per 16 (one where the
+def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x: int = _GRID_X_MAX,
+               cap_y: int = _GRID_YZ_MAX, tile: int | None = None) -> dict:
+    """The launch of conv1d_fft_fused<logn> with ``block`` threads (None: the tile's own,
+    :func:`sigconv.registry.auto.fused_block`, N/32 or more): tile length N, valid outputs per tile V, tiles per
+    channel, grid (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the
+    caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding per 16 (one where the
     block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``: N instead of
     :func:`sigconv.registry.auto.fused_tile`'s (benchmarks compare tile lengths): a power of two in the kernel's
     range, at least 2K."""
@@ -142,7 +143,7 @@ def fused_plan(K: int, out_len: int, C: int, block: int, *, cap_x: int = _GRID_X
     V = N - K + 1
     ntiles = max(1, -(-out_len // V))
     grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
-    buffers = 1 if 32 * block >= N else 2
+    buffers = 1 if block is None or 32 * block >= N else 2
     return {"N": N, "logn": N.bit_length() - 1, "V": V, "ntiles": ntiles, "grid": grid,
             "smem": 8 * buffers * (N // 2 + N // 32) + 128}
 
