@@ -26,7 +26,7 @@
 // outputs multiplied by 2^e; every output is multiplied by 2^tap_shift[0]. A tile holding inf or NaN is not
 // scaled (its outputs are NaN, as an FFT's are).
 //
-// Launch: grid (tiles, channels), both walked by grid-stride loops (any caps); block: any multiple of 32 up to
+// Launch: grid (tiles, channels), any caps: block b = (y, x) takes the pairs c * tiles + t = b, b + blocks, ...; block: any multiple of 32 up to
 // 1024; dynamic shared memory: 8*ff_pad(M) + 128 bytes for a block of M/16 threads or more (one buffer and the
 // reduction's 32 slots), else 16*ff_pad(M) + 128 (two buffers).
 #ifndef SIGCONV_FFT_FUSED_CUH
@@ -236,25 +236,6 @@ __device__ __forceinline__ float2* ff_fft(float2* a, float2* b, const float2* __
         return ff_fft<INV, MB, P + 1>(b, a, tw);
     }
 }
-// The same in place (blocks of M/16 threads or more: ff_pass_inplace).
-template <bool INV, int MB, int P = 0>
-__device__ __forceinline__ void ff_fft_inplace(float2* a, const float2* __restrict__ tw) {
-    if constexpr (P < ff_passes(MB)) {
-        ff_pass_inplace<1 << ff_bits(MB, P), INV, MB, ff_ns(MB, P), (P == 0 ? 0 : ff_tw_offset(MB, P))>(a, tw);
-        ff_fft_inplace<INV, MB, P + 1>(a, tw);
-    }
-}
-// Forward or inverse transform of `a`: in place where the block has M/16 threads or more (`one`), else through `b`.
-// Returns the buffer holding the result.
-template <bool INV, int MB>
-__device__ __forceinline__ float2* ff_transform(bool one, float2* a, float2* b, const float2* __restrict__ tw) {
-    if (one) {
-        ff_fft_inplace<INV, MB>(a, tw);
-        return a;
-    }
-    return ff_fft<INV, MB>(a, b, tw);
-}
-
 // The thread's index, read anew in each tile. Straight-line in-place passes let the compiler hoist every address
 // that depends on the index alone (the tile's loads, the outputs' stores) out of the tile loop, where they would hold
 // some 40 registers for the whole kernel; read here by an instruction it may not move, they are not. (So too a
@@ -286,12 +267,293 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
     return m;
 }
 
-// Loads each thread issues before it stores any, in the tile's load and the outputs' (their latencies overlap).
+// Loads each thread issues before it stores any, in the two-buffer path's tile load and output loop (their
+// latencies overlap).
 #define FF_LOADS 8
 
-// Bounds of 1024 threads: every block size launches (64K registers per block); ptxas (sm_90) fits it in 55 to 60
-// registers with no spills.
+// The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
+// tile is divided by before its transform: 0 unless its magnitude is extreme (outside [-safe, safe]) and finite.
+__device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
+    const int e = mb >= 0x7f800000 ? SC_OS_NONFINITE : mb == 0 ? SC_OS_NO_PEAK : os_frexp_exp<float>(__int_as_float(mb));
+    return (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE || (e >= -safe && e <= safe)) ? 0 : e;
+}
+
+// The middle step for the bins k and M-k of the half-length spectrum Z (1 <= k < M, k != M/2): unpack the real
+// spectrum X[k] and X[M-k], multiply by H and pack again for the inverse transform, in place in zk and zm.
+//   E = (Z[k] + conj Z[M-k]) / 2, O = (Z[k] - conj Z[M-k]) / 2i, W = exp(-2 pi i k / N):
+//   X[k] = E + W O, X[M-k] = conj(E - W O); Y = X H;
+//   Zy[k] = A + iB, A = Y[k] + conj Y[M-k], B = (Y[k] - conj Y[M-k]) conj(W), and Zy[M-k] the same with the roles
+//   swapped (conj(exp(-2 pi i (M-k) / N)) = -W).
+// For k = 0 and k = M/2 (a bin that is its own partner) zm is zk's copy and only zk's result counts. W is the
+// caller's (the table's tw[k], or a product of constants and one entry: ff_last_forward_middle).
+template <int M>
+__device__ __forceinline__ void ff_middle(float2& zk, float2& zm, int k, float2 W, const float2* __restrict__ H) {
+    const float2 a = zk, b = zm;
+    const float2 E = make_float2(0.5f * (a.x + b.x), 0.5f * (a.y - b.y));
+    const float2 D = make_float2(0.5f * (a.x - b.x), 0.5f * (a.y + b.y));
+    const float2 O = make_float2(D.y, -D.x);  // D / i
+    const float2 WO = ff_mul(W, O);
+    const float2 ya = ff_mul(ff_add(E, WO), __ldg(H + k));                 // Y[k]
+    const float2 yb = ff_mul(ff_conj(ff_sub(E, WO)), __ldg(H + (M - k)));  // Y[M-k]
+    const float2 A = ff_add(ya, ff_conj(yb)), B = ff_mul(ff_sub(ya, ff_conj(yb)), ff_conj(W));
+    zk = make_float2(A.x - B.y, A.y + B.x);
+    const float2 A2 = ff_add(yb, ff_conj(ya)), B2 = ff_mul(ff_sub(yb, ff_conj(ya)), W);
+    zm = make_float2(A2.x + B2.y, A2.y - B2.x);
+}
+template <int M>
+__device__ __forceinline__ void ff_middle_self(float2& z, int k, float2 W, const float2* __restrict__ H) {
+    float2 copy = z;
+    ff_middle<M>(z, copy, k, W, H);
+}
+// The middle step of bins k and M-k read from and written back to the padded buffer Z (1 <= k <= M/2; k = M/2 alone).
+template <int M>
+__device__ __forceinline__ void ff_middle_smem(float2* Z, int k, const float2* __restrict__ H,
+                                               const float2* __restrict__ tw) {
+    float2 zk = Z[ff_pad(k)];
+    const float2 W = __ldg(tw + k);
+    if (k == 0 || 2 * k == M) {
+        ff_middle_self<M>(zk, k, W, H);
+    } else {
+        float2 zm = Z[ff_pad(M - k)];
+        ff_middle<M>(zk, zm, k, W, H);
+        Z[ff_pad(M - k)] = zm;
+    }
+    Z[ff_pad(k)] = zk;
+}
+
+// exp(-i pi r / R) for r < R, R = 4 or 8 (the angle pi m / 8, m = r 8 / R): with r a constant, a constant.
+template <int R>
+__device__ __forceinline__ float2 ff_half_turn(int r) {
+    static_assert(R == 4 || R == 8, "radix 4 or 8");
+    const float a = 0.92387953251128675613f, b = 0.70710678118654752440f, c = 0.38268343236508977173f;
+    switch (r * (8 / R)) {
+        case 0: return make_float2(1.0f, 0.0f);
+        case 1: return make_float2(a, -c);
+        case 2: return make_float2(b, -b);
+        case 3: return make_float2(c, -a);
+        case 4: return make_float2(0.0f, -1.0f);
+        case 5: return make_float2(-c, -a);
+        case 6: return make_float2(-b, -b);
+        default: return make_float2(-a, -c);
+    }
+}
+
+// In-place passes [P0, P1) of the complex FFT of 2^MB points (ff_pass_inplace).
+template <bool INV, int MB, int P0, int P1>
+__device__ __forceinline__ void ff_passes_inplace(float2* a, const float2* __restrict__ tw) {
+    if constexpr (P0 < P1) {
+        ff_pass_inplace<1 << ff_bits(MB, P0), INV, MB, ff_ns(MB, P0), (P0 == 0 ? 0 : ff_tw_offset(MB, P0))>(a, tw);
+        ff_passes_inplace<INV, MB, P0 + 1, P1>(a, tw);
+    }
+}
+
+// The forward transform's last pass (radix R = 16/Q, Q >= 2; NS = M/R butterflies) with the middle step in
+// registers: bin k = j + r NS of butterfly j has its partner M - k = (NS - j) + (R-1-r) NS in butterfly NS - j, so a
+// thread takes the pair (u, NS - u) (u = tid + q T, u < NS/2; u = 0 pairs with NS/2, both their own partners), and
+// stores the packed spectrum the inverse transform reads. One shared-memory round trip and one barrier fewer than a
+// pass and a separate step.
+template <int MB>
+__device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float2* __restrict__ H,
+                                                       const float2* __restrict__ tw, int tid) {
+    constexpr int M = 1 << MB, PL = ff_passes(MB) - 1, R = 1 << ff_bits(MB, PL), NS = ff_ns(MB, PL);
+    constexpr int TWO = ff_tw_offset(MB, PL), QP = 16 / R / 2;
+    static_assert(QP >= 1 && NS * R == M, "a pair of butterflies per thread");
+    const int T = (int)blockDim.x;
+    float2 va[QP][R], vb[QP][R];
+#pragma unroll
+    for (int q = 0; q < QP; ++q) {
+        const int u = tid + q * T;
+        if (u < NS / 2) {
+            ff_butterfly<R, false, MB, NS, TWO>(buf, u, tw, va[q]);
+            ff_butterfly<R, false, MB, NS, TWO>(buf, u == 0 ? NS / 2 : NS - u, tw, vb[q]);
+        } else {  // nothing to do: registers defined all the same (ff_tid)
+#pragma unroll
+            for (int r = 0; r < R; ++r) va[q][r] = vb[q][r] = make_float2(0.0f, 0.0f);
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < QP; ++q) {
+        const int u = tid + q * T;
+        if (u >= NS / 2) continue;
+        // W of bin k = j + r NS: exp(-2 pi i k / N) = exp(-2 pi i j / N) exp(-i pi r / R) (NS / N = 1 / 2R): one
+        // table entry per butterfly
+        if (u == 0) {  // butterfly 0: bins r NS, partners (R - r) NS, 0 and M/2 their own; butterfly NS/2: r and R-1-r
+            ff_middle_self<M>(va[q][0], 0, make_float2(1.0f, 0.0f), H);
+            ff_middle_self<M>(va[q][R / 2], M / 2, ff_half_turn<R>(R / 2), H);
+#pragma unroll
+            for (int r = 1; r < R / 2; ++r) ff_middle<M>(va[q][r], va[q][R - r], r * NS, ff_half_turn<R>(r), H);
+            ff_store<R, NS>(buf, 0, va[q]);  // (before vb's step: va's registers free for it)
+            const float2 Wj = __ldg(tw + NS / 2);
+#pragma unroll
+            for (int r = 0; r < R / 2; ++r)
+                ff_middle<M>(vb[q][r], vb[q][R - 1 - r], NS / 2 + r * NS, ff_mul(Wj, ff_half_turn<R>(r)), H);
+            ff_store<R, NS>(buf, NS / 2, vb[q]);
+        } else {
+            const float2 Wj = __ldg(tw + u);
+            float2* const da = buf + ff_pad(u);
+            float2* const db = buf + ff_pad(NS - u);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {  // each pair stored when done (ff_store's places): its registers free
+                ff_middle<M>(va[q][r], vb[q][R - 1 - r], u + r * NS, r == 0 ? Wj : ff_mul(Wj, ff_half_turn<R>(r)), H);
+                da[r * ff_pad(NS)] = va[q][r];
+                db[(R - 1 - r) * ff_pad(NS)] = vb[q][R - 1 - r];
+            }
+        }
+    }
+    __syncthreads();
+}
+
+// One tile on a block of M/16 threads or more, in one buffer, crossing shared memory as few times as it can: the
+// first forward pass (radix 16, no twiddles) reads its 16 points straight from x into registers (the tile's peak
+// taken there), the middle step rides on the last forward pass (ff_last_forward_middle, where its radix is below
+// 16), and the last inverse pass writes the valid outputs straight to y. No barrier at the end: the next tile's
+// first shared-memory store waits at its peak's barrier, which every thread reaches only after its reads.
 template <int LOGN>
+__device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float* __restrict__ yt,
+                                            const float2* __restrict__ H, const float2* __restrict__ tw, sc_i64 L,
+                                            int K, sc_i64 s0, int nv, int et, int safe, float2* buf, int* red) {
+    constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, P = ff_passes(MB);
+    const int T = (int)blockDim.x;
+    const int tid = ff_tid();
+    // 1. point p = (x[s0 + 2p], x[s0 + 2p + 1]) of the first pass's butterfly tid: p = tid + r M/16 (a warp reads
+    // 256 consecutive bytes per r); the peak as the largest bit pattern of |sample|
+    float2 v[16];
+    int mb = 0;
+    if (tid < B0) {
+        // floats [lo, hi) of the tile lie inside x (all of them but in a channel's first and last tiles): one
+        // predicated load per float, the same code for every tile
+        const int lo = s0 >= 0 ? 0 : (int)(-s0 < N ? -s0 : N);
+        const int hi = L - s0 >= N ? N : L - s0 <= 0 ? 0 : (int)(L - s0);
+        const float* const xt = xc + s0;  // float f of the tile (read only at f in [lo, hi))
+#pragma unroll
+        for (int r = 0; r < 16; ++r) {
+            const int f = 2 * (tid + r * B0);
+            v[r] = make_float2((unsigned)(f - lo) < (unsigned)(hi - lo) ? xt[f] : 0.0f,
+                               (unsigned)(f + 1 - lo) < (unsigned)(hi - lo) ? xt[f + 1] : 0.0f);
+        }
+#pragma unroll
+        for (int r = 0; r < 16; ++r)
+            mb = max(mb, max(__float_as_int(v[r].x) & 0x7fffffff, __float_as_int(v[r].y) & 0x7fffffff));
+    } else {
+#pragma unroll
+        for (int r = 0; r < 16; ++r) v[r] = make_float2(0.0f, 0.0f);
+    }
+    const int es = ff_tile_shift(ff_block_max(mb, red), safe);  // (its barrier: every read of the last tile done)
+    if (tid < B0) {
+        if (es != 0) {  // extreme magnitude: the tile divided by 2^es
+            const OsScale<float> down(-es);
+#pragma unroll
+            for (int r = 0; r < 16; ++r) v[r] = make_float2(down(v[r].x), down(v[r].y));
+        }
+        ff_dft<16, false>(v);
+        ff_store<16, 1>(buf, tid, v);
+    }
+    __syncthreads();
+    // 2. the other forward passes and the middle step
+    constexpr int RL = 1 << ff_bits(MB, P - 1);
+    if constexpr (RL < 16) {
+        ff_passes_inplace<false, MB, 1, P - 1>(buf, tw);
+        ff_last_forward_middle<MB>(buf, H, tw, tid);
+    } else {  // last radix 16 (one butterfly per thread): the middle step on its own, bins k and M-k by one thread
+        ff_passes_inplace<false, MB, 1, P>(buf, tw);
+        for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(buf, k, H, tw);
+        __syncthreads();
+    }
+    // 3. the inverse transform but its last pass
+    ff_passes_inplace<true, MB, 0, P - 1>(buf, tw);
+    // 4. its last pass (radix R, NS = M/R butterflies, bin j + r NS of butterfly j in natural order): y[2p] + i
+    // y[2p+1] at point p, float f = 2p of the tile is output f - (K-1) when that is in [0, nv)
+    constexpr int R = RL, NS = M / R, Q = 16 / R, TWO = ff_tw_offset(MB, P - 1);
+    const OsScale<float> up(es + et);
+    const bool scaled = es + et != 0;
+    float* const yo = yt - (K - 1);  // y of tile float f (only ever written at f >= K-1)
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+        const int j = tid + q * T;
+        if (j >= NS) continue;
+        float2 w[R];
+        ff_butterfly<R, true, MB, NS, TWO>(buf, j, tw, w);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int f = 2 * (j + r * NS);
+            const float a = scaled ? up(w[r].x) : w[r].x, b = scaled ? up(w[r].y) : w[r].y;
+            if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
+            if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
+        }
+    }
+}
+
+// The same on a block of fewer than M/16 threads, through two buffers: the tile loaded into shared memory, the
+// passes (ff_fft), the middle step, the inverse and the outputs, each its own step.
+template <int LOGN>
+__device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float* __restrict__ yc,
+                                            const float2* __restrict__ H, const float2* __restrict__ tw, sc_i64 L,
+                                            int K, sc_i64 s0, sc_i64 t0, sc_i64 nv, int et, int safe, float2* buf0,
+                                            float2* buf1, int* red) {
+    constexpr int N = 1 << LOGN, M = N / 2;
+    const int T = (int)blockDim.x;
+    const int tid = ff_tid();
+    // 1. the tile and its peak. Sample i is float i of the pair layout (point n = (x[2n], x[2n+1])), at float
+    // i + 2 (i / 32) of the padded buffer: read with unit stride, stored without bank conflicts. FF_LOADS loads in
+    // flight per thread: a plain loop would wait out the memory latency once per sample.
+    float* const f0 = reinterpret_cast<float*>(buf0);
+    int mb = 0;
+    const bool inside = s0 >= 0 && s0 + N <= L;
+    for (int i0 = tid; i0 < N; i0 += FF_LOADS * T) {
+        float a[FF_LOADS];
+#pragma unroll
+        for (int u = 0; u < FF_LOADS; ++u) {
+            const int i = i0 + u * T;
+            a[u] = i >= N ? 0.0f : inside ? xc[s0 + i] : sc_load_or_zero(xc, s0 + i, L);
+        }
+#pragma unroll
+        for (int u = 0; u < FF_LOADS; ++u) {
+            const int i = i0 + u * T;
+            if (i < N) f0[i + 2 * (i >> 5)] = a[u];
+            mb = max(mb, __float_as_int(a[u]) & 0x7fffffff);
+        }
+    }
+    const int es = ff_tile_shift(ff_block_max(mb, red), safe);  // (its barrier also publishes the tile)
+    if (es != 0) {  // extreme magnitude: the tile divided by 2^es
+        const OsScale<float> down(-es);
+        for (int n = tid; n < M; n += T) {
+            const float2 v = buf0[ff_pad(n)];
+            buf0[ff_pad(n)] = make_float2(down(v.x), down(v.y));
+        }
+        __syncthreads();
+    }
+    // 2. forward transform
+    float2* Z = ff_fft<false, LOGN - 1>(buf0, buf1, tw);
+    // 3. the middle step: bins k and M-k by one thread
+    for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(Z, k, H, tw);
+    __syncthreads();
+    // 4. inverse transform (unscaled: H holds the 1/N), y[2n] + i y[2n+1]
+    const float* Yr = reinterpret_cast<const float*>(ff_fft<true, LOGN - 1>(Z, Z == buf0 ? buf1 : buf0, tw));
+    // 5. the valid outputs
+    const int eo = es + et;
+    const OsScale<float> up(eo);
+    for (int r0 = tid; r0 < nv; r0 += FF_LOADS * T) {  // FF_LOADS shared-memory reads before the stores
+        float v[FF_LOADS];
+#pragma unroll
+        for (int u = 0; u < FF_LOADS; ++u) {
+            const int r = r0 + u * T, f = K - 1 + r;  // float f of the pair layout
+            v[u] = r < nv ? Yr[f + 2 * (f >> 5)] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < FF_LOADS; ++u) {
+            const int r = r0 + u * T;
+            if (r < nv) yc[t0 + r] = eo != 0 ? up(v[u]) : v[u];
+        }
+    }
+    __syncthreads();  // the buffers are the next tile's
+}
+
+// ONE: the block has M/16 threads or more and runs ff_tile_one, else ff_tile_two (the launcher picks the
+// instantiation by its block; two kernels, so that neither path's registers are the other's). Bounds of 1024
+// threads: every block size launches (64K registers per block); ptxas (sm_90) fits either in 64 registers or fewer
+// with no spills.
+template <int LOGN, bool ONE>
 __global__ void __launch_bounds__(1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float2* __restrict__ H,
                      const float2* __restrict__ tw, int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len, sc_i64 ntiles,
@@ -299,97 +561,21 @@ __global__ void __launch_bounds__(1024)
     static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN && LOGN <= SIGCONV_FFT_FUSED_MAX_LOGN, "tile length");
     constexpr int N = 1 << LOGN, M = N / 2, MP = ff_pad(M);
     extern __shared__ float4 sc_smem4[];
-    const int T = (int)blockDim.x;
-    const bool one = T * 16 >= M;  // transforms in place, in one buffer (ff_transform)
+    if (ONE != ((int)blockDim.x * 16 >= M)) return;  // the other instantiation's block: nothing written
     float2* const buf0 = reinterpret_cast<float2*>(sc_smem4);
-    float2* const buf1 = one ? nullptr : buf0 + MP;
-    int* red = reinterpret_cast<int*>(buf0 + (one ? MP : 2 * MP));
+    int* red = reinterpret_cast<int*>(buf0 + (ONE ? MP : 2 * MP));
     const sc_i64 V = N - K + 1;
     const int et = tap_shift ? tap_shift[0] : 0;
-    for (int c = (int)blockIdx.y; c < C; c += (int)gridDim.y) {
+    // the (channel, tile) pairs in one grid-stride loop over c * ntiles + t: nothing per channel held across tiles
+    const sc_i64 nb = (sc_i64)gridDim.x * gridDim.y, work = (sc_i64)C * ntiles;
+    for (sc_i64 w = (sc_i64)blockIdx.y * gridDim.x + blockIdx.x; w < work; w += nb) {
+        const int c = (int)(w / ntiles);
+        const sc_i64 t = w - (sc_i64)c * ntiles;
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
-        for (sc_i64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
-            const int tid = ff_tid();
-            // 1. the tile and its peak. Sample i is float i of the pair layout (point n = (x[2n], x[2n+1])), at float
-            // i + 2 (i / 32) of the padded buffer: read with unit stride, stored without bank conflicts. The peak is
-            // the largest |sample| as a bit pattern (an integer maximum; inf and NaN lie above every finite value).
-            const sc_i64 s0 = t * V - pad;
-            float* const f0 = reinterpret_cast<float*>(buf0);
-            int mb = 0;
-            // FF_LOADS loads in flight per thread: a plain loop would wait out the memory latency once per sample
-            const bool inside = s0 >= 0 && s0 + N <= L;
-            for (int i0 = tid; i0 < N; i0 += FF_LOADS * T) {
-                float a[FF_LOADS];
-#pragma unroll
-                for (int u = 0; u < FF_LOADS; ++u) {
-                    const int i = i0 + u * T;
-                    a[u] = i >= N ? 0.0f : inside ? xc[s0 + i] : sc_load_or_zero(xc, s0 + i, L);
-                }
-#pragma unroll
-                for (int u = 0; u < FF_LOADS; ++u) {
-                    const int i = i0 + u * T;
-                    if (i < N) f0[i + 2 * (i >> 5)] = a[u];
-                    mb = max(mb, __float_as_int(a[u]) & 0x7fffffff);
-                }
-            }
-            mb = ff_block_max(mb, red);  // (its barrier also publishes the tile)
-            const int e = mb >= 0x7f800000 ? SC_OS_NONFINITE : mb == 0 ? SC_OS_NO_PEAK
-                                                                        : os_frexp_exp<float>(__int_as_float(mb));
-            const int es = (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE || (e >= -safe && e <= safe)) ? 0 : e;
-            if (es != 0) {  // extreme magnitude: the tile divided by 2^es
-                const OsScale<float> down(-es);
-                for (int n = tid; n < M; n += T) {
-                    const float2 v = buf0[ff_pad(n)];
-                    buf0[ff_pad(n)] = make_float2(down(v.x), down(v.y));
-                }
-                __syncthreads();
-            }
-            // 2. forward transform
-            float2* Z = ff_transform<false, LOGN - 1>(one, buf0, buf1, tw);
-            // 3. unpack the real spectrum, multiply by H, pack for the inverse: bins k and M-k by one thread
-            for (int k = tid; k <= M / 2; k += T) {
-                const float2 zk = Z[ff_pad(k)], zm = Z[ff_pad((M - k) & (M - 1))];
-                const float2 E = make_float2(0.5f * (zk.x + zm.x), 0.5f * (zk.y - zm.y));  // (Z[k] + conj Z[M-k]) / 2
-                const float2 D = make_float2(0.5f * (zk.x - zm.x), 0.5f * (zk.y + zm.y));  // (Z[k] - conj Z[M-k]) / 2
-                const float2 O = make_float2(D.y, -D.x);                                  // D / i
-                const float2 W = __ldg(tw + k);                                            // exp(-2 pi i k / N)
-                const float2 WO = ff_mul(W, O);
-                const float2 ya = ff_mul(ff_add(E, WO), __ldg(H + k));                    // Y[k]
-                const float2 yb = ff_mul(ff_conj(ff_sub(E, WO)), __ldg(H + (M - k)));     // Y[M-k]
-                // Zy[k] = A + iB, A = Y[k] + conj Y[M-k], B = (Y[k] - conj Y[M-k]) conj(W)
-                const float2 A = ff_add(ya, ff_conj(yb)), B = ff_mul(ff_sub(ya, ff_conj(yb)), ff_conj(W));
-                Z[ff_pad(k)] = make_float2(A.x - B.y, A.y + B.x);
-                if (k != 0 && 2 * k != M) {
-                    // Zy[M-k]: the same with the roles swapped; conj(exp(-2 pi i (M-k) / N)) = -W
-                    const float2 A2 = ff_add(yb, ff_conj(ya)), B2 = ff_mul(ff_sub(yb, ff_conj(ya)), W);
-                    Z[ff_pad(M - k)] = make_float2(A2.x + B2.y, A2.y - B2.x);
-                }
-            }
-            __syncthreads();
-            // 4. inverse transform (unscaled: H holds the 1/N), y[2n] + i y[2n+1]
-            float2* const Zy = ff_transform<true, LOGN - 1>(one, Z, Z == buf0 ? buf1 : buf0, tw);
-            const float* Yr = reinterpret_cast<const float*>(Zy);
-            // 5. the valid outputs
-            const int eo = es + et;
-            const OsScale<float> up(eo);
-            const sc_i64 t0 = t * V;
-            const sc_i64 nv = out_len - t0 < V ? out_len - t0 : V;
-            for (int r0 = tid; r0 < nv; r0 += FF_LOADS * T) {  // FF_LOADS shared-memory reads before the stores
-                float v[FF_LOADS];
-#pragma unroll
-                for (int u = 0; u < FF_LOADS; ++u) {
-                    const int r = r0 + u * T, f = K - 1 + r;  // float f of the pair layout
-                    v[u] = r < nv ? Yr[f + 2 * (f >> 5)] : 0.0f;
-                }
-#pragma unroll
-                for (int u = 0; u < FF_LOADS; ++u) {
-                    const int r = r0 + u * T;
-                    if (r < nv) yc[t0 + r] = eo != 0 ? up(v[u]) : v[u];
-                }
-            }
-            __syncthreads();  // the buffers are the next tile's
-        }
+        const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
+        if constexpr (ONE) ff_tile_one<LOGN>(xc, yc + t0, H, tw, L, K, t0 - pad, (int)nv, et, safe, buf0, red);
+        else ff_tile_two<LOGN>(xc, yc, H, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);
     }
 }
 

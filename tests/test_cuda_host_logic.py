@@ -52,6 +52,8 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
     for block, smem in ((128, buffer + 128), (1024, buffer + 128), (96, 2 * buffer + 128), (32, 2 * buffer + 128)):
         p = c.fused_plan(255, 1 << 26, 3, block)
         assert (p["N"], p["logn"], p["V"], p["smem"]) == (4096, 12, 3842, smem), block
+        one = "true" if smem == buffer + 128 else "false"  # the in-place kernel where one buffer serves
+        assert p["expr"] == f"conv1d_fft_fused<12, {one}>", block
     assert p["ntiles"] == -(-(1 << 26) // 3842) and p["grid"] == (p["ntiles"], 3)
     assert c.fused_plan(255, 10 ** 6, 3, 128, cap_x=7, cap_y=2)["grid"] == (7, 2)
     assert c.fused_plan(255, 10 ** 6, 3)["smem"] == buffer + 128  # the tile's own block: in place

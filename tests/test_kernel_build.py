@@ -980,6 +980,7 @@ FFT_FUSED_CASES = [
     (1, 1, "full", 1, 32, 0, {}),
     (2, 7, "same", 2, 96, 1, {}),
     (63, 3001, "same", 3, 64, 3, {"cap_x": 2, "cap_y": 2}),
+    (127, 3001, "same", 2, 64, 1, {}),
     (255, 5000, "full", 2, 992, 0, {}),
     (300, 5000, "valid", 3, 128, 2, {"cap_x": 1, "cap_y": 1}),
     (1023, 20, "full", 2, 256, 1, {}),
@@ -989,7 +990,7 @@ FFT_FUSED_CASES = [
 ]
 
 
-@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 4, 5, 8}),
+@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 3, 5, 6, 9}),
                          ids=[f"K{c[0]}-L{c[1]}-{c[2]}-C{c[3]}-b{c[4]}-o{c[5]}" + ("-capped" if c[6] else "")
                               for c in FFT_FUSED_CASES])
 def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, block, xoff, caps, rng):

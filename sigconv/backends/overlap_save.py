@@ -124,7 +124,7 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 
 def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x: int = _GRID_X_MAX,
                cap_y: int = _GRID_YZ_MAX, tile: int | None = None) -> dict:
-    """The launch of conv1d_fft_fused<logn> with ``block`` threads (None: the tile's own,
+    """The launch of conv1d_fft_fused<logn, one> (``expr``) with ``block`` threads (None: the tile's own,
     :func:`sigconv.registry.auto.fused_block`, N/32 or more): tile length N, valid outputs per tile V, tiles per
     channel, grid (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the
     caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding per 16 (one where the
@@ -144,8 +144,15 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     ntiles = max(1, -(-out_len // V))
     grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
     buffers = 1 if block is None or 32 * block >= N else 2
-    return {"N": N, "logn": N.bit_length() - 1, "V": V, "ntiles": ntiles, "grid": grid,
-            "smem": 8 * buffers * (N // 2 + N // 32) + 128}
+    logn = N.bit_length() - 1
+    return {"N": N, "logn": logn, "V": V, "ntiles": ntiles, "grid": grid,
+            "smem": 8 * buffers * (N // 2 + N // 32) + 128, "expr": _fused_expr(logn, buffers == 1)}
+
+
+def _fused_expr(logn: int, one: bool) -> str:
+    """The kernel's instantiation: conv1d_fft_fused<logn, one>, ``one`` for a block of N/32 threads or more (the
+    tile transformed in place in one buffer)."""
+    return f"conv1d_fft_fused<{logn}, {'true' if one else 'false'}>"
 
 
 def fused_radix_bits(N: int) -> list[int]:
@@ -297,7 +304,7 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
         return launch_fft(x, w, pad, out_len, block, out=out, taps_key=taps_key)
     plan = fused_plan(K, out_len, C, block, tile=tile)
     H, tap_shift = _filter_spectrum(w, plan["N"], taps_key)
-    expr = f"conv1d_fft_fused<{plan['logn']}>"
+    expr = plan["expr"]
     fn = _c1._module(name_expressions=(expr,)).get_function(expr)
     if plan["smem"] > 48 * 1024 and fn.max_dynamic_shared_size_bytes < plan["smem"]:
         fn.max_dynamic_shared_size_bytes = plan["smem"]
@@ -313,8 +320,9 @@ def prebuilt_modules() -> list[dict]:
     ``sigconv.backends.prebuilt_modules``); the overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base
     module."""
     lim = _kernels.constants()
-    return [dict(name=_c1.SOURCE, name_expressions=(f"conv1d_fft_fused<{n}>",))
-            for n in range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_MAX_LOGN"] + 1)]
+    return [dict(name=_c1.SOURCE, name_expressions=(_fused_expr(n, one),))
+            for n in range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_MAX_LOGN"] + 1)
+            for one in (True, False)]
 
 
 register(Variant("fft", "conv1d", "cuda",
