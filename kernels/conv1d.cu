@@ -26,9 +26,10 @@
 //             conv1d_os_cmul_* (spectrum product), conv1d_os_scatter_* (keep the valid part of each segment,
 //             unscaled); their bodies and
 //             launch geometry are in overlap_save.cuh.
-//   fft_fused overlap-save in one kernel (float32): conv1d_fft_fused<LOGN> transforms a tile of 2^LOGN samples in
-//             shared memory, multiplies by the filter's spectrum, transforms back and writes the valid outputs, so
-//             the signal crosses memory once (fft_fused.cuh).
+//   fft_fused overlap-save in one kernel (float32): conv1d_fft_fused<LOGN, ONE> transforms a tile of 2^LOGN
+//             samples in shared memory, multiplies by the filter's spectrum, transforms back and writes the valid
+//             outputs, so the signal crosses memory once; conv1d_fft_fused_spectrum<LOGN> computes its table from
+//             taps on the device (fft_fused.cuh).
 //
 // Compile alone (checks, register and spill report):
 //   nvcc -std=c++17 -arch=sm_90 -cubin -Xptxas -v -DSIGCONV_NVCC_CHECK -o /dev/null kernels/conv1d.cu
@@ -361,24 +362,29 @@ template __global__ void conv1d_tiled<255, 16>(const float*, float*, int, sc_i64
 template __global__ void conv1d_tiled_rt<8>(const float*, float*, int, sc_i64, int, sc_i64, sc_i64, int);
 template __global__ void conv1d_tiled_rt<16>(const float*, float*, int, sc_i64, int, sc_i64, sc_i64, int);
 // fft_fused: tiles of 1024 to 16384 samples, in one buffer (ONE) and through two
-template __global__ void conv1d_fft_fused<10, true>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<10, true>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<10, false>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<10, false>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<11, true>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<11, true>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<11, false>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<11, false>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<12, true>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<12, true>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<12, false>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<12, false>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<13, true>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<13, true>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<13, false>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<13, false>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<14, true>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<14, true>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<14, false>(const float*, float*, const float2*, const float2*, int,
+template __global__ void conv1d_fft_fused<14, false>(const float*, float*, const float4*, const float2*, int,
                                                 sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
+template __global__ void conv1d_fft_fused_spectrum<10>(const float*, int, const float2*, float4*, int*);
+template __global__ void conv1d_fft_fused_spectrum<11>(const float*, int, const float2*, float4*, int*);
+template __global__ void conv1d_fft_fused_spectrum<12>(const float*, int, const float2*, float4*, int*);
+template __global__ void conv1d_fft_fused_spectrum<13>(const float*, int, const float2*, float4*, int*);
+template __global__ void conv1d_fft_fused_spectrum<14>(const float*, int, const float2*, float4*, int*);
 #endif

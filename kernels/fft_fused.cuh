@@ -8,10 +8,14 @@
 // its circular convolution with h = w reversed, read at i = K-1 + r, is y[c, t*V + r] for r < V.
 //
 // The real tile is transformed as M = N/2 complex samples z[n] = x[2n] + i x[2n+1] (one complex FFT of half the
-// length), unpacked into the real spectrum X[k], k <= M, multiplied by H[k] (the rfft of h divided by N, and by
-// 2^tap_shift, as the fft variant's spectrum: sigconv/backends/overlap_save.py) and packed again so that the
-// inverse complex FFT gives y[2n] + i y[2n+1]. A thread owns the bins k and M-k of that middle step, so it runs
-// in place.
+// length); the middle step unpacks the real spectrum X[k], k <= M, multiplies it by H[k] (the rfft of h divided by N,
+// and by 2^tap_shift, as the fft variant's spectrum: sigconv/backends/overlap_save.py) and packs it again so that
+// the inverse complex FFT gives y[2n] + i y[2n+1]: one linear map of the bins k and M-k, whose coefficients G
+// (ff_middle) the launcher passes instead of H. A thread owns the bins k and M-k, so the step runs in place.
+//
+// On a block of N/32 threads or more a tile crosses shared memory as few times as it can (ff_tile_one): the first
+// pass reads x straight into registers, the middle step rides on the last forward pass, the last inverse pass
+// writes y straight from registers.
 //
 // The complex FFTs are Stockham autosort passes (radix 16 first, then radices 4 to 16: ff_bits) over shared-memory
 // buffers of M float2, padded with one float2 per 16 (ff_pad) so that no pass has bank conflicts and a butterfly's
@@ -26,8 +30,9 @@
 // outputs multiplied by 2^e; every output is multiplied by 2^tap_shift[0]. A tile holding inf or NaN is not
 // scaled (its outputs are NaN, as an FFT's are).
 //
-// Launch: grid (tiles, channels), any caps: block b = (y, x) takes the pairs c * tiles + t = b, b + blocks, ...; block: any multiple of 32 up to
-// 1024; dynamic shared memory: 8*ff_pad(M) + 128 bytes for a block of M/16 threads or more (one buffer and the
+// Launch: grid (tiles, channels), any caps (block b = (y, x) takes the pairs c * tiles + t = b, b + blocks, ...);
+// block: any multiple of 32 up to 1024 (conv1d_fft_fused<LOGN, ONE>, ONE for M/16 threads or more); dynamic shared
+// memory: 8*ff_pad(M) + 128 bytes for a block of M/16 threads or more (one buffer and the
 // reduction's 32 slots), else 16*ff_pad(M) + 128 (two buffers).
 #ifndef SIGCONV_FFT_FUSED_CUH
 #define SIGCONV_FFT_FUSED_CUH
@@ -278,64 +283,37 @@ __device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
     return (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE || (e >= -safe && e <= safe)) ? 0 : e;
 }
 
-// The middle step for the bins k and M-k of the half-length spectrum Z (1 <= k < M, k != M/2): unpack the real
-// spectrum X[k] and X[M-k], multiply by H and pack again for the inverse transform, in place in zk and zm.
+// The middle step for the bins k and M-k of the half-length spectrum Z (the unpacking of the real spectrum, the
+// product with the filter's H and the packing for the inverse transform), as one linear map of Z[k] and Z[M-k]:
 //   E = (Z[k] + conj Z[M-k]) / 2, O = (Z[k] - conj Z[M-k]) / 2i, W = exp(-2 pi i k / N):
 //   X[k] = E + W O, X[M-k] = conj(E - W O); Y = X H;
-//   Zy[k] = A + iB, A = Y[k] + conj Y[M-k], B = (Y[k] - conj Y[M-k]) conj(W), and Zy[M-k] the same with the roles
-//   swapped (conj(exp(-2 pi i (M-k) / N)) = -W).
-// For k = 0 and k = M/2 (a bin that is its own partner) zm is zk's copy and only zk's result counts. W is the
-// caller's (the table's tw[k], or a product of constants and one entry: ff_last_forward_middle).
-template <int M>
-__device__ __forceinline__ void ff_middle(float2& zk, float2& zm, int k, float2 W, const float2* __restrict__ H) {
+//   Zy[k] = A + iB, A = Y[k] + conj Y[M-k], B = (Y[k] - conj Y[M-k]) conj(W)
+// comes to Zy[k] = a[k] Z[k] + b[k] conj Z[M-k], with (s = sin, c = cos of 2 pi k / N)
+//   a[k] = (1 - s) H[k] + (1 + s) conj H[M-k],   b[k] = i c (H[k] - conj H[M-k]),
+// and Zy[M-k] the same with k and M-k swapped. G[k] = (a[k], b[k]) for k < M is the launcher's table (fused_coefficients
+// in sigconv/backends/overlap_save.py; conv1d_fft_fused_spectrum on the device): two 16-byte loads and 16 FMA-class
+// instructions per pair of bins. zk, zm in place; for a bin that is its own partner (k = 0, M/2) ff_middle_self.
+__device__ __forceinline__ float2 ff_ab(float4 g, float2 u, float2 v) {  // a u + b conj(v), g = (a, b)
+    return make_float2(g.x * u.x - g.y * u.y + g.z * v.x + g.w * v.y, g.x * u.y + g.y * u.x + g.w * v.x - g.z * v.y);
+}
+__device__ __forceinline__ void ff_middle(float2& zk, float2& zm, float4 gk, float4 gm) {
     const float2 a = zk, b = zm;
-    const float2 E = make_float2(0.5f * (a.x + b.x), 0.5f * (a.y - b.y));
-    const float2 D = make_float2(0.5f * (a.x - b.x), 0.5f * (a.y + b.y));
-    const float2 O = make_float2(D.y, -D.x);  // D / i
-    const float2 WO = ff_mul(W, O);
-    const float2 ya = ff_mul(ff_add(E, WO), __ldg(H + k));                 // Y[k]
-    const float2 yb = ff_mul(ff_conj(ff_sub(E, WO)), __ldg(H + (M - k)));  // Y[M-k]
-    const float2 A = ff_add(ya, ff_conj(yb)), B = ff_mul(ff_sub(ya, ff_conj(yb)), ff_conj(W));
-    zk = make_float2(A.x - B.y, A.y + B.x);
-    const float2 A2 = ff_add(yb, ff_conj(ya)), B2 = ff_mul(ff_sub(yb, ff_conj(ya)), W);
-    zm = make_float2(A2.x + B2.y, A2.y - B2.x);
+    zk = ff_ab(gk, a, b);
+    zm = ff_ab(gm, b, a);
 }
+__device__ __forceinline__ void ff_middle_self(float2& z, float4 g) { z = ff_ab(g, z, z); }
+// The middle step of bins k and M-k read from and written back to the padded buffer Z (0 <= k <= M/2).
 template <int M>
-__device__ __forceinline__ void ff_middle_self(float2& z, int k, float2 W, const float2* __restrict__ H) {
-    float2 copy = z;
-    ff_middle<M>(z, copy, k, W, H);
-}
-// The middle step of bins k and M-k read from and written back to the padded buffer Z (1 <= k <= M/2; k = M/2 alone).
-template <int M>
-__device__ __forceinline__ void ff_middle_smem(float2* Z, int k, const float2* __restrict__ H,
-                                               const float2* __restrict__ tw) {
+__device__ __forceinline__ void ff_middle_smem(float2* Z, int k, const float4* __restrict__ G) {
     float2 zk = Z[ff_pad(k)];
-    const float2 W = __ldg(tw + k);
     if (k == 0 || 2 * k == M) {
-        ff_middle_self<M>(zk, k, W, H);
+        ff_middle_self(zk, __ldg(G + k));
     } else {
         float2 zm = Z[ff_pad(M - k)];
-        ff_middle<M>(zk, zm, k, W, H);
+        ff_middle(zk, zm, __ldg(G + k), __ldg(G + (M - k)));
         Z[ff_pad(M - k)] = zm;
     }
     Z[ff_pad(k)] = zk;
-}
-
-// exp(-i pi r / R) for r < R, R = 4 or 8 (the angle pi m / 8, m = r 8 / R): with r a constant, a constant.
-template <int R>
-__device__ __forceinline__ float2 ff_half_turn(int r) {
-    static_assert(R == 4 || R == 8, "radix 4 or 8");
-    const float a = 0.92387953251128675613f, b = 0.70710678118654752440f, c = 0.38268343236508977173f;
-    switch (r * (8 / R)) {
-        case 0: return make_float2(1.0f, 0.0f);
-        case 1: return make_float2(a, -c);
-        case 2: return make_float2(b, -b);
-        case 3: return make_float2(c, -a);
-        case 4: return make_float2(0.0f, -1.0f);
-        case 5: return make_float2(-c, -a);
-        case 6: return make_float2(-b, -b);
-        default: return make_float2(-a, -c);
-    }
 }
 
 // In-place passes [P0, P1) of the complex FFT of 2^MB points (ff_pass_inplace).
@@ -353,10 +331,10 @@ __device__ __forceinline__ void ff_passes_inplace(float2* a, const float2* __res
 // stores the packed spectrum the inverse transform reads. One shared-memory round trip and one barrier fewer than a
 // pass and a separate step.
 template <int MB>
-__device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float2* __restrict__ H,
+__device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4* __restrict__ G,
                                                        const float2* __restrict__ tw, int tid) {
     constexpr int M = 1 << MB, PL = ff_passes(MB) - 1, R = 1 << ff_bits(MB, PL), NS = ff_ns(MB, PL);
-    constexpr int TWO = ff_tw_offset(MB, PL), QP = 16 / R / 2;
+    constexpr int TWO = ff_tw_offset(MB, PL), QP = 16 / R / 2, DS = ff_pad(NS);
     static_assert(QP >= 1 && NS * R == M, "a pair of butterflies per thread");
     const int T = (int)blockDim.x;
     float2 va[QP][R], vb[QP][R];
@@ -376,28 +354,24 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float2
     for (int q = 0; q < QP; ++q) {
         const int u = tid + q * T;
         if (u >= NS / 2) continue;
-        // W of bin k = j + r NS: exp(-2 pi i k / N) = exp(-2 pi i j / N) exp(-i pi r / R) (NS / N = 1 / 2R): one
-        // table entry per butterfly
         if (u == 0) {  // butterfly 0: bins r NS, partners (R - r) NS, 0 and M/2 their own; butterfly NS/2: r and R-1-r
-            ff_middle_self<M>(va[q][0], 0, make_float2(1.0f, 0.0f), H);
-            ff_middle_self<M>(va[q][R / 2], M / 2, ff_half_turn<R>(R / 2), H);
+            ff_middle_self(va[q][0], __ldg(G));
+            ff_middle_self(va[q][R / 2], __ldg(G + M / 2));
 #pragma unroll
-            for (int r = 1; r < R / 2; ++r) ff_middle<M>(va[q][r], va[q][R - r], r * NS, ff_half_turn<R>(r), H);
+            for (int r = 1; r < R / 2; ++r) ff_middle(va[q][r], va[q][R - r], __ldg(G + r * NS), __ldg(G + (R - r) * NS));
             ff_store<R, NS>(buf, 0, va[q]);  // (before vb's step: va's registers free for it)
-            const float2 Wj = __ldg(tw + NS / 2);
 #pragma unroll
             for (int r = 0; r < R / 2; ++r)
-                ff_middle<M>(vb[q][r], vb[q][R - 1 - r], NS / 2 + r * NS, ff_mul(Wj, ff_half_turn<R>(r)), H);
+                ff_middle(vb[q][r], vb[q][R - 1 - r], __ldg(G + NS / 2 + r * NS), __ldg(G + NS / 2 + (R - 1 - r) * NS));
             ff_store<R, NS>(buf, NS / 2, vb[q]);
         } else {
-            const float2 Wj = __ldg(tw + u);
             float2* const da = buf + ff_pad(u);
             float2* const db = buf + ff_pad(NS - u);
 #pragma unroll
             for (int r = 0; r < R; ++r) {  // each pair stored when done (ff_store's places): its registers free
-                ff_middle<M>(va[q][r], vb[q][R - 1 - r], u + r * NS, r == 0 ? Wj : ff_mul(Wj, ff_half_turn<R>(r)), H);
-                da[r * ff_pad(NS)] = va[q][r];
-                db[(R - 1 - r) * ff_pad(NS)] = vb[q][R - 1 - r];
+                ff_middle(va[q][r], vb[q][R - 1 - r], __ldg(G + u + r * NS), __ldg(G + (NS - u) + (R - 1 - r) * NS));
+                da[r * DS] = va[q][r];
+                db[(R - 1 - r) * DS] = vb[q][R - 1 - r];
             }
         }
     }
@@ -411,7 +385,7 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float2
 // first shared-memory store waits at its peak's barrier, which every thread reaches only after its reads.
 template <int LOGN>
 __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float* __restrict__ yt,
-                                            const float2* __restrict__ H, const float2* __restrict__ tw, sc_i64 L,
+                                            const float4* __restrict__ G, const float2* __restrict__ tw, sc_i64 L,
                                             int K, sc_i64 s0, int nv, int et, int safe, float2* buf, int* red) {
     constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, P = ff_passes(MB);
     const int T = (int)blockDim.x;
@@ -454,10 +428,10 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     constexpr int RL = 1 << ff_bits(MB, P - 1);
     if constexpr (RL < 16) {
         ff_passes_inplace<false, MB, 1, P - 1>(buf, tw);
-        ff_last_forward_middle<MB>(buf, H, tw, tid);
+        ff_last_forward_middle<MB>(buf, G, tw, tid);
     } else {  // last radix 16 (one butterfly per thread): the middle step on its own, bins k and M-k by one thread
         ff_passes_inplace<false, MB, 1, P>(buf, tw);
-        for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(buf, k, H, tw);
+        for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(buf, k, G);
         __syncthreads();
     }
     // 3. the inverse transform but its last pass
@@ -488,7 +462,7 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
 // passes (ff_fft), the middle step, the inverse and the outputs, each its own step.
 template <int LOGN>
 __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float* __restrict__ yc,
-                                            const float2* __restrict__ H, const float2* __restrict__ tw, sc_i64 L,
+                                            const float4* __restrict__ G, const float2* __restrict__ tw, sc_i64 L,
                                             int K, sc_i64 s0, sc_i64 t0, sc_i64 nv, int et, int safe, float2* buf0,
                                             float2* buf1, int* red) {
     constexpr int N = 1 << LOGN, M = N / 2;
@@ -526,9 +500,9 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
     // 2. forward transform
     float2* Z = ff_fft<false, LOGN - 1>(buf0, buf1, tw);
     // 3. the middle step: bins k and M-k by one thread
-    for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(Z, k, H, tw);
+    for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(Z, k, G);
     __syncthreads();
-    // 4. inverse transform (unscaled: H holds the 1/N), y[2n] + i y[2n+1]
+    // 4. inverse transform (unscaled: G holds the 1/N), y[2n] + i y[2n+1]
     const float* Yr = reinterpret_cast<const float*>(ff_fft<true, LOGN - 1>(Z, Z == buf0 ? buf1 : buf0, tw));
     // 5. the valid outputs
     const int eo = es + et;
@@ -549,13 +523,67 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
     __syncthreads();  // the buffers are the next tile's
 }
 
+// The filter's coefficient table for conv1d_fft_fused<LOGN, *> from taps on the device, in one launch (the
+// launcher's path for taps it has no host copy of; sigconv/backends/overlap_save.py computes the same in float64
+// from host taps): tap_shift[0] = e, the exponent of the taps' peak (max |w| = m 2^e, 0.5 <= m < 1; 0 when the taps
+// are all zero or one is inf/NaN); H[k] = rfft(h)[k] / N for k <= M, h[i] = w[K-1-i] 2^-e zero-padded to N (the fft
+// variant's spectrum), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in float32. The real h is
+// transformed as M complex points (h[2n], h[2n+1]) by the tile kernel's passes, then unpacked: X[k] = E + W O,
+// X[M-k] = conj(E - W O).
+// Launch: one block of M/16 threads (at least 32), dynamic shared memory 8*ff_pad(M) + 128 bytes.
+template <int LOGN>
+__global__ void __launch_bounds__(512)
+    conv1d_fft_fused_spectrum(const float* __restrict__ w, int K, const float2* __restrict__ tw,
+                              float4* __restrict__ G, int* __restrict__ tap_shift) {
+    constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, MP = ff_pad(M);
+    extern __shared__ float4 sc_smem4[];
+    float2* const buf = reinterpret_cast<float2*>(sc_smem4);
+    int* const red = reinterpret_cast<int*>(buf + MP);
+    const int T = (int)blockDim.x, tid = (int)threadIdx.x;
+    int mb = 0;
+    for (int j = tid; j < K; j += T) mb = max(mb, __float_as_int(w[j]) & 0x7fffffff);
+    mb = ff_block_max(mb, red);
+    const int e = mb >= 0x7f800000 || mb == 0 ? 0 : os_frexp_exp<float>(__int_as_float(mb));
+    if (tid < B0) {  // the first pass's butterfly tid from the taps, reversed and scaled
+        float2 v[16];
+#pragma unroll
+        for (int r = 0; r < 16; ++r) {
+            const int f = 2 * (tid + r * B0);
+            v[r] = make_float2(f < K ? ldexpf(w[K - 1 - f], -e) : 0.0f, f + 1 < K ? ldexpf(w[K - 2 - f], -e) : 0.0f);
+        }
+        ff_dft<16, false>(v);
+        ff_store<16, 1>(buf, tid, v);
+    }
+    __syncthreads();
+    ff_passes_inplace<false, MB, 1, ff_passes(MB)>(buf, tw);
+    const float sc = 1.0f / N;  // exact
+    for (int k = tid; k <= M / 2; k += T) {
+        const float2 za = buf[ff_pad(k)], zb = buf[ff_pad((M - k) & (M - 1))];
+        const float2 E = make_float2(0.5f * (za.x + zb.x), 0.5f * (za.y - zb.y));
+        const float2 D = make_float2(0.5f * (za.x - zb.x), 0.5f * (za.y + zb.y));
+        const float2 W = __ldg(tw + k);                                  // exp(-2 pi i k / N) = (c, -s)
+        const float2 WO = ff_mul(W, make_float2(D.y, -D.x));             // W O, O = D / i
+        const float2 xk = ff_add(E, WO), xm = ff_conj(ff_sub(E, WO));    // X[k], X[M-k] (k = 0: X[M])
+        const float2 hk = make_float2(xk.x * sc, xk.y * sc), hm = make_float2(xm.x * sc, xm.y * sc);
+        const float c = W.x, s = -W.y;
+        // a = (1 - s) H[k] + (1 + s) conj H[M-k], b = i c (H[k] - conj H[M-k]); for M-k: sin the same, cos negated
+        const float2 dk = ff_sub(hk, ff_conj(hm)), dm = ff_sub(hm, ff_conj(hk));
+        G[k] = make_float4((1.0f - s) * hk.x + (1.0f + s) * hm.x, (1.0f - s) * hk.y - (1.0f + s) * hm.y, -c * dk.y,
+                           c * dk.x);
+        if (k != 0 && 2 * k != M)
+            G[M - k] = make_float4((1.0f - s) * hm.x + (1.0f + s) * hk.x, (1.0f - s) * hm.y - (1.0f + s) * hk.y,
+                                   c * dm.y, -c * dm.x);
+    }
+    if (tid == 0) tap_shift[0] = e;
+}
+
 // ONE: the block has M/16 threads or more and runs ff_tile_one, else ff_tile_two (the launcher picks the
 // instantiation by its block; two kernels, so that neither path's registers are the other's). Bounds of 1024
 // threads: every block size launches (64K registers per block); ptxas (sm_90) fits either in 64 registers or fewer
 // with no spills.
 template <int LOGN, bool ONE>
 __global__ void __launch_bounds__(1024)
-    conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float2* __restrict__ H,
+    conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
                      const float2* __restrict__ tw, int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len, sc_i64 ntiles,
                      const int* __restrict__ tap_shift, int safe) {
     static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN && LOGN <= SIGCONV_FFT_FUSED_MAX_LOGN, "tile length");
@@ -574,8 +602,8 @@ __global__ void __launch_bounds__(1024)
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
-        if constexpr (ONE) ff_tile_one<LOGN>(xc, yc + t0, H, tw, L, K, t0 - pad, (int)nv, et, safe, buf0, red);
-        else ff_tile_two<LOGN>(xc, yc, H, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);
+        if constexpr (ONE) ff_tile_one<LOGN>(xc, yc + t0, G, tw, L, K, t0 - pad, (int)nv, et, safe, buf0, red);
+        else ff_tile_two<LOGN>(xc, yc, G, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);
     }
 }
 

@@ -83,6 +83,32 @@ def test_fused_passes_and_twiddle_table(numpy_as_cupy):
     assert c.fused_plan(7921, 1 << 20, 1, 32)["smem"] == 2 * 8 * (8192 + 512) + 128 <= 227 * 1024
 
 
+@pytest.mark.parametrize("N", [1024, 16384])
+def test_fused_coefficients_are_the_middle_step(numpy_as_cupy, N, rng):
+    """fft_fused's table G = (a, b): a[k] Z[k] + b[k] conj Z[M-k] is the unpack of the half-length spectrum Z of a
+    real signal, the product with H and the pack for the inverse, for every k < M; and so it filters: the inverse
+    of the packed spectrum is the circular convolution."""
+    c = numpy_as_cupy
+    M = N // 2
+    h = rng.standard_normal(N)
+    H = np.fft.rfft(h) / N
+    G = c.fused_coefficients(H, N)
+    assert G.dtype == np.float32 and G.shape == (M, 4) and G.flags.c_contiguous
+    a, b = G[:, 0] + 1j * G[:, 1], G[:, 2] + 1j * G[:, 3]
+    x = rng.standard_normal(N)
+    Z = np.fft.fft(x[0::2] + 1j * x[1::2])
+    Zm = Z[(M - np.arange(M)) % M]
+    W = np.exp(-2j * np.pi * np.arange(M) / N)
+    E, O = (Z + np.conj(Zm)) / 2, (Z - np.conj(Zm)) / 2j
+    Yk, Ym = (E + W * O) * H[:M], np.conj(E - W * O) * H[M:0:-1]
+    want = Yk + np.conj(Ym) + 1j * (Yk - np.conj(Ym)) * np.conj(W)
+    got = a * Z + b * np.conj(Zm)
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+    y = np.fft.ifft(got) * M  # the kernel's unscaled inverse: y[2n] + i y[2n+1] (H holds the 1/N)
+    circ = np.fft.irfft(np.fft.rfft(x) * np.fft.rfft(h), N)
+    assert np.allclose(np.stack([y.real, y.imag], axis=1).ravel(), circ, atol=1e-5 * np.abs(circ).max())
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     c = numpy_as_cupy

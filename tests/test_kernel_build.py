@@ -950,24 +950,29 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
 # ---------------------------------------------- the fused overlap-save kernel (fft_fused.cuh) on the host
 # fft_fused_harness.cpp compiles kernels/fft_fused.cuh for the host (threads and barriers as above, warp shuffles
 # for the block's exponent reduction) and launches it with sigconv.backends.overlap_save.fused_plan's geometry;
-# the spectrum is the fft variant's (the taps reversed, divided by their peak's power of two, rfft / N).
+# the table is fused_coefficients of the fft variant's spectrum (the taps reversed, divided by their peak's power of
+# two, rfft / N).
 
-def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, **caps):
+def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, **caps):
+    """``device_spectrum``: the coefficient table from the float32 taps by conv1d_fft_fused_spectrum (the launcher's
+    path for taps without a host copy), else from the host's float64 spectrum (fused_coefficients)."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
-    from sigconv.backends.overlap_save import fused_plan, fused_twiddles
+    from sigconv.backends.overlap_save import fused_coefficients, fused_plan, fused_twiddles
 
     C, L = x.shape
     K = w.size
     plan = fused_plan(K, out_len, C, block, **caps)
     N = plan["N"]
     tap_shift = int(np.frexp(np.abs(w).max())[1])
-    (np.fft.rfft(np.ldexp(w[::-1], -tap_shift), N) / N).astype(np.complex64).tofile(tmp / "H.bin")
+    fused_coefficients(np.fft.rfft(np.ldexp(w[::-1], -tap_shift), N) / N, N).tofile(tmp / "G.bin")
+    w.astype(np.float32).tofile(tmp / "w.bin")
     fused_twiddles(N).tofile(tmp / "tw.bin")
     np.array([tap_shift], np.int32).tofile(tmp / "tap_shift.bin")
     x.astype(np.float32).tofile(tmp / "x.bin")
     np.full((C, out_len), np.nan, np.float32).tofile(tmp / "y.bin")
+    spectrum = f"taps:{tmp / 'w.bin'}" if device_spectrum else tmp / "G.bin"
     _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K, pad, out_len, plan["ntiles"],
-              FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", tmp / "H.bin", tmp / "tw.bin", tmp / "tap_shift.bin",
+              FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin", tmp / "tap_shift.bin",
               tmp / "y.bin"], "conv1d_fft_fused")
     return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), plan
 
@@ -1009,6 +1014,39 @@ def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, bloc
         s = max(float(np.abs(ref[c]).max()), np.finfo(np.float64).tiny)  # norms of 2^120 values overflow float32
         err = np.linalg.norm((y[c] - ref[c]) / s) / max(np.linalg.norm(ref[c] / s), 1e-300)
         assert err <= 2e-6, f"channel {c} (2^{mags[c % 3]}) off by {err:.2e} (K={K}, N={plan['N']}, L={L})"
+
+
+@pytest.mark.parametrize("K,scale", [(1, 0), (127, 100), (255, 0), (1023, -130), (4095, 0), (7921, 3)])
+def test_fft_fused_spectrum_kernel_on_host(host_build, tmp_path, K, scale, rng):
+    """conv1d_fft_fused_spectrum (the spectrum from taps on the device, in float32) feeds the tile kernel as the
+    host's float64 spectrum does: outputs equal to the float64 reference for every tile length (K of 1 to 7921), taps
+    of ordinary, huge (2^100) and subnormal-range (2^-130) magnitude."""
+    from sigconv.registry.auto import fused_block
+
+    exe = host_build(*_FUSED_BUILD)
+    L = 3 * K + 5000
+    x = rng.standard_normal((1, L)).astype(np.float32)
+    w = np.ldexp(rng.standard_normal(K), scale).astype(np.float32).astype(np.float64)
+    pad, out_len = window_1d("same", L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, fused_block(K), device_spectrum=True)
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)[0]
+    s = float(np.abs(ref).max())
+    err = np.linalg.norm((y[0] - ref) / s) / np.linalg.norm(ref / s)
+    assert err <= 4e-6, f"off by {err:.2e} (K={K}, N={plan['N']}, taps 2^{scale})"
+
+
+def test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps(host_build, tmp_path, rng):
+    """All-zero taps give zero outputs (tap shift 0, no NaN from a zero peak); a NaN tap makes every output NaN."""
+    exe = host_build(*_FUSED_BUILD)
+    L, K = 5000, 63
+    x = rng.standard_normal((1, L)).astype(np.float32)
+    pad, out_len = window_1d("same", L, K)
+    y, _ = _fft_fused_on_host(exe, tmp_path, x, np.zeros(K), pad, out_len, 64, device_spectrum=True)
+    assert np.array_equal(y, np.zeros_like(y))
+    w = rng.standard_normal(K)
+    w[5] = np.nan
+    y, _ = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 64, device_spectrum=True)
+    assert np.isnan(y).all()
 
 
 def test_fft_fused_nan_stays_in_its_tiles(host_build, tmp_path, rng):
@@ -1360,6 +1398,8 @@ _KEYS = {
     "test_fft_fused_kernel_runs_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_ffa_kernel_runs_on_host": lambda **p: _build_key(*_ffa_build(_ffa_launches(**p)[0][0]["expr"])),
     "test_fft_fused_nan_stays_in_its_tiles": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
     "test_shfl_kernel_runs_on_host": lambda **p: _build_key(*_shfl_build(**p)),
     "test_conv2d_kernels_run_on_host": lambda **p: _build_key(*_conv2d_build(**p)),

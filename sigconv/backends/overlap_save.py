@@ -23,7 +23,8 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
-           "fused_radix_bits", "fused_twiddles", "prebuilt_modules", "irfft_destroying"]
+           "fused_radix_bits", "fused_twiddles", "fused_coefficients", "prebuilt_modules",
+           "irfft_destroying"]
 
 
 def fft_size(K: int) -> int:
@@ -146,7 +147,7 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     buffers = 1 if block is None or 32 * block >= N else 2
     logn = N.bit_length() - 1
     return {"N": N, "logn": logn, "V": V, "ntiles": ntiles, "grid": grid,
-            "smem": 8 * buffers * (N // 2 + N // 32) + 128, "expr": _fused_expr(logn, buffers == 1)}
+            "smem": _fused_smem(N, buffers), "expr": _fused_expr(logn, buffers == 1)}
 
 
 def _fused_expr(logn: int, one: bool) -> str:
@@ -287,12 +288,82 @@ def _device_twiddles(N: int):
     return tw
 
 
+_FUSED_FNS: dict = {}
+
+
+def _fused_function(expr: str, smem: int):
+    """The kernel ``expr`` of conv1d.cu on the current device, its dynamic shared memory limit raised to ``smem``
+    (the most any launch of that instantiation asks for), looked up once per (expr, device)."""
+    cupy = _c1._cupy()
+    key = (expr, cupy.cuda.Device().id)
+    fn = _FUSED_FNS.get(key)
+    if fn is None:
+        fn = _c1._module(name_expressions=(expr,)).get_function(expr)
+        if smem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = smem
+        fn = _FUSED_FNS.setdefault(key, fn)
+    return fn
+
+
+def _fused_smem(N: int, buffers: int) -> int:
+    """Dynamic shared memory of a fused launch: ``buffers`` of N/2 float2 with one float2 of padding per 16, and 32
+    int slots (kernels/fft_fused.cuh)."""
+    return 8 * buffers * (N // 2 + N // 32) + 128
+
+
+def fused_coefficients(H: np.ndarray, N: int) -> np.ndarray:
+    """fft_fused's coefficient table from the filter's spectrum ``H`` (:func:`host_spectrum`'s, N/2 + 1 bins):
+    float32 of shape (N/2, 4), row k = (a[k], b[k]) as real and imaginary parts, a[k] = (1 - s) H[k] + (1 + s)
+    conj H[M-k] and b[k] = i c (H[k] - conj H[M-k]), s and c the sine and cosine of 2 pi k / N, computed in float64
+    (the middle step's linear map, kernels/fft_fused.cuh, ff_middle)."""
+    M = N // 2
+    H = np.asarray(H, dtype=np.complex128)
+    th = 2 * np.pi * np.arange(M) / N
+    s, c = np.sin(th), np.cos(th)
+    hk, hm = H[:M], np.conj(H[M:0:-1])  # H[k], conj H[M-k] for k < M
+    a = (1 - s) * hk + (1 + s) * hm
+    b = 1j * c * (hk - hm)
+    return np.ascontiguousarray(np.stack([a.real, a.imag, b.real, b.imag], axis=1), dtype=np.float32)
+
+
+_FUSED_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
+
+
+def _fused_spectrum(w, N: int, key=None) -> tuple:
+    """(G, tap_shift) for conv1d_fft_fused: with ``key`` (:func:`host_taps_key`) the table from the host's float64
+    spectrum (:func:`host_spectrum`, :func:`fused_coefficients`), once per (key, N, device); without one computed on
+    the device in one launch of conv1d_fft_fused_spectrum (in float32, as the fused kernel's transforms are): the
+    path for taps without a host copy, where the fft variant takes several small launches."""
+    cupy = _c1._cupy()
+    if key is not None:
+        ck = (key, int(N), cupy.cuda.Device().id)
+        with _SPECTRA_LOCK:
+            got = _FUSED_TABLES.get(ck)
+            if got is not None:
+                _FUSED_TABLES.move_to_end(ck)
+                return got
+        H, tap_shift = host_spectrum(cupy.asnumpy(w), N)
+        got = (cupy.asarray(fused_coefficients(H, N)), cupy.asarray(tap_shift))
+        with _SPECTRA_LOCK:
+            _FUSED_TABLES[ck] = got
+            while len(_FUSED_TABLES) > _SPECTRA_MAX:
+                _FUSED_TABLES.popitem(last=False)
+        return got
+    logn = N.bit_length() - 1
+    G = cupy.empty((N // 2, 4), dtype=cupy.float32)
+    tap_shift = cupy.empty(1, dtype=cupy.int32)
+    smem = _fused_smem(N, 1)
+    fn = _fused_function(f"conv1d_fft_fused_spectrum<{logn}>", smem)
+    fn((1,), (max(32, N // 32),), (w, np.int32(w.size), _device_twiddles(N), G, tap_shift), shared_mem=smem)
+    return G, tap_shift
+
+
 def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile=None):
     """Overlap-save in one kernel (float32, kernels/fft_fused.cuh): each block filters one tile of
     :func:`sigconv.registry.auto.fused_tile` samples (or ``tile``, see :func:`fused_plan`) in shared memory; the
-    filter's spectrum is the fft variant's (cached under ``taps_key``). ``block`` None: the tile's own
-    (:func:`sigconv.registry.auto.fused_block`). Tiny problems go to :func:`launch_fft`, which transforms them in
-    float64."""
+    filter's spectrum is the fft variant's (as :func:`fused_coefficients`' table), cached under ``taps_key``, else
+    computed on the device in one launch (:func:`_fused_spectrum`). ``block`` None: the tile's own (:func:`sigconv.registry.auto.fused_block`).
+    Tiny problems go to :func:`launch_fft`, which transforms them in float64."""
     if block is None and 1 <= np.size(w) <= _c1._get_variant("conv1d", "cuda", "fft_fused").max_taps:
         block = _auto.fused_block(int(np.size(w)), tile)
     w, block, out = _c1._prep("fft_fused", x, w, pad, out_len, block, out)
@@ -303,26 +374,24 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
     if C * (out_len + K) <= _FFT_F64_BELOW:
         return launch_fft(x, w, pad, out_len, block, out=out, taps_key=taps_key)
     plan = fused_plan(K, out_len, C, block, tile=tile)
-    H, tap_shift = _filter_spectrum(w, plan["N"], taps_key)
-    expr = plan["expr"]
-    fn = _c1._module(name_expressions=(expr,)).get_function(expr)
-    if plan["smem"] > 48 * 1024 and fn.max_dynamic_shared_size_bytes < plan["smem"]:
-        fn.max_dynamic_shared_size_bytes = plan["smem"]
+    N = plan["N"]
+    G, tap_shift = _fused_spectrum(w, N, taps_key)
+    fn = _fused_function(plan["expr"], plan["smem"])
     fn(plan["grid"], (block,),
-       (x, out, H, _device_twiddles(plan["N"]), np.int32(C), np.int64(L), np.int32(K), np.int64(pad),
+       (x, out, G, _device_twiddles(N), np.int32(C), np.int64(L), np.int32(K), np.int64(pad),
         np.int64(out_len), np.int64(plan["ntiles"]), tap_shift, np.int32(FFT_SAFE_EXPONENT["float32"])),
        shared_mem=plan["smem"])
     return out
 
 
 def prebuilt_modules() -> list[dict]:
-    """:func:`sigconv._kernels.module`'s arguments of the fused kernel's modules (one per tile length, see
-    ``sigconv.backends.prebuilt_modules``); the overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base
+    """:func:`sigconv._kernels.module`'s arguments of the fused kernel's modules (per tile length: the tile kernel in
+    place and through two buffers, and the spectrum kernel; see ``sigconv.backends.prebuilt_modules``); the overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base
     module."""
     lim = _kernels.constants()
-    return [dict(name=_c1.SOURCE, name_expressions=(_fused_expr(n, one),))
-            for n in range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_MAX_LOGN"] + 1)
-            for one in (True, False)]
+    logns = range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_MAX_LOGN"] + 1)
+    return ([dict(name=_c1.SOURCE, name_expressions=(_fused_expr(n, one),)) for n in logns for one in (True, False)]
+            + [dict(name=_c1.SOURCE, name_expressions=(f"conv1d_fft_fused_spectrum<{n}>",)) for n in logns])
 
 
 register(Variant("fft", "conv1d", "cuda",

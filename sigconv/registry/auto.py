@@ -11,6 +11,8 @@ runs. :func:`fill_autotune_cache` (``sigconv tune``) asks the chooser for common
 
 from __future__ import annotations
 
+import functools
+
 from typing import Callable, Optional
 
 import numpy as np
@@ -226,6 +228,13 @@ def conv1d_shape_key(C: int, L: int, K: int, dtype) -> tuple:
 def conv1d_candidates(backend: str, C: int, L: int, K: int, dtype) -> list:
     """(variant, block) pairs ``auto`` may run, favourite first (tiled for short filters, ffa up to 125 taps, fft for
     long)."""
+    return list(_conv1d_candidates(backend, int(C), int(L), int(K), np.dtype(dtype).name))
+
+
+@functools.lru_cache(maxsize=512)
+def _conv1d_candidates(backend: str, C: int, L: int, K: int, dtype: str) -> tuple:
+    """:func:`conv1d_candidates`, once per shape (the launch path asks on every call; the registry is fixed once
+    the backends are imported)."""
     job = _job1d(C, L, K, dtype)
     if backend == "cpu":
         direct = K <= DIRECT_MAX_TAPS or L <= DIRECT_MAX_TAPS or L * K <= DIRECT_MAX_WORK
@@ -242,7 +251,7 @@ def conv1d_candidates(backend: str, C: int, L: int, K: int, dtype) -> list:
         cands = [("shared", 256), ("l2", 256), ("naive", 256), ("fft", 256)]
     else:
         cands = [("fft", 256), ("shared", 256)]
-    return _applicable("conv1d", backend, cands, job)
+    return tuple(_applicable("conv1d", backend, cands, job))
 
 
 def choose_conv1d(backend: str, C: int, L: int, K: int, dtype, *, out_len: Optional[int] = None, block=None,

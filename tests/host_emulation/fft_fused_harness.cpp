@@ -1,8 +1,10 @@
 // fft_fused_harness.cpp: runs conv1d_fft_fused<LOGN> (kernels/fft_fused.cuh) on the host, one OS thread per CUDA
 // thread (cuda_shim_threads.h: barriers for __syncthreads, warp shuffles), with the launch that
 // sigconv.backends.overlap_save.fused_plan computes.
-//   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_H FILE_TW FILE_TAPSHIFT FILE_Y
-// FILE_H: N/2+1 complex64 bins; FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
+//   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
+// FILE_G: the coefficient table, N/2 rows of 4 float32 (sigconv.backends.overlap_save.fused_coefficients), or
+// "taps:FILE_W" (K float32 taps): G and the tap shift computed first by conv1d_fft_fused_spectrum<LOGN> (one block
+// of max(32, N/32) threads; FILE_TAPSHIFT then unused); FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
 // FILE_TAPSHIFT: one int32, or "-" for a null pointer.
 // XOFF: x starts XOFF floats after a 256-byte boundary (a misaligned view). FILE_Y is read first (the test poisons it
 // with NaN) and rewritten after the launch. Shared memory starts filled with NaN for every block; the bytes past
@@ -11,6 +13,7 @@
 #include "fft_fused.cuh"
 #include "harness_io.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -33,13 +36,39 @@ int main(int argc, char** argv) {
     const sc_i64 L = I(7), pad = I(9), out_len = I(10), ntiles = I(11);
     const size_t N = (size_t)1 << logn;
     float* x = load<float>(argv[14], (size_t)C * L, (size_t)xoff);
-    float2* H = load<float2>(argv[15], N / 2 + 1);
     float2* tw = load<float2>(argv[16], (size_t)ff_twiddle_count(logn - 1));
-    int* tap_shift = std::strcmp(argv[17], "-") == 0 ? nullptr : load<int>(argv[17], 1);
+    const bool device_spectrum = std::strncmp(argv[15], "taps:", 5) == 0;
+    float4* G;
+    int* tap_shift;
+    if (device_spectrum) {
+        float* w = load<float>(argv[15] + 5, (size_t)K);
+        G = static_cast<float4*>(std::malloc((N / 2) * sizeof(float4)));
+        tap_shift = static_cast<int*>(std::malloc(sizeof(int)));
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        for (size_t i = 0; i < N / 2; ++i) G[i] = make_float4(nan, nan, nan, nan);
+        *tap_shift = -12345;
+        dim3 g1(1), b1((unsigned)std::max<size_t>(32, N / 32));
+        const size_t smem1 = 8 * (size_t)ff_pad((int)(N / 2)) + 128;
+        auto spec = [&](auto kern) {
+            emu_launch_threads(g1, b1, sc_smem4, SMEM_CAP, smem1, [&] { kern(w, K, tw, G, tap_shift); });
+        };
+        switch (logn) {
+            case 10: spec(conv1d_fft_fused_spectrum<10>); break;
+            case 11: spec(conv1d_fft_fused_spectrum<11>); break;
+            case 12: spec(conv1d_fft_fused_spectrum<12>); break;
+            case 13: spec(conv1d_fft_fused_spectrum<13>); break;
+            case 14: spec(conv1d_fft_fused_spectrum<14>); break;
+            default: std::fprintf(stderr, "no tile of 2^%d samples\n", logn); return 2;
+        }
+        std::free(w);
+    } else {
+        G = load<float4>(argv[15], N / 2);
+        tap_shift = std::strcmp(argv[17], "-") == 0 ? nullptr : load<int>(argv[17], 1);
+    }
     float* y = load<float>(argv[18], (size_t)C * out_len);
     auto go = [&](auto kern) {
         emu_launch_threads(g, b, sc_smem4, SMEM_CAP, smem,
-                           [&] { kern(x, y, H, tw, C, L, K, pad, out_len, ntiles, tap_shift, safe); });
+                           [&] { kern(x, y, G, tw, C, L, K, pad, out_len, ntiles, tap_shift, safe); });
     };
     const bool one = (size_t)b.x * 16 >= N / 2;  // as the launcher picks (sigconv.backends.overlap_save)
     switch (logn * 2 + (one ? 1 : 0)) {
@@ -59,6 +88,6 @@ int main(int argc, char** argv) {
     if (!f || std::fwrite(y, sizeof(float), (size_t)C * out_len, f) != (size_t)C * out_len) return 2;
     std::fclose(f);
     std::free(x - xoff);
-    std::free(H); std::free(tw); std::free(tap_shift); std::free(y);
+    std::free(G); std::free(tw); std::free(tap_shift); std::free(y);
     return 0;
 }
