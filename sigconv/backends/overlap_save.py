@@ -57,17 +57,23 @@ def _filter_spectrum(w, N: int, key=None):
         Hd = cupy.fft.rfft(wd, n=N)
         Hd *= 1.0 / N
         return Hd.astype(cdt, copy=False), tap_shift
-    ck = (key, int(N), w.dtype.name, cupy.cuda.Device().id)
+    return _cached(_SPECTRA, (key, int(N), w.dtype.name, cupy.cuda.Device().id),
+                   lambda: tuple(cupy.asarray(a) for a in host_spectrum(cupy.asnumpy(w), N)))
+
+
+def _cached(cache: OrderedDict, ck: tuple, make):
+    """``cache[ck]``, made by ``make()`` on a miss; the least recently used of more than :data:`_SPECTRA_MAX`
+    entries dropped."""
     with _SPECTRA_LOCK:
-        got = _SPECTRA.get(ck)
+        got = cache.get(ck)
         if got is not None:
-            _SPECTRA.move_to_end(ck)
+            cache.move_to_end(ck)
             return got
-    got = tuple(cupy.asarray(a) for a in host_spectrum(cupy.asnumpy(w), N))
+    got = make()
     with _SPECTRA_LOCK:
-        _SPECTRA[ck] = got
-        while len(_SPECTRA) > _SPECTRA_MAX:
-            _SPECTRA.popitem(last=False)
+        cache[ck] = got
+        while len(cache) > _SPECTRA_MAX:
+            cache.popitem(last=False)
     return got
 
 
@@ -336,19 +342,11 @@ def _fused_spectrum(w, N: int, key=None) -> tuple:
     path for taps without a host copy, where the fft variant takes several small launches."""
     cupy = _c1._cupy()
     if key is not None:
-        ck = (key, int(N), cupy.cuda.Device().id)
-        with _SPECTRA_LOCK:
-            got = _FUSED_TABLES.get(ck)
-            if got is not None:
-                _FUSED_TABLES.move_to_end(ck)
-                return got
-        H, tap_shift = host_spectrum(cupy.asnumpy(w), N)
-        got = (cupy.asarray(fused_coefficients(H, N)), cupy.asarray(tap_shift))
-        with _SPECTRA_LOCK:
-            _FUSED_TABLES[ck] = got
-            while len(_FUSED_TABLES) > _SPECTRA_MAX:
-                _FUSED_TABLES.popitem(last=False)
-        return got
+        def make():
+            H, tap_shift = host_spectrum(cupy.asnumpy(w), N)
+            return cupy.asarray(fused_coefficients(H, N)), cupy.asarray(tap_shift)
+
+        return _cached(_FUSED_TABLES, (key, int(N), cupy.cuda.Device().id), make)
     logn = N.bit_length() - 1
     G = cupy.empty((N // 2, 4), dtype=cupy.float32)
     tap_shift = cupy.empty(1, dtype=cupy.int32)
@@ -362,8 +360,9 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
     """Overlap-save in one kernel (float32, kernels/fft_fused.cuh): each block filters one tile of
     :func:`sigconv.registry.auto.fused_tile` samples (or ``tile``, see :func:`fused_plan`) in shared memory; the
     filter's spectrum is the fft variant's (as :func:`fused_coefficients`' table), cached under ``taps_key``, else
-    computed on the device in one launch (:func:`_fused_spectrum`). ``block`` None: the tile's own (:func:`sigconv.registry.auto.fused_block`).
-    Tiny problems go to :func:`launch_fft`, which transforms them in float64."""
+    computed on the device in one launch (:func:`_fused_spectrum`). ``block`` None: the tile's own
+    (:func:`sigconv.registry.auto.fused_block`). Tiny problems go to :func:`launch_fft`, which transforms them in
+    float64."""
     if block is None and 1 <= np.size(w) <= _c1._get_variant("conv1d", "cuda", "fft_fused").max_taps:
         block = _auto.fused_block(int(np.size(w)), tile)
     w, block, out = _c1._prep("fft_fused", x, w, pad, out_len, block, out)
@@ -386,8 +385,8 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
 
 def prebuilt_modules() -> list[dict]:
     """:func:`sigconv._kernels.module`'s arguments of the fused kernel's modules (per tile length: the tile kernel in
-    place and through two buffers, and the spectrum kernel; see ``sigconv.backends.prebuilt_modules``); the overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base
-    module."""
+    place and through two buffers, and the spectrum kernel; see ``sigconv.backends.prebuilt_modules``); the
+    overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base module."""
     lim = _kernels.constants()
     logns = range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_MAX_LOGN"] + 1)
     return ([dict(name=_c1.SOURCE, name_expressions=(_fused_expr(n, one),)) for n in logns for one in (True, False)]
