@@ -272,6 +272,17 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
     return m;
 }
 
+// The coefficient table G where the tile is long (M >= FF_G_STREAM_M: 64 KB or more, too large for L1 beside the
+// shared memory of the SM's blocks, and read once per tile by each of them) is read past L1 (ld.global.cg: cached in
+// L2 only), so that the twiddles, read by every pass, stay in L1. Shorter tiles read it through L1: there it fits,
+// and the SM's blocks share it. (Not the input: a warp reads each 8-byte point as two 4-byte loads, the second served
+// by the L1 line the first brought in.)
+#define FF_G_STREAM_M 4096
+template <int M> __device__ __forceinline__ float4 ff_ld_g(const float4* p) {
+    if constexpr (M >= FF_G_STREAM_M) return __ldcg(p);
+    else return __ldg(p);
+}
+
 // Loads each thread issues before it stores any, in the two-buffer path's tile load and output loop (their
 // latencies overlap).
 #define FF_LOADS 8
@@ -279,7 +290,9 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
 // tile is divided by before its transform: 0 unless its magnitude is extreme (outside [-safe, safe]) and finite.
 __device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
-    const int e = mb >= 0x7f800000 ? SC_OS_NONFINITE : mb == 0 ? SC_OS_NO_PEAK : os_frexp_exp<float>(__int_as_float(mb));
+    const int e = mb >= 0x7f800000 ? SC_OS_NONFINITE
+                  : mb == 0        ? SC_OS_NO_PEAK
+                                   : os_frexp_exp<float>(__int_as_float(mb));
     return (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE || (e >= -safe && e <= safe)) ? 0 : e;
 }
 
@@ -290,9 +303,10 @@ __device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
 //   Zy[k] = A + iB, A = Y[k] + conj Y[M-k], B = (Y[k] - conj Y[M-k]) conj(W)
 // comes to Zy[k] = a[k] Z[k] + b[k] conj Z[M-k], with (s = sin, c = cos of 2 pi k / N)
 //   a[k] = (1 - s) H[k] + (1 + s) conj H[M-k],   b[k] = i c (H[k] - conj H[M-k]),
-// and Zy[M-k] the same with k and M-k swapped. G[k] = (a[k], b[k]) for k < M is the launcher's table (fused_coefficients
-// in sigconv/backends/overlap_save.py; conv1d_fft_fused_spectrum on the device): two 16-byte loads and 16 FMA-class
-// instructions per pair of bins. zk, zm in place; for a bin that is its own partner (k = 0, M/2) ff_middle_self.
+// and Zy[M-k] the same with k and M-k swapped. G[k] = (a[k], b[k]) for k < M is the launcher's table
+// (fused_coefficients in sigconv/backends/overlap_save.py; conv1d_fft_fused_spectrum on the device): two 16-byte
+// loads and 16 FMA-class instructions per pair of bins. zk, zm in place; for a bin that is its own partner (k = 0,
+// M/2) ff_middle_self.
 __device__ __forceinline__ float2 ff_ab(float4 g, float2 u, float2 v) {  // a u + b conj(v), g = (a, b)
     return make_float2(g.x * u.x - g.y * u.y + g.z * v.x + g.w * v.y, g.x * u.y + g.y * u.x + g.w * v.x - g.z * v.y);
 }
@@ -302,18 +316,37 @@ __device__ __forceinline__ void ff_middle(float2& zk, float2& zm, float4 gk, flo
     zm = ff_ab(gm, b, a);
 }
 __device__ __forceinline__ void ff_middle_self(float2& z, float4 g) { z = ff_ab(g, z, z); }
-// The middle step of bins k and M-k read from and written back to the padded buffer Z (0 <= k <= M/2).
+// The middle step over the padded buffer Z: bins k and M-k (0 <= k <= M/2) by one thread, k = tid, tid + T, ...;
+// the loads of FF_MIDDLE_BATCH pairs issued before any is computed, so that their latencies overlap.
+#define FF_MIDDLE_BATCH 4
 template <int M>
-__device__ __forceinline__ void ff_middle_smem(float2* Z, int k, const float4* __restrict__ G) {
-    float2 zk = Z[ff_pad(k)];
-    if (k == 0 || 2 * k == M) {
-        ff_middle_self(zk, __ldg(G + k));
-    } else {
-        float2 zm = Z[ff_pad(M - k)];
-        ff_middle(zk, zm, __ldg(G + k), __ldg(G + (M - k)));
-        Z[ff_pad(M - k)] = zm;
+__device__ __forceinline__ void ff_middle_smem(float2* Z, const float4* __restrict__ G, int tid, int T) {
+    constexpr int U = FF_MIDDLE_BATCH;
+    for (int k0 = tid; k0 <= M / 2; k0 += U * T) {
+        float4 gk[U], gm[U];
+        float2 zk[U], zm[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int k = k0 + u * T, m = (M - k) & (M - 1);  // (k = 0 its own partner, as k = M/2)
+            const bool in = k <= M / 2;
+            gk[u] = in ? ff_ld_g<M>(G + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            gm[u] = in ? ff_ld_g<M>(G + m) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            zk[u] = in ? Z[ff_pad(k)] : make_float2(0.0f, 0.0f);
+            zm[u] = in ? Z[ff_pad(m)] : make_float2(0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int k = k0 + u * T;
+            if (k > M / 2) continue;
+            if (k == 0 || 2 * k == M) {
+                ff_middle_self(zk[u], gk[u]);
+            } else {
+                ff_middle(zk[u], zm[u], gk[u], gm[u]);
+                Z[ff_pad(M - k)] = zm[u];
+            }
+            Z[ff_pad(k)] = zk[u];
+        }
     }
-    Z[ff_pad(k)] = zk;
 }
 
 // In-place passes [P0, P1) of the complex FFT of 2^MB points (ff_pass_inplace).
@@ -355,21 +388,24 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
         const int u = tid + q * T;
         if (u >= NS / 2) continue;
         if (u == 0) {  // butterfly 0: bins r NS, partners (R - r) NS, 0 and M/2 their own; butterfly NS/2: r and R-1-r
-            ff_middle_self(va[q][0], __ldg(G));
-            ff_middle_self(va[q][R / 2], __ldg(G + M / 2));
+            ff_middle_self(va[q][0], ff_ld_g<M>(G));
+            ff_middle_self(va[q][R / 2], ff_ld_g<M>(G + M / 2));
 #pragma unroll
-            for (int r = 1; r < R / 2; ++r) ff_middle(va[q][r], va[q][R - r], __ldg(G + r * NS), __ldg(G + (R - r) * NS));
+            for (int r = 1; r < R / 2; ++r)
+                ff_middle(va[q][r], va[q][R - r], ff_ld_g<M>(G + r * NS), ff_ld_g<M>(G + (R - r) * NS));
             ff_store<R, NS>(buf, 0, va[q]);  // (before vb's step: va's registers free for it)
 #pragma unroll
             for (int r = 0; r < R / 2; ++r)
-                ff_middle(vb[q][r], vb[q][R - 1 - r], __ldg(G + NS / 2 + r * NS), __ldg(G + NS / 2 + (R - 1 - r) * NS));
+                ff_middle(vb[q][r], vb[q][R - 1 - r], ff_ld_g<M>(G + NS / 2 + r * NS),
+                          ff_ld_g<M>(G + NS / 2 + (R - 1 - r) * NS));
             ff_store<R, NS>(buf, NS / 2, vb[q]);
         } else {
             float2* const da = buf + ff_pad(u);
             float2* const db = buf + ff_pad(NS - u);
 #pragma unroll
             for (int r = 0; r < R; ++r) {  // each pair stored when done (ff_store's places): its registers free
-                ff_middle(va[q][r], vb[q][R - 1 - r], __ldg(G + u + r * NS), __ldg(G + (NS - u) + (R - 1 - r) * NS));
+                ff_middle(va[q][r], vb[q][R - 1 - r], ff_ld_g<M>(G + u + r * NS),
+                          ff_ld_g<M>(G + (NS - u) + (R - 1 - r) * NS));
                 da[r * DS] = va[q][r];
                 db[(R - 1 - r) * DS] = vb[q][R - 1 - r];
             }
@@ -431,7 +467,7 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
         ff_last_forward_middle<MB>(buf, G, tw, tid);
     } else {  // last radix 16 (one butterfly per thread): the middle step on its own, bins k and M-k by one thread
         ff_passes_inplace<false, MB, 1, P>(buf, tw);
-        for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(buf, k, G);
+        ff_middle_smem<M>(buf, G, tid, T);
         __syncthreads();
     }
     // 3. the inverse transform but its last pass
@@ -500,7 +536,7 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
     // 2. forward transform
     float2* Z = ff_fft<false, LOGN - 1>(buf0, buf1, tw);
     // 3. the middle step: bins k and M-k by one thread
-    for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(Z, k, G);
+    ff_middle_smem<M>(Z, G, tid, T);
     __syncthreads();
     // 4. inverse transform (unscaled: G holds the 1/N), y[2n] + i y[2n+1]
     const float* Yr = reinterpret_cast<const float*>(ff_fft<true, LOGN - 1>(Z, Z == buf0 ? buf1 : buf0, tw));
