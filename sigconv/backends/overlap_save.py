@@ -175,14 +175,22 @@ def fused_radix_bits(N: int) -> list[int]:
 def fused_twiddles(N: int) -> np.ndarray:
     """fft_fused's twiddle table, computed in float64 and rounded to complex64 (read-only for callers):
     exp(-2 pi i k / N) for k < N/2, then for each pass after the first (radix R after sub-transforms of length NS),
-    log2(R) rows of NS entries, row a holding exp(-2 pi i 2^a k / (NS R)) (kernels/fft_fused.cuh)."""
-    bits = fused_radix_bits(N)
-    parts = [np.exp(-2j * np.pi * np.arange(N // 2) / N)]
-    ns = 1 << bits[0]
-    for b in bits[1:]:
-        k = np.arange(ns)
-        parts += [np.exp(-2j * np.pi * (1 << a) * k / (ns << b)) for a in range(b)]
-        ns <<= b
+    log2(R) rows of NS entries, row a holding exp(-2 pi i 2^a k / (NS R)) (kernels/fft_fused.cuh). Tiles of
+    2^SIGCONV_FFT_FUSED_FOUR_MIN_LOGN samples or more add the four-step transform's: four rows of S = N/32 entries,
+    row i holding exp(-2 pi i 2^i t / (N/2)), then the pass rows of a transform of S points, as above."""
+    def pass_rows(bits):
+        rows, ns = [], 1 << bits[0]
+        for b in bits[1:]:
+            k = np.arange(ns)
+            rows += [np.exp(-2j * np.pi * (1 << a) * k / (ns << b)) for a in range(b)]
+            ns <<= b
+        return rows
+
+    parts = [np.exp(-2j * np.pi * np.arange(N // 2) / N)] + pass_rows(fused_radix_bits(N))
+    if N >= 1 << _kernels.constants()["SIGCONV_FFT_FUSED_FOUR_MIN_LOGN"]:
+        S = N // 32
+        parts += [np.exp(-2j * np.pi * (1 << i) * np.arange(S) / (N // 2)) for i in range(4)]
+        parts += pass_rows(fused_radix_bits(2 * S))
     tw = np.concatenate(parts).astype(np.complex64)
     tw.flags.writeable = False
     return tw
