@@ -31,9 +31,10 @@
 // scaled (its outputs are NaN, as an FFT's are).
 //
 // Launch: grid (tiles, channels), any caps (block b = (y, x) takes the pairs c * tiles + t = b, b + blocks, ...);
-// block: any multiple of 32 up to 1024 (conv1d_fft_fused<LOGN, ONE>, ONE for M/16 threads or more); dynamic shared
-// memory: 8*ff_pad(M) + 128 bytes for a block of M/16 threads or more (one buffer and the
-// reduction's 32 slots), else 16*ff_pad(M) + 128 (two buffers).
+// block: any multiple of 32 up to 1024 (conv1d_fft_fused<LOGN, ONE>, ONE for M/16 threads or more; tiles of 2^15
+// samples, SIGCONV_FFT_FUSED_ONE_MAX_LOGN, only in place: 1024 threads); dynamic shared memory: 8*ff_pad(M) + 128
+// bytes for a block of M/16 threads or more (one buffer and the reduction's 32 slots), else 16*ff_pad(M) + 128 (two
+// buffers).
 #ifndef SIGCONV_FFT_FUSED_CUH
 #define SIGCONV_FFT_FUSED_CUH
 #include "common.cuh"
@@ -272,17 +273,6 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
     return m;
 }
 
-// The coefficient table G where the tile is long (M >= FF_G_STREAM_M: 64 KB or more, too large for L1 beside the
-// shared memory of the SM's blocks, and read once per tile by each of them) is read past L1 (ld.global.cg: cached in
-// L2 only), so that the twiddles, read by every pass, stay in L1. Shorter tiles read it through L1: there it fits,
-// and the SM's blocks share it. (Not the input: a warp reads each 8-byte point as two 4-byte loads, the second served
-// by the L1 line the first brought in.)
-#define FF_G_STREAM_M 4096
-template <int M> __device__ __forceinline__ float4 ff_ld_g(const float4* p) {
-    if constexpr (M >= FF_G_STREAM_M) return __ldcg(p);
-    else return __ldg(p);
-}
-
 // Loads each thread issues before it stores any, in the two-buffer path's tile load and output loop (their
 // latencies overlap).
 #define FF_LOADS 8
@@ -316,11 +306,26 @@ __device__ __forceinline__ void ff_middle(float2& zk, float2& zm, float4 gk, flo
     zm = ff_ab(gm, b, a);
 }
 __device__ __forceinline__ void ff_middle_self(float2& z, float4 g) { z = ff_ab(g, z, z); }
-// The middle step over the padded buffer Z: bins k and M-k (0 <= k <= M/2) by one thread, k = tid, tid + T, ...;
-// the loads of FF_MIDDLE_BATCH pairs issued before any is computed, so that their latencies overlap.
+// The middle step of bins k and M-k read from and written back to the padded buffer Z (0 <= k <= M/2).
+template <int M>
+__device__ __forceinline__ void ff_middle_smem(float2* Z, int k, const float4* __restrict__ G) {
+    float2 zk = Z[ff_pad(k)];
+    if (k == 0 || 2 * k == M) {
+        ff_middle_self(zk, __ldg(G + k));
+    } else {
+        float2 zm = Z[ff_pad(M - k)];
+        ff_middle(zk, zm, __ldg(G + k), __ldg(G + (M - k)));
+        Z[ff_pad(M - k)] = zm;
+    }
+    Z[ff_pad(k)] = zk;
+}
+
+// The same over the whole buffer for the two-buffer path: bins k and M-k (0 <= k <= M/2) by one thread, k = tid,
+// tid + T, ...; the loads of FF_MIDDLE_BATCH pairs issued before any is computed, so that their latencies overlap (on
+// an H200 its tiles run 4-9% faster so; the in-place path, whose other warps fill that latency, runs 2-3% slower).
 #define FF_MIDDLE_BATCH 4
 template <int M>
-__device__ __forceinline__ void ff_middle_smem(float2* Z, const float4* __restrict__ G, int tid, int T) {
+__device__ __forceinline__ void ff_middle_batched(float2* Z, const float4* __restrict__ G, int tid, int T) {
     constexpr int U = FF_MIDDLE_BATCH;
     for (int k0 = tid; k0 <= M / 2; k0 += U * T) {
         float4 gk[U], gm[U];
@@ -329,8 +334,8 @@ __device__ __forceinline__ void ff_middle_smem(float2* Z, const float4* __restri
         for (int u = 0; u < U; ++u) {
             const int k = k0 + u * T, m = (M - k) & (M - 1);  // (k = 0 its own partner, as k = M/2)
             const bool in = k <= M / 2;
-            gk[u] = in ? ff_ld_g<M>(G + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            gm[u] = in ? ff_ld_g<M>(G + m) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            gk[u] = in ? __ldg(G + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            gm[u] = in ? __ldg(G + m) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             zk[u] = in ? Z[ff_pad(k)] : make_float2(0.0f, 0.0f);
             zm[u] = in ? Z[ff_pad(m)] : make_float2(0.0f, 0.0f);
         }
@@ -388,24 +393,22 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
         const int u = tid + q * T;
         if (u >= NS / 2) continue;
         if (u == 0) {  // butterfly 0: bins r NS, partners (R - r) NS, 0 and M/2 their own; butterfly NS/2: r and R-1-r
-            ff_middle_self(va[q][0], ff_ld_g<M>(G));
-            ff_middle_self(va[q][R / 2], ff_ld_g<M>(G + M / 2));
+            ff_middle_self(va[q][0], __ldg(G));
+            ff_middle_self(va[q][R / 2], __ldg(G + M / 2));
 #pragma unroll
             for (int r = 1; r < R / 2; ++r)
-                ff_middle(va[q][r], va[q][R - r], ff_ld_g<M>(G + r * NS), ff_ld_g<M>(G + (R - r) * NS));
+                ff_middle(va[q][r], va[q][R - r], __ldg(G + r * NS), __ldg(G + (R - r) * NS));
             ff_store<R, NS>(buf, 0, va[q]);  // (before vb's step: va's registers free for it)
 #pragma unroll
             for (int r = 0; r < R / 2; ++r)
-                ff_middle(vb[q][r], vb[q][R - 1 - r], ff_ld_g<M>(G + NS / 2 + r * NS),
-                          ff_ld_g<M>(G + NS / 2 + (R - 1 - r) * NS));
+                ff_middle(vb[q][r], vb[q][R - 1 - r], __ldg(G + NS / 2 + r * NS), __ldg(G + NS / 2 + (R - 1 - r) * NS));
             ff_store<R, NS>(buf, NS / 2, vb[q]);
         } else {
             float2* const da = buf + ff_pad(u);
             float2* const db = buf + ff_pad(NS - u);
 #pragma unroll
             for (int r = 0; r < R; ++r) {  // each pair stored when done (ff_store's places): its registers free
-                ff_middle(va[q][r], vb[q][R - 1 - r], ff_ld_g<M>(G + u + r * NS),
-                          ff_ld_g<M>(G + (NS - u) + (R - 1 - r) * NS));
+                ff_middle(va[q][r], vb[q][R - 1 - r], __ldg(G + u + r * NS), __ldg(G + (NS - u) + (R - 1 - r) * NS));
                 da[r * DS] = va[q][r];
                 db[(R - 1 - r) * DS] = vb[q][R - 1 - r];
             }
@@ -467,7 +470,7 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
         ff_last_forward_middle<MB>(buf, G, tw, tid);
     } else {  // last radix 16 (one butterfly per thread): the middle step on its own, bins k and M-k by one thread
         ff_passes_inplace<false, MB, 1, P>(buf, tw);
-        ff_middle_smem<M>(buf, G, tid, T);
+        for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(buf, k, G);
         __syncthreads();
     }
     // 3. the inverse transform but its last pass
@@ -491,194 +494,6 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
             if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
             if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
         }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------- the four-step tile
-// Tiles of 8192 and 16384 samples on a block of M/16 threads or more (ff_tile_four): the complex FFT of M = 16 S
-// points as the four-step factorization, so that most of a transform is the business of one warp and the block meets
-// at five barriers per tile instead of fourteen. With n = t + S r (t < S, r < 16) and k = a + 16 b (b < S):
-//   X[a + 16 b] = sum_t W_S^(t b) [W_M^(t a) sum_r x[t + S r] W_16^(r a)].
-// A. thread t (t < S = M/16) reads x[t + S r], r < 16, into registers (the tile's peak taken there), takes their
-//    16-point DFT, multiplies output a by W_M^(t a), and stores it at row a, position t of the buffer;
-// B. warp w owns the rows a = w + W d (W = S/32 warps, d < 16/W: 512 points, 16 per lane) and transforms each, S
-//    points, in place by the Stockham passes of ff_pass_inplace with __syncwarp for its barriers (ff_warp_pass):
-//    row a, position b then holds X[a + 16 b];
-// C. the middle step (ff_middle): bin k = a + 16 b's partner M - k sits in row 16 - a (row 0 for a = 0), which
-//    warp W - w owns; a warp takes the pairs of its rows' first halves (b < S/2: k <= M/2), so the two warps of a
-//    pair of rows write disjoint halves. A block barrier before (the partner's rows done) and after (their halves
-//    written);
-// D. the inverse of B per row (unscaled): U[a][t] = sum_b Zy[a + 16 b] W_S^(-t b);
-// E. thread t reads U[a][t], a < 16, multiplies by W_M^(-t a), takes the inverse 16-point DFT: y[t + S r] at r.
-// Shared memory: the padded buffer of ff_tile_one (row a at ff_pad(a S)); twiddles after ff_twiddle_count(MB):
-// ff_four_twiddles.
-template <int LOGN> struct FfFour {
-    static constexpr int MB = LOGN - 1, M = 1 << MB, S = M / 16, SB = MB - 4, W = S / 32, D = 16 / W;
-    // the table's four-step rows: W_M^(2^i t) for i < 4, t < S, then the row transforms' pass rows (ff_butterfly's
-    // rows for a transform of 2^SB points, which start at ff_tw_offset(SB, 1) = 2^SB)
-    static constexpr int TW_ROWS = ff_twiddle_count(MB), TW_SUB = TW_ROWS + 4 * S - (1 << SB);
-    static constexpr int TW_COUNT = TW_SUB + ff_twiddle_count(SB);
-};
-template <int LOGN> __host__ __device__ constexpr bool ff_four_applies() {
-    static_assert(SIGCONV_FFT_FUSED_FOUR_MIN_LOGN >= 13 && SIGCONV_FFT_FUSED_MAX_LOGN <= 14, "8 to 16 warps");
-    return LOGN >= SIGCONV_FFT_FUSED_FOUR_MIN_LOGN;
-}
-// The length of fft_fused's twiddle table for tiles of 2^LOGN samples (sigconv/backends/overlap_save.py,
-// fused_twiddles, builds it).
-template <int LOGN> __host__ __device__ constexpr int ff_fused_twiddle_count() {
-    if constexpr (ff_four_applies<LOGN>()) return FfFour<LOGN>::TW_COUNT;
-    else return ff_twiddle_count(LOGN - 1);
-}
-
-// v[a] *= W_M^(+-t a), a < 16, from the four-step rows at tw4 (W_M^t, W_M^2t, W_M^4t, W_M^8t at t, S + t, ...)
-template <bool INV, int S>
-__device__ __forceinline__ void ff_four_twiddle(float2* v, const float2* __restrict__ tw4, int t) {
-    float2 w[16];
-    w[1] = __ldg(tw4 + t);
-    w[2] = __ldg(tw4 + S + t);
-    w[4] = __ldg(tw4 + 2 * S + t);
-    w[8] = __ldg(tw4 + 3 * S + t);
-    w[3] = ff_mul(w[1], w[2]);
-    w[5] = ff_mul(w[1], w[4]);
-    w[6] = ff_mul(w[2], w[4]);
-    w[7] = ff_mul(w[3], w[4]);
-#pragma unroll
-    for (int r = 9; r < 16; ++r) w[r] = ff_mul(w[r - 8], w[8]);
-#pragma unroll
-    for (int r = 1; r < 16; ++r) v[r] = ff_mul(v[r], INV ? ff_conj(w[r]) : w[r]);
-}
-
-// One in-place Stockham pass of the row transforms of warp w (ff_pass_inplace within a warp): its D rows of
-// S = 2^SB points, 512/R butterflies, Q = 16/R per lane; butterfly b = lane + 32 q is butterfly b mod (S/R) of row
-// w + W (b / (S/R)).
-template <int R, bool INV, int SB, int NS, int TWO, int W>
-__device__ __forceinline__ void ff_warp_pass(float2* buf, const float2* __restrict__ tws, int w, int lane) {
-    constexpr int S = 1 << SB, BR = S / R, Q = 16 / R;
-    float2 v[Q][R];
-#pragma unroll
-    for (int q = 0; q < Q; ++q) {
-        const int b = lane + 32 * q;
-        ff_butterfly<R, INV, SB, NS, TWO>(buf + ff_pad((w + W * (b / BR)) * S), b % BR, tws, v[q]);
-    }
-    __syncwarp();
-#pragma unroll
-    for (int q = 0; q < Q; ++q) {
-        const int b = lane + 32 * q;
-        ff_store<R, NS>(buf + ff_pad((w + W * (b / BR)) * S), b % BR, v[q]);
-    }
-    __syncwarp();
-}
-template <bool INV, int SB, int W, int P = 0>
-__device__ __forceinline__ void ff_warp_fft(float2* buf, const float2* __restrict__ tws, int w, int lane) {
-    if constexpr (P < ff_passes(SB)) {
-        ff_warp_pass<1 << ff_bits(SB, P), INV, SB, ff_ns(SB, P), (P == 0 ? 0 : ff_tw_offset(SB, P)), W>(buf, tws, w,
-                                                                                                      lane);
-        ff_warp_fft<INV, SB, W, P + 1>(buf, tws, w, lane);
-    }
-}
-
-// C. the middle step of warp w: the pairs (k, M - k) with k = a + 16 b, b < S/2, of its rows a (and k = M/2, row 0
-// position S/2, by lane 0 of warp 0), FF_MIDDLE_BATCH pairs' loads before any is computed.
-template <int LOGN>
-__device__ __forceinline__ void ff_four_middle(float2* buf, const float4* __restrict__ G, int w, int lane) {
-    using F = FfFour<LOGN>;
-    constexpr int M = F::M, S = F::S, W = F::W, D = F::D, PER = D * S / 64, U = 2;
-    static_assert(PER % U == 0, "whole batches");
-#pragma unroll
-    for (int i0 = 0; i0 < PER; i0 += U) {
-        float4 gk[U], gm[U];
-        float2 zk[U], zm[U];
-        int pk[U], pm[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int i = i0 + u, a = w + W * (i / (S / 64)), b = lane + 32 * (i % (S / 64));
-            const int am = (16 - a) & 15, bm = a == 0 ? (S - b) & (S - 1) : S - 1 - b;
-            pk[u] = ff_pad(a * S + b);
-            pm[u] = ff_pad(am * S + bm);
-            gk[u] = ff_ld_g<M>(G + (a + 16 * b));
-            gm[u] = ff_ld_g<M>(G + ((M - (a + 16 * b)) & (M - 1)));
-            zk[u] = buf[pk[u]];
-            zm[u] = buf[pm[u]];
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            if (pk[u] == 0) {  // k = 0, its own partner
-                ff_middle_self(zk[u], gk[u]);
-            } else {
-                ff_middle(zk[u], zm[u], gk[u], gm[u]);
-                buf[pm[u]] = zm[u];
-            }
-            buf[pk[u]] = zk[u];
-        }
-    }
-    if (w == 0 && lane == 0) ff_middle_self(buf[ff_pad(S / 2)], ff_ld_g<M>(G + M / 2));  // k = M/2
-}
-
-template <int LOGN>
-__device__ __forceinline__ void ff_tile_four(const float* __restrict__ xc, float* __restrict__ yt,
-                                             const float4* __restrict__ G, const float2* __restrict__ tw, sc_i64 L,
-                                             int K, sc_i64 s0, int nv, int et, int safe, float2* buf, int* red) {
-    using F = FfFour<LOGN>;
-    constexpr int N = 1 << LOGN, S = F::S;
-    const float2* const tw4 = tw + F::TW_ROWS;
-    const float2* const tws = tw + F::TW_SUB;
-    const int tid = ff_tid(), w = tid >> 5, lane = tid & 31;
-    const bool active = tid < S;  // (threads past S: barriers only)
-    // A. points t + S r of the tile, as in ff_tile_one
-    float2 v[16];
-    int mb = 0;
-    if (active) {
-        const int lo = s0 >= 0 ? 0 : (int)(-s0 < N ? -s0 : N);
-        const int hi = L - s0 >= N ? N : L - s0 <= 0 ? 0 : (int)(L - s0);
-        const float* const xt = xc + s0;
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
-            const int f = 2 * (tid + r * S);
-            v[r] = make_float2((unsigned)(f - lo) < (unsigned)(hi - lo) ? xt[f] : 0.0f,
-                               (unsigned)(f + 1 - lo) < (unsigned)(hi - lo) ? xt[f + 1] : 0.0f);
-        }
-#pragma unroll
-        for (int r = 0; r < 16; ++r)
-            mb = max(mb, max(__float_as_int(v[r].x) & 0x7fffffff, __float_as_int(v[r].y) & 0x7fffffff));
-    } else {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) v[r] = make_float2(0.0f, 0.0f);
-    }
-    const int es = ff_tile_shift(ff_block_max(mb, red), safe);  // (its barrier: every read of the last tile done)
-    if (active) {
-        if (es != 0) {
-            const OsScale<float> down(-es);
-#pragma unroll
-            for (int r = 0; r < 16; ++r) v[r] = make_float2(down(v[r].x), down(v[r].y));
-        }
-        ff_dft<16, false>(v);
-        ff_four_twiddle<false, S>(v, tw4, tid);
-#pragma unroll
-        for (int a = 0; a < 16; ++a) buf[ff_pad(a * S + tid)] = v[a];
-    }
-    __syncthreads();
-    // B. the rows' transforms, C. the middle step, D. the rows' inverse transforms
-    if (active) ff_warp_fft<false, F::SB, F::W>(buf, tws, w, lane);
-    __syncthreads();
-    if (active) ff_four_middle<LOGN>(buf, G, w, lane);
-    __syncthreads();
-    if (active) ff_warp_fft<true, F::SB, F::W>(buf, tws, w, lane);
-    __syncthreads();
-    // E. y[2p] + i y[2p+1] at point p = t + S r; float f = 2p of the tile is output f - (K-1) when in [0, nv)
-    if (!active) return;
-#pragma unroll
-    for (int a = 0; a < 16; ++a) v[a] = buf[ff_pad(a * S + tid)];
-    ff_four_twiddle<true, S>(v, tw4, tid);
-    ff_dft<16, true>(v);
-    const OsScale<float> up(es + et);
-    const bool scaled = es + et != 0;
-    float* const yo = yt - (K - 1);
-#pragma unroll
-    for (int r = 0; r < 16; ++r) {
-        const int f = 2 * (tid + r * S);
-        const float a = scaled ? up(v[r].x) : v[r].x, b = scaled ? up(v[r].y) : v[r].y;
-        if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
-        if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
     }
 }
 
@@ -724,7 +539,7 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
     // 2. forward transform
     float2* Z = ff_fft<false, LOGN - 1>(buf0, buf1, tw);
     // 3. the middle step: bins k and M-k by one thread
-    ff_middle_smem<M>(Z, G, tid, T);
+    ff_middle_batched<M>(Z, G, tid, T);
     __syncthreads();
     // 4. inverse transform (unscaled: G holds the 1/N), y[2n] + i y[2n+1]
     const float* Yr = reinterpret_cast<const float*>(ff_fft<true, LOGN - 1>(Z, Z == buf0 ? buf1 : buf0, tw));
@@ -756,7 +571,7 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
 // X[M-k] = conj(E - W O).
 // Launch: one block of M/16 threads (at least 32), dynamic shared memory 8*ff_pad(M) + 128 bytes.
 template <int LOGN>
-__global__ void __launch_bounds__(512)
+__global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512)
     conv1d_fft_fused_spectrum(const float* __restrict__ w, int K, const float2* __restrict__ tw,
                               float4* __restrict__ G, int* __restrict__ tap_shift) {
     constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, MP = ff_pad(M);
@@ -810,7 +625,9 @@ __global__ void __launch_bounds__(1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
                      const float2* __restrict__ tw, int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len, sc_i64 ntiles,
                      const int* __restrict__ tap_shift, int safe) {
-    static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN && LOGN <= SIGCONV_FFT_FUSED_MAX_LOGN, "tile length");
+    static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN &&
+                      LOGN <= (ONE ? SIGCONV_FFT_FUSED_ONE_MAX_LOGN : SIGCONV_FFT_FUSED_MAX_LOGN),
+                  "tile length");
     constexpr int N = 1 << LOGN, M = N / 2, MP = ff_pad(M);
     extern __shared__ float4 sc_smem4[];
     if (ONE != ((int)blockDim.x * 16 >= M)) return;  // the other instantiation's block: nothing written
@@ -826,10 +643,7 @@ __global__ void __launch_bounds__(1024)
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
-        if constexpr (ONE && ff_four_applies<LOGN>())
-            ff_tile_four<LOGN>(xc, yc + t0, G, tw, L, K, t0 - pad, (int)nv, et, safe, buf0, red);
-        else if constexpr (ONE)
-            ff_tile_one<LOGN>(xc, yc + t0, G, tw, L, K, t0 - pad, (int)nv, et, safe, buf0, red);
+        if constexpr (ONE) ff_tile_one<LOGN>(xc, yc + t0, G, tw, L, K, t0 - pad, (int)nv, et, safe, buf0, red);
         else ff_tile_two<LOGN>(xc, yc, G, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);
     }
 }

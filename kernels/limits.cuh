@@ -23,9 +23,8 @@
 // fft_fused.cuh: tiles of 2^10 to 2^14 samples (one or two buffers of N/2 float2 in shared memory: 4 KB to 128 KB).
 #define SIGCONV_FFT_FUSED_MIN_LOGN 10
 #define SIGCONV_FFT_FUSED_MAX_LOGN 14
-// fft_fused.cuh: tiles from 2^13 samples on (to the largest) transform by the four-step factorization on a block of
-// N/32 threads or more (ff_tile_four: 8 to 16 warps, each owning 512 points); their twiddle table has its rows.
-#define SIGCONV_FFT_FUSED_FOUR_MIN_LOGN 13
+// fft_fused.cuh: and 2^15 samples on a block of 1024 threads, in place only (one buffer: 136 KB).
+#define SIGCONV_FFT_FUSED_ONE_MAX_LOGN 15
 // conv1d_ffa.cu: taps per sub-filter (a quarter of the shifted, padded filter): nine sub-filters in __constant__ memory.
 #define SIGCONV_FFA_MAX_KQ 32
 

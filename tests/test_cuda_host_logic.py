@@ -34,16 +34,28 @@ def numpy_as_cupy(monkeypatch):
 
 def test_fused_tiles_and_plan(numpy_as_cupy):
     """fft_fused's tile: the power of two above 16K within 1024..8192, doubled where K - 1 is more than a quarter of
-    it, at least the one above 2K; its block one thread per 32 samples (64 at least); taps up to half the largest
-    tile; shared memory for one buffer where the block has N/32 threads or more, else two; a plan's grid covers every
-    tile and channel up to the caps; a tile asked for must be a power of two in range, >= 2K."""
+    it, at least the one above 2K, and 32768 for the longest filters on 1024 threads; its block one thread per 32
+    samples (64 at least); taps up to half the largest tile every block takes; shared memory for one buffer where
+    the block has N/32 threads or more, else two; a plan's grid covers every tile and channel up to the caps; a tile
+    asked for must be a power of two in range, >= 2K."""
     from sigconv.registry import auto
 
     c = numpy_as_cupy
     Ks = (1, 64, 65, 128, 129, 256, 257, 1023, 2049, 2050, 4096, 4097, 7921, 8192)
     assert [auto.fused_tile(K) for K in Ks] == \
-        [1024, 1024, 2048, 2048, 4096, 4096, 8192, 8192, 8192, 16384, 16384, 16384, 16384, 16384]
-    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 512, 512]
+        [1024, 1024, 2048, 2048, 4096, 4096, 8192, 8192, 8192, 16384, 16384, 16384, 32768, 32768]
+    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 1024, 1024]
+    # the longest tile only on 1024 threads: any other block keeps 16384; the autotuner's K classes part there
+    K1 = auto.FUSED_ONE_TILE_MIN_K
+    assert [auto.conv1d_shape_key(1, 1 << 26, K, "float32")[2] for K in (64, 65, 4097, K1 - 1, K1, 8192)] == \
+        [64, 128, K1 - 1, K1 - 1, 8192, 8192]
+    assert [auto.fused_tile(K, b) for K, b in ((K1 - 1, None), (K1, None), (K1, 1024), (K1, 992), (8192, 32))] == \
+        [16384, 32768, 32768, 16384, 16384]
+    for block, N, smem in ((None, 32768, 8 * (16384 + 1024) + 128), (1024, 32768, 8 * (16384 + 1024) + 128),
+                           (512, 16384, 8 * (8192 + 512) + 128), (96, 16384, 2 * 8 * (8192 + 512) + 128)):
+        p = c.fused_plan(7921, 1 << 20, 1, block)
+        assert (p["N"], p["smem"], p["expr"]) == (N, smem, f"conv1d_fft_fused<{N.bit_length() - 1}, "
+                                                             f"{'false' if block == 96 else 'true'}>"), block
     assert auto.fused_block(255, 2048) == 64 and auto.fused_block(255, 16384) == 512
     for K in (0, 8193):
         with pytest.raises(ValueError, match="fft_fused takes 1 to 8192 taps"):
@@ -59,9 +71,10 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
     assert c.fused_plan(255, 10 ** 6, 3)["smem"] == buffer + 128  # the tile's own block: in place
     q = c.fused_plan(4095, 1 << 20, 1, 512, tile=16384)
     assert (q["N"], q["V"], q["logn"], q["smem"]) == (16384, 12290, 14, 8 * (8192 + 512) + 128)
-    for tile in (4096, 6144, 512, 32768):  # below 2K, not a power of two, outside the kernel's range
+    for tile in (4096, 6144, 512, 32768, 65536):  # below 2K, not a power of two, outside the range (of 512 threads)
         with pytest.raises(ValueError, match=f"fft_fused tile {tile} for K=4095"):
             c.fused_plan(4095, 1 << 20, 1, 512, tile=tile)
+    assert c.fused_plan(4095, 1 << 20, 1, 1024, tile=32768)["N"] == c.fused_plan(4095, 1 << 20, 1, tile=32768)["N"]
 
 
 def test_fused_passes_and_twiddle_table(numpy_as_cupy):

@@ -977,7 +977,7 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), plan
 
 
-# (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 7921: N = 1024 to 16384), K above L, every mode,
+# (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 7921: N = 1024 to 32768), K above L, every mode,
 # blocks of 32 to 1024 threads (96, 992: not powers of two), transforms in place (N/32 threads or more; 992 and 1024:
 # threads past a pass's last butterfly) and through two buffers (300 taps at 128 threads, 4095 at 256: the longest
 # tile's 139 KB), misaligned x, caps of 1-2 that force the grid-stride loops over tiles and channels.
@@ -992,10 +992,11 @@ FFT_FUSED_CASES = [
     (4095, 9000, "same", 1, 1024, 0, {}),
     (7921, 9000, "same", 1, 512, 1, {}),
     (4095, 5000, "valid", 1, 256, 0, {}),
+    (7921, 40000, "same", 1, 1024, 1, {}),
 ]
 
 
-@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 3, 5, 6, 9}),
+@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 3, 5, 6, 9, 10}),
                          ids=[f"K{c[0]}-L{c[1]}-{c[2]}-C{c[3]}-b{c[4]}-o{c[5]}" + ("-capped" if c[6] else "")
                               for c in FFT_FUSED_CASES])
 def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, block, xoff, caps, rng):
@@ -1016,7 +1017,7 @@ def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, bloc
         assert err <= 2e-6, f"channel {c} (2^{mags[c % 3]}) off by {err:.2e} (K={K}, N={plan['N']}, L={L})"
 
 
-@pytest.mark.parametrize("K,scale", [(1, 0), (127, 100), (255, 0), (1023, -130), (4095, 0), (7921, 3)])
+@pytest.mark.parametrize("K,scale", [(1, 0), (127, 100), (255, 0), (1023, -130), (4095, 0), (5000, -3), (7921, 3)])
 def test_fft_fused_spectrum_kernel_on_host(host_build, tmp_path, K, scale, rng):
     """conv1d_fft_fused_spectrum (the spectrum from taps on the device, in float32) feeds the tile kernel as the
     host's float64 spectrum does: outputs equal to the float64 reference for every tile length (K of 1 to 7921), taps

@@ -137,15 +137,17 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding per 16 (one where the
     block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``: N instead of
     :func:`sigconv.registry.auto.fused_tile`'s (benchmarks compare tile lengths): a power of two in the kernel's
-    range, at least 2K."""
-    N = _auto.fused_tile(K)
+    range (its largest only with N/32 threads), at least 2K."""
+    N = _auto.fused_tile(K, block)
     if tile is not None:
         lim = _kernels.constants()
-        if not (tile & (tile - 1) == 0 and 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"] <= tile
-                <= 1 << lim["SIGCONV_FFT_FUSED_MAX_LOGN"] and tile >= 2 * K):
+        top = lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN" if block is None or 32 * block >= tile
+                  else "SIGCONV_FFT_FUSED_MAX_LOGN"]
+        if not (tile & (tile - 1) == 0 and 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"] <= tile <= 1 << top
+                and tile >= 2 * K):
             raise ValueError(f"fft_fused tile {tile} for K={K}: a power of two from "
-                             f"{1 << lim['SIGCONV_FFT_FUSED_MIN_LOGN']} to {1 << lim['SIGCONV_FFT_FUSED_MAX_LOGN']}"
-                             f" and at least 2K")
+                             f"{1 << lim['SIGCONV_FFT_FUSED_MIN_LOGN']} to {1 << top} and at least 2K"
+                             + ("" if block is None or 32 * block >= tile else f" with {block} threads"))
         N = tile
     V = N - K + 1
     ntiles = max(1, -(-out_len // V))
@@ -175,22 +177,14 @@ def fused_radix_bits(N: int) -> list[int]:
 def fused_twiddles(N: int) -> np.ndarray:
     """fft_fused's twiddle table, computed in float64 and rounded to complex64 (read-only for callers):
     exp(-2 pi i k / N) for k < N/2, then for each pass after the first (radix R after sub-transforms of length NS),
-    log2(R) rows of NS entries, row a holding exp(-2 pi i 2^a k / (NS R)) (kernels/fft_fused.cuh). Tiles of
-    2^SIGCONV_FFT_FUSED_FOUR_MIN_LOGN samples or more add the four-step transform's: four rows of S = N/32 entries,
-    row i holding exp(-2 pi i 2^i t / (N/2)), then the pass rows of a transform of S points, as above."""
-    def pass_rows(bits):
-        rows, ns = [], 1 << bits[0]
-        for b in bits[1:]:
-            k = np.arange(ns)
-            rows += [np.exp(-2j * np.pi * (1 << a) * k / (ns << b)) for a in range(b)]
-            ns <<= b
-        return rows
-
-    parts = [np.exp(-2j * np.pi * np.arange(N // 2) / N)] + pass_rows(fused_radix_bits(N))
-    if N >= 1 << _kernels.constants()["SIGCONV_FFT_FUSED_FOUR_MIN_LOGN"]:
-        S = N // 32
-        parts += [np.exp(-2j * np.pi * (1 << i) * np.arange(S) / (N // 2)) for i in range(4)]
-        parts += pass_rows(fused_radix_bits(2 * S))
+    log2(R) rows of NS entries, row a holding exp(-2 pi i 2^a k / (NS R)) (kernels/fft_fused.cuh)."""
+    bits = fused_radix_bits(N)
+    parts = [np.exp(-2j * np.pi * np.arange(N // 2) / N)]
+    ns = 1 << bits[0]
+    for b in bits[1:]:
+        k = np.arange(ns)
+        parts += [np.exp(-2j * np.pi * (1 << a) * k / (ns << b)) for a in range(b)]
+        ns <<= b
     tw = np.concatenate(parts).astype(np.complex64)
     tw.flags.writeable = False
     return tw
@@ -396,8 +390,9 @@ def prebuilt_modules() -> list[dict]:
     place and through two buffers, and the spectrum kernel; see ``sigconv.backends.prebuilt_modules``); the
     overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base module."""
     lim = _kernels.constants()
-    logns = range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_MAX_LOGN"] + 1)
-    return ([dict(name=_c1.SOURCE, name_expressions=(_fused_expr(n, one),)) for n in logns for one in (True, False)]
+    logns = range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"] + 1)
+    return ([dict(name=_c1.SOURCE, name_expressions=(_fused_expr(n, one),)) for n in logns for one in (True, False)
+             if one or n <= lim["SIGCONV_FFT_FUSED_MAX_LOGN"]]
             + [dict(name=_c1.SOURCE, name_expressions=(f"conv1d_fft_fused_spectrum<{n}>",)) for n in logns])
 
 

@@ -105,22 +105,31 @@ _FFA_BLOCKS = (64, 128, 32)
 _FUSED_SHARED_TILE_MAX = 8192
 #: ... or twice that where the overlap (K - 1 samples) would be more than this share of the tile.
 _FUSED_MAX_OVERLAP = 1 / 4
+#: From this many taps on, fft_fused's tile is the one only a block of 1024 threads takes (2^15 samples: one block per
+#: multiprocessor, every barrier the whole SM's, but three quarters of each tile valid at K=8192 against half). On an
+#: H200 (benchmarks/results/H200-2026-12-04-fused-32k): K=5000 0.472 ms against 0.436 with 16384 at 512 threads,
+#: K=6000 0.485 against 0.470, K=7921 0.500 against 0.566, K=8192 0.519 against 0.586.
+FUSED_ONE_TILE_MIN_K = 6400
 
 
-def fused_tile(K: int) -> int:
+def fused_tile(K: int, block: Optional[int] = None) -> int:
     """fft_fused's tile length N for K taps: the power of two nearest above 16x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
     (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`, doubled where K - 1 is more than
-    :data:`_FUSED_MAX_OVERLAP` of it, and at least the one above 2x K (up to 2^SIGCONV_FFT_FUSED_MAX_LOGN). On an
-    H200 (benchmarks/fused_tiles.py, L=2^26, C=1, each tile at its best block): K=255 0.335 ms with 4096 against
-    0.347 with 8192 and 0.365 with 2048; K=1023 0.378 with 8192 against 0.394 with 4096 and 0.429 with 16384;
-    K=2047 0.421 with 8192 against 0.453 with 16384; K=4095 0.507 with 16384 against 0.592 with 8192. ValueError for
-    K above half the largest tile."""
+    :data:`_FUSED_MAX_OVERLAP` of it, and at least the one above 2x K (up to 2^SIGCONV_FFT_FUSED_MAX_LOGN); from
+    :data:`FUSED_ONE_TILE_MIN_K` taps on 2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN, the tile only a block of N/32 = 1024
+    threads takes (``block`` None or that). On an H200 (benchmarks/fused_tiles.py, L=2^26, C=1, each tile at its
+    best block): K=255 0.335 ms with 4096 against 0.347 with 8192 and 0.365 with 2048; K=1023 0.378 with 8192
+    against 0.394 with 4096 and 0.429 with 16384; K=2047 0.421 with 8192 against 0.453 with 16384; K=4095 0.507 with
+    16384 against 0.592 with 8192. ValueError for K above half the largest tile that every block takes."""
     from sigconv import _kernels
 
     lim = _kernels.constants()
     lo, hi = 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"], 1 << lim["SIGCONV_FFT_FUSED_MAX_LOGN"]
     if not 1 <= K <= hi // 2:
         raise ValueError(f"fft_fused takes 1 to {hi // 2} taps, got K={K}")
+    one = 1 << lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"]
+    if K >= FUSED_ONE_TILE_MIN_K and (block is None or 32 * int(block) >= one):
+        return one
     n = min(_FUSED_SHARED_TILE_MAX, max(lo, 1 << (16 * K - 1).bit_length()))
     if K - 1 > n * _FUSED_MAX_OVERLAP:
         n *= 2
@@ -218,10 +227,13 @@ def _tuned(op: str, backend: str, key: tuple, cands: list, runner: Optional[Call
 
 
 def conv1d_shape_key(C: int, L: int, K: int, dtype) -> tuple:
-    """Autotuner shape class: (C bucket, log2 L bucket, K exact up to 64 else next power of two, dtype)."""
+    """Autotuner shape class: (C bucket, log2 L bucket, K class, dtype); the K class is K itself up to 64, else the
+    next power of two or :data:`FUSED_ONE_TILE_MIN_K` - 1 (where fft_fused's tile and block change), whichever is
+    nearer above K."""
     cb = 1 << max(0, (int(C) - 1).bit_length())
     lb = max(0, int(L).bit_length() - 1)
-    kb = int(K) if K <= 64 else 1 << (int(K) - 1).bit_length()
+    K = int(K)
+    kb = K if K <= 64 else min(b for b in (1 << (K - 1).bit_length(), FUSED_ONE_TILE_MIN_K - 1) if b >= K)
     return (cb, lb, kb, np.dtype(dtype).name)
 
 

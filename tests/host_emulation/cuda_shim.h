@@ -55,8 +55,6 @@ template <typename T> inline T __ldg(const T* p) {
     if (sizeof(T) >= 8) sc_emu_check_aligned(p, (int)sizeof(T));
     return *p;
 }
-// L2-only load (ld.global.cg): the same as __ldg here.
-template <typename T> inline T __ldcg(const T* p) { return __ldg(p); }
 
 // Run body() for every thread of every block of grid g with block b, in order (z, y, x).
 template <class F> void emu_launch(dim3 g, dim3 b, F body) {

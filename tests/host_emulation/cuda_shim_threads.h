@@ -79,14 +79,6 @@ template <typename T> inline T sc_emu_shfl(unsigned mask, T v, int d, int mode) 
     sc_emu_warp_bars[w]->arrive_and_wait();
     return r;
 }
-// __syncwarp: the lanes of the warp meet at its barrier (full mask only, as the shuffles).
-inline void __syncwarp(unsigned mask = 0xffffffffu) {
-    if (mask != 0xffffffffu) {
-        std::fprintf(stderr, "emulated __syncwarp supports the full mask only (got %#x)\n", mask);
-        std::exit(4);
-    }
-    sc_emu_warp_bars[sc_emu_tid / 32]->arrive_and_wait();
-}
 template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, 0); }
 template <typename T> inline T __shfl_down_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, 1); }
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int d) { return sc_emu_shfl(mask, v, d, 2); }

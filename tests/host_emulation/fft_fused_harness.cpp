@@ -4,7 +4,7 @@
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
 // FILE_G: the coefficient table, N/2 rows of 4 float32 (sigconv.backends.overlap_save.fused_coefficients), or
 // "taps:FILE_W" (K float32 taps): G and the tap shift computed first by conv1d_fft_fused_spectrum<LOGN> (one block
-// of max(32, N/32) threads; FILE_TAPSHIFT then unused); FILE_TW: ff_fused_twiddle_count<LOGN>() complex64 twiddles (fft_fused.cuh);
+// of max(32, N/32) threads; FILE_TAPSHIFT then unused); FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
 // FILE_TAPSHIFT: one int32, or "-" for a null pointer.
 // XOFF: x starts XOFF floats after a 256-byte boundary (a misaligned view). FILE_Y is read first (the test poisons it
 // with NaN) and rewritten after the launch. Shared memory starts filled with NaN for every block; the bytes past
@@ -36,12 +36,7 @@ int main(int argc, char** argv) {
     const sc_i64 L = I(7), pad = I(9), out_len = I(10), ntiles = I(11);
     const size_t N = (size_t)1 << logn;
     float* x = load<float>(argv[14], (size_t)C * L, (size_t)xoff);
-    const int tw_count = logn == 10   ? ff_fused_twiddle_count<10>()
-                         : logn == 11 ? ff_fused_twiddle_count<11>()
-                         : logn == 12 ? ff_fused_twiddle_count<12>()
-                         : logn == 13 ? ff_fused_twiddle_count<13>()
-                                      : ff_fused_twiddle_count<14>();
-    float2* tw = load<float2>(argv[16], (size_t)tw_count);
+    float2* tw = load<float2>(argv[16], (size_t)ff_twiddle_count(logn - 1));
     const bool device_spectrum = std::strncmp(argv[15], "taps:", 5) == 0;
     float4* G;
     int* tap_shift;
@@ -63,6 +58,7 @@ int main(int argc, char** argv) {
             case 12: spec(conv1d_fft_fused_spectrum<12>); break;
             case 13: spec(conv1d_fft_fused_spectrum<13>); break;
             case 14: spec(conv1d_fft_fused_spectrum<14>); break;
+            case 15: spec(conv1d_fft_fused_spectrum<15>); break;
             default: std::fprintf(stderr, "no tile of 2^%d samples\n", logn); return 2;
         }
         std::free(w);
@@ -87,6 +83,7 @@ int main(int argc, char** argv) {
         case 27: go(conv1d_fft_fused<13, true>); break;
         case 28: go(conv1d_fft_fused<14, false>); break;
         case 29: go(conv1d_fft_fused<14, true>); break;
+        case 31: go(conv1d_fft_fused<15, true>); break;  // (in place only)
         default: std::fprintf(stderr, "no tile of 2^%d samples\n", logn); return 2;
     }
     FILE* f = std::fopen(argv[18], "wb");
