@@ -362,32 +362,43 @@ template __global__ void conv1d_tiled<255, 16>(const float*, float*, int, sc_i64
 template __global__ void conv1d_tiled_rt<8>(const float*, float*, int, sc_i64, int, sc_i64, sc_i64, int);
 template __global__ void conv1d_tiled_rt<16>(const float*, float*, int, sc_i64, int, sc_i64, sc_i64, int);
 // fft_fused: tiles of 1024 to 16384 samples, in one buffer (ONE) and through two; 32768 in one buffer
-template __global__ void conv1d_fft_fused<10, true>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<10, false>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<11, true>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<11, false>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<12, true>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<12, false>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<13, true>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<13, false>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<14, true>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
-template __global__ void conv1d_fft_fused<14, false>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
+template __global__ void conv1d_fft_fused<10, true>(const float*, float*, const float4*, const float2*,
+                                                const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                const int*, int);
+template __global__ void conv1d_fft_fused<10, false>(const float*, float*, const float4*, const float2*,
+                                                 const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                 const int*, int);
+template __global__ void conv1d_fft_fused<11, true>(const float*, float*, const float4*, const float2*,
+                                                const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                const int*, int);
+template __global__ void conv1d_fft_fused<11, false>(const float*, float*, const float4*, const float2*,
+                                                 const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                 const int*, int);
+template __global__ void conv1d_fft_fused<12, true>(const float*, float*, const float4*, const float2*,
+                                                const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                const int*, int);
+template __global__ void conv1d_fft_fused<12, false>(const float*, float*, const float4*, const float2*,
+                                                 const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                 const int*, int);
+template __global__ void conv1d_fft_fused<13, true>(const float*, float*, const float4*, const float2*,
+                                                const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                const int*, int);
+template __global__ void conv1d_fft_fused<13, false>(const float*, float*, const float4*, const float2*,
+                                                 const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                 const int*, int);
+template __global__ void conv1d_fft_fused<14, true>(const float*, float*, const float4*, const float2*,
+                                                const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                const int*, int);
+template __global__ void conv1d_fft_fused<14, false>(const float*, float*, const float4*, const float2*,
+                                                 const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                 const int*, int);
 template __global__ void conv1d_fft_fused_spectrum<10>(const float*, int, const float2*, float4*, int*);
 template __global__ void conv1d_fft_fused_spectrum<11>(const float*, int, const float2*, float4*, int*);
 template __global__ void conv1d_fft_fused_spectrum<12>(const float*, int, const float2*, float4*, int*);
 template __global__ void conv1d_fft_fused_spectrum<13>(const float*, int, const float2*, float4*, int*);
 template __global__ void conv1d_fft_fused_spectrum<14>(const float*, int, const float2*, float4*, int*);
-template __global__ void conv1d_fft_fused<15, true>(const float*, float*, const float4*, const float2*, int,
-                                                sc_i64, int, sc_i64, sc_i64, sc_i64, const int*, int);
+template __global__ void conv1d_fft_fused<15, true>(const float*, float*, const float4*, const float2*,
+                                                const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                const int*, int);
 template __global__ void conv1d_fft_fused_spectrum<15>(const float*, int, const float2*, float4*, int*);
 #endif

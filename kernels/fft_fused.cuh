@@ -20,10 +20,13 @@
 // The complex FFTs are Stockham autosort passes (radix 16 first, then radices 4 to 16: ff_bits) over shared-memory
 // buffers of M float2, padded with one float2 per 16 (ff_pad) so that no pass has bank conflicts and a butterfly's
 // addresses are constant offsets from one base. A block of M/16 = N/32 threads or more holds every butterfly of a
-// pass in registers (at most 16 points per thread) and runs each pass in place in one buffer: 4.25N bytes of
-// shared memory. A smaller block (any block size works: a thread takes butterflies j = tid, tid + T, ...) passes
+// pass in registers (at most 16 points per thread; its first M/16 threads do the work, with strides that are
+// constants, and the others only meet them at the barriers) and runs each pass in place in one buffer: 4.25N bytes
+// of shared memory. A smaller block (any block size works: a thread takes butterflies j = tid, tid + T, ...) passes
 // between two buffers: 8.5N bytes. Twiddles come from a table computed in float64 by the launcher (L1/L2
-// resident, read at consecutive entries: ff_twiddle_count).
+// resident, read at consecutive entries: ff_twiddle_count), passed twice: `tw` for the forward transform, `twi`
+// for the inverse (the same table; through one pointer the compiler would keep a forward pass's twiddles in
+// registers, or spill them, until the inverse pass of the same length, instead of reading them again).
 //
 // Scaling as the fft variant's (overlap_save.cuh, "Scaling"): the block reduces the tile's peak exponent; a
 // tile of extreme magnitude (exponent outside [-safe, safe]) is divided by 2^e before the transform and its
@@ -148,41 +151,52 @@ __host__ __device__ constexpr int ff_tw_offset(int MB, int p) {  // where pass p
 }
 __host__ __device__ constexpr int ff_twiddle_count(int MB) { return ff_tw_offset(MB, ff_passes(MB)); }
 
-// Butterfly j of a Stockham pass of radix R over M = 2^MB points, sub-transforms of length NS done: reads point
-// j + r M/R of `src`, applies the twiddles exp(-+2 pi i r k / (NS R)), k = j mod NS (rows at TWO of the table), and
-// leaves the R-point DFT in v; it belongs at point (j - k) R + k + r NS (ff_store).
-template <int R, bool INV, int MB, int NS, int TWO>
-__device__ __forceinline__ void ff_butterfly(const float2* __restrict__ src, int j, const float2* __restrict__ tw,
-                                             float2* v) {
+// The twiddles of a butterfly of a Stockham pass of radix R, sub-transforms of length NS done, at k = j mod NS:
+// w[r] = exp(-2 pi i r k / (NS R)), 0 < r < R (rows at TWO of the table: w, w^2, w^4, w^8 read, the other powers
+// formed by products; the inverse butterfly conjugates them).
+template <int R, int NS, int TWO>
+__device__ __forceinline__ void ff_twiddles(const float2* __restrict__ tw, int k, float2* w) {
+    const float2* t = tw + TWO + k;
+    w[1] = __ldg(t);
+    if constexpr (R >= 4) {
+        w[2] = __ldg(t + NS);
+        w[3] = ff_mul(w[1], w[2]);
+    }
+    if constexpr (R >= 8) {
+        w[4] = __ldg(t + 2 * NS);
+        w[5] = ff_mul(w[1], w[4]);
+        w[6] = ff_mul(w[2], w[4]);
+        w[7] = ff_mul(w[3], w[4]);
+    }
+    if constexpr (R >= 16) {
+        w[8] = __ldg(t + 3 * NS);
+#pragma unroll
+        for (int r = 9; r < 16; ++r) w[r] = ff_mul(w[r - 8], w[8]);
+    }
+}
+// Butterfly j of a Stockham pass of radix R over M = 2^MB points, sub-transforms of length NS done, with its
+// twiddles w (ff_twiddles; unused when NS = 1): reads point j + r M/R of `src`, multiplies it by w[r] (conjugated for
+// the inverse) and leaves the R-point DFT in v; it belongs at point (j - k) R + k + r NS, k = j mod NS (ff_store).
+template <int R, bool INV, int MB, int NS>
+__device__ __forceinline__ void ff_butterfly_w(const float2* __restrict__ src, int j, const float2* w, float2* v) {
     constexpr int M = 1 << MB, B = M / R, SS = ff_pad(B);
     static_assert(B % 16 == 0 && (NS == 1 ? R == 16 : NS % 16 == 0), "ff_pad's offsets need these");
-    const int k = j & (NS - 1);
     const float2* s = src + ff_pad(j);
 #pragma unroll
     for (int r = 0; r < R; ++r) v[r] = s[r * SS];
     if constexpr (NS > 1) {
-        const float2* t = tw + TWO + k;
-        float2 w[R];
-        w[1] = __ldg(t);
-        if constexpr (R >= 4) {
-            w[2] = __ldg(t + NS);
-            w[3] = ff_mul(w[1], w[2]);
-        }
-        if constexpr (R >= 8) {
-            w[4] = __ldg(t + 2 * NS);
-            w[5] = ff_mul(w[1], w[4]);
-            w[6] = ff_mul(w[2], w[4]);
-            w[7] = ff_mul(w[3], w[4]);
-        }
-        if constexpr (R >= 16) {
-            w[8] = __ldg(t + 3 * NS);
-#pragma unroll
-            for (int r = 9; r < 16; ++r) w[r] = ff_mul(w[r - 8], w[8]);
-        }
 #pragma unroll
         for (int r = 1; r < R; ++r) v[r] = ff_mul(v[r], INV ? ff_conj(w[r]) : w[r]);
     }
     ff_dft<R, INV>(v);
+}
+// The same with its own twiddles.
+template <int R, bool INV, int MB, int NS, int TWO>
+__device__ __forceinline__ void ff_butterfly(const float2* __restrict__ src, int j, const float2* __restrict__ tw,
+                                             float2* v) {
+    float2 w[R];
+    if constexpr (NS > 1) ff_twiddles<R, NS, TWO>(tw, j & (NS - 1), w);
+    ff_butterfly_w<R, INV, MB, NS>(src, j, w, v);
 }
 template <int R, int NS>
 __device__ __forceinline__ void ff_store(float2* __restrict__ dst, int j, const float2* v) {
@@ -207,27 +221,30 @@ __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* 
     __syncthreads();
 }
 
-// The same pass in place, for blocks of M/16 threads or more: a thread computes its Q = 16/R butterflies
-// (j = tid + q T, all there are) in registers, and stores them after a barrier, when every point has been read.
-// One buffer instead of two (half the shared memory) for one more barrier per pass.
+// The same pass in place, for blocks of B0 = M/16 threads or more: thread jt < B0 computes its Q = 16/R butterflies
+// j = jt + q B0 (all there are) in registers, and stores them after a barrier, when every point has been read. One
+// buffer instead of two (half the shared memory) for one more barrier per pass. The strides are constants: where
+// B0 is a multiple of NS the Q butterflies share their twiddles (k = jt mod NS), computed once. A thread past B0
+// (on false; jt = tid mod B0) computes thread jt's butterflies all the same, so that its registers are defined on
+// every path (see ff_tid), and stores nothing.
 template <int R, bool INV, int MB, int NS, int TWO>
-__device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __restrict__ tw) {
-    constexpr int B = (1 << MB) / R, Q = 16 / R;
-    const int T = (int)blockDim.x, tid = (int)threadIdx.x;
+__device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __restrict__ tw, int jt, bool on) {
+    constexpr int B0 = (1 << MB) / 16, Q = 16 / R;
     float2 v[Q][R];
+    if constexpr (NS > 1 && Q > 1 && B0 % NS == 0) {
+        float2 w[R];
+        ff_twiddles<R, NS, TWO>(tw, jt & (NS - 1), w);
 #pragma unroll
-    for (int q = 0; q < Q; ++q) {
-        if (tid + q * T < B) {
-            ff_butterfly<R, INV, MB, NS, TWO>(buf, tid + q * T, tw, v[q]);
-        } else {  // past the last butterfly: v defined all the same (see ff_tid), nothing stored
+        for (int q = 0; q < Q; ++q) ff_butterfly_w<R, INV, MB, NS>(buf, jt + q * B0, w, v[q]);
+    } else {
 #pragma unroll
-            for (int r = 0; r < R; ++r) v[q][r] = make_float2(0.0f, 0.0f);
-        }
+        for (int q = 0; q < Q; ++q) ff_butterfly<R, INV, MB, NS, TWO>(buf, jt + q * B0, tw, v[q]);
     }
     __syncthreads();
+    if (on) {
 #pragma unroll
-    for (int q = 0; q < Q; ++q)
-        if (tid + q * T < B) ff_store<R, NS>(buf, tid + q * T, v[q]);
+        for (int q = 0; q < Q; ++q) ff_store<R, NS>(buf, jt + q * B0, v[q]);
+    }
     __syncthreads();
 }
 
@@ -246,13 +263,24 @@ __device__ __forceinline__ float2* ff_fft(float2* a, float2* b, const float2* __
 // that depends on the index alone (the tile's loads, the outputs' stores) out of the tile loop, where they would hold
 // some 40 registers for the whole kernel; read here by an instruction it may not move, they are not. (So too a
 // butterfly's registers: written under a condition, the values a thread past the last butterfly left undefined
-// would stay allocated across the loop: ff_pass_inplace zeroes them.)
+// would stay allocated across the loop; ff_pass_inplace has every thread compute, and only stores under one.)
 __device__ __forceinline__ int ff_tid() {
 #ifdef SIGCONV_HOST_EMULATION
     return (int)threadIdx.x;
 #else
     int t;
     asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+#endif
+}
+// The block's size, read anew where it is used, for the same reason (a count the compiler would otherwise keep in a
+// register, or spill, for the whole kernel).
+__device__ __forceinline__ int ff_ntid() {
+#ifdef SIGCONV_HOST_EMULATION
+    return (int)blockDim.x;
+#else
+    int t;
+    asm volatile("mov.u32 %0, %%ntid.x;" : "=r"(t));
     return t;
 #endif
 }
@@ -265,7 +293,7 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
 #else
     e = __reduce_max_sync(0xffffffffu, e);
 #endif
-    const int tid = (int)threadIdx.x, nw = (int)(blockDim.x + 31) / 32;
+    const int tid = (int)threadIdx.x, nw = (ff_ntid() + 31) / 32;
     if ((tid & 31) == 0) red[tid >> 5] = e;
     __syncthreads();
     int m = red[0];
@@ -356,84 +384,86 @@ __device__ __forceinline__ void ff_middle_batched(float2* Z, const float4* __res
 
 // In-place passes [P0, P1) of the complex FFT of 2^MB points (ff_pass_inplace).
 template <bool INV, int MB, int P0, int P1>
-__device__ __forceinline__ void ff_passes_inplace(float2* a, const float2* __restrict__ tw) {
+__device__ __forceinline__ void ff_passes_inplace(float2* a, const float2* __restrict__ tw, int jt, bool on) {
     if constexpr (P0 < P1) {
-        ff_pass_inplace<1 << ff_bits(MB, P0), INV, MB, ff_ns(MB, P0), (P0 == 0 ? 0 : ff_tw_offset(MB, P0))>(a, tw);
-        ff_passes_inplace<INV, MB, P0 + 1, P1>(a, tw);
+        constexpr int R = 1 << ff_bits(MB, P0), TWO = P0 == 0 ? 0 : ff_tw_offset(MB, P0);
+        ff_pass_inplace<R, INV, MB, ff_ns(MB, P0), TWO>(a, tw, jt, on);
+        ff_passes_inplace<INV, MB, P0 + 1, P1>(a, tw, jt, on);
     }
 }
 
 // The forward transform's last pass (radix R = 16/Q, Q >= 2; NS = M/R butterflies) with the middle step in
 // registers: bin k = j + r NS of butterfly j has its partner M - k = (NS - j) + (R-1-r) NS in butterfly NS - j, so a
-// thread takes the pair (u, NS - u) (u = tid + q T, u < NS/2; u = 0 pairs with NS/2, both their own partners), and
-// stores the packed spectrum the inverse transform reads. One shared-memory round trip and one barrier fewer than a
-// pass and a separate step.
+// thread takes the pair (u, NS - u) (u = jt + q B0, B0 = M/16, u < NS/2 (all there are); u = 0 pairs with NS/2, both
+// their own partners), and stores the packed spectrum the inverse transform reads. One shared-memory round trip and
+// one barrier fewer than a pass and a separate step. (jt, on as ff_pass_inplace's.)
 template <int MB>
 __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4* __restrict__ G,
-                                                       const float2* __restrict__ tw, int tid) {
+                                                       const float2* __restrict__ tw, int jt, bool on) {
     constexpr int M = 1 << MB, PL = ff_passes(MB) - 1, R = 1 << ff_bits(MB, PL), NS = ff_ns(MB, PL);
-    constexpr int TWO = ff_tw_offset(MB, PL), QP = 16 / R / 2, DS = ff_pad(NS);
-    static_assert(QP >= 1 && NS * R == M, "a pair of butterflies per thread");
-    const int T = (int)blockDim.x;
+    constexpr int TWO = ff_tw_offset(MB, PL), QP = 16 / R / 2, DS = ff_pad(NS), B0 = M / 16;
+    static_assert(QP >= 1 && NS * R == M && QP * B0 == NS / 2, "a pair of butterflies per thread");
     float2 va[QP][R], vb[QP][R];
 #pragma unroll
     for (int q = 0; q < QP; ++q) {
-        const int u = tid + q * T;
-        if (u < NS / 2) {
-            ff_butterfly<R, false, MB, NS, TWO>(buf, u, tw, va[q]);
-            ff_butterfly<R, false, MB, NS, TWO>(buf, u == 0 ? NS / 2 : NS - u, tw, vb[q]);
-        } else {  // nothing to do: registers defined all the same (ff_tid)
-#pragma unroll
-            for (int r = 0; r < R; ++r) va[q][r] = vb[q][r] = make_float2(0.0f, 0.0f);
-        }
+        const int u = jt + q * B0;
+        ff_butterfly<R, false, MB, NS, TWO>(buf, u, tw, va[q]);
+        ff_butterfly<R, false, MB, NS, TWO>(buf, u == 0 ? NS / 2 : NS - u, tw, vb[q]);
     }
     __syncthreads();
+    if (on) {
 #pragma unroll
-    for (int q = 0; q < QP; ++q) {
-        const int u = tid + q * T;
-        if (u >= NS / 2) continue;
-        if (u == 0) {  // butterfly 0: bins r NS, partners (R - r) NS, 0 and M/2 their own; butterfly NS/2: r and R-1-r
-            ff_middle_self(va[q][0], __ldg(G));
-            ff_middle_self(va[q][R / 2], __ldg(G + M / 2));
+        for (int q = QP - 1; q >= 0; --q) {  // (the last pair first: so ptxas (sm_90) fits 2^10 tiles unspilled)
+            const int u = jt + q * B0;
+            if (u == 0) {
+                // butterfly 0: bins r NS, partners (R - r) NS, 0 and M/2 their own; butterfly NS/2: r and R-1-r
+                ff_middle_self(va[q][0], __ldg(G));
+                ff_middle_self(va[q][R / 2], __ldg(G + M / 2));
 #pragma unroll
-            for (int r = 1; r < R / 2; ++r)
-                ff_middle(va[q][r], va[q][R - r], __ldg(G + r * NS), __ldg(G + (R - r) * NS));
-            ff_store<R, NS>(buf, 0, va[q]);  // (before vb's step: va's registers free for it)
+                for (int r = 1; r < R / 2; ++r)
+                    ff_middle(va[q][r], va[q][R - r], __ldg(G + r * NS), __ldg(G + (R - r) * NS));
+                ff_store<R, NS>(buf, 0, va[q]);  // (before vb's step: va's registers free for it)
 #pragma unroll
-            for (int r = 0; r < R / 2; ++r)
-                ff_middle(vb[q][r], vb[q][R - 1 - r], __ldg(G + NS / 2 + r * NS), __ldg(G + NS / 2 + (R - 1 - r) * NS));
-            ff_store<R, NS>(buf, NS / 2, vb[q]);
-        } else {
-            float2* const da = buf + ff_pad(u);
-            float2* const db = buf + ff_pad(NS - u);
+                for (int r = 0; r < R / 2; ++r)
+                    ff_middle(vb[q][r], vb[q][R - 1 - r], __ldg(G + NS / 2 + r * NS),
+                              __ldg(G + NS / 2 + (R - 1 - r) * NS));
+                ff_store<R, NS>(buf, NS / 2, vb[q]);
+            } else {
+                float2* const da = buf + ff_pad(u);
+                float2* const db = buf + ff_pad(NS - u);
 #pragma unroll
-            for (int r = 0; r < R; ++r) {  // each pair stored when done (ff_store's places): its registers free
-                ff_middle(va[q][r], vb[q][R - 1 - r], __ldg(G + u + r * NS), __ldg(G + (NS - u) + (R - 1 - r) * NS));
-                da[r * DS] = va[q][r];
-                db[(R - 1 - r) * DS] = vb[q][R - 1 - r];
+                for (int r = 0; r < R; ++r) {  // each pair stored when done (ff_store's places): its registers free
+                    ff_middle(va[q][r], vb[q][R - 1 - r], __ldg(G + u + r * NS),
+                              __ldg(G + (NS - u) + (R - 1 - r) * NS));
+                    da[r * DS] = va[q][r];
+                    db[(R - 1 - r) * DS] = vb[q][R - 1 - r];
+                }
             }
         }
     }
     __syncthreads();
 }
 
-// One tile on a block of M/16 threads or more, in one buffer, crossing shared memory as few times as it can: the
+// One tile on a block of B0 = M/16 threads or more, in one buffer, crossing shared memory as few times as it can: the
 // first forward pass (radix 16, no twiddles) reads its 16 points straight from x into registers (the tile's peak
 // taken there), the middle step rides on the last forward pass (ff_last_forward_middle, where its radix is below
-// 16), and the last inverse pass writes the valid outputs straight to y. No barrier at the end: the next tile's
-// first shared-memory store waits at its peak's barrier, which every thread reaches only after its reads.
+// 16), and the last inverse pass writes the valid outputs straight to y. Thread jt < B0 does the work with strides
+// that are constants; a thread past B0 repeats thread tid mod B0's and stores nothing (ff_pass_inplace). No barrier
+// at the end: the next tile's first shared-memory store waits at its peak's barrier, which every thread reaches only
+// after its reads.
 template <int LOGN>
 __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float* __restrict__ yt,
-                                            const float4* __restrict__ G, const float2* __restrict__ tw, sc_i64 L,
-                                            int K, sc_i64 s0, int nv, int et, int safe, float2* buf, int* red) {
+                                            const float4* __restrict__ G, const float2* __restrict__ tw,
+                                            const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
+                                            const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
     constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, P = ff_passes(MB);
-    const int T = (int)blockDim.x;
-    const int tid = ff_tid();
-    // 1. point p = (x[s0 + 2p], x[s0 + 2p + 1]) of the first pass's butterfly tid: p = tid + r M/16 (a warp reads
-    // 256 consecutive bytes per r); the peak as the largest bit pattern of |sample|
+    const int tid = ff_tid(), jt = tid & (B0 - 1);
+    const bool on = tid < B0;
+    // 1. point p = (x[s0 + 2p], x[s0 + 2p + 1]) of the first pass's butterfly jt: p = jt + r M/16 (a warp reads 256
+    // consecutive bytes per r); the peak as the largest bit pattern of |sample|
     float2 v[16];
     int mb = 0;
-    if (tid < B0) {
+    {
         // floats [lo, hi) of the tile lie inside x (all of them but in a channel's first and last tiles): one
         // predicated load per float, the same code for every tile
         const int lo = s0 >= 0 ? 0 : (int)(-s0 < N ? -s0 : N);
@@ -441,52 +471,52 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
         const float* const xt = xc + s0;  // float f of the tile (read only at f in [lo, hi))
 #pragma unroll
         for (int r = 0; r < 16; ++r) {
-            const int f = 2 * (tid + r * B0);
+            const int f = 2 * (jt + r * B0);
             v[r] = make_float2((unsigned)(f - lo) < (unsigned)(hi - lo) ? xt[f] : 0.0f,
                                (unsigned)(f + 1 - lo) < (unsigned)(hi - lo) ? xt[f + 1] : 0.0f);
         }
 #pragma unroll
         for (int r = 0; r < 16; ++r)
             mb = max(mb, max(__float_as_int(v[r].x) & 0x7fffffff, __float_as_int(v[r].y) & 0x7fffffff));
-    } else {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) v[r] = make_float2(0.0f, 0.0f);
     }
     const int es = ff_tile_shift(ff_block_max(mb, red), safe);  // (its barrier: every read of the last tile done)
-    if (tid < B0) {
-        if (es != 0) {  // extreme magnitude: the tile divided by 2^es
-            const OsScale<float> down(-es);
+    if (es != 0) {  // extreme magnitude: the tile divided by 2^es
+        const OsScale<float> down(-es);
 #pragma unroll
-            for (int r = 0; r < 16; ++r) v[r] = make_float2(down(v[r].x), down(v[r].y));
-        }
-        ff_dft<16, false>(v);
-        ff_store<16, 1>(buf, tid, v);
+        for (int r = 0; r < 16; ++r) v[r] = make_float2(down(v[r].x), down(v[r].y));
     }
+    ff_dft<16, false>(v);
+    if (on) ff_store<16, 1>(buf, jt, v);
     __syncthreads();
     // 2. the other forward passes and the middle step
     constexpr int RL = 1 << ff_bits(MB, P - 1);
     if constexpr (RL < 16) {
-        ff_passes_inplace<false, MB, 1, P - 1>(buf, tw);
-        ff_last_forward_middle<MB>(buf, G, tw, tid);
+        ff_passes_inplace<false, MB, 1, P - 1>(buf, tw, jt, on);
+        ff_last_forward_middle<MB>(buf, G, tw, jt, on);
     } else {  // last radix 16 (one butterfly per thread): the middle step on its own, bins k and M-k by one thread
-        ff_passes_inplace<false, MB, 1, P>(buf, tw);
-        for (int k = tid; k <= M / 2; k += T) ff_middle_smem<M>(buf, k, G);
+        ff_passes_inplace<false, MB, 1, P>(buf, tw, jt, on);
+        if (on) {
+#pragma unroll 1
+            for (int k = jt; k <= M / 2; k += B0) ff_middle_smem<M>(buf, k, G);
+        }
         __syncthreads();
     }
     // 3. the inverse transform but its last pass
-    ff_passes_inplace<true, MB, 0, P - 1>(buf, tw);
+    ff_passes_inplace<true, MB, 0, P - 1>(buf, twi, jt, on);
     // 4. its last pass (radix R, NS = M/R butterflies, bin j + r NS of butterfly j in natural order): y[2p] + i
     // y[2p+1] at point p, float f = 2p of the tile is output f - (K-1) when that is in [0, nv)
     constexpr int R = RL, NS = M / R, Q = 16 / R, TWO = ff_tw_offset(MB, P - 1);
+    static_assert(Q * B0 == NS, "the last pass's butterflies, Q per thread");
+    const int et = tap_shift ? __ldg(tap_shift) : 0;  // (read here, not held across the tile)
     const OsScale<float> up(es + et);
     const bool scaled = es + et != 0;
     float* const yo = yt - (K - 1);  // y of tile float f (only ever written at f >= K-1)
+    if (!on) return;                 // (no barrier follows)
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
-        const int j = tid + q * T;
-        if (j >= NS) continue;
+        const int j = jt + q * B0;
         float2 w[R];
-        ff_butterfly<R, true, MB, NS, TWO>(buf, j, tw, w);
+        ff_butterfly<R, true, MB, NS, TWO>(buf, j, twi, w);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int f = 2 * (j + r * NS);
@@ -594,7 +624,7 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
         ff_store<16, 1>(buf, tid, v);
     }
     __syncthreads();
-    ff_passes_inplace<false, MB, 1, ff_passes(MB)>(buf, tw);
+    ff_passes_inplace<false, MB, 1, ff_passes(MB)>(buf, tw, tid & (B0 - 1), tid < B0);
     const float sc = 1.0f / N;  // exact
     for (int k = tid; k <= M / 2; k += T) {
         const float2 za = buf[ff_pad(k)], zb = buf[ff_pad((M - k) & (M - 1))];
@@ -623,8 +653,8 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
 template <int LOGN, bool ONE>
 __global__ void __launch_bounds__(1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
-                     const float2* __restrict__ tw, int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len, sc_i64 ntiles,
-                     const int* __restrict__ tap_shift, int safe) {
+                     const float2* __restrict__ tw, const float2* __restrict__ twi, int C, sc_i64 L, int K,
+                     sc_i64 pad, sc_i64 out_len, sc_i64 ntiles, const int* __restrict__ tap_shift, int safe) {
     static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN &&
                       LOGN <= (ONE ? SIGCONV_FFT_FUSED_ONE_MAX_LOGN : SIGCONV_FFT_FUSED_MAX_LOGN),
                   "tile length");
@@ -634,7 +664,7 @@ __global__ void __launch_bounds__(1024)
     float2* const buf0 = reinterpret_cast<float2*>(sc_smem4);
     int* red = reinterpret_cast<int*>(buf0 + (ONE ? MP : 2 * MP));
     const sc_i64 V = N - K + 1;
-    const int et = tap_shift ? tap_shift[0] : 0;
+    const int et = ONE || !tap_shift ? 0 : tap_shift[0];  // (ff_tile_one reads it itself)
     // the (channel, tile) pairs in one grid-stride loop over c * ntiles + t: nothing per channel held across tiles
     const sc_i64 nb = (sc_i64)gridDim.x * gridDim.y, work = (sc_i64)C * ntiles;
     for (sc_i64 w = (sc_i64)blockIdx.y * gridDim.x + blockIdx.x; w < work; w += nb) {
@@ -643,8 +673,10 @@ __global__ void __launch_bounds__(1024)
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
-        if constexpr (ONE) ff_tile_one<LOGN>(xc, yc + t0, G, tw, L, K, t0 - pad, (int)nv, et, safe, buf0, red);
-        else ff_tile_two<LOGN>(xc, yc, G, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);
+        if constexpr (ONE)
+            ff_tile_one<LOGN>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
+        else
+            ff_tile_two<LOGN>(xc, yc, G, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);
     }
 }
 

@@ -378,8 +378,9 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
     N = plan["N"]
     G, tap_shift = _fused_spectrum(w, N, taps_key)
     fn = _fused_function(plan["expr"], plan["smem"])
+    tw = _device_twiddles(N)  # (twice: the forward and the inverse transform's table, see kernels/fft_fused.cuh)
     fn(plan["grid"], (block,),
-       (x, out, G, _device_twiddles(N), np.int32(C), np.int64(L), np.int32(K), np.int64(pad),
+       (x, out, G, tw, tw, np.int32(C), np.int64(L), np.int32(K), np.int64(pad),
         np.int64(out_len), np.int64(plan["ntiles"]), tap_shift, np.int32(FFT_SAFE_EXPONENT["float32"])),
        shared_mem=plan["smem"])
     return out

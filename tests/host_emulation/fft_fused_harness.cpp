@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     float* y = load<float>(argv[18], (size_t)C * out_len);
     auto go = [&](auto kern) {
         emu_launch_threads(g, b, sc_smem4, SMEM_CAP, smem,
-                           [&] { kern(x, y, G, tw, C, L, K, pad, out_len, ntiles, tap_shift, safe); });
+                           [&] { kern(x, y, G, tw, tw, C, L, K, pad, out_len, ntiles, tap_shift, safe); });
     };
     const bool one = (size_t)b.x * 16 >= N / 2;  // as the launcher picks (sigconv.backends.overlap_save)
     switch (logn * 2 + (one ? 1 : 0)) {
