@@ -599,16 +599,24 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
 // variant's spectrum), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in float32. The real h is
 // transformed as M complex points (h[2n], h[2n+1]) by the tile kernel's passes, then unpacked: X[k] = E + W O,
 // X[M-k] = conj(E - W O).
+// last (or null): the taps G and tap_shift were last computed from, kept by the launcher with them (last[0] = their
+// count, 0 for none yet; last[1 + j] = the bit pattern of tap j, M + 1 ints in all). Taps bit for bit the same (the
+// launcher's next call with the same filter) leave G as it is: one read of the K taps instead of the transform.
 // Launch: one block of M/16 threads (at least 32), dynamic shared memory 8*ff_pad(M) + 128 bytes.
 template <int LOGN>
 __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512)
     conv1d_fft_fused_spectrum(const float* __restrict__ w, int K, const float2* __restrict__ tw,
-                              float4* __restrict__ G, int* __restrict__ tap_shift) {
+                              float4* __restrict__ G, int* __restrict__ tap_shift, int* __restrict__ last) {
     constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, MP = ff_pad(M);
     extern __shared__ float4 sc_smem4[];
     float2* const buf = reinterpret_cast<float2*>(sc_smem4);
     int* const red = reinterpret_cast<int*>(buf + MP);
     const int T = (int)blockDim.x, tid = (int)threadIdx.x;
+    if (last != nullptr && last[0] == K) {  // (the same in every thread)
+        int differ = 0;
+        for (int j = tid; j < K; j += T) differ |= __float_as_int(w[j]) != last[1 + j];
+        if (!__syncthreads_or(differ)) return;  // (its barrier: every read of `last` done before the writes below)
+    }
     int mb = 0;
     for (int j = tid; j < K; j += T) mb = max(mb, __float_as_int(w[j]) & 0x7fffffff);
     mb = ff_block_max(mb, red);
@@ -644,6 +652,10 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
                                    c * dm.y, -c * dm.x);
     }
     if (tid == 0) tap_shift[0] = e;
+    if (last != nullptr) {
+        for (int j = tid; j < K; j += T) last[1 + j] = __float_as_int(w[j]);
+        if (tid == 0) last[0] = K;
+    }
 }
 
 // ONE: the block has M/16 threads or more and runs ff_tile_one, else ff_tile_two (the launcher picks the

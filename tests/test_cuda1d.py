@@ -526,6 +526,48 @@ def test_fft_fused_tiles_and_taps(rng, K):
     _assert_grid(failures, n)
 
 
+def test_fft_fused_device_taps_kept_and_changed(rng):
+    """Taps that exist only on the device: the launcher keeps the table made from the last taps and skips the
+    transform for taps bit for bit the same; the same array changed in place, another array one tap apart, the
+    previous taps again, another stream and another thread each get their own filter. Every output against the
+    float64 reference."""
+    import threading
+
+    K, L = 1023, (1 << 16) + 5
+    launch = _registry.get("conv1d", "cuda", "fft_fused").load()
+    x = rng.standard_normal((1, L)).astype(np.float32)
+    xg, x64 = cupy.asarray(x), x.astype(np.float64)
+    pad, out_len = window_1d("same", L, K)
+    failures = []
+
+    def check(tag, wd):
+        ref = _window_from_full(scipy.signal.oaconvolve(x64, cupy.asnumpy(wd).astype(np.float64)[None, ::-1],
+                                                        axes=-1), K, pad, out_len)
+        y = launch(xg, wd, pad, out_len, None)
+        err, where = _rel_err(cupy.asnumpy(y), ref)
+        if not err <= TOL["float32"]:
+            failures.append(f"{tag}: rel err {err:.3g} ({where})")
+
+    w = cupy.asarray(rng.standard_normal(K).astype(np.float32))
+    check("first", w)
+    check("the same taps", w)
+    w[5] += 1.0
+    check("changed in place", w)
+    w2 = w.copy()
+    w2[-1] = -w2[-1]
+    check("one tap apart", w2)
+    check("the previous taps again", w)
+    with cupy.cuda.Stream():
+        check("another stream", w2)
+        check("another stream, other taps", w)
+    check("back on the first stream", w2)
+    t = threading.Thread(target=check, args=("another thread", w))
+    t.start()
+    t.join()
+    check("after the thread", w2)
+    _assert_grid(failures, 10)
+
+
 @pytest.mark.parametrize("variant, dtype, mags", [("fft", "float32", (120, -100)), ("fft", "float64", (1000, -1000)),
                                                    ("fft_fused", "float32", (120, -100))])
 def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, mags, rng):

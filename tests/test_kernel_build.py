@@ -953,9 +953,12 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
 # the table is fused_coefficients of the fft variant's spectrum (the taps reversed, divided by their peak's power of
 # two, rfft / N).
 
-def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, **caps):
+def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, prev=None,
+                       poison=False, **caps):
     """``device_spectrum``: the coefficient table from the float32 taps by conv1d_fft_fused_spectrum (the launcher's
-    path for taps without a host copy), else from the host's float64 spectrum (fused_coefficients)."""
+    path for taps without a host copy), else from the host's float64 spectrum (fused_coefficients). ``prev`` (with
+    ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps;
+    ``poison``: the table refilled with NaN between the two runs."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
     from sigconv.backends.overlap_save import fused_coefficients, fused_plan, fused_twiddles
 
@@ -971,6 +974,9 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     x.astype(np.float32).tofile(tmp / "x.bin")
     np.full((C, out_len), np.nan, np.float32).tofile(tmp / "y.bin")
     spectrum = f"taps:{tmp / 'w.bin'}" if device_spectrum else tmp / "G.bin"
+    if device_spectrum and prev is not None:
+        np.asarray(prev, np.float32).tofile(tmp / "prev.bin")
+        spectrum += f":{tmp / 'prev.bin'}" + (":poison" if poison else "")
     _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K, pad, out_len, plan["ntiles"],
               FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin", tmp / "tap_shift.bin",
               tmp / "y.bin"], "conv1d_fft_fused")
@@ -1034,6 +1040,31 @@ def test_fft_fused_spectrum_kernel_on_host(host_build, tmp_path, K, scale, rng):
     s = float(np.abs(ref).max())
     err = np.linalg.norm((y[0] - ref) / s) / np.linalg.norm(ref / s)
     assert err <= 4e-6, f"off by {err:.2e} (K={K}, N={plan['N']}, taps 2^{scale})"
+
+
+def test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps(host_build, tmp_path, rng):
+    """With the record of its last taps, the spectrum kernel leaves the table alone for taps bit for bit the same (a
+    table poisoned after the first run stays poisoned: every output NaN) and recomputes it for taps that differ in one
+    bit of one tap, in their count, or in the sign of a zero: outputs equal to the float64 reference."""
+    exe = host_build(*_FUSED_BUILD)
+    L, K = 6000, 255
+    x = rng.standard_normal((1, L)).astype(np.float32)
+    w = rng.standard_normal(K).astype(np.float32)
+    w[7] = 0.0
+    pad, out_len = window_1d("same", L, K)
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w.astype(np.float64), pad, out_len)[0]
+    y, _ = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 128, device_spectrum=True, prev=w, poison=True)
+    assert np.isnan(y).all(), "the same taps recomputed the table"
+    one_bit = w.copy()
+    one_bit.view(np.int32)[100] ^= 1
+    negative_zero = w.copy()
+    negative_zero[7] = -0.0
+    for name, prev in (("one bit", one_bit), ("fewer taps", w[:-1]), ("-0.0", negative_zero),
+                       ("the same, not poisoned", w)):
+        y, _ = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 128, device_spectrum=True, prev=prev,
+                                  poison=name != "the same, not poisoned")
+        err = np.linalg.norm(y[0] - ref) / np.linalg.norm(ref)
+        assert err <= 4e-6, f"{name}: off by {err:.2e}"
 
 
 def test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps(host_build, tmp_path, rng):
@@ -1401,6 +1432,7 @@ _KEYS = {
     "test_fft_fused_nan_stays_in_its_tiles": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
     "test_shfl_kernel_runs_on_host": lambda **p: _build_key(*_shfl_build(**p)),
     "test_conv2d_kernels_run_on_host": lambda **p: _build_key(*_conv2d_build(**p)),

@@ -335,13 +335,17 @@ def fused_coefficients(H: np.ndarray, N: int) -> np.ndarray:
 
 
 _FUSED_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
+_FUSED_DEVICE_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
 
 
 def _fused_spectrum(w, N: int, key=None) -> tuple:
     """(G, tap_shift) for conv1d_fft_fused: with ``key`` (:func:`host_taps_key`) the table from the host's float64
     spectrum (:func:`host_spectrum`, :func:`fused_coefficients`), once per (key, N, device); without one computed on
-    the device in one launch of conv1d_fft_fused_spectrum (in float32, as the fused kernel's transforms are): the
-    path for taps without a host copy, where the fft variant takes several small launches."""
+    the device by conv1d_fft_fused_spectrum (in float32, as the fused kernel's transforms are): the path for taps
+    without a host copy, one launch where the fft variant takes several small ones. That table lives per (N,
+    device, stream, host thread) with the record of the taps it was made from, so that a call with taps bit for bit
+    the same as the last one's (a filter applied again and again) only compares them on the device; calls on one
+    stream run in order, and calls from two threads or on two streams never share a table."""
     cupy = _c1._cupy()
     if key is not None:
         def make():
@@ -349,12 +353,18 @@ def _fused_spectrum(w, N: int, key=None) -> tuple:
             return cupy.asarray(fused_coefficients(H, N)), cupy.asarray(tap_shift)
 
         return _cached(_FUSED_TABLES, (key, int(N), cupy.cuda.Device().id), make)
+    stream = cupy.cuda.get_current_stream()
+
+    def make_device():  # (the stream held with its table: its handle is not reused while the table lives)
+        return (cupy.empty((N // 2, 4), dtype=cupy.float32), cupy.empty(1, dtype=cupy.int32),
+                cupy.zeros(N // 2 + 1, dtype=cupy.int32), stream)
+
+    ck = (int(N), cupy.cuda.Device().id, stream.ptr, threading.get_ident())
+    G, tap_shift, last, _ = _cached(_FUSED_DEVICE_TABLES, ck, make_device)
     logn = N.bit_length() - 1
-    G = cupy.empty((N // 2, 4), dtype=cupy.float32)
-    tap_shift = cupy.empty(1, dtype=cupy.int32)
     smem = _fused_smem(N, 1)
     fn = _fused_function(f"conv1d_fft_fused_spectrum<{logn}>", smem)
-    fn((1,), (max(32, N // 32),), (w, np.int32(w.size), _device_twiddles(N), G, tap_shift), shared_mem=smem)
+    fn((1,), (max(32, N // 32),), (w, np.int32(w.size), _device_twiddles(N), G, tap_shift, last), shared_mem=smem)
     return G, tap_shift
 
 

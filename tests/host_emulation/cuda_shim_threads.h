@@ -54,6 +54,19 @@ inline void __syncthreads() { sc_emu_barrier->arrive_and_wait(); }
 // again after reading. Only full-warp masks are emulated; a shuffle in a warp where a lane has already
 // returned is undefined on the device and ends the run here (exit code 4).
 static thread_local unsigned sc_emu_tid = 0;  // linear thread index in the block
+
+// __syncthreads_or: a barrier that also tells every thread whether any thread's predicate was non-zero (thread 0
+// clears the flag between two barriers, the threads set it between the next two, and read it after the third).
+static std::atomic<int> sc_emu_or_flag{0};
+inline int __syncthreads_or(int predicate) {
+    sc_emu_barrier->arrive_and_wait();
+    if (sc_emu_tid == 0) sc_emu_or_flag.store(0);
+    sc_emu_barrier->arrive_and_wait();
+    if (predicate) sc_emu_or_flag.store(1);
+    sc_emu_barrier->arrive_and_wait();
+    return sc_emu_or_flag.load();
+}
+
 static std::vector<std::barrier<>*> sc_emu_warp_bars;
 static std::vector<int> sc_emu_warp_size;
 static std::atomic<int> sc_emu_warp_alive[32];

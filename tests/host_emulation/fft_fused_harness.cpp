@@ -4,7 +4,8 @@
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
 // FILE_G: the coefficient table, N/2 rows of 4 float32 (sigconv.backends.overlap_save.fused_coefficients), or
 // "taps:FILE_W" (K float32 taps): G and the tap shift computed first by conv1d_fft_fused_spectrum<LOGN> (one block
-// of max(32, N/32) threads; FILE_TAPSHIFT then unused); FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
+// of max(32, N/32) threads; FILE_TAPSHIFT then unused; "taps:FILE_W:FILE_PREV[:poison]" runs it on the taps of
+// FILE_PREV first, see below); FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
 // FILE_TAPSHIFT: one int32, or "-" for a null pointer.
 // XOFF: x starts XOFF floats after a 256-byte boundary (a misaligned view). FILE_Y is read first (the test poisons it
 // with NaN) and rewritten after the launch. Shared memory starts filled with NaN for every block; the bytes past
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <limits>
 
 constexpr size_t SMEM_CAP = SC_EMU_SMEM_CAP;
@@ -41,27 +43,62 @@ int main(int argc, char** argv) {
     float4* G;
     int* tap_shift;
     if (device_spectrum) {
-        float* w = load<float>(argv[15] + 5, (size_t)K);
+        // "taps:W[:PREV[:poison]]": with PREV (its taps, any count), the kernel first runs on PREV and then on W with
+        // the same G, tap shift and record of the last taps (zeroed: none yet); "poison" refills G and the tap shift
+        // with NaN and -12345 between the two runs (what a run that keeps them leaves)
+        std::string spec_arg(argv[15] + 5), prev_path;
+        bool poison = false;
+        if (size_t c = spec_arg.find(':'); c != std::string::npos) {
+            prev_path = spec_arg.substr(c + 1);
+            spec_arg.resize(c);
+            if (size_t d = prev_path.find(':'); d != std::string::npos) {
+                poison = prev_path.substr(d + 1) == "poison";
+                prev_path.resize(d);
+            }
+        }
+        float* w = load<float>(spec_arg.c_str(), (size_t)K);
         G = static_cast<float4*>(std::malloc((N / 2) * sizeof(float4)));
         tap_shift = static_cast<int*>(std::malloc(sizeof(int)));
         const float nan = std::numeric_limits<float>::quiet_NaN();
-        for (size_t i = 0; i < N / 2; ++i) G[i] = make_float4(nan, nan, nan, nan);
-        *tap_shift = -12345;
+        auto fill = [&] {
+            for (size_t i = 0; i < N / 2; ++i) G[i] = make_float4(nan, nan, nan, nan);
+            *tap_shift = -12345;
+        };
+        fill();
+        int* last = nullptr;
+        if (!prev_path.empty()) last = static_cast<int*>(std::calloc(N / 2 + 1, sizeof(int)));
         dim3 g1(1), b1((unsigned)std::max<size_t>(32, N / 32));
         const size_t smem1 = 8 * (size_t)ff_pad((int)(N / 2)) + 128;
-        auto spec = [&](auto kern) {
-            emu_launch_threads(g1, b1, sc_smem4, SMEM_CAP, smem1, [&] { kern(w, K, tw, G, tap_shift); });
+        auto run = [&](const float* taps, int k) {
+            auto spec = [&](auto kern) {
+                emu_launch_threads(g1, b1, sc_smem4, SMEM_CAP, smem1, [&] { kern(taps, k, tw, G, tap_shift, last); });
+            };
+            switch (logn) {
+                case 10: spec(conv1d_fft_fused_spectrum<10>); break;
+                case 11: spec(conv1d_fft_fused_spectrum<11>); break;
+                case 12: spec(conv1d_fft_fused_spectrum<12>); break;
+                case 13: spec(conv1d_fft_fused_spectrum<13>); break;
+                case 14: spec(conv1d_fft_fused_spectrum<14>); break;
+                case 15: spec(conv1d_fft_fused_spectrum<15>); break;
+                default: std::fprintf(stderr, "no tile of 2^%d samples\n", logn); std::exit(2);
+            }
         };
-        switch (logn) {
-            case 10: spec(conv1d_fft_fused_spectrum<10>); break;
-            case 11: spec(conv1d_fft_fused_spectrum<11>); break;
-            case 12: spec(conv1d_fft_fused_spectrum<12>); break;
-            case 13: spec(conv1d_fft_fused_spectrum<13>); break;
-            case 14: spec(conv1d_fft_fused_spectrum<14>); break;
-            case 15: spec(conv1d_fft_fused_spectrum<15>); break;
-            default: std::fprintf(stderr, "no tile of 2^%d samples\n", logn); return 2;
+        if (last != nullptr) {
+            FILE* f = std::fopen(prev_path.c_str(), "rb");
+            if (!f || std::fseek(f, 0, SEEK_END) != 0) {
+                std::fprintf(stderr, "cannot read %s\n", prev_path.c_str());
+                return 2;
+            }
+            const int kp = (int)(std::ftell(f) / (long)sizeof(float));
+            std::fclose(f);
+            float* prev = load<float>(prev_path.c_str(), (size_t)kp);
+            run(prev, kp);
+            std::free(prev);
+            if (poison) fill();
         }
+        run(w, K);
         std::free(w);
+        std::free(last);
     } else {
         G = load<float4>(argv[15], N / 2);
         tap_shift = std::strcmp(argv[17], "-") == 0 ? nullptr : load<int>(argv[17], 1);
