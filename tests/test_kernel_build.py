@@ -986,7 +986,8 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
 # (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 7921: N = 1024 to 32768), K above L, every mode,
 # blocks of 32 to 1024 threads (96, 992: not powers of two), transforms in place (N/32 threads or more; 992 and 1024:
 # threads past a pass's last butterfly) and through two buffers (300 taps at 128 threads, 4095 at 256: the longest
-# tile's 139 KB), misaligned x, caps of 1-2 that force the grid-stride loops over tiles and channels.
+# tile's 139 KB), misaligned x, caps of 1-2 that force the grid-stride loops over tiles and channels, tiles wholly
+# inside x (read without predicates: 63 taps, 1024 samples; 1023 taps, 8192) between a channel's first and last.
 FFT_FUSED_CASES = [
     (1, 1, "full", 1, 32, 0, {}),
     (2, 7, "same", 2, 96, 1, {}),
@@ -999,10 +1000,11 @@ FFT_FUSED_CASES = [
     (7921, 9000, "same", 1, 512, 1, {}),
     (4095, 5000, "valid", 1, 256, 0, {}),
     (7921, 40000, "same", 1, 1024, 1, {}),
+    (1023, 30000, "same", 1, 256, 1, {}),
 ]
 
 
-@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 3, 5, 6, 9, 10}),
+@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 3, 5, 6, 9, 10, 11}),
                          ids=[f"K{c[0]}-L{c[1]}-{c[2]}-C{c[3]}-b{c[4]}-o{c[5]}" + ("-capped" if c[6] else "")
                               for c in FFT_FUSED_CASES])
 def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, block, xoff, caps, rng):
