@@ -670,3 +670,44 @@ def test_a_cuda_denoise_imports_neither_cupyx_nor_scipy_fft(tmp_path, method):
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split() == ["cuda", "True", "False", "False", "False"]
     assert sf.info(str(tmp_path / "out.wav")).frames == t.size
+
+
+@pytest.mark.parametrize("variant, K", [("constant", 7), ("tiled", 25), ("tiled", 200), ("ffa", 63)])
+def test_constant_memory_taps_apart_on_two_streams(variant, K, rng):
+    """Variants whose taps sit in __constant__ memory (one array per module and device, shared by every stream): a
+    long filtering queued on one stream with another filter's right behind it on a second stream, and the same from
+    two host threads, give each output bit for bit what its filter gives alone (which the grids above check against
+    float64)."""
+    import threading
+
+    L = 1 << 26
+    launch = _registry.get("conv1d", "cuda", variant).load()
+    xg = cupy.asarray(rng.standard_normal((1, L)).astype(np.float32))
+    pad, out_len = window_1d("same", L, K)
+    taps = [cupy.asarray(rng.standard_normal(K).astype(np.float32)) for _ in range(2)]
+    alone = [launch(xg, w, pad, out_len, None) for w in taps]
+    cupy.cuda.Device().synchronize()
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+    failures = []
+    for rnd in range(3):
+        ys = [None, None]
+        for i in (0, 1):
+            with streams[i]:
+                ys[i] = launch(xg, taps[i], pad, out_len, None)
+        for s in streams:
+            s.synchronize()
+        failures += [f"round {rnd}, stream {i}" for i in (0, 1) if not bool((ys[i] == alone[i]).all())]
+
+    def on_thread(i, out):
+        with streams[i]:
+            out[i] = launch(xg, taps[i], pad, out_len, None)
+        streams[i].synchronize()
+
+    ys = [None, None]
+    threads = [threading.Thread(target=on_thread, args=(i, ys)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    failures += [f"thread {i}" for i in (0, 1) if not bool((ys[i] == alone[i]).all())]
+    _assert_grid(failures, 8)

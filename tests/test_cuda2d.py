@@ -496,3 +496,26 @@ def test_exact_uint64_refusals():
         cuda2d.corr2d(x, cupy.ones((1, 1, 3, 3), cupy.float64), None, (1, 1), (1, 1), (16, 16))
     with pytest.raises(ValueError, match="fillvalue must be an integer"):
         cuda2d.corr2d(x, w, None, (1, 1), (1, 1), (16, 16), fillvalue=2.5)
+
+
+@pytest.mark.parametrize("variant", ["strip", "shfl"])
+def test_constant_memory_taps_apart_on_two_streams(variant, rng):
+    """strip and shfl read their taps from __constant__ memory (one array per module and device, shared by every
+    stream): a spectrogram's 3x3 filtering queued on one stream with another 3x3's right behind it on a second
+    stream gives each output bit for bit what its filter gives alone."""
+    v = _registry.get("conv2d", "cuda", variant)
+    x = cupy.asarray(rng.standard_normal((1, 1, 1025, 65536)), dtype=cupy.float32)
+    ws = [cupy.asarray(rng.standard_normal((1, 1, 3, 3)), dtype=cupy.float32) for _ in range(2)]
+    alone = [v.run(x, w, None, (1, 1), (1, 1), (1025, 65536)) for w in ws]
+    cupy.cuda.Device().synchronize()
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+    bad = []
+    for rnd in range(3):
+        ys = [None, None]
+        for i in (0, 1):
+            with streams[i]:
+                ys[i] = v.run(x, ws[i], None, (1, 1), (1, 1), (1025, 65536))
+        for s in streams:
+            s.synchronize()
+        bad += [f"round {rnd}, stream {i}" for i in (0, 1) if not bool((ys[i] == alone[i]).all())]
+    assert not bad, bad

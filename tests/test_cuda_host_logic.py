@@ -577,3 +577,92 @@ def test_exact_integer_boundaries_on_host(border_harness, tmp_path, rng, H, W, k
         ref = _int64_corr_valid(_padded(x, kH, kW, pad, out_hw, boundary, fill), w, out_hw)
         bad = y.view(np.int64) != ref
         assert not bad.any(), f"{boundary} fill={fill}: first mismatch at {np.argwhere(bad)[0].tolist()}"
+
+
+class _FakeStream:
+    """A stream's record/wait as CuPy's Stream has them, logged: record() returns an event naming the stream and
+    the number of calls queued on it so far."""
+
+    def __init__(self, ptr, log):
+        self.ptr, self.log, self.queued = ptr, log, 0
+
+    def record(self):
+        ev = (self.ptr, self.queued)
+        self.log.append(("record", self.ptr, ev))
+        return ev
+
+    def wait_event(self, ev):
+        self.log.append(("wait", self.ptr, ev))
+
+
+def _fake_cupy_streams(monkeypatch, current):
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: current[0]))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+
+def test_constant_memory_orders_a_second_stream_after_the_first(monkeypatch):
+    """A module's __constant__ array is shared by every stream: a launcher on another stream than the last one's
+    waits for an event recorded on that one before it uploads (so the upload cannot overtake kernels still reading
+    the old values); on the same stream nothing waits; each array (device, address) keeps its own record."""
+    from sigconv import _kernels
+
+    log = []
+    a, b = _FakeStream(11, log), _FakeStream(22, log)
+    current = [a]
+    _fake_cupy_streams(monkeypatch, current)
+    monkeypatch.setattr(_kernels, "_CONST_READERS", {})
+    taps = types.SimpleNamespace(device_id=0, ptr=0x1000)
+    other = types.SimpleNamespace(device_id=0, ptr=0x2000)
+    other_dev = types.SimpleNamespace(device_id=1, ptr=0x1000)
+
+    def use(ptr, stream):
+        current[0] = stream
+        with _kernels.constant_memory(ptr) as got:
+            assert got is ptr
+            log.append(("launch", stream.ptr, ptr.ptr))
+            stream.queued += 1
+
+    use(taps, a)
+    use(taps, a)
+    assert [e[0] for e in log] == ["launch", "launch"]  # one stream: its own order, no events
+    log.clear()
+    use(taps, b)
+    assert log == [("record", 11, (11, 2)), ("wait", 22, (11, 2)), ("launch", 22, 0x1000)]
+    log.clear()
+    use(other, a)  # another array: its own last reader (none yet)
+    use(other_dev, b)  # the same address on another device: another array
+    assert [e[0] for e in log] == ["launch", "launch"]
+    log.clear()
+    use(taps, a)  # back to the first stream: after the second's kernels
+    assert log == [("record", 22, (22, 2)), ("wait", 11, (22, 2)), ("launch", 11, 0x1000)]
+
+
+def test_constant_memory_lets_one_thread_at_a_time_upload_and_launch(monkeypatch):
+    """Two host threads filling the same __constant__ array never interleave their upload and launch."""
+    import threading
+    import time
+
+    from sigconv import _kernels
+
+    log = []
+    current = [_FakeStream(1, log)]
+    _fake_cupy_streams(monkeypatch, current)
+    monkeypatch.setattr(_kernels, "_CONST_READERS", {})
+    taps = types.SimpleNamespace(device_id=0, ptr=0x1000)
+    order = []
+
+    def user(name):
+        for _ in range(20):
+            with _kernels.constant_memory(taps):
+                order.append((name, "upload"))
+                time.sleep(0.0005)
+                order.append((name, "launch"))
+
+    threads = [threading.Thread(target=user, args=(n,)) for n in "xy"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(order) == 80
+    for i in range(0, len(order), 2):
+        assert order[i][1] == "upload" and order[i + 1] == (order[i][0], "launch"), order[i:i + 2]

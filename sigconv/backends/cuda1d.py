@@ -165,10 +165,10 @@ def _empty(x, out_len):
     return x.shape[0] == 0 or out_len == 0
 
 
-def _upload_taps(mod, w, K_padded: int) -> None:
-    """Copy taps into the module's __constant__ buffer on the current stream, zeros up to K_padded."""
+def _upload_taps(ptr, w, K_padded: int) -> None:
+    """Copy taps into the module's __constant__ buffer ``ptr`` on the current stream, zeros up to K_padded (inside
+    :func:`sigconv._kernels.constant_memory`, with the launch that reads them)."""
     cupy = _cupy()
-    ptr = mod.get_global("c_taps_raw")
     stream = cupy.cuda.get_current_stream()
     nbytes = w.size * w.itemsize
     ptr.copy_from_device_async(w.data, nbytes, stream)
@@ -189,10 +189,14 @@ def _launch_direct(name, x, w, pad, out_len, block, out):
     C, L = x.shape
     mod = _module()
     cfg = launch_config(name, x.dtype, C, w.size, out_len, block)
-    if cfg["taps"]:
-        _upload_taps(mod, w, cfg["taps"])
     args = ((x, out) if cfg["taps"] else (x, w, out)) + _ints(C, L, w.size, pad, out_len)
-    mod.get_function(f"conv1d_{name}_{_sfx(x.dtype)}")(cfg["grid"], (block,), args, shared_mem=cfg["smem"])
+    fn = mod.get_function(f"conv1d_{name}_{_sfx(x.dtype)}")
+    if cfg["taps"]:
+        with _kernels.constant_memory(mod.get_global("c_taps_raw")) as ptr:
+            _upload_taps(ptr, w, cfg["taps"])
+            fn(cfg["grid"], (block,), args, shared_mem=cfg["smem"])
+    else:
+        fn(cfg["grid"], (block,), args, shared_mem=cfg["smem"])
     return out
 
 
@@ -270,8 +274,9 @@ def launch_tiled(x, w, pad, out_len, block, out=None):
     fn = mod.get_function(g["expr"])
     if g["smem"] > _SMEM_DEFAULT and fn.max_dynamic_shared_size_bytes < g["smem"]:
         fn.max_dynamic_shared_size_bytes = g["smem"]
-    _upload_taps(mod, w, g["taps"])
-    fn(g["grid"], (block,), args, shared_mem=g["smem"])
+    with _kernels.constant_memory(mod.get_global("c_taps_raw")) as ptr:
+        _upload_taps(ptr, w, g["taps"])
+        fn(g["grid"], (block,), args, shared_mem=g["smem"])
     return out
 
 
@@ -361,10 +366,11 @@ def launch_ffa(x, w, pad, out_len, block, out=None, *, _shape=None):
         fn, taps_fn, ctaps, taps, _ = _ffa_parts(cupy, g)
         n = 9 * g["KQ"]  # the taps go through the scratch buffer in stream order, so one buffer serves every call
         taps_fn((1,), (32 * -(-n // 32),), (w, np.int32(K), np.int32(g["shift"]), np.int32(g["KQ"]), taps))
-        ctaps.copy_from_device_async(taps.data, 4 * n, stream)
-        fn(g["grid"], (block,), (x, out, np.int32(C), np.int32(g["c0"]), np.int32(g["cstep"]), np.int64(L),
-                                 np.int64(g["start"]), np.int64(out_len), np.int32(g["S"]), np.int32(g["ntiles"])),
-           shared_mem=g["smem"])
+        with _kernels.constant_memory(ctaps):
+            ctaps.copy_from_device_async(taps.data, 4 * n, stream)
+            fn(g["grid"], (block,), (x, out, np.int32(C), np.int32(g["c0"]), np.int32(g["cstep"]), np.int64(L),
+                                     np.int64(g["start"]), np.int64(out_len), np.int32(g["S"]),
+                                     np.int32(g["ntiles"])), shared_mem=g["smem"])
     return out
 
 

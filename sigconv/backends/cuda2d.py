@@ -665,20 +665,20 @@ def launch_strip(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     mod, fill = _fused("conv2d_strip", dict(STRIP_KH=kH, STRIP_KW=kW, STRIP_SH=(-pad[1]) % 4, STRIP_ROWS=STRIP_ROWS),
                      boundary, fillvalue, x, bx * by)
-    f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_strip", "c_taps", x, w, bias, out, Ho, Wo)
-    f(strip_grid(N, Ho, Wo, (bx, by)), (bx, by, 1),
-      (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out) + (fill,))
+    with _kernels.constant_memory(mod.get_global("c_taps")) as taps:
+        f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_strip", taps, x, w, bias, out, Ho, Wo)
+        f(strip_grid(N, Ho, Wo, (bx, by)), (bx, by, 1),
+          (x, y) + _i32(N, H, W, pad[0], pad[1], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out) + (fill,))
     return y
 
 
-def _single_channel_setup(mod, kernel: str, taps_name: str, x, w, bias, out, Ho: int, Wo: int):
-    """For the strip and shfl launchers: the kernel, the taps copied into its __constant__ array on the
-    current stream (ordered before the launch), the output, the bias argument, and whether rows of x and y
-    allow 16-byte loads and stores."""
+def _single_channel_setup(mod, kernel: str, taps, x, w, bias, out, Ho: int, Wo: int):
+    """For the strip and shfl launchers: the kernel, the taps copied into its __constant__ array ``taps`` on the
+    current stream (ordered before the launch; both inside :func:`sigconv._kernels.constant_memory`), the output,
+    the bias argument, and whether rows of x and y allow 16-byte loads and stores."""
     import cupy
 
     f = mod.get_function(kernel)
-    taps = mod.get_global(taps_name)
     wflat = cupy.ascontiguousarray(w.reshape(-1), dtype=cupy.float32)
     taps.copy_from_device_async(wflat.data, wflat.size * 4, cupy.cuda.get_current_stream())
     y = _out(out, (x.shape[0], 1, Ho, Wo), x.dtype)
@@ -695,10 +695,10 @@ def launch_shfl(x, w, bias, stride, pad, out_hw, block=None, out=None, boundary=
     N, Cin, H, W, Cout, kH, kW, Ho, Wo = _dims(x, w, out_hw)
     mod, fill = _fused("conv2d_shfl", dict(SHFL_KH=kH, SHFL_KW=kW, SHFL_PX=int(pad[1]), SHFL_ROWS=SHFL_ROWS),
                      boundary, fillvalue, x, bx * by)
-    f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_shfl", "c_taps_shfl", x, w, bias, out, Ho,
-                                                         Wo)
-    f(strip_grid(N, Ho, Wo, (bx, by), rows=SHFL_ROWS), (bx, by, 1),
-      (x, y) + _i32(N, H, W, pad[0], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out) + (fill,))
+    with _kernels.constant_memory(mod.get_global("c_taps_shfl")) as taps:
+        f, y, b, hb, vec_in, vec_out = _single_channel_setup(mod, "conv2d_shfl", taps, x, w, bias, out, Ho, Wo)
+        f(strip_grid(N, Ho, Wo, (bx, by), rows=SHFL_ROWS), (bx, by, 1),
+          (x, y) + _i32(N, H, W, pad[0], Ho, Wo) + (b,) + _i32(hb, vec_in, vec_out) + (fill,))
     return y
 
 
