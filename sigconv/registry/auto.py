@@ -118,9 +118,12 @@ def fused_tile(K: int, block: Optional[int] = None) -> int:
     :data:`_FUSED_MAX_OVERLAP` of it, and at least the one above 2x K (up to 2^SIGCONV_FFT_FUSED_MAX_LOGN); from
     :data:`FUSED_ONE_TILE_MIN_K` taps on 2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN, the tile only a block of N/32 = 1024
     threads takes (``block`` None or that). On an H200 (benchmarks/fused_tiles.py, L=2^26, C=1, each tile at its
-    best block): K=255 0.335 ms with 4096 against 0.347 with 8192 and 0.365 with 2048; K=1023 0.378 with 8192
-    against 0.394 with 4096 and 0.429 with 16384; K=2047 0.421 with 8192 against 0.453 with 16384; K=4095 0.507 with
-    16384 against 0.592 with 8192. ValueError for K above half the largest tile that every block takes."""
+    best block; benchmarks/results/H200-2026-12-04-fused-plain-loads/): K=255 0.221 ms with 4096 against 0.253 with
+    8192 and 0.330 with 2048; K=1023 0.272 with 8192 against 0.266 with 4096 (the 4096 tile 2% ahead here, 0.7% in
+    the previous run: kept at 8192 until the crossover below 2047 taps is measured) and 0.333 with 16384; K=2047
+    0.311 with 8192 against 0.344 with 16384; K=4095 0.381 with 16384 against 0.426 with 32768 and 0.449 with 8192;
+    K=7921 0.465 with 32768 against 0.526 with 16384. ValueError for K above half the largest tile that every block
+    takes."""
     from sigconv import _kernels
 
     lim = _kernels.constants()
