@@ -568,19 +568,22 @@ def test_fft_fused_device_taps_kept_and_changed(rng):
     _assert_grid(failures, 10)
 
 
-@pytest.mark.parametrize("variant, dtype, mags", [("fft", "float32", (120, -100)), ("fft", "float64", (1000, -1000)),
-                                                   ("fft_fused", "float32", (120, -100))])
-def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, mags, rng):
+@pytest.mark.parametrize("variant, dtype, mags, K", [("fft", "float32", (120, -100), 1023),
+                                                      ("fft", "float64", (1000, -1000), 1023),
+                                                      ("fft_fused", "float32", (120, -100), 1023),
+                                                      ("fft_fused", "float32", (116, -100), 4095)])
+def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, mags, K, rng):
     """The fft variants' kernels scale each segment of extreme magnitude by a power of two: a signal whose parts
     lie at 2^mag for mag in {0, huge, tiny} (one part per stretch of a channel, so segments of each kind and
     segments mixing them) filters as accurately, relative to each part's own scale, as an ordinary one (away from
     the segments that mix parts: an FFT's error is relative to its segment's peak), with every output finite; long
-    enough that float32 runs its own transforms."""
+    enough that float32 runs its own transforms. (4095 taps at 2^116, not 2^120: the true outputs of 2^120 reach
+    float32's largest values, 2^120 times some 2^8.)"""
     from sigconv.backends.overlap_save import fft_size
     from sigconv.registry.auto import fused_tile
 
-    C, L, K = 2, (1 << 17) + 3, 1023
     N = fused_tile(K) if variant == "fft_fused" else fft_size(K)
+    C, L = 2, max((1 << 17) + 3, 24 * N + 3)  # each of the six parts more than two segments long
     base = rng.standard_normal((C, L))
     h = rng.standard_normal(K)
     parts = np.array_split(np.arange(L), 6)
