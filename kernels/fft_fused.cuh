@@ -10,8 +10,10 @@
 // The real tile is transformed as M = N/2 complex samples z[n] = x[2n] + i x[2n+1] (one complex FFT of half the
 // length); the middle step unpacks the real spectrum X[k], k <= M, multiplies it by H[k] (the rfft of h divided by N,
 // and by 2^tap_shift, as the fft variant's spectrum: sigconv/backends/overlap_save.py) and packs it again so that
-// the inverse complex FFT gives y[2n] + i y[2n+1]: one linear map of the bins k and M-k, whose coefficients G
-// (ff_middle) the launcher passes instead of H. A thread owns the bins k and M-k, so the step runs in place.
+// the inverse complex FFT gives y[2n] + i y[2n+1]: one linear map of the bins k and M-k (ff_middle). The launcher's
+// table holds its coefficients G (16 bytes a bin) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN samples, and H
+// itself (8 bytes a bin, the coefficients formed per pair) on the longer ones, whose tiles otherwise spend a tenth of
+// their time waiting for G from L2. A thread owns the bins k and M-k, so the step runs in place.
 //
 // On a block of N/32 threads or more a tile crosses shared memory as few times as it can (ff_tile_one): the first
 // pass reads x straight into registers, the middle step rides on the last forward pass, the last inverse pass
@@ -317,6 +319,12 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
 #define FF_EARLY_DFT_MIN_LOGN 13
 #define FF_EARLY_DFT_MAX_LOGN 14
 
+// The tiles (log2 of their samples) whose in-place path writes a pair of outputs as one 8-byte store where both are
+// valid and y's pair is 8-byte aligned (K odd, as a symmetric filter's): on an H200 (2026-12-04) 1.8-2.7% faster on
+// the 16384 tile, level on 8192, 1-2% slower on 4096 and 32768.
+#define FF_VEC_STORE_MIN_LOGN 14
+#define FF_VEC_STORE_MAX_LOGN 14
+
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
 // tile is divided by before its transform: 0 unless its magnitude is extreme (outside [-safe, safe]) and finite.
 __device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
@@ -346,6 +354,44 @@ __device__ __forceinline__ void ff_middle(float2& zk, float2& zm, float4 gk, flo
     zm = ff_ab(gm, b, a);
 }
 __device__ __forceinline__ void ff_middle_self(float2& z, float4 g) { z = ff_ab(g, z, z); }
+// G[k] and G[M-k] from hk = H[k], hm = H[M-k] and W = exp(-2 pi i k / N) = (c, -s) (sin the same at M-k, cos negated):
+// with D = H[k] - conj H[M-k], b[k] = i c D and b[M-k] = i c conj D.
+__device__ __forceinline__ float4 ff_coef_k(float2 hk, float2 hm, float2 W) {
+    const float c = W.x, s = -W.y, al = 1.0f - s, be = 1.0f + s;
+    return make_float4(al * hk.x + be * hm.x, al * hk.y - be * hm.y, -c * (hk.y + hm.y), c * (hk.x - hm.x));
+}
+__device__ __forceinline__ float4 ff_coef_m(float2 hk, float2 hm, float2 W) {
+    const float c = W.x, s = -W.y, al = 1.0f - s, be = 1.0f + s;
+    return make_float4(al * hm.x + be * hk.x, al * hm.y - be * hk.y, c * (hk.y + hm.y), c * (hk.x - hm.x));
+}
+// Whether tiles of 2^LOGN samples read H (the launcher's table as M + 1 float2) rather than G.
+__host__ __device__ constexpr bool ff_reads_h(int LOGN) { return LOGN >= SIGCONV_FFT_FUSED_H_MIN_LOGN; }
+// The coefficients of the bins k and m = M - k (0 < k < M/2) from the table: G[k] and G[m], or (HT) formed from H[k],
+// H[m] and W = exp(-2 pi i k / N).
+template <bool HT>
+__device__ __forceinline__ void ff_coefs(const float4* __restrict__ G, int k, int m, float2 W, float4& gk,
+                                         float4& gm) {
+    if constexpr (HT) {
+        const float2* const H = reinterpret_cast<const float2*>(G);
+        const float2 hk = __ldg(H + k), hm = __ldg(H + m);
+        gk = ff_coef_k(hk, hm, W);
+        gm = ff_coef_m(hk, hm, W);
+    } else {
+        gk = __ldg(G + k);
+        gm = __ldg(G + m);
+    }
+}
+// The coefficient of a bin that is its own partner, k = 0 (with H[M]) or M/2: G[k], or (HT) from H.
+template <bool HT, int M>
+__device__ __forceinline__ float4 ff_coef_self(const float4* __restrict__ G, int k) {
+    if constexpr (HT) {
+        const float2* const H = reinterpret_cast<const float2*>(G);
+        return k == 0 ? ff_coef_k(__ldg(H), __ldg(H + M), make_float2(1.0f, 0.0f))
+                      : ff_coef_k(__ldg(H + k), __ldg(H + k), make_float2(0.0f, -1.0f));
+    } else {
+        return __ldg(G + k);
+    }
+}
 // The middle step of bins k and M-k read from and written back to the padded buffer Z (0 <= k <= M/2).
 template <int M>
 __device__ __forceinline__ void ff_middle_smem(float2* Z, int k, const float4* __restrict__ G) {
@@ -364,9 +410,12 @@ __device__ __forceinline__ void ff_middle_smem(float2* Z, int k, const float4* _
 // tid + T, ...; the loads of FF_MIDDLE_BATCH pairs issued before any is computed, so that their latencies overlap (on
 // an H200 its tiles run 4-9% faster so; the in-place path, whose other warps fill that latency, runs 2-3% slower).
 #define FF_MIDDLE_BATCH 4
-template <int M>
-__device__ __forceinline__ void ff_middle_batched(float2* Z, const float4* __restrict__ G, int tid, int T) {
-    constexpr int U = FF_MIDDLE_BATCH;
+template <int LOGN>
+__device__ __forceinline__ void ff_middle_batched(float2* Z, const float4* __restrict__ G,
+                                                  const float2* __restrict__ tw, int tid, int T) {
+    constexpr int U = FF_MIDDLE_BATCH, M = (1 << LOGN) / 2;
+    constexpr bool HT = ff_reads_h(LOGN);
+    const float2* const H = reinterpret_cast<const float2*>(G);
     for (int k0 = tid; k0 <= M / 2; k0 += U * T) {
         float4 gk[U], gm[U];
         float2 zk[U], zm[U];
@@ -374,8 +423,16 @@ __device__ __forceinline__ void ff_middle_batched(float2* Z, const float4* __res
         for (int u = 0; u < U; ++u) {
             const int k = k0 + u * T, m = (M - k) & (M - 1);  // (k = 0 its own partner, as k = M/2)
             const bool in = k <= M / 2;
-            gk[u] = in ? __ldg(G + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            gm[u] = in ? __ldg(G + m) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if constexpr (HT) {  // (H[M] for k = 0: a table of M + 1 entries)
+                const float2 hk = in ? __ldg(H + k) : make_float2(0.0f, 0.0f);
+                const float2 hm = in ? __ldg(H + (M - k)) : make_float2(0.0f, 0.0f);
+                const float2 W = in ? __ldg(tw + k) : make_float2(0.0f, 0.0f);
+                gk[u] = ff_coef_k(hk, hm, W);
+                gm[u] = ff_coef_m(hk, hm, W);
+            } else {
+                gk[u] = in ? __ldg(G + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                gm[u] = in ? __ldg(G + m) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
             zk[u] = in ? Z[ff_pad(k)] : make_float2(0.0f, 0.0f);
             zm[u] = in ? Z[ff_pad(m)] : make_float2(0.0f, 0.0f);
         }
@@ -414,6 +471,7 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
                                                        const float2* __restrict__ tw, int jt, bool on) {
     constexpr int M = 1 << MB, PL = ff_passes(MB) - 1, R = 1 << ff_bits(MB, PL), NS = ff_ns(MB, PL);
     constexpr int TWO = ff_tw_offset(MB, PL), QP = 16 / R / 2, DS = ff_pad(NS), B0 = M / 16;
+    constexpr bool HT = ff_reads_h(MB + 1);
     static_assert(QP >= 1 && NS * R == M && QP * B0 == NS / 2, "a pair of butterflies per thread");
     float2 va[QP][R], vb[QP][R];
 #pragma unroll
@@ -429,24 +487,34 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
             const int u = jt + q * B0;
             if (u == 0) {
                 // butterfly 0: bins r NS, partners (R - r) NS, 0 and M/2 their own; butterfly NS/2: r and R-1-r
-                ff_middle_self(va[q][0], __ldg(G));
-                ff_middle_self(va[q][R / 2], __ldg(G + M / 2));
+                // (W of bin k: tw[k], k < M)
+                ff_middle_self(va[q][0], ff_coef_self<HT, M>(G, 0));
+                ff_middle_self(va[q][R / 2], ff_coef_self<HT, M>(G, M / 2));
 #pragma unroll
-                for (int r = 1; r < R / 2; ++r)
-                    ff_middle(va[q][r], va[q][R - r], __ldg(G + r * NS), __ldg(G + (R - r) * NS));
+                for (int r = 1; r < R / 2; ++r) {
+                    float4 gk, gm;
+                    ff_coefs<HT>(G, r * NS, (R - r) * NS, __ldg(tw + r * NS), gk, gm);
+                    ff_middle(va[q][r], va[q][R - r], gk, gm);
+                }
                 ff_store<R, NS>(buf, 0, va[q]);  // (before vb's step: va's registers free for it)
 #pragma unroll
-                for (int r = 0; r < R / 2; ++r)
-                    ff_middle(vb[q][r], vb[q][R - 1 - r], __ldg(G + NS / 2 + r * NS),
-                              __ldg(G + NS / 2 + (R - 1 - r) * NS));
+                for (int r = 0; r < R / 2; ++r) {
+                    float4 gk, gm;
+                    ff_coefs<HT>(G, NS / 2 + r * NS, NS / 2 + (R - 1 - r) * NS, __ldg(tw + NS / 2 + r * NS), gk, gm);
+                    ff_middle(vb[q][r], vb[q][R - 1 - r], gk, gm);
+                }
                 ff_store<R, NS>(buf, NS / 2, vb[q]);
             } else {
                 float2* const da = buf + ff_pad(u);
                 float2* const db = buf + ff_pad(NS - u);
+                // (HT: W of bin u + r NS as tw[u] times tw[r NS], the latter the same address in every thread)
+                const float2 wu = HT ? __ldg(tw + u) : make_float2(1.0f, 0.0f);
 #pragma unroll
                 for (int r = 0; r < R; ++r) {  // each pair stored when done (ff_store's places): its registers free
-                    ff_middle(va[q][r], vb[q][R - 1 - r], __ldg(G + u + r * NS),
-                              __ldg(G + (NS - u) + (R - 1 - r) * NS));
+                    float4 gk, gm;
+                    ff_coefs<HT>(G, u + r * NS, (NS - u) + (R - 1 - r) * NS,
+                                 r == 0 ? wu : ff_mul(wu, __ldg(tw + r * NS)), gk, gm);
+                    ff_middle(va[q][r], vb[q][R - 1 - r], gk, gm);
                     da[r * DS] = va[q][r];
                     db[(R - 1 - r) * DS] = vb[q][R - 1 - r];
                 }
@@ -541,6 +609,7 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
         ff_passes_inplace<false, MB, 1, P - 1>(buf, tw, jt, on);
         ff_last_forward_middle<MB>(buf, G, tw, jt, on);
     } else {  // last radix 16 (one butterfly per thread): the middle step on its own, bins k and M-k by one thread
+        static_assert(!ff_reads_h(LOGN), "ff_middle_smem reads G");
         ff_passes_inplace<false, MB, 1, P>(buf, tw, jt, on);
         if (on) {
 #pragma unroll 1
@@ -559,6 +628,8 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     const bool scaled = es + et != 0;
     float* const yo = yt - (K - 1);  // y of tile float f (only ever written at f >= K-1)
     if (!on) return;                 // (no barrier follows)
+    const bool pairs = LOGN >= FF_VEC_STORE_MIN_LOGN && LOGN <= FF_VEC_STORE_MAX_LOGN &&
+                       (reinterpret_cast<unsigned long long>(yo) & 7) == 0;  // (f is even)
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
         const int j = jt + q * B0;
@@ -568,8 +639,12 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
         for (int r = 0; r < R; ++r) {
             const int f = 2 * (j + r * NS);
             const float a = scaled ? up(w[r].x) : w[r].x, b = scaled ? up(w[r].y) : w[r].y;
-            if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
-            if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
+            if (pairs && (unsigned)(f - (K - 1)) < (unsigned)(nv - 1)) {  // outputs f and f + 1 both valid
+                *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
+            } else {
+                if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
+                if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
+            }
         }
     }
 }
@@ -616,9 +691,9 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
     // 2. forward transform
     float2* Z = ff_fft<false, LOGN - 1>(buf0, buf1, tw);
     // 3. the middle step: bins k and M-k by one thread
-    ff_middle_batched<M>(Z, G, tid, T);
+    ff_middle_batched<LOGN>(Z, G, tw, tid, T);
     __syncthreads();
-    // 4. inverse transform (unscaled: G holds the 1/N), y[2n] + i y[2n+1]
+    // 4. inverse transform (unscaled: the table holds the 1/N), y[2n] + i y[2n+1]
     const float* Yr = reinterpret_cast<const float*>(ff_fft<true, LOGN - 1>(Z, Z == buf0 ? buf1 : buf0, tw));
     // 5. the valid outputs
     const int eo = es + et;
@@ -643,7 +718,8 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
 // launcher's path for taps it has no host copy of; sigconv/backends/overlap_save.py computes the same in float64
 // from host taps): tap_shift[0] = e, the exponent of the taps' peak (max |w| = m 2^e, 0.5 <= m < 1; 0 when the taps
 // are all zero or one is inf/NaN); H[k] = rfft(h)[k] / N for k <= M, h[i] = w[K-1-i] 2^-e zero-padded to N (the fft
-// variant's spectrum), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in float32. The real h is
+// variant's spectrum), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in float32; on tiles that read H
+// (ff_reads_h) the table is H itself, M + 1 float2 at its start (of the same M float4). The real h is
 // transformed as M complex points (h[2n], h[2n+1]) by the tile kernel's passes, then unpacked: X[k] = E + W O,
 // X[M-k] = conj(E - W O).
 // last (or null): the taps G and tap_shift were last computed from, kept by the launcher with them (last[0] = their
@@ -689,14 +765,14 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
         const float2 WO = ff_mul(W, make_float2(D.y, -D.x));             // W O, O = D / i
         const float2 xk = ff_add(E, WO), xm = ff_conj(ff_sub(E, WO));    // X[k], X[M-k] (k = 0: X[M])
         const float2 hk = make_float2(xk.x * sc, xk.y * sc), hm = make_float2(xm.x * sc, xm.y * sc);
-        const float c = W.x, s = -W.y;
-        // a = (1 - s) H[k] + (1 + s) conj H[M-k], b = i c (H[k] - conj H[M-k]); for M-k: sin the same, cos negated
-        const float2 dk = ff_sub(hk, ff_conj(hm)), dm = ff_sub(hm, ff_conj(hk));
-        G[k] = make_float4((1.0f - s) * hk.x + (1.0f + s) * hm.x, (1.0f - s) * hk.y - (1.0f + s) * hm.y, -c * dk.y,
-                           c * dk.x);
-        if (k != 0 && 2 * k != M)
-            G[M - k] = make_float4((1.0f - s) * hm.x + (1.0f + s) * hk.x, (1.0f - s) * hm.y - (1.0f + s) * hk.y,
-                                   c * dm.y, -c * dm.x);
+        if constexpr (ff_reads_h(LOGN)) {  // H[k] and H[M-k] (k = 0: H[0] and H[M])
+            float2* const H = reinterpret_cast<float2*>(G);
+            H[k] = hk;
+            H[M - k] = hm;
+        } else {
+            G[k] = ff_coef_k(hk, hm, W);
+            if (k != 0 && 2 * k != M) G[M - k] = ff_coef_m(hk, hm, W);
+        }
     }
     if (tid == 0) tap_shift[0] = e;
     if (last != nullptr) {

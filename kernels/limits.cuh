@@ -25,6 +25,9 @@
 #define SIGCONV_FFT_FUSED_MAX_LOGN 14
 // fft_fused.cuh: and 2^15 samples on a block of 1024 threads, in place only (one buffer: 136 KB).
 #define SIGCONV_FFT_FUSED_ONE_MAX_LOGN 15
+// fft_fused.cuh: tiles of 2^14 samples and more read the filter's spectrum H (N/2 + 1 float2) and form the middle
+// step's coefficients from it; shorter tiles read those coefficients, G (N/2 float4: twice the bytes).
+#define SIGCONV_FFT_FUSED_H_MIN_LOGN 14
 // conv1d_ffa.cu: taps per sub-filter (a quarter of the shifted, padded filter): nine sub-filters in __constant__ memory.
 #define SIGCONV_FFA_MAX_KQ 32
 

@@ -122,6 +122,37 @@ def test_fused_coefficients_are_the_middle_step(numpy_as_cupy, N, rng):
     assert np.allclose(np.stack([y.real, y.imag], axis=1).ravel(), circ, atol=1e-5 * np.abs(circ).max())
 
 
+@pytest.mark.parametrize("N", [1024, 8192, 16384, 32768])
+def test_fused_table_is_g_below_the_h_tiles_and_h_from_them(numpy_as_cupy, N, rng):
+    """The table the fused kernel reads: G (fused_coefficients) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN
+    samples; on the longer ones the N/2 + 1 bins of H as float32 pairs from the start of the same (N/2, 4) buffer,
+    zero after them, from which G's rows follow (kernels/fft_fused.cuh, ff_coef_k and ff_coef_m)."""
+    from sigconv import _kernels
+
+    c = numpy_as_cupy
+    M = N // 2
+    H = np.fft.rfft(rng.standard_normal(N)) / N
+    T = c.fused_table(H, N)
+    assert T.dtype == np.float32 and T.shape == (M, 4) and T.flags.c_contiguous
+    if N < 1 << _kernels.constants()["SIGCONV_FFT_FUSED_H_MIN_LOGN"]:
+        assert np.array_equal(T, c.fused_coefficients(H, N))
+        return
+    pairs = T.reshape(-1, 2)
+    assert np.array_equal(pairs[: M + 1, 0] + 1j * pairs[: M + 1, 1], H.astype(np.complex64))
+    assert not pairs[M + 1:].any()
+    # the kernel's coefficients from H, in float64: G's rows
+    k = np.arange(M)
+    hk, hm = H[k], H[M - k]
+    W = np.exp(-2j * np.pi * k / N)
+    cs, s = W.real, -W.imag
+    al, be = 1 - s, 1 + s
+    a = al * hk.real + be * hm.real + 1j * (al * hk.imag - be * hm.imag)
+    b = -cs * (hk.imag + hm.imag) + 1j * cs * (hk.real - hm.real)
+    G = c.fused_coefficients(H, N)
+    assert np.abs(a - (G[:, 0] + 1j * G[:, 1])).max() <= 1e-6 * np.abs(a).max()
+    assert np.abs(b - (G[:, 2] + 1j * G[:, 3])).max() <= 1e-6 * np.abs(b).max()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     c = numpy_as_cupy

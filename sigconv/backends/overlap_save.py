@@ -23,7 +23,7 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
-           "fused_radix_bits", "fused_twiddles", "fused_coefficients", "prebuilt_modules",
+           "fused_radix_bits", "fused_twiddles", "fused_coefficients", "fused_table", "prebuilt_modules",
            "irfft_destroying"]
 
 
@@ -334,13 +334,27 @@ def fused_coefficients(H: np.ndarray, N: int) -> np.ndarray:
     return np.ascontiguousarray(np.stack([a.real, a.imag, b.real, b.imag], axis=1), dtype=np.float32)
 
 
+def fused_table(H: np.ndarray, N: int) -> np.ndarray:
+    """The table conv1d_fft_fused reads for tiles of N samples, float32 of shape (N/2, 4): :func:`fused_coefficients`,
+    or on tiles of 2^SIGCONV_FFT_FUSED_H_MIN_LOGN samples and more (which form those coefficients themselves) ``H``'s
+    N/2 + 1 bins as (real, imaginary) pairs from the start, the rest zero (kernels/fft_fused.cuh, ff_reads_h)."""
+    if N < 1 << _kernels.constants()["SIGCONV_FFT_FUSED_H_MIN_LOGN"]:
+        return fused_coefficients(H, N)
+    t = np.zeros((N // 2, 4), dtype=np.float32)
+    h = np.asarray(H, dtype=np.complex128)[: N // 2 + 1]
+    flat = t.reshape(-1)
+    flat[0:2 * h.size:2] = h.real
+    flat[1:2 * h.size:2] = h.imag
+    return t
+
+
 _FUSED_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
 _FUSED_DEVICE_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
 
 
 def _fused_spectrum(w, N: int, key=None) -> tuple:
     """(G, tap_shift) for conv1d_fft_fused: with ``key`` (:func:`host_taps_key`) the table from the host's float64
-    spectrum (:func:`host_spectrum`, :func:`fused_coefficients`), once per (key, N, device); without one computed on
+    spectrum (:func:`host_spectrum`, :func:`fused_table`), once per (key, N, device); without one computed on
     the device by conv1d_fft_fused_spectrum (in float32, as the fused kernel's transforms are): the path for taps
     without a host copy, one launch where the fft variant takes several small ones. That table lives per (N,
     device, stream, host thread) with the record of the taps it was made from, so that a call with taps bit for bit
@@ -350,7 +364,7 @@ def _fused_spectrum(w, N: int, key=None) -> tuple:
     if key is not None:
         def make():
             H, tap_shift = host_spectrum(cupy.asnumpy(w), N)
-            return cupy.asarray(fused_coefficients(H, N)), cupy.asarray(tap_shift)
+            return cupy.asarray(fused_table(H, N)), cupy.asarray(tap_shift)
 
         return _cached(_FUSED_TABLES, (key, int(N), cupy.cuda.Device().id), make)
     stream = cupy.cuda.get_current_stream()
@@ -371,7 +385,7 @@ def _fused_spectrum(w, N: int, key=None) -> tuple:
 def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile=None):
     """Overlap-save in one kernel (float32, kernels/fft_fused.cuh): each block filters one tile of
     :func:`sigconv.registry.auto.fused_tile` samples (or ``tile``, see :func:`fused_plan`) in shared memory; the
-    filter's spectrum is the fft variant's (as :func:`fused_coefficients`' table), cached under ``taps_key``, else
+    filter's spectrum is the fft variant's (as :func:`fused_table`'s), cached under ``taps_key``, else
     computed on the device in one launch (:func:`_fused_spectrum`). ``block`` None: the tile's own
     (:func:`sigconv.registry.auto.fused_block`). Tiny problems go to :func:`launch_fft`, which transforms them in
     float64."""

@@ -2,7 +2,7 @@
 // thread (cuda_shim_threads.h: barriers for __syncthreads, warp shuffles), with the launch that
 // sigconv.backends.overlap_save.fused_plan computes.
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
-// FILE_G: the coefficient table, N/2 rows of 4 float32 (sigconv.backends.overlap_save.fused_coefficients), or
+// FILE_G: the coefficient table, N/2 rows of 4 float32 (sigconv.backends.overlap_save.fused_table), or
 // "taps:FILE_W" (K float32 taps): G and the tap shift computed first by conv1d_fft_fused_spectrum<LOGN> (one block
 // of max(32, N/32) threads; FILE_TAPSHIFT then unused; "taps:FILE_W:FILE_PREV[:poison]" runs it on the taps of
 // FILE_PREV first, see below); FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
