@@ -10,8 +10,9 @@ default FIR band-pass, 7921 taps; the spectral gate) each command in a fresh chi
 - ``cuda cold`` (with --gpu): the method's first run, at the shortest duration, with empty kernel and autotuner
   caches, as after an install (CUPY_CACHE_DIR and SIGCONV_CACHE_DIR point at new folders, one pair per method:
   the user's caches are left alone);
-- ``cuda warm``, ``cpu`` and ``auto``: ``--repeat`` runs each after that, median; ``auto`` reports which backend
-  it took (the command's summary line).
+- ``cuda warm``, ``cpu`` and ``auto``: ``--repeat`` runs each after that, interleaved (cpu, cuda, auto, cpu, ...)
+  so that a drift of the host's speed falls on every backend alike, median; ``auto`` reports which backend it took
+  (the command's summary line).
 
 Python's bytecode is kept in a folder of the run's own (denoise_vs_sox.child_env: PYTHONPYCACHEPREFIX, and
 PYTHONDONTWRITEBYTECODE dropped), filled first by one untimed run per method and backend with throwaway kernel
@@ -148,16 +149,20 @@ def main(argv=None) -> int:
                 row = {"method": method, "duration_s": d, "runs": {}}
                 out = work / "out.wav"
                 backends = ["cpu"] + (["cuda", "auto"] if a.gpu else [])
+                if a.gpu and method not in cold_done:  # the first cuda run of the method: empty caches
+                    cold = _run(wav, out, method, "cuda", env, a.timeout)
+                    row["runs"]["cuda_cold"] = [cold]
+                    row["cuda_cold_s"] = cold["wall_s"] if cold["rc"] == 0 else None
+                    cold_done.add(method)
+                    if cold["rc"] != 0:
+                        print(f"startup: {method} {d:g} s cuda cold: rc {cold['rc']}: {cold['tail']}",
+                              file=sys.stderr)
+                warm = {be: [] for be in backends}
+                for _ in range(a.repeat):  # interleaved: a drift of the host's speed falls on every backend alike
+                    for be in backends:
+                        warm[be].append(_run(wav, out, method, be, env, a.timeout))
                 for be in backends:
-                    if be == "cuda" and method not in cold_done:  # the first cuda run of the method: empty caches
-                        cold = _run(wav, out, method, be, env, a.timeout)
-                        row["runs"]["cuda_cold"] = [cold]
-                        row["cuda_cold_s"] = cold["wall_s"] if cold["rc"] == 0 else None
-                        cold_done.add(method)
-                        if cold["rc"] != 0:
-                            print(f"startup: {method} {d:g} s cuda cold: rc {cold['rc']}: {cold['tail']}",
-                                  file=sys.stderr)
-                    runs = [_run(wav, out, method, be, env, a.timeout) for _ in range(a.repeat)]
+                    runs = warm[be]
                     row["runs"][be] = runs
                     key = {"cpu": "cpu_s", "cuda": "cuda_warm_s", "auto": "auto_s"}[be]
                     row[key] = _median(runs)
