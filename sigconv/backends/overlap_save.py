@@ -341,10 +341,8 @@ def fused_table(H: np.ndarray, N: int) -> np.ndarray:
     if N < 1 << _kernels.constants()["SIGCONV_FFT_FUSED_H_MIN_LOGN"]:
         return fused_coefficients(H, N)
     t = np.zeros((N // 2, 4), dtype=np.float32)
-    h = np.asarray(H, dtype=np.complex128)[: N // 2 + 1]
-    flat = t.reshape(-1)
-    flat[0:2 * h.size:2] = h.real
-    flat[1:2 * h.size:2] = h.imag
+    h = np.asarray(H)[: N // 2 + 1]
+    t.reshape(-1, 2)[: h.size] = np.stack([h.real, h.imag], axis=1)
     return t
 
 
@@ -353,7 +351,7 @@ _FUSED_DEVICE_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
 
 
 def _fused_spectrum(w, N: int, key=None) -> tuple:
-    """(G, tap_shift) for conv1d_fft_fused: with ``key`` (:func:`host_taps_key`) the table from the host's float64
+    """(table, tap_shift) for conv1d_fft_fused: with ``key`` (:func:`host_taps_key`) the table from the host's float64
     spectrum (:func:`host_spectrum`, :func:`fused_table`), once per (key, N, device); without one computed on
     the device by conv1d_fft_fused_spectrum (in float32, as the fused kernel's transforms are): the path for taps
     without a host copy, one launch where the fft variant takes several small ones. That table lives per (N,
