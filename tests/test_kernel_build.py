@@ -1025,11 +1025,13 @@ def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, bloc
         assert err <= 2e-6, f"channel {c} (2^{mags[c % 3]}) off by {err:.2e} (K={K}, N={plan['N']}, L={L})"
 
 
-@pytest.mark.parametrize("K,scale", [(1, 0), (127, 100), (255, 0), (1023, -130), (4095, 0), (5000, -3), (7921, 3)])
+@pytest.mark.parametrize("K,scale", [(1, 0), (127, 100), (255, 0), (1023, -130), (4095, 0), (4095, -130), (5000, -3),
+                                     (7921, 3)])
 def test_fft_fused_spectrum_kernel_on_host(host_build, tmp_path, K, scale, rng):
     """conv1d_fft_fused_spectrum (the spectrum from taps on the device, in float32) feeds the tile kernel as the
     host's float64 spectrum does: outputs equal to the float64 reference for every tile length (K of 1 to 7921), taps
-    of ordinary, huge (2^100) and subnormal-range (2^-130) magnitude."""
+    of ordinary, huge (2^100) and subnormal-range (2^-130) magnitude (on the 16384 tile, whose outputs scale by one
+    multiply where 2^(tile shift + tap shift) is a normal float, both ways)."""
     from sigconv.registry.auto import fused_block
 
     exe = host_build(*_FUSED_BUILD)
