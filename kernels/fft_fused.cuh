@@ -92,10 +92,12 @@ template <bool INV> __device__ __forceinline__ float2 ff_mulc(float2 a, float c,
 }
 // 16 points as 4 x 4: DFTs of 4 over n1 (x[4 n1 + n2]), twiddles exp(-+2 pi i n2 k1 / 16), DFTs of 4 over n2;
 // X[k1 + 4 k2] comes out at v[4 k1 + k2] and is put back in order.
-template <bool INV> __device__ __forceinline__ void ff_dft16(float2* v) {
+template <bool INV, bool FIRST = true> __device__ __forceinline__ void ff_dft16(float2* v) {
     const float c1 = 0.92387953251128675613f, s1 = 0.38268343236508977173f, h = 0.70710678118654752440f;
+    if constexpr (FIRST) {
 #pragma unroll
-    for (int n2 = 0; n2 < 4; ++n2) ff_dft4<INV>(v[n2], v[4 + n2], v[8 + n2], v[12 + n2]);
+        for (int n2 = 0; n2 < 4; ++n2) ff_dft4<INV>(v[n2], v[4 + n2], v[8 + n2], v[12 + n2]);
+    }
     v[5] = ff_mulc<INV>(v[5], c1, s1);     // m = 1
     v[6] = ff_mulc<INV>(v[6], h, h);       // 2
     v[7] = ff_mulc<INV>(v[7], s1, c1);     // 3
@@ -120,6 +122,77 @@ template <int R, bool INV> __device__ __forceinline__ void ff_dft(float2* v) {
     else if constexpr (R == 4) ff_dft4<INV>(v);
     else if constexpr (R == 8) ff_dft8<INV>(v);
     else ff_dft16<INV>(v);
+}
+
+// The multiplies of a butterfly's twiddles fused into the first stage of its DFT (ff_dft_tw): c = t + u w as FMAs (w
+// conjugated for the inverse), and 2 t - c = t - u w from it: four and two instructions where a product and a sum
+// and a difference take eight (on the 16384 tile's passes of radix 8, about 90 instructions a thread and tile fewer).
+template <bool INV> __device__ __forceinline__ float2 ff_fma_cw(float2 t, float2 u, float2 w) {
+    const float wy = INV ? -w.y : w.y;
+    return make_float2(fmaf(u.x, w.x, fmaf(-u.y, wy, t.x)), fmaf(u.x, wy, fmaf(u.y, w.x, t.y)));
+}
+__device__ __forceinline__ float2 ff_twice_minus(float2 t, float2 c) {
+    return make_float2(fmaf(2.0f, t.x, -c.x), fmaf(2.0f, t.y, -c.y));
+}
+template <bool INV> __device__ __forceinline__ float2 ff_tw(float2 v, float2 w) { return ff_mul(v, INV ? ff_conj(w) : w); }
+
+// ff_dft16's first DFTs of 4 (over v[n2 + 4 m], m < 4), for column n2, on v[n2 + 4 m] times its twiddle (a, b, c, d
+// for m = 0..3; a unread for n2 = 0, where it is 1), the products fused into the first stage (ff_fma_cw).
+template <bool INV>
+__device__ __forceinline__ void ff_dft16_tw_column(float2* v, int n2, float2 a, float2 b, float2 c, float2 d) {
+    const float2 t0 = n2 == 0 ? v[0] : ff_tw<INV>(v[n2], a);
+    const float2 c0 = ff_fma_cw<INV>(t0, v[n2 + 8], c), c1 = ff_twice_minus(t0, c0);
+    const float2 t1 = ff_tw<INV>(v[n2 + 4], b);
+    const float2 c2 = ff_fma_cw<INV>(t1, v[n2 + 12], d);
+    const float2 c3 = ff_mul_mi<INV>(ff_twice_minus(t1, c2));
+    v[n2] = ff_add(c0, c2);
+    v[8 + n2] = ff_sub(c0, c2);
+    v[4 + n2] = ff_add(c1, c3);
+    v[12 + n2] = ff_sub(c1, c3);
+}
+// v[r] times w[r] (conjugated for the inverse; w[0] = 1, unread), then the R-point DFT, with the products fused into
+// the DFT's first stage (ff_fma_cw): the first stage of a butterfly of a pass with twiddles.
+template <int R, bool INV> __device__ __forceinline__ void ff_dft_tw(float2* v, const float2* w) {
+    if constexpr (R == 8) {
+        const float sq = 0.70710678118654752440f;
+        float2 a[4], b[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {  // a_r = t_r + v_{r+4} w_{r+4}, b_r = 2 t_r - a_r, t_r = v_r w_r (w_0 = 1)
+            const float2 t = r == 0 ? v[0] : ff_tw<INV>(v[r], w[r]);
+            a[r] = ff_fma_cw<INV>(t, v[r + 4], w[r + 4]);
+            b[r] = ff_twice_minus(t, a[r]);
+        }
+        float2 b1 = b[1], b3 = b[3];
+        b1 = INV ? make_float2(sq * (b1.x - b1.y), sq * (b1.x + b1.y)) : make_float2(sq * (b1.x + b1.y), sq * (b1.y - b1.x));
+        float2 b2 = ff_mul_mi<INV>(b[2]);
+        b3 = INV ? make_float2(-sq * (b3.x + b3.y), sq * (b3.x - b3.y)) : make_float2(sq * (b3.y - b3.x), -sq * (b3.x + b3.y));
+        float2 b0 = b[0];
+        ff_dft4<INV>(a[0], a[1], a[2], a[3]);
+        ff_dft4<INV>(b0, b1, b2, b3);
+        v[0] = a[0]; v[2] = a[1]; v[4] = a[2]; v[6] = a[3];
+        v[1] = b0; v[3] = b1; v[5] = b2; v[7] = b3;
+    } else if constexpr (R == 16) {
+#pragma unroll
+        for (int n2 = 0; n2 < 4; ++n2) ff_dft16_tw_column<INV>(v, n2, w[n2], w[n2 + 4], w[n2 + 8], w[n2 + 12]);
+        ff_dft16<INV, false>(v);
+    } else if constexpr (R == 4) {
+        float2 a[2], b[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float2 t = r == 0 ? v[0] : ff_tw<INV>(v[r], w[r]);
+            a[r] = ff_fma_cw<INV>(t, v[r + 2], w[r + 2]);
+            b[r] = ff_twice_minus(t, a[r]);
+        }
+        const float2 c3 = ff_mul_mi<INV>(b[1]);
+        v[0] = ff_add(a[0], a[1]);
+        v[2] = ff_sub(a[0], a[1]);
+        v[1] = ff_add(b[0], c3);
+        v[3] = ff_sub(b[0], c3);
+    } else {
+#pragma unroll
+        for (int r = 1; r < R; ++r) v[r] = ff_tw<INV>(v[r], w[r]);
+        ff_dft<R, INV>(v);
+    }
 }
 
 // Shared-memory layout: point i of a transform lives at ff_pad(i) = i + i/16 (a float2 of padding after every 16).
@@ -187,11 +260,8 @@ __device__ __forceinline__ void ff_butterfly_w(const float2* __restrict__ src, i
     const float2* s = src + ff_pad(j);
 #pragma unroll
     for (int r = 0; r < R; ++r) v[r] = s[r * SS];
-    if constexpr (NS > 1) {
-#pragma unroll
-        for (int r = 1; r < R; ++r) v[r] = ff_mul(v[r], INV ? ff_conj(w[r]) : w[r]);
-    }
-    ff_dft<R, INV>(v);
+    if constexpr (NS > 1) ff_dft_tw<R, INV>(v, w);
+    else ff_dft<R, INV>(v);
 }
 // The same with its own twiddles.
 template <int R, bool INV, int MB, int NS, int TWO>
@@ -224,13 +294,18 @@ __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* 
     __syncthreads();
 }
 
+// The barrier of an in-place pass: the block's, or (WARP: a warp's own column, ff_tile_cols) the warp's.
+template <bool WARP> __device__ __forceinline__ void ff_sync() {
+    if constexpr (WARP) __syncwarp();
+    else __syncthreads();
+}
 // The same pass in place, for blocks of B0 = M/16 threads or more: thread jt < B0 computes its Q = 16/R butterflies
 // j = jt + q B0 (all there are) in registers, and stores them after a barrier, when every point has been read. One
 // buffer instead of two (half the shared memory) for one more barrier per pass. The strides are constants: where
 // B0 is a multiple of NS the Q butterflies share their twiddles (k = jt mod NS), computed once. A thread past B0
 // (on false; jt = tid mod B0) computes thread jt's butterflies all the same, so that its registers are defined on
-// every path (see ff_tid), and stores nothing.
-template <int R, bool INV, int MB, int NS, int TWO>
+// every path (see ff_tid), and stores nothing. (WARP: a warp's column of ff_tile_cols, jt its lane, B0 32.)
+template <int R, bool INV, int MB, int NS, int TWO, bool WARP = false>
 __device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __restrict__ tw, int jt, bool on) {
     constexpr int B0 = (1 << MB) / 16, Q = 16 / R;
     float2 v[Q][R];
@@ -243,12 +318,72 @@ __device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __res
 #pragma unroll
         for (int q = 0; q < Q; ++q) ff_butterfly<R, INV, MB, NS, TWO>(buf, jt + q * B0, tw, v[q]);
     }
-    __syncthreads();
+    ff_sync<WARP>();
     if (on) {
 #pragma unroll
         for (int q = 0; q < Q; ++q) ff_store<R, NS>(buf, jt + q * B0, v[q]);
     }
-    __syncthreads();
+    ff_sync<WARP>();
+}
+
+// The conjugate transpose of a forward pass (radix R, NS, twiddle rows at TWO), for an inverse transform that runs
+// the forward passes backwards (ff_tile_cols): butterfly j reads the R points the forward butterfly writes,
+// (j - k) R + k + r NS with k = j mod NS (ff_store's places), takes their inverse R-point DFT and multiplies point r by
+// conj w[r] (ff_twiddles; unused when NS = 1): point r belongs where the forward butterfly reads, j + r M/R
+// (ff_store_back). The same shared-memory accesses as the forward pass's, the other way round: free of bank conflicts
+// alike.
+template <int R, int NS>
+__device__ __forceinline__ void ff_butterfly_back_w(const float2* __restrict__ src, int j, const float2* w, float2* v) {
+    constexpr int DS = ff_pad(NS);
+    const float2* const s = src + ff_pad((j - (j & (NS - 1))) * R + (j & (NS - 1)));
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[r] = s[r * DS];
+    ff_dft<R, true>(v);
+    if constexpr (NS > 1) {
+#pragma unroll
+        for (int r = 1; r < R; ++r) v[r] = ff_mul(v[r], ff_conj(w[r]));
+    }
+}
+// The transposed butterfly j on its R points already in registers (v), its twiddles (k = j mod NS) from the table.
+template <int R, int NS, int TWO>
+__device__ __forceinline__ void ff_back_regs(const float2* __restrict__ tw, int j, float2* v) {
+    ff_dft<R, true>(v);
+    if constexpr (NS > 1) {
+        float2 w[R];
+        ff_twiddles<R, NS, TWO>(tw, j & (NS - 1), w);
+#pragma unroll
+        for (int r = 1; r < R; ++r) v[r] = ff_mul(v[r], ff_conj(w[r]));
+    }
+}
+template <int R, int MB>
+__device__ __forceinline__ void ff_store_back(float2* __restrict__ dst, int j, const float2* v) {
+    constexpr int SS = ff_pad((1 << MB) / R);
+    float2* const d = dst + ff_pad(j);
+#pragma unroll
+    for (int r = 0; r < R; ++r) d[r * SS] = v[r];
+}
+// ff_pass_inplace's pass transposed (ff_butterfly_back_w), in place.
+template <int R, int MB, int NS, int TWO, bool WARP>
+__device__ __forceinline__ void ff_pass_inplace_back(float2* buf, const float2* __restrict__ tw, int jt) {
+    constexpr int B0 = (1 << MB) / 16, Q = 16 / R;
+    float2 v[Q][R];
+    if constexpr (NS > 1 && Q > 1 && B0 % NS == 0) {
+        float2 w[R];
+        ff_twiddles<R, NS, TWO>(tw, jt & (NS - 1), w);
+#pragma unroll
+        for (int q = 0; q < Q; ++q) ff_butterfly_back_w<R, NS>(buf, jt + q * B0, w, v[q]);
+    } else {
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+            float2 w[R];
+            if constexpr (NS > 1) ff_twiddles<R, NS, TWO>(tw, (jt + q * B0) & (NS - 1), w);
+            ff_butterfly_back_w<R, NS>(buf, jt + q * B0, w, v[q]);
+        }
+    }
+    ff_sync<WARP>();
+#pragma unroll
+    for (int q = 0; q < Q; ++q) ff_store_back<R, MB>(buf, jt + q * B0, v[q]);
+    ff_sync<WARP>();
 }
 
 // The complex FFT (unscaled) of the M = 2^MB points in `a`, from pass P on, `b` the second buffer (both padded).
@@ -319,12 +454,6 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
 #define FF_EARLY_DFT_MIN_LOGN 13
 #define FF_EARLY_DFT_MAX_LOGN 14
 
-// The tiles (log2 of their samples) whose in-place path writes a pair of outputs as one 8-byte store where both are
-// valid and y's pair is 8-byte aligned (K odd, as a symmetric filter's): on an H200 (2026-12-04) 1.8-2.7% faster on
-// the 16384 tile, level on 8192, 1-2% slower on 4096 and 32768.
-#define FF_VEC_STORE_MIN_LOGN 14
-#define FF_VEC_STORE_MAX_LOGN 14
-
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
 // tile is divided by before its transform: 0 unless its magnitude is extreme (outside [-safe, safe]) and finite.
 __device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
@@ -366,6 +495,15 @@ __device__ __forceinline__ float4 ff_coef_m(float2 hk, float2 hm, float2 W) {
 }
 // Whether tiles of 2^LOGN samples read H (the launcher's table as M + 1 float2) rather than G.
 __host__ __device__ constexpr bool ff_reads_h(int LOGN) { return LOGN >= SIGCONV_FFT_FUSED_H_MIN_LOGN; }
+// Whether tiles of 2^LOGN samples run ff_tile_cols on blocks of N/32 threads or more.
+__host__ __device__ constexpr bool ff_cols(int LOGN) { return LOGN == SIGCONV_FFT_FUSED_COLS_LOGN; }
+// Where bin k (k <= M) of H lies in the table of 2^LOGN-sample tiles: in natural order, or on the tiles of ff_cols by
+// column, bin s + 16 c at s * M/16 + c (what a warp of ff_tile_cols reads is consecutive), H[M] last (whatever the
+// block: the table is the tile length's; sigconv/backends/overlap_save.py, fused_table, lays it out the same).
+template <int LOGN> __host__ __device__ constexpr int ff_h_index(int k) {
+    constexpr int M = 1 << (LOGN - 1);
+    return ff_cols(LOGN) && k < M ? (k & 15) * (M / 16) + (k >> 4) : k;
+}
 // The coefficients of the bins k and m = M - k (0 < k < M/2) from the table: G[k] and G[m], or (HT) formed from H[k],
 // H[m] and W = exp(-2 pi i k / N).
 template <bool HT>
@@ -424,8 +562,8 @@ __device__ __forceinline__ void ff_middle_batched(float2* Z, const float4* __res
             const int k = k0 + u * T, m = (M - k) & (M - 1);  // (k = 0 its own partner, as k = M/2)
             const bool in = k <= M / 2;
             if constexpr (HT) {  // (H[M] for k = 0: a table of M + 1 entries)
-                const float2 hk = in ? __ldg(H + k) : make_float2(0.0f, 0.0f);
-                const float2 hm = in ? __ldg(H + (M - k)) : make_float2(0.0f, 0.0f);
+                const float2 hk = in ? __ldg(H + ff_h_index<LOGN>(k)) : make_float2(0.0f, 0.0f);
+                const float2 hm = in ? __ldg(H + ff_h_index<LOGN>(M - k)) : make_float2(0.0f, 0.0f);
                 const float2 W = in ? __ldg(tw + k) : make_float2(0.0f, 0.0f);
                 gk[u] = ff_coef_k(hk, hm, W);
                 gm[u] = ff_coef_m(hk, hm, W);
@@ -524,52 +662,15 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
     __syncthreads();
 }
 
-// The last inverse pass and the outputs of ff_tile_one on the tiles that store pairs (FF_VEC_STORE_*), where 2^(es +
-// et) is a normal float fs (all but tiles of extreme magnitude under taps of extreme magnitude): one multiply an output,
-// where OsScale branches twice an output; the same outputs, stores and pairs as ff_tile_one's own loop (y's pair
-// 8-byte aligned). On an H200 (2026-12-04) 2-3% faster on the 16384 tile (K = 3001 to 7921); the other tiles, which
-// store no pairs, ran 1-5% slower so and keep the loop of ff_tile_one.
-template <int R, int MB, int NS, int TWO, int Q, int B0>
-__device__ __forceinline__ void ff_tile_outputs_scaled(const float2* buf, const float2* __restrict__ twi, int jt,
-                                                       float* yo, int K, int nv, float fs) {
-#pragma unroll
-    for (int q = 0; q < Q; ++q) {
-        const int j = jt + q * B0;
-        float2 w[R];
-        ff_butterfly<R, true, MB, NS, TWO>(buf, j, twi, w);
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const int f = 2 * (j + r * NS);
-            const unsigned d = (unsigned)(f - (K - 1));  // (output f + 1: d + 1)
-            const float a = w[r].x * fs, b = w[r].y * fs;
-            if (d < (unsigned)(nv - 1)) {  // outputs f and f + 1 both valid
-                *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
-            } else {
-                if (d < (unsigned)nv) yo[f] = a;
-                if (d + 1 < (unsigned)nv) yo[f + 1] = b;
-            }
-        }
-    }
-}
-
-// One tile on a block of B0 = M/16 threads or more, in one buffer, crossing shared memory as few times as it can: the
-// first forward pass (radix 16, no twiddles) reads its 16 points straight from x into registers (the tile's peak
-// taken there), the middle step rides on the last forward pass (ff_last_forward_middle, where its radix is below
-// 16), and the last inverse pass writes the valid outputs straight to y. Thread jt < B0 does the work with strides
-// that are constants; a thread past B0 repeats thread tid mod B0's and stores nothing (ff_pass_inplace). No barrier
-// at the end: the next tile's first shared-memory store waits at its peak's barrier, which every thread reaches only
-// after its reads.
+// The first forward pass of ff_tile_one and ff_tile_cols (radix 16, no twiddles), from x into registers: v gets the DFT
+// of points p = jt + r M/16 of the tile, p = (x[s0 + 2p], x[s0 + 2p + 1]) (zero outside [0, L)); returns the tile's
+// shift es (ff_tile_shift) by which v is divided. Its barrier: every read of the last tile's shared memory done.
 template <int LOGN>
-__device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float* __restrict__ yt,
-                                            const float4* __restrict__ G, const float2* __restrict__ tw,
-                                            const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
-                                            const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
-    constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, P = ff_passes(MB);
-    const int tid = ff_tid(), jt = tid & (B0 - 1);
-    const bool on = tid < B0;
+__device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i64 L, sc_i64 s0, int jt, int safe,
+                                             int* red, float2* v) {
+    constexpr int N = 1 << LOGN, M = N / 2, B0 = M / 16;
     // 1. point p = (x[s0 + 2p], x[s0 + 2p + 1]) of the first pass's butterfly jt: p = jt + r M/16 (a warp reads 256
     // consecutive bytes per r); the peak as the largest bit pattern of |sample|
-    float2 v[16];
     int mb = 0;
     {
         // floats [lo, hi) of the tile lie inside x (all of them but in a channel's first and last tiles): one
@@ -596,7 +697,7 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
         for (int r = 0; r < 16; ++r)
             mb = max(mb, max(__float_as_int(v[r].x) & 0x7fffffff, __float_as_int(v[r].y) & 0x7fffffff));
     }
-    int es;  // the tile's shift (ff_tile_shift); its barrier: every read of the last tile done
+    int es;
     if constexpr (LOGN >= FF_EARLY_DFT_MIN_LOGN && LOGN <= FF_EARLY_DFT_MAX_LOGN) {
         // the first DFT before the barrier, on the thread's own samples divided by 2^el (el: the exponent of the
         // thread's own peak where that is extreme, else 0); only where some thread's peak is extreme does the
@@ -629,6 +730,27 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
         }
         ff_dft<16, false>(v);
     }
+    return es;
+}
+
+// One tile on a block of B0 = M/16 threads or more, in one buffer, crossing shared memory as few times as it can: the
+// first forward pass (radix 16, no twiddles) reads its 16 points straight from x into registers (the tile's peak
+// taken there), the middle step rides on the last forward pass (ff_last_forward_middle, where its radix is below
+// 16), and the last inverse pass writes the valid outputs straight to y. Thread jt < B0 does the work with strides
+// that are constants; a thread past B0 repeats thread tid mod B0's and stores nothing (ff_pass_inplace). No barrier
+// at the end: the next tile's first shared-memory store waits at its peak's barrier, which every thread reaches only
+// after its reads.
+template <int LOGN>
+__device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float* __restrict__ yt,
+                                            const float4* __restrict__ G, const float2* __restrict__ tw,
+                                            const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
+                                            const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
+    constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, P = ff_passes(MB);
+    const int tid = ff_tid(), jt = tid & (B0 - 1);
+    const bool on = tid < B0;
+    // 1. point p = (x[s0 + 2p], x[s0 + 2p + 1]) of the first pass's butterfly jt: p = jt + r M/16
+    float2 v[16];
+    const int es = ff_first_pass<LOGN>(xc, L, s0, jt, safe, red, v);
     if (on) ff_store<16, 1>(buf, jt, v);
     __syncthreads();
     // 2. the other forward passes and the middle step
@@ -656,14 +778,6 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     const bool scaled = es + et != 0;
     float* const yo = yt - (K - 1);  // y of tile float f (only ever written at f >= K-1)
     if (!on) return;                 // (no barrier follows)
-    const bool pairs = LOGN >= FF_VEC_STORE_MIN_LOGN && LOGN <= FF_VEC_STORE_MAX_LOGN &&
-                       (reinterpret_cast<unsigned long long>(yo) & 7) == 0;  // (f is even)
-    if constexpr (LOGN >= FF_VEC_STORE_MIN_LOGN && LOGN <= FF_VEC_STORE_MAX_LOGN) {
-        if (pairs && es + et >= -126 && es + et <= 127) {
-            ff_tile_outputs_scaled<R, MB, NS, TWO, Q, B0>(buf, twi, jt, yo, K, nv, __int_as_float((127 + es + et) << 23));
-            return;
-        }
-    }
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
         const int j = jt + q * B0;
@@ -673,14 +787,218 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
         for (int r = 0; r < R; ++r) {
             const int f = 2 * (j + r * NS);
             const float a = scaled ? up(w[r].x) : w[r].x, b = scaled ? up(w[r].y) : w[r].y;
-            if (pairs && (unsigned)(f - (K - 1)) < (unsigned)(nv - 1)) {  // outputs f and f + 1 both valid
-                *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
-            } else {
-                if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
-                if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
-            }
+            if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
+            if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
         }
     }
+}
+
+// The barrier of warps s and 16 - s of ff_tile_cols (bar.sync of their 64 threads; warps 0 and 8, their own partners:
+// the warp's own).
+__device__ __forceinline__ void ff_pair_sync(int s) {
+    if (s == 0 || s == 8) {
+        __syncwarp();
+    } else {
+        const int id = s < 8 ? s : 16 - s;
+#ifdef SIGCONV_HOST_EMULATION
+        sc_emu_bar_sync(id, 64);
+#else
+        asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
+#endif
+    }
+}
+// v[s] times the twiddle W^(j s), 0 < s < 16, W = exp(-2 pi i / M), of ff_tile_cols (j < M/16):
+// W^j, W^2j and W^4j from the rows of the M-point transform's last pass (tw + ff_tw_offset(MB, 3): exp(-2 pi i 2^a k /
+// M), k < M/8, a < 3), W^8j from its third row at 2j, the others their products, each formed where it is used.
+template <int MB>
+__device__ __forceinline__ void ff_cols_twiddle(const float2* __restrict__ tw, int j, float2* v) {
+    constexpr int T3 = ff_tw_offset(MB, 3), NS3 = ff_ns(MB, 3);
+    static_assert(ff_passes(MB) == 4 && ff_bits(MB, 3) == 3 && NS3 * 8 == (1 << MB), "the last pass's three rows");
+    float2 w[8];
+    w[1] = __ldg(tw + T3 + j);
+    w[2] = __ldg(tw + T3 + NS3 + j);
+    w[4] = __ldg(tw + T3 + 2 * NS3 + j);
+    const float2 w8 = __ldg(tw + T3 + 2 * NS3 + 2 * j);
+    w[3] = ff_mul(w[1], w[2]);
+    w[5] = ff_mul(w[1], w[4]);
+    w[6] = ff_mul(w[2], w[4]);
+    w[7] = ff_mul(w[3], w[4]);
+#pragma unroll
+    for (int s = 1; s < 8; ++s) v[s] = ff_mul(v[s], w[s]);
+    v[8] = ff_mul(v[8], w8);
+#pragma unroll
+    for (int s = 9; s < 16; ++s) {
+        v[s] = ff_mul(v[s], ff_mul(w[s - 8], w8));
+    }
+}
+// v[s] times conj W^(j s) (the twiddles of ff_cols_twiddle), then the inverse DFT of 16, the products fused into its
+// first stage (ff_dft16_tw_column; column n2 takes W^(j n2) times 1, W^4j, W^8j and W^12j).
+template <int MB>
+__device__ __forceinline__ void ff_cols_twiddle_idft16(const float2* __restrict__ tw, int j, float2* v) {
+    constexpr int T3 = ff_tw_offset(MB, 3), NS3 = ff_ns(MB, 3);
+    const float2 w1 = __ldg(tw + T3 + j), w2 = __ldg(tw + T3 + NS3 + j), w4 = __ldg(tw + T3 + 2 * NS3 + j);
+    const float2 w8 = __ldg(tw + T3 + 2 * NS3 + 2 * j), w12 = ff_mul(w4, w8);
+    ff_dft16_tw_column<true>(v, 0, w1, w4, w8, w12);  // (a unread)
+    ff_dft16_tw_column<true>(v, 1, w1, ff_mul(w1, w4), ff_mul(w1, w8), ff_mul(w1, w12));
+    ff_dft16_tw_column<true>(v, 2, w2, ff_mul(w2, w4), ff_mul(w2, w8), ff_mul(w2, w12));
+    const float2 w3 = ff_mul(w1, w2);
+    ff_dft16_tw_column<true>(v, 3, w3, ff_mul(w3, w4), ff_mul(w3, w8), ff_mul(w3, w12));
+    ff_dft16<true, false>(v);
+}
+// The outputs of a tile whose y[2p] + i y[2p+1] at point p = jt + m B0 is v[m] (ff_tile_cols): float f = 2p of the
+// tile is output f - (K-1) when that is in [0, nv), multiplied by 2^(es + et) (es the tile's shift, et the taps').
+// Where y's pair is 8-byte aligned, both outputs of a point valid and 2^(es + et) a normal float, one 8-byte store
+// and one multiply an output.
+template <int B0>
+__device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, float* yo, int K, int nv, int es,
+                                                       int et) {
+    const bool pairs = (reinterpret_cast<unsigned long long>(yo) & 7) == 0;  // (f is even)
+    if (pairs && es + et >= -126 && es + et <= 127) {
+        const float fs = __int_as_float((127 + es + et) << 23);
+#pragma unroll
+        for (int m = 0; m < 16; ++m) {
+            const int f = 2 * (jt + m * B0);
+            const unsigned d = (unsigned)(f - (K - 1));  // (output f + 1: d + 1)
+            const float a = v[m].x * fs, b = v[m].y * fs;
+            if (d < (unsigned)(nv - 1)) {
+                *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
+            } else {
+                if (d < (unsigned)nv) yo[f] = a;
+                if (d + 1 < (unsigned)nv) yo[f + 1] = b;
+            }
+        }
+        return;
+    }
+    const OsScale<float> up(es + et);
+#pragma unroll
+    for (int m = 0; m < 16; ++m) {
+        const int f = 2 * (jt + m * B0);
+        const float a = up(v[m].x), b = up(v[m].y);
+        if (pairs && (unsigned)(f - (K - 1)) < (unsigned)(nv - 1)) {
+            *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
+        } else {
+            if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
+            if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
+        }
+    }
+}
+
+// One tile of 2^14 samples on a block of M/16 = 512 threads or more, its M = 8192-point transforms as 16 columns of
+// 512 points, each a warp's own (four-step): thread jt takes the first pass's DFT of 16 (ff_first_pass, over points
+// jt + 512 r), multiplies output s by W^(jt s) (ff_cols_twiddles) and stores it at point jt of column s; warp s then
+// transforms column s alone (passes of radix 16, 8 and 4 in place, at __syncwarp), which gives the bins s + 16 c in
+// natural order of c. The middle step pairs bin k with M - k, which column (16 - s) mod 16 holds: each warp stores its
+// bins, meets its partner warp at a barrier of the two (ff_pair_sync), reads the partner bins and forms its own (H
+// by column in the table: ff_h_index), then runs the column passes transposed and backwards (ff_pass_inplace_back;
+// the first in registers); after the block's barrier, thread jt reads point jt of every column, multiplies by the
+// conjugate twiddles and takes the inverse DFT of 16: y at points jt + 512 m, straight to y. Three block barriers a
+// tile (the peak's and two) where ff_tile_one has fourteen. Threads past 512 (whole warps) wait at the block's
+// barriers and store nothing.
+template <int LOGN>
+__device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
+                                             const float4* __restrict__ G, const float2* __restrict__ tw,
+                                             const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
+                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
+    constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CB = MB - 4, CM = 1 << CB, CP = ff_pad(CM);
+    static_assert(CM == 512 && ff_passes(CB) == 3 && ff_bits(CB, 1) == 3 && ff_bits(CB, 2) == 2,
+                  "columns of 512 points: passes of radix 16, 8 and 4");
+    static_assert(ff_bits(MB, 1) == 3 && ff_bits(MB, 2) == 3 && 16 * CP == ff_pad(M), "the transform's rows");
+    constexpr int TWB = ff_tw_offset(MB, 1);                 // column pass 1 (radix 8, NS 16): the transform's pass 1
+    constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);  // its pass 2 (radix 8, NS 128): exp(-2 pi i 2^a k / 1024)
+    constexpr int TWC = T2 + NS2;                            // column pass 2 (radix 4, NS 128): rows 1 and 2 of that
+    static_assert(NS2 == 128, "column pass 2's twiddles");
+    const int tid = ff_tid(), jt = tid & (B0 - 1);
+    const bool on = tid < B0;
+    // 1. the first pass, twiddled into the columns
+    float2 v[16];
+    const int es = ff_first_pass<LOGN>(xc, L, s0, jt, safe, red, v);
+    if (on) {
+        ff_cols_twiddle<MB>(tw, jt, v);
+#pragma unroll
+        for (int s = 0; s < 16; ++s) buf[s * CP + ff_pad(jt)] = v[s];
+    }
+    __syncthreads();
+    // 2. warp s: column s forward, the middle step, column s inverse
+    if (on) {
+        const int s = tid >> 5, l = tid & 31;
+        float2* const col = buf + s * CP;
+        ff_pass_inplace<16, false, CB, 1, 0, true>(col, tw, l, true);
+        ff_pass_inplace<8, false, CB, 16, TWB, true>(col, tw, l, true);
+        float2 z[4][4];  // the last pass's butterflies j = l + 32 q: bin s + 16 c of the transform at c = j + 128 r
+#pragma unroll
+        for (int q = 0; q < 4; ++q) ff_butterfly<4, false, CB, 128, TWC>(col, l + 32 * q, tw, z[q]);
+        __syncwarp();
+        // the middle step: bin k = s + 16 c pairs with M - k = p + 16 c' in column p = 16 - s (c' = 511 - c; column 0:
+        // c' = 512 - c, c = 0 and 256 their own partners). Warp s takes the pairs of its lower half (c < 256, r < 2:
+        // in registers) and the partner's upper half (c' >= 256, from shared memory, where the partner stores it), and
+        // writes the partner's results back there; warp p does the same the other way round. No bin is read or
+        // written by two warps: one barrier of the two before (the upper halves stored) and one after (the results).
+        // (bin c = l + 32 q + 128 r at ff_pad(l) + 34 q + 136 r; its partner c' = 511 - c, or 512 - c in column 0, at
+        // ff_pad(31 - l), or ff_pad(32 - l), + 510 - 34 q - 136 r: one base each, offsets that are constants)
+        float2* const mine = col + ff_pad(l);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            mine[34 * q + 272] = z[q][2];
+            mine[34 * q + 408] = z[q][3];
+        }
+        ff_pair_sync(s);
+        {
+            const int p = (16 - s) & 15, lp = s == 0 ? 32 - l : 31 - l;
+            float2* const theirs = buf + p * CP + ff_pad(lp);
+            const float2* const H = reinterpret_cast<const float2*>(G);
+            const float2* const Hk = H + s * CM + l;              // H of bin s + 16 c: Hk[32 q + 128 r]
+            const float2* const Hm = H + p * CM + (CM - 32 + lp);  // of its partner: Hm[-32 q - 128 r]
+            const float2 ws = __ldg(tw + s);  // exp(-2 pi i s / N)
+            const float h = 0.70710678118654752440f;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const float2 wj = ff_mul(ws, __ldg(tw + T2 + l + 32 * q));  // W of bin s + 16 j, j = l + 32 q
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const float2 W = r == 0 ? wj : ff_mul(wj, make_float2(h, -h));  // times exp(-2 pi i r / 8)
+                    const bool zero = (s | l | q | r) == 0;                           // bin 0: its own partner
+                    const float2 hk = __ldg(Hk + 32 * q + 128 * r);
+                    const float2 hm = __ldg(zero ? H + M : Hm - 32 * q - 128 * r);
+                    const float4 gk = ff_coef_k(hk, hm, W);
+                    if (zero) {
+                        ff_middle_self(z[q][r], gk);
+                    } else {
+                        float2 zm = theirs[510 - 34 * q - 136 * r];
+                        ff_middle(z[q][r], zm, gk, ff_coef_m(hk, hm, W));
+                        theirs[510 - 34 * q - 136 * r] = zm;
+                    }
+                }
+            }
+            if ((s | l) == 0) {  // bin M/2 = 16 * 256 of column 0, its own partner (W = -i)
+                const float2 hc = __ldg(H + 256);
+                float2 zc = z[0][2];
+                ff_middle_self(zc, ff_coef_k(hc, hc, make_float2(0.0f, -1.0f)));
+                mine[272] = zc;
+            }
+        }
+        ff_pair_sync(s);  // (the partner's results in this column's upper half)
+        const int t2 = ff_tid(), l2 = t2 & 31;  // (read anew: its addresses not held through the step)
+        float2* const col2 = buf + (t2 >> 5) * CP;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int j = l2 + 32 * q;
+            z[q][2] = col2[ff_pad(j + 256)];
+            z[q][3] = col2[ff_pad(j + 384)];
+            ff_back_regs<4, 128, TWC>(twi, j, z[q]);
+            ff_store<4, 128>(col2, j, z[q]);
+        }
+        __syncwarp();
+        ff_pass_inplace_back<8, CB, 16, TWB, true>(col2, twi, l2);
+        ff_pass_inplace_back<16, CB, 1, 0, true>(col2, twi, l2);
+    }
+    __syncthreads();
+    // 3. point jt of every column, the conjugate twiddles and the inverse DFT of 16: y[2p] + i y[2p+1] at p = jt + 512 m
+    const int et = tap_shift ? __ldg(tap_shift) : 0;
+    if (!on) return;  // (no barrier follows)
+#pragma unroll
+    for (int s = 0; s < 16; ++s) v[s] = buf[s * CP + ff_pad(jt)];
+    ff_cols_twiddle_idft16<MB>(twi, jt, v);
+    ff_tile_outputs_points<B0>(v, jt, yt - (K - 1), K, nv, es, et);
 }
 
 // The same on a block of fewer than M/16 threads, through two buffers: the tile loaded into shared memory, the
@@ -801,8 +1119,8 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
         const float2 hk = make_float2(xk.x * sc, xk.y * sc), hm = make_float2(xm.x * sc, xm.y * sc);
         if constexpr (ff_reads_h(LOGN)) {  // H[k] and H[M-k] (k = 0: H[0] and H[M])
             float2* const H = reinterpret_cast<float2*>(G);
-            H[k] = hk;
-            H[M - k] = hm;
+            H[ff_h_index<LOGN>(k)] = hk;
+            H[ff_h_index<LOGN>(M - k)] = hm;
         } else {
             G[k] = ff_coef_k(hk, hm, W);
             if (k != 0 && 2 * k != M) G[M - k] = ff_coef_m(hk, hm, W);
@@ -842,7 +1160,9 @@ __global__ void __launch_bounds__(1024)
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
-        if constexpr (ONE)
+        if constexpr (ONE && ff_cols(LOGN))
+            ff_tile_cols<LOGN>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
+        else if constexpr (ONE)
             ff_tile_one<LOGN>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
         else
             ff_tile_two<LOGN>(xc, yc, G, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);

@@ -133,14 +133,15 @@ def test_cuda_conv1d_candidates_come_from_the_registry():
     assert ("fft", 256) in _auto.conv1d_candidates("cuda", 1, 1 << 20, 48, "float32")
     assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 1025, "float32")} == {"fft", "fft_fused"}
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 255, "float32")[0] == ("fft_fused", 128)
-    # the fused kernel at its tile's block first, then the neighbouring block, then cuFFT's (7921 taps: the 32768
+    # the fused kernel at its tile's block first, then the neighbouring block, then cuFFT's (8000 taps: the 32768
     # tile on 1024 threads, then 16384 on 512)
-    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 7921, "float32")[:3] == \
+    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, _auto.FUSED_ONE_TILE_MIN_K, "float32")[:3] == \
         [("fft_fused", 1024), ("fft_fused", 512), ("fft", 256)]
-    assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 4095, "float32")[:3] == \
-        [("fft_fused", 512), ("fft_fused", 1024), ("fft", 256)]
+    for K in (4095, 7921):
+        assert _auto.conv1d_candidates("cuda", 1, 1 << 20, K, "float32")[:3] == \
+            [("fft_fused", 512), ("fft_fused", 1024), ("fft", 256)]
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 1023, "float32")[:3] == \
-        [("fft_fused", 256), ("fft_fused", 512), ("fft", 256)]
+        [("fft_fused", 128), ("fft_fused", 256), ("fft", 256)]
     # the fused kernel's tap limit: longer filters go to cuFFT only, float64 never to the fused kernel
     assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 9000, "float32")} == {"fft"}
     assert all(n != "fft_fused" for K in (64, 1025) for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, K,

@@ -33,18 +33,20 @@ def numpy_as_cupy(monkeypatch):
 
 
 def test_fused_tiles_and_plan(numpy_as_cupy):
-    """fft_fused's tile: the power of two above 16K within 1024..8192, doubled where K - 1 is more than a quarter of
-    it, at least the one above 2K, and 32768 for the longest filters on 1024 threads; its block one thread per 32
+    """fft_fused's tile: the power of two above 16K within 1024..4096, 16384 (the column tile) where K - 1 is a
+    quarter of that or more, at least the one above 2K, and 32768 for the longest filters on 1024 threads; its block
+    one thread per 32
     samples (64 at least); taps up to half the largest tile every block takes; shared memory for one buffer where
     the block has N/32 threads or more, else two; a plan's grid covers every tile and channel up to the caps; a tile
     asked for must be a power of two in range, >= 2K."""
     from sigconv.registry import auto
 
     c = numpy_as_cupy
-    Ks = (1, 64, 65, 128, 129, 256, 257, 1023, 2049, 2050, 4096, 4097, 7921, 8192)
+    Ks = (1, 64, 65, 128, 129, 256, 257, 1024, 1025, 2049, 4097, 7921, 7999, 8000, 8192)
     assert [auto.fused_tile(K) for K in Ks] == \
-        [1024, 1024, 2048, 2048, 4096, 4096, 8192, 8192, 8192, 16384, 16384, 16384, 32768, 32768]
-    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 1024, 1024]
+        [1024, 1024, 2048, 2048, 4096, 4096, 4096, 4096, 16384, 16384, 16384, 16384, 16384, 32768, 32768]
+    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 128, 128, 512, 512, 512, 512, 512, 1024,
+                                                 1024]
     # the longest tile only on 1024 threads: any other block keeps 16384; the autotuner's K classes part there
     K1 = auto.FUSED_ONE_TILE_MIN_K
     assert [auto.conv1d_shape_key(1, 1 << 26, K, "float32")[2] for K in (64, 65, 4097, K1 - 1, K1, 8192)] == \
@@ -53,7 +55,7 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
         [16384, 32768, 32768, 16384, 16384]
     for block, N, smem in ((None, 32768, 8 * (16384 + 1024) + 128), (1024, 32768, 8 * (16384 + 1024) + 128),
                            (512, 16384, 8 * (8192 + 512) + 128), (96, 16384, 2 * 8 * (8192 + 512) + 128)):
-        p = c.fused_plan(7921, 1 << 20, 1, block)
+        p = c.fused_plan(K1, 1 << 20, 1, block)
         assert (p["N"], p["smem"], p["expr"]) == (N, smem, f"conv1d_fft_fused<{N.bit_length() - 1}, "
                                                              f"{'false' if block == 96 else 'true'}>"), block
     assert auto.fused_block(255, 2048) == 64 and auto.fused_block(255, 16384) == 512
@@ -126,7 +128,8 @@ def test_fused_coefficients_are_the_middle_step(numpy_as_cupy, N, rng):
 def test_fused_table_is_g_below_the_h_tiles_and_h_from_them(numpy_as_cupy, N, rng):
     """The table the fused kernel reads: G (fused_coefficients) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN
     samples; on the longer ones the N/2 + 1 bins of H as float32 pairs from the start of the same (N/2, 4) buffer,
-    zero after them, from which G's rows follow (kernels/fft_fused.cuh, ff_coef_k and ff_coef_m)."""
+    zero after them, from which G's rows follow (kernels/fft_fused.cuh, ff_coef_k and ff_coef_m); on the column
+    tile (2^SIGCONV_FFT_FUSED_COLS_LOGN) by column, bin s + 16 c at s N/32 + c, bin N/2 last (ff_h_index)."""
     from sigconv import _kernels
 
     c = numpy_as_cupy
@@ -138,7 +141,13 @@ def test_fused_table_is_g_below_the_h_tiles_and_h_from_them(numpy_as_cupy, N, rn
         assert np.array_equal(T, c.fused_coefficients(H, N))
         return
     pairs = T.reshape(-1, 2)
-    assert np.array_equal(pairs[: M + 1, 0] + 1j * pairs[: M + 1, 1], H.astype(np.complex64))
+    stored = pairs[: M + 1, 0] + 1j * pairs[: M + 1, 1]
+    if N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_COLS_LOGN"]:
+        s_, c_ = np.arange(M) % 16, np.arange(M) // 16
+        assert np.array_equal(stored[s_ * (M // 16) + c_], H[:M].astype(np.complex64))
+        assert stored[M] == np.complex64(H[M])
+    else:
+        assert np.array_equal(stored, H.astype(np.complex64))
     assert not pairs[M + 1:].any()
     # the kernel's coefficients from H, in float64: G's rows
     k = np.arange(M)

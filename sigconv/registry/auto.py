@@ -102,27 +102,31 @@ _FFA_BLOCKS = (64, 128, 32)
 #: K=1023 0.378 against 1.007, K=4095 0.507 against 1.210, K=7921 0.697 against 1.439.
 #: fft_fused's tile for K taps is the power of two nearest above 16x K up to this length (a longer tile's transform
 #: costs more per output than its tiles' overlap saves) ...
-_FUSED_SHARED_TILE_MAX = 8192
-#: ... or twice that where the overlap (K - 1 samples) would be more than this share of the tile.
+_FUSED_SHARED_TILE_MAX = 4096
+#: ... or, where the overlap (K - 1 samples) would be this share of that tile or more, the tile whose transforms run
+#: as a warp's own columns (2^SIGCONV_FFT_FUSED_COLS_LOGN samples: kernels/fft_fused.cuh, ff_tile_cols), which is
+#: faster per output than the 8192 tile at every K it takes. On an H200 (benchmarks/fused_tiles.py, L=2^26, C=1,
+#: each tile at its block of N/32 threads, benchmarks/results/H200-2026-12-04-fused-columns): K=511 0.231 ms with 4096
+#: against 0.254 with 8192; K=1023 0.264 with 4096 against 0.270 with 8192 and 0.268 with 16384; K=1500 0.280 with
+#: 16384 against 0.287 with 8192; K=2047 0.284 against 0.308.
 _FUSED_MAX_OVERLAP = 1 / 4
 #: From this many taps on, fft_fused's tile is the one only a block of 1024 threads takes (2^15 samples: one block per
 #: multiprocessor, every barrier the whole SM's, but three quarters of each tile valid at K=8192 against half). On an
-#: H200 (benchmarks/results/H200-2026-12-04-fused-32k): K=5000 0.472 ms against 0.436 with 16384 at 512 threads,
-#: K=6000 0.485 against 0.470, K=7921 0.500 against 0.566, K=8192 0.519 against 0.586.
-FUSED_ONE_TILE_MIN_K = 6400
+#: H200 (benchmarks/results/H200-2026-12-04-fused-columns): K=6001 0.426 ms against 0.368 with 16384 at 512 threads,
+#: K=7921 0.448 against 0.446; the two lines cross near 8000 taps.
+FUSED_ONE_TILE_MIN_K = 8000
 
 
 def fused_tile(K: int, block: Optional[int] = None) -> int:
     """fft_fused's tile length N for K taps: the power of two nearest above 16x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
-    (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`, doubled where K - 1 is more than
-    :data:`_FUSED_MAX_OVERLAP` of it, and at least the one above 2x K (up to 2^SIGCONV_FFT_FUSED_MAX_LOGN); from
-    :data:`FUSED_ONE_TILE_MIN_K` taps on 2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN, the tile only a block of N/32 = 1024
-    threads takes (``block`` None or that). On an H200 (benchmarks/fused_tiles.py, L=2^26, C=1, each tile at its
-    best block; benchmarks/results/H200-2026-12-04-fused-plain-loads/): K=255 0.221 ms with 4096 against 0.253 with
-    8192 and 0.330 with 2048; K=1023 0.272 with 8192 against 0.266 with 4096 (the 4096 tile 2% ahead here, 0.7% in
-    the previous run: kept at 8192 until the crossover below 2047 taps is measured) and 0.333 with 16384; K=2047
-    0.311 with 8192 against 0.344 with 16384; K=4095 0.381 with 16384 against 0.426 with 32768 and 0.449 with 8192;
-    K=7921 0.465 with 32768 against 0.526 with 16384. ValueError for K above half the largest tile that every block
+    (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`; where K - 1 is :data:`_FUSED_MAX_OVERLAP` of that or
+    more, the column tile (2^SIGCONV_FFT_FUSED_COLS_LOGN); at least the one above 2x K (up to
+    2^SIGCONV_FFT_FUSED_MAX_LOGN); from :data:`FUSED_ONE_TILE_MIN_K` taps on 2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN, the
+    tile only a block of N/32 = 1024 threads takes (``block`` None or that). On an H200 (benchmarks/fused_tiles.py,
+    L=2^26, C=1, each tile at its best block; benchmarks/results/H200-2026-12-04-fused-columns/): K=255 0.219 ms with
+    4096 against 0.249 with 8192 and 0.330 with 2048; K=1023 0.264 with 4096 against 0.268 with 16384; K=2047 0.284
+    with 16384 against 0.308 with 8192; K=4095 0.325 with 16384 against 0.417 with 32768 and 0.449 with 8192; K=7921
+    0.446 with 16384 against 0.448 with 32768. ValueError for K above half the largest tile that every block
     takes."""
     from sigconv import _kernels
 
@@ -134,8 +138,8 @@ def fused_tile(K: int, block: Optional[int] = None) -> int:
     if K >= FUSED_ONE_TILE_MIN_K and (block is None or 32 * int(block) >= one):
         return one
     n = min(_FUSED_SHARED_TILE_MAX, max(lo, 1 << (16 * K - 1).bit_length()))
-    if K - 1 > n * _FUSED_MAX_OVERLAP:
-        n *= 2
+    if K - 1 >= n * _FUSED_MAX_OVERLAP:
+        n = 1 << lim["SIGCONV_FFT_FUSED_COLS_LOGN"]
     return min(hi, max(n, 1 << (2 * K - 1).bit_length()))
 
 

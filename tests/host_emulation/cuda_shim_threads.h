@@ -96,6 +96,40 @@ template <typename T> inline T __shfl_up_sync(unsigned mask, T v, unsigned d) { 
 template <typename T> inline T __shfl_down_sync(unsigned mask, T v, unsigned d) { return sc_emu_shfl(mask, v, (int)d, 1); }
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int d) { return sc_emu_shfl(mask, v, d, 2); }
 
+// __syncwarp (full warps only): the lanes of the thread's warp meet at the warp's own barrier.
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    if (mask != 0xffffffffu) {
+        std::fprintf(stderr, "emulated __syncwarp supports the full mask only (got %#x)\n", mask);
+        std::exit(4);
+    }
+    sc_emu_warp_bars[sc_emu_tid / 32]->arrive_and_wait();
+}
+// bar.sync id, count (a named barrier of `count` threads, whole warps): one std::barrier per id, made by the first
+// thread to arrive; a later use of the id with another count ends the run (exit code 4).
+#include <mutex>
+inline void sc_emu_bar_sync(int id, int count) {
+    static std::mutex m;
+    static std::unique_ptr<std::barrier<>> bars[16];
+    static int counts[16];
+    std::barrier<>* b;
+    {
+        std::lock_guard<std::mutex> g(m);
+        if (id <= 0 || id >= 16 || count % 32 != 0) {
+            std::fprintf(stderr, "named barrier %d of %d threads\n", id, count);
+            std::exit(4);
+        }
+        if (!bars[id]) {
+            bars[id] = std::make_unique<std::barrier<>>(count);
+            counts[id] = count;
+        } else if (counts[id] != count) {
+            std::fprintf(stderr, "named barrier %d used with %d and %d threads\n", id, counts[id], count);
+            std::exit(4);
+        }
+        b = bars[id].get();
+    }
+    b->arrive_and_wait();
+}
+
 // TF32 tensor-core stand-ins (kernels/conv2d_igemm.cuh): cvt.rna.tf32.f32 (round to nearest, ties away from zero, to
 // 10 mantissa bits; the low 13 bits cleared), and mma.sync m16n8k8 as a warp collective in PTX's fragment layout (lane =
 // 4*g + t: a = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]; b = B[t][g], B[t+4][g]; d = D[g][2t], D[g][2t+1],
