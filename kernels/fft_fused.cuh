@@ -793,19 +793,18 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     }
 }
 
-// The barrier of warps s and 16 - s of ff_tile_cols (bar.sync of their 64 threads; warps 0 and 8, their own partners:
-// the warp's own).
+// The barrier of warps s and 16 - s of ff_tile_cols: bar.sync number min(s, 16 - s) of their 64 threads; warps 0 and 8,
+// each its own partner, meet each other at number 8. (With __syncwarp there, which orders their lanes all the same,
+// compute-sanitizer's racecheck reports hazards between the last column pass's stores and the reads after the block's
+// barrier: it orders accesses across the block's barriers only where every warp has passed as many barriers. The
+// number is in a register, so ptxas reserves all 16 of the block's barriers: two blocks a multiprocessor still fit.)
 __device__ __forceinline__ void ff_pair_sync(int s) {
-    if (s == 0 || s == 8) {
-        __syncwarp();
-    } else {
-        const int id = s < 8 ? s : 16 - s;
+    const int id = (s & 7) == 0 ? 8 : s < 8 ? s : 16 - s;
 #ifdef SIGCONV_HOST_EMULATION
-        sc_emu_bar_sync(id, 64);
+    sc_emu_bar_sync(id, 64);
 #else
-        asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
+    asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
 #endif
-    }
 }
 // v[s] times the twiddle W^(j s), 0 < s < 16, W = exp(-2 pi i / M), of ff_tile_cols (j < M/16):
 // W^j, W^2j and W^4j from the rows of the M-point transform's last pass (tw + ff_tw_offset(MB, 3): exp(-2 pi i 2^a k /
