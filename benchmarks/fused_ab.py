@@ -1,0 +1,152 @@
+"""fft_fused of another commit against the working tree's, side by side in one process.
+
+    python benchmarks/fused_ab.py --old REV [--case K[/BLOCK][@E] ...] [--extra NAME=V,NAME2;...] [--old-natural-h]
+                                  [--L 26] [--out DIR]
+
+The old kernels come from ``git archive REV kernels`` into a temporary folder, or from a folder given as --old that
+holds them (a copy of the tree without its git history, as on the device machine). Each side is compiled from source by
+NVRTC, as CuPy compiles it, and gets the table its source reads: overlap_save.fused_table, the same twiddles. With
+--old-natural-h the old side reads H in natural order on the 16384 tile, as commits before the column tile do.
+
+Cases are K at sigconv's tile and block. K/BLOCK sets another block; K@E scales the taps by 2^E. The outputs are
+compared with the old side's (largest difference over the old peak). Then come 4 interleaved rounds of CUDA-event
+medians of 30 calls each, and the best round of each side is kept.
+
+--extra adds variants of the working tree's source with those defines in front: experiments behind an #ifdef.
+Variants are separated by ';', defines within one by ','.
+
+Prints one line per case and variant. --out writes fused-ab-<device>-<date>.json. Needs a GPU and git.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from fft_stages import _time  # CUDA events, median after a warm-up (this folder)
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CASES = ("127", "255", "511", "1023", "2047", "3001", "4095", "5001", "6001", "7921", "7921/512", "4095/1024",
+                 "4095/256", "4095@60", "4095@-130")
+
+
+def parse_case(text: str) -> tuple:
+    """'K[/BLOCK][@E]' -> (K, block or None, E)."""
+    body, _, e = text.partition("@")
+    k, _, b = body.partition("/")
+    return int(k), (int(b) if b else None), (int(e) if e else 0)
+
+
+def main(argv=None) -> int:
+    sys.path.insert(0, str(ROOT))
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--old", required=True,
+                   help="the commit whose kernels/ is the old side, or a folder holding that kernels/ (git archive REV "
+                        "kernels | tar -x -C DIR, for a machine without the history)")
+    p.add_argument("--case", nargs="+", default=list(DEFAULT_CASES), help="K[/BLOCK][@E] (default: %(default)s)")
+    p.add_argument("--extra", default="", help="variants of the new source: defines NAME=V joined by ',', ';' apart")
+    p.add_argument("--old-natural-h", action="store_true", help="the old side reads H in natural order on 16384")
+    p.add_argument("--L", type=int, default=26, help="log2 of the signal length")
+    p.add_argument("--out", type=Path, default=None, help="folder for the JSON file")
+    a = p.parse_args(argv)
+    from sigconv._core import devices as _devices
+
+    if _devices.cuda_reason():
+        print("fused_ab: no GPU:", _devices.cuda_reason())
+        return 2
+    import cupy
+    from sigconv import _kernels
+    from sigconv.backends import overlap_save as os_
+
+    def source(kdir: Path) -> str:
+        orig = _kernels.kernel_dir
+        _kernels.kernel_dir = lambda: kdir
+        _kernels.source.cache_clear()
+        try:
+            return _kernels.source("conv1d.cu")
+        finally:
+            _kernels.kernel_dir = orig
+            _kernels.source.cache_clear()
+
+    new = source(_kernels.kernel_dir())
+    if (Path(a.old) / "kernels").is_dir():  # a folder holding the old kernels/ (a machine without the git history)
+        src = {"old": source(Path(a.old) / "kernels"), "new": new}
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", a.old, "kernels"], check=True,
+                                     capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+            src = {"old": source(Path(tmp) / "kernels"), "new": new}
+    for extra in [e for e in a.extra.split(";") if e]:
+        src[extra] = "".join(f"#define {d.replace('=', ' ')}\n" for d in extra.split(",")) + new
+
+    L = 1 << a.L
+    x = cupy.random.default_rng(0).standard_normal((1, L), dtype=cupy.float32)
+    out = cupy.empty_like(x)
+    copy_ms = min(_time(lambda: cupy.copyto(out, x), 30) for _ in range(3))
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"{name}; old {a.old}; copy {copy_ms:.4f} ms {2 * x.nbytes / copy_ms / 1e6:.0f} GB/s", flush=True)
+    rng = np.random.default_rng(1)
+    rows = []
+    for K, block, e in map(parse_case, a.case):
+        w = np.ldexp(rng.standard_normal(K), e).astype(np.float32)
+        pad = (K - 1) // 2
+        plan = os_.fused_plan(K, L, 1, block)
+        N = plan["N"]
+        b = block or N // 32
+        H, ts = os_.host_spectrum(w, N)
+        natural = np.zeros((N // 2, 4), dtype=np.float32)
+        natural.reshape(-1, 2)[: N // 2 + 1] = np.stack([H[: N // 2 + 1].real, H[: N // 2 + 1].imag], axis=1)
+        table = cupy.asarray(os_.fused_table(H, N))
+        tables = {k: cupy.asarray(natural) if k == "old" and a.old_natural_h and N == 1 << 14 else table for k in src}
+        ts, tw = cupy.asarray(ts), os_._device_twiddles(N)
+        fns = {}
+        for k, code in src.items():
+            f = cupy.RawModule(code=code, options=_kernels.NVRTC_OPTIONS,
+                               name_expressions=(plan["expr"],)).get_function(plan["expr"])
+            if plan["smem"] > 48 * 1024:
+                f.max_dynamic_shared_size_bytes = plan["smem"]
+            fns[k] = f
+
+        def call(k, o):
+            fns[k](plan["grid"], (b,), (x, o, tables[k], tw, tw, np.int32(1), np.int64(L), np.int32(K),
+                                        np.int64(pad), np.int64(L), np.int64(plan["ntiles"]), ts,
+                                        np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=plan["smem"])
+
+        outs = {k: cupy.empty_like(x) for k in fns}
+        for k in fns:
+            call(k, outs[k])
+        times = {k: [] for k in fns}
+        for _ in range(4):
+            for k in fns:
+                times[k].append(_time(lambda: call(k, outs[k]), 30))
+        old_ms = min(times["old"])
+        peak = float(cupy.abs(outs["old"]).max())
+        for k in fns:
+            if k == "old":
+                continue
+            diff = float(cupy.abs(outs[k] - outs["old"]).max()) / peak
+            ms = min(times[k])
+            rows.append({"K": K, "taps_scale_log2": e, "tile": N, "block": b, "variant": k, "old_ms": old_ms,
+                         "new_ms": ms, "change": ms / old_ms - 1, "max_rel_diff": diff,
+                         "pct_copy_new": 100 * copy_ms / ms, "rounds": {k: times[k], "old": times["old"]}})
+            print(f"K={K:5d}{f' x2^{e}' if e else ''} tile {N:5d}/{b:4d} {k:>8}: old {old_ms:.4f} new {ms:.4f} ms "
+                  f"({100 * (ms / old_ms - 1):+5.1f}%), {100 * copy_ms / ms:4.1f}% copy; max diff/peak {diff:.1e}",
+                  flush=True)
+    if a.out:
+        a.out.mkdir(parents=True, exist_ok=True)
+        path = a.out / f"fused-ab-{name.replace(' ', '-')}-{datetime.date.today().isoformat()}.json"
+        path.write_text(json.dumps({"device": name, "old": a.old, "copy_ms": copy_ms, "rows": rows}, indent=1))
+        print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
