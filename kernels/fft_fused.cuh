@@ -830,9 +830,7 @@ __device__ __forceinline__ void ff_cols_twiddle(const float2* __restrict__ tw, i
     for (int s = 1; s < 8; ++s) v[s] = ff_mul(v[s], w[s]);
     v[8] = ff_mul(v[8], w8);
 #pragma unroll
-    for (int s = 9; s < 16; ++s) {
-        v[s] = ff_mul(v[s], ff_mul(w[s - 8], w8));
-    }
+    for (int s = 9; s < 16; ++s) v[s] = ff_mul(v[s], ff_mul(w[s - 8], w8));
 }
 // v[s] times conj W^(j s) (the twiddles of ff_cols_twiddle), then the inverse DFT of 16, the products fused into its
 // first stage (ff_dft16_tw_column; column n2 takes W^(j n2) times 1, W^4j, W^8j and W^12j).
@@ -888,15 +886,15 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 
 // One tile of 2^14 samples on a block of M/16 = 512 threads or more, its M = 8192-point transforms as 16 columns of
 // 512 points, each a warp's own (four-step): thread jt takes the first pass's DFT of 16 (ff_first_pass, over points
-// jt + 512 r), multiplies output s by W^(jt s) (ff_cols_twiddles) and stores it at point jt of column s; warp s then
+// jt + 512 r), multiplies output s by W^(jt s) (ff_cols_twiddle) and stores it at point jt of column s; warp s then
 // transforms column s alone (passes of radix 16, 8 and 4 in place, at __syncwarp), which gives the bins s + 16 c in
-// natural order of c. The middle step pairs bin k with M - k, which column (16 - s) mod 16 holds: each warp stores its
-// bins, meets its partner warp at a barrier of the two (ff_pair_sync), reads the partner bins and forms its own (H
-// by column in the table: ff_h_index), then runs the column passes transposed and backwards (ff_pass_inplace_back;
-// the first in registers); after the block's barrier, thread jt reads point jt of every column, multiplies by the
-// conjugate twiddles and takes the inverse DFT of 16: y at points jt + 512 m, straight to y. Three block barriers a
-// tile (the peak's and two) where ff_tile_one has fourteen. Threads past 512 (whole warps) wait at the block's
-// barriers and store nothing.
+// natural order of c. The middle step pairs bin k with M - k, which column (16 - s) mod 16 holds: between two
+// barriers of the pair of warps (ff_pair_sync) each takes the pairs of its own lower half, reading and writing the
+// partner's upper half (H by column in the table: ff_h_index); then it runs the column passes transposed and
+// backwards (ff_pass_inplace_back; the first in registers). After the block's barrier, thread jt reads point jt of
+// every column, multiplies by the conjugate twiddles and takes the inverse DFT of 16 (ff_cols_twiddle_idft16): y at
+// points jt + 512 m, straight to y. Three block barriers a tile (the peak's and two) where ff_tile_one has fourteen.
+// Threads past 512 (whole warps) wait at the block's barriers and store nothing.
 template <int LOGN>
 __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
