@@ -10,6 +10,7 @@
 #include <atomic>
 #include <barrier>
 #include <memory>
+#include <mutex>
 #include <cstddef>
 #include <cstring>
 #include <thread>
@@ -106,7 +107,6 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
 }
 // bar.sync id, count (a named barrier of `count` threads, whole warps): one std::barrier per id, made by the first
 // thread to arrive; a later use of the id with another count ends the run (exit code 4).
-#include <mutex>
 inline void sc_emu_bar_sync(int id, int count) {
     static std::mutex m;
     static std::unique_ptr<std::barrier<>> bars[16];
