@@ -303,33 +303,6 @@ template <bool WARP> __device__ __forceinline__ void ff_sync() {
     if constexpr (WARP) __syncwarp();
     else __syncthreads();
 }
-// The same pass in place, for blocks of B0 = M/16 threads or more: thread jt < B0 computes its Q = 16/R butterflies
-// j = jt + q B0 (all there are) in registers, and stores them after a barrier, when every point has been read. One
-// buffer instead of two (half the shared memory) for one more barrier per pass. The strides are constants: where
-// B0 is a multiple of NS the Q butterflies share their twiddles (k = jt mod NS), computed once. A thread past B0
-// (on false; jt = tid mod B0) computes thread jt's butterflies all the same, so that its registers are defined on
-// every path (see ff_tid), and stores nothing. (WARP: a warp's column of ff_tile_cols, jt its lane, B0 32.)
-template <int R, bool INV, int MB, int NS, int TWO, bool WARP = false>
-__device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __restrict__ tw, int jt, bool on) {
-    constexpr int B0 = (1 << MB) / 16, Q = 16 / R;
-    float2 v[Q][R];
-    if constexpr (NS > 1 && Q > 1 && B0 % NS == 0) {
-        float2 w[R];
-        ff_twiddles<R, NS, TWO>(tw, jt & (NS - 1), w);
-#pragma unroll
-        for (int q = 0; q < Q; ++q) ff_butterfly_w<R, INV, MB, NS>(buf, jt + q * B0, w, v[q]);
-    } else {
-#pragma unroll
-        for (int q = 0; q < Q; ++q) ff_butterfly<R, INV, MB, NS, TWO>(buf, jt + q * B0, tw, v[q]);
-    }
-    ff_sync<WARP>();
-    if (on) {
-#pragma unroll
-        for (int q = 0; q < Q; ++q) ff_store<R, NS>(buf, jt + q * B0, v[q]);
-    }
-    ff_sync<WARP>();
-}
-
 // The conjugate transpose of a forward pass (radix R, NS, twiddle rows at TWO), for an inverse transform that runs
 // the forward passes backwards (ff_tile_cols): butterfly j reads the R points the forward butterfly writes,
 // (j - k) R + k + r NS with k = j mod NS (ff_store's places), takes their inverse R-point DFT and multiplies point r by
@@ -366,27 +339,43 @@ __device__ __forceinline__ void ff_store_back(float2* __restrict__ dst, int j, c
 #pragma unroll
     for (int r = 0; r < R; ++r) d[r * SS] = v[r];
 }
-// ff_pass_inplace's pass transposed (ff_butterfly_back_w), in place.
-template <int R, int MB, int NS, int TWO, bool WARP>
-__device__ __forceinline__ void ff_pass_inplace_back(float2* buf, const float2* __restrict__ tw, int jt) {
+
+// The same pass in place, for blocks of B0 = M/16 threads or more: thread jt < B0 computes its Q = 16/R butterflies
+// j = jt + q B0 (all there are) in registers, and stores them after a barrier, when every point has been read. One
+// buffer instead of two (half the shared memory) for one more barrier per pass. The strides are constants: where
+// B0 is a multiple of NS the Q butterflies share their twiddles (k = jt mod NS), computed once. A thread past B0
+// (on false; jt = tid mod B0) computes thread jt's butterflies all the same, so that its registers are defined on
+// every path (see ff_tid), and stores nothing. (WARP: a warp's column of ff_tile_cols, jt its lane, B0 32. BACK: the
+// pass transposed, ff_butterfly_back_w and ff_store_back; INV unread.)
+template <int R, bool INV, int MB, int NS, int TWO, bool WARP = false, bool BACK = false>
+__device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __restrict__ tw, int jt, bool on) {
     constexpr int B0 = (1 << MB) / 16, Q = 16 / R;
     float2 v[Q][R];
     if constexpr (NS > 1 && Q > 1 && B0 % NS == 0) {
         float2 w[R];
         ff_twiddles<R, NS, TWO>(tw, jt & (NS - 1), w);
 #pragma unroll
-        for (int q = 0; q < Q; ++q) ff_butterfly_back_w<R, NS>(buf, jt + q * B0, w, v[q]);
+        for (int q = 0; q < Q; ++q) {
+            if constexpr (BACK) ff_butterfly_back_w<R, NS>(buf, jt + q * B0, w, v[q]);
+            else ff_butterfly_w<R, INV, MB, NS>(buf, jt + q * B0, w, v[q]);
+        }
     } else {
 #pragma unroll
         for (int q = 0; q < Q; ++q) {
             float2 w[R];
             if constexpr (NS > 1) ff_twiddles<R, NS, TWO>(tw, (jt + q * B0) & (NS - 1), w);
-            ff_butterfly_back_w<R, NS>(buf, jt + q * B0, w, v[q]);
+            if constexpr (BACK) ff_butterfly_back_w<R, NS>(buf, jt + q * B0, w, v[q]);
+            else ff_butterfly_w<R, INV, MB, NS>(buf, jt + q * B0, w, v[q]);
         }
     }
     ff_sync<WARP>();
+    if (on) {
 #pragma unroll
-    for (int q = 0; q < Q; ++q) ff_store_back<R, MB>(buf, jt + q * B0, v[q]);
+        for (int q = 0; q < Q; ++q) {
+            if constexpr (BACK) ff_store_back<R, MB>(buf, jt + q * B0, v[q]);
+            else ff_store<R, NS>(buf, jt + q * B0, v[q]);
+        }
+    }
     ff_sync<WARP>();
 }
 
@@ -891,7 +880,7 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 // natural order of c. The middle step pairs bin k with M - k, which column (16 - s) mod 16 holds: between two
 // barriers of the pair of warps (ff_pair_sync) each takes the pairs of its own lower half, reading and writing the
 // partner's upper half (H by column in the table: ff_h_index); then it runs the column passes transposed and
-// backwards (ff_pass_inplace_back; the first in registers). After the block's barrier, thread jt reads point jt of
+// backwards (ff_pass_inplace with BACK; the first in registers). After the block's barrier, thread jt reads point jt of
 // every column, multiplies by the conjugate twiddles and takes the inverse DFT of 16 (ff_cols_twiddle_idft16): y at
 // points jt + 512 m, straight to y. Three block barriers a tile (the peak's and two) where ff_tile_one has fourteen.
 // Threads past 512 (whole warps) wait at the block's barriers and store nothing.
@@ -989,8 +978,8 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
             ff_store<4, 128>(col2, j, z[q]);
         }
         __syncwarp();
-        ff_pass_inplace_back<8, CB, 16, TWB, true>(col2, twi, l2);
-        ff_pass_inplace_back<16, CB, 1, 0, true>(col2, twi, l2);
+        ff_pass_inplace<8, true, CB, 16, TWB, true, true>(col2, twi, l2, true);
+        ff_pass_inplace<16, true, CB, 1, 0, true, true>(col2, twi, l2, true);
     }
     __syncthreads();
     // 3. point jt of every column, the conjugate twiddles and the inverse DFT of 16: y[2p] + i y[2p+1] at p = jt + 512 m
