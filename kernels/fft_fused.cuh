@@ -17,10 +17,10 @@
 //
 // On a block of N/32 threads or more a tile crosses shared memory as few times as it can (ff_tile_one): the first
 // pass reads x straight into registers, the middle step rides on the last forward pass, the last inverse pass
-// writes y straight from registers. The tile of 2^SIGCONV_FFT_FUSED_COLS_LOGN samples runs ff_tile_cols instead: after
-// the first pass each warp transforms a column of 512 points on its own, so that a tile waits at three barriers of
-// the whole block where ff_tile_one waits at fourteen (on an H200, 10-12% faster than ff_tile_one on that tile at K =
-// 3001 to 7921).
+// writes y straight from registers. Tiles of 2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN samples and more run ff_tile_cols
+// instead: after the first pass each warp (2^14) or pair of warps (2^15) transforms a column of N/32 points on its
+// own, so that a tile waits at three barriers of the whole block where ff_tile_one waits at fourteen (on an H200,
+// 10-12% faster than ff_tile_one on 2^14 at K = 3001 to 7921, 10-12% on 2^15 at K = 2047 to 8000).
 //
 // The complex FFTs are Stockham autosort passes (radix 16 first, then radices 4 to 16: ff_bits) over shared-memory
 // buffers of M float2, padded with one float2 per 16 (ff_pad) so that no pass has bank conflicts and a butterfly's
@@ -298,10 +298,53 @@ __device__ __forceinline__ void ff_pass(const float2* __restrict__ src, float2* 
     __syncthreads();
 }
 
-// The barrier of an in-place pass: the block's, or (WARP: a warp's own column, ff_tile_cols) the warp's.
-template <bool WARP> __device__ __forceinline__ void ff_sync() {
-    if constexpr (WARP) __syncwarp();
-    else __syncthreads();
+// The thread's index, read anew in each tile. Straight-line in-place passes let the compiler hoist every address
+// that depends on the index alone (the tile's loads, the outputs' stores) out of the tile loop, where they would hold
+// some 40 registers for the whole kernel; read here by an instruction it may not move, they are not. (So too a
+// butterfly's registers: written under a condition, the values a thread past the last butterfly left undefined
+// would stay allocated across the loop; ff_pass_inplace has every thread compute, and only stores under one.)
+__device__ __forceinline__ int ff_tid() {
+#ifdef SIGCONV_HOST_EMULATION
+    return (int)threadIdx.x;
+#else
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+#endif
+}
+// The block's size, read anew where it is used, for the same reason (a count the compiler would otherwise keep in a
+// register, or spill, for the whole kernel).
+__device__ __forceinline__ int ff_ntid() {
+#ifdef SIGCONV_HOST_EMULATION
+    return (int)blockDim.x;
+#else
+    int t;
+    asm volatile("mov.u32 %0, %%ntid.x;" : "=r"(t));
+    return t;
+#endif
+}
+
+// The barrier of the columns s and 16 - s of ff_tile_cols, CT threads a column: bar.sync number min(s, 16 - s) of their
+// 2 CT threads; columns 0 and 8, each its own partner, meet each other at number 8. (With __syncwarp there, on columns
+// of one warp, which orders their lanes all the same, compute-sanitizer's racecheck reports hazards between the last
+// column pass's stores and the reads after the block's barrier: it orders accesses across the block's barriers only
+// where every warp has passed as many barriers. The number is in a register, so ptxas reserves all 16 of the block's
+// barriers: two blocks a multiprocessor still fit.)
+template <int CT> __device__ __forceinline__ void ff_pair_sync(int s) {
+    const int id = (s & 7) == 0 ? 8 : s < 8 ? s : 16 - s;
+#ifdef SIGCONV_HOST_EMULATION
+    sc_emu_bar_sync(id, 2 * CT);
+#else
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(2 * CT) : "memory");
+#endif
+}
+// The barrier of an in-place pass: the block's (CT 0), or that of a column of ff_tile_cols (CT threads): a warp's own
+// (CT 32), or, on columns of two warps, their pair's (ff_pair_sync: the partner column's two warps meet there too).
+template <int CT> __device__ __forceinline__ void ff_sync() {
+    static_assert(CT == 0 || CT == 32 || CT == 64, "a block, a warp or a pair of columns of two warps");
+    if constexpr (CT == 0) __syncthreads();
+    else if constexpr (CT == 32) __syncwarp();
+    else ff_pair_sync<CT>((int)((unsigned)ff_tid() / CT));
 }
 // The conjugate transpose of a forward pass (radix R, NS, twiddle rows at TWO), for an inverse transform that runs
 // the forward passes backwards (ff_tile_cols): butterfly j reads the R points the forward butterfly writes,
@@ -345,11 +388,12 @@ __device__ __forceinline__ void ff_store_back(float2* __restrict__ dst, int j, c
 // buffer instead of two (half the shared memory) for one more barrier per pass. The strides are constants: where
 // B0 is a multiple of NS the Q butterflies share their twiddles (k = jt mod NS), computed once. A thread past B0
 // (on false; jt = tid mod B0) computes thread jt's butterflies all the same, so that its registers are defined on
-// every path (see ff_tid), and stores nothing. (WARP: a warp's column of ff_tile_cols, jt its lane, B0 32. BACK: the
-// pass transposed, ff_butterfly_back_w and ff_store_back; INV unread.)
-template <int R, bool INV, int MB, int NS, int TWO, bool WARP = false, bool BACK = false>
+// every path (see ff_tid), and stores nothing. (CT: a column of ff_tile_cols, of CT = B0 threads, jt the thread's place
+// in it, ff_sync<CT>. BACK: the pass transposed, ff_butterfly_back_w and ff_store_back; INV unread.)
+template <int R, bool INV, int MB, int NS, int TWO, int CT = 0, bool BACK = false>
 __device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __restrict__ tw, int jt, bool on) {
     constexpr int B0 = (1 << MB) / 16, Q = 16 / R;
+    static_assert(CT == 0 || CT == B0, "a column's threads: one a butterfly of 16");
     float2 v[Q][R];
     if constexpr (NS > 1 && Q > 1 && B0 % NS == 0) {
         float2 w[R];
@@ -368,7 +412,7 @@ __device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __res
             else ff_butterfly_w<R, INV, MB, NS>(buf, jt + q * B0, w, v[q]);
         }
     }
-    ff_sync<WARP>();
+    ff_sync<CT>();
     if (on) {
 #pragma unroll
         for (int q = 0; q < Q; ++q) {
@@ -376,7 +420,7 @@ __device__ __forceinline__ void ff_pass_inplace(float2* buf, const float2* __res
             else ff_store<R, NS>(buf, jt + q * B0, v[q]);
         }
     }
-    ff_sync<WARP>();
+    ff_sync<CT>();
 }
 
 // The complex FFT (unscaled) of the M = 2^MB points in `a`, from pass P on, `b` the second buffer (both padded).
@@ -390,32 +434,6 @@ __device__ __forceinline__ float2* ff_fft(float2* a, float2* b, const float2* __
         return ff_fft<INV, MB, P + 1>(b, a, tw);
     }
 }
-// The thread's index, read anew in each tile. Straight-line in-place passes let the compiler hoist every address
-// that depends on the index alone (the tile's loads, the outputs' stores) out of the tile loop, where they would hold
-// some 40 registers for the whole kernel; read here by an instruction it may not move, they are not. (So too a
-// butterfly's registers: written under a condition, the values a thread past the last butterfly left undefined
-// would stay allocated across the loop; ff_pass_inplace has every thread compute, and only stores under one.)
-__device__ __forceinline__ int ff_tid() {
-#ifdef SIGCONV_HOST_EMULATION
-    return (int)threadIdx.x;
-#else
-    int t;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
-    return t;
-#endif
-}
-// The block's size, read anew where it is used, for the same reason (a count the compiler would otherwise keep in a
-// register, or spill, for the whole kernel).
-__device__ __forceinline__ int ff_ntid() {
-#ifdef SIGCONV_HOST_EMULATION
-    return (int)blockDim.x;
-#else
-    int t;
-    asm volatile("mov.u32 %0, %%ntid.x;" : "=r"(t));
-    return t;
-#endif
-}
-
 // The block's maximum of the threads' `e`, the same in every thread (the tile's peak), red:
 // 32 ints of shared memory. Every thread of the block calls it.
 __device__ __forceinline__ int ff_block_max(int e, int* red) {
@@ -438,14 +456,21 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
 
 // The longest tile (log2 of its samples) whose in-place path reads a tile lying wholly inside x without a predicate
 // per sample: on an H200 (2026-12-04) that is 1-2% faster on tiles of 4096 and 8192 samples (K = 255 to 2047), level
-// on 16384 and 1% slower on 32768, where the other code takes the registers.
+// on 16384 and 1% slower on 32768 (both then ff_tile_one), where the other code takes the registers.
+#ifndef FF_PLAIN_LOADS_MAX_LOGN  // (an experiment's define first: benchmarks/fused_ab.py --extra)
 #define FF_PLAIN_LOADS_MAX_LOGN 13
+#endif
 
 // The tiles (log2 of their samples) whose in-place path computes its first DFT before the barrier of the tile's peak
-// (ff_tile_one): on an H200 (2026-12-04, three runs) 0.2-0.9% faster on the 8192 tile and 0.7-1.4% on 16384; level
-// to 0.5% slower on 4096, level on 32768 (which needs 16 bytes of spill with it).
+// (ff_tile_one, ff_tile_cols): on an H200 (2026-12-04, three runs) 0.2-0.9% faster on the 8192 tile and 0.7-1.4% on
+// 16384 (ff_tile_one), level to 0.5% slower on 4096; 2.3-3.0% faster on 32768 (ff_tile_cols, K = 2047 to 8000; one
+// block a multiprocessor, whose warps all wait out the tile's loads at its peak's barrier without it).
+#ifndef FF_EARLY_DFT_MIN_LOGN  // (an experiment's define first: benchmarks/fused_ab.py --extra)
 #define FF_EARLY_DFT_MIN_LOGN 13
-#define FF_EARLY_DFT_MAX_LOGN 14
+#endif
+#ifndef FF_EARLY_DFT_MAX_LOGN  // (an experiment's define first: benchmarks/fused_ab.py --extra)
+#define FF_EARLY_DFT_MAX_LOGN 15
+#endif
 
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
 // tile is divided by before its transform: 0 unless its magnitude is extreme (outside [-safe, safe]) and finite.
@@ -489,7 +514,7 @@ __device__ __forceinline__ float4 ff_coef_m(float2 hk, float2 hm, float2 W) {
 // Whether tiles of 2^LOGN samples read H (the launcher's table as M + 1 float2) rather than G.
 __host__ __device__ constexpr bool ff_reads_h(int LOGN) { return LOGN >= SIGCONV_FFT_FUSED_H_MIN_LOGN; }
 // Whether tiles of 2^LOGN samples run ff_tile_cols on blocks of N/32 threads or more.
-__host__ __device__ constexpr bool ff_cols(int LOGN) { return LOGN == SIGCONV_FFT_FUSED_COLS_LOGN; }
+__host__ __device__ constexpr bool ff_cols(int LOGN) { return LOGN >= SIGCONV_FFT_FUSED_COLS_MIN_LOGN; }
 // Where bin k (k <= M) of H lies in the table of 2^LOGN-sample tiles: in natural order, or on the tiles of ff_cols by
 // column, bin s + 16 c at s * M/16 + c (what a warp of ff_tile_cols reads is consecutive), H[M] last (whatever the
 // block: the table is the tile length's; sigconv/backends/overlap_save.py, fused_table, lays it out the same).
@@ -786,19 +811,6 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     }
 }
 
-// The barrier of warps s and 16 - s of ff_tile_cols: bar.sync number min(s, 16 - s) of their 64 threads; warps 0 and 8,
-// each its own partner, meet each other at number 8. (With __syncwarp there, which orders their lanes all the same,
-// compute-sanitizer's racecheck reports hazards between the last column pass's stores and the reads after the block's
-// barrier: it orders accesses across the block's barriers only where every warp has passed as many barriers. The
-// number is in a register, so ptxas reserves all 16 of the block's barriers: two blocks a multiprocessor still fit.)
-__device__ __forceinline__ void ff_pair_sync(int s) {
-    const int id = (s & 7) == 0 ? 8 : s < 8 ? s : 16 - s;
-#ifdef SIGCONV_HOST_EMULATION
-    sc_emu_bar_sync(id, 64);
-#else
-    asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
-#endif
-}
 // v[s] times the twiddle W^(j s), 0 < s < 16, W = exp(-2 pi i / M), of ff_tile_cols (j < M/16):
 // W^j, W^2j and W^4j from the rows of the M-point transform's last pass (tw + ff_tw_offset(MB, 3): exp(-2 pi i 2^a k /
 // M), k < M/8, a < 3), W^8j from its third row at 2j, the others their products, each formed where it is used.
@@ -873,30 +885,35 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
     }
 }
 
-// One tile of 2^14 samples on a block of M/16 = 512 threads or more, its M = 8192-point transforms as 16 columns of
-// 512 points, each a warp's own (four-step): thread jt takes the first pass's DFT of 16 (ff_first_pass, over points
-// jt + 512 r), multiplies output s by W^(jt s) (ff_cols_twiddle) and stores it at point jt of column s; warp s then
-// transforms column s alone (passes of radix 16, 8 and 4 in place, at __syncwarp), which gives the bins s + 16 c in
-// natural order of c. The middle step pairs bin k with M - k, which column (16 - s) mod 16 holds: between two
-// barriers of the pair of warps (ff_pair_sync) each takes the pairs of its own lower half, reading and writing the
-// partner's upper half (H by column in the table: ff_h_index); then it runs the column passes transposed and
-// backwards (ff_pass_inplace with BACK; the first in registers). After the block's barrier, thread jt reads point jt of
-// every column, multiplies by the conjugate twiddles and takes the inverse DFT of 16 (ff_cols_twiddle_idft16): y at
-// points jt + 512 m, straight to y. Three block barriers a tile (the peak's and two) where ff_tile_one has fourteen.
-// Threads past 512 (whole warps) wait at the block's barriers and store nothing.
+// One tile of 2^14 or 2^15 samples on a block of B0 = M/16 threads or more, its M-point transforms as 16 columns of
+// CM = M/16 points (512 or 1024), each the work of CT = CM/16 threads (a warp, or two) alone (four-step): thread jt
+// takes the first pass's DFT of 16 (ff_first_pass, over points jt + B0 r), multiplies output s by W^(jt s)
+// (ff_cols_twiddle) and stores it at point jt of column s; the CT threads of column s then transform it alone (passes
+// of radix 16, R1 (the transform's second radix: 8 or 16) and 4 in place, at their column's barrier, ff_sync<CT>),
+// which gives the bins s + 16 c in natural order of c. The middle step pairs bin k with M - k, which column (16 - s) mod
+// 16 holds: between two barriers of the pair of columns (ff_pair_sync) each takes the pairs of its own lower half,
+// reading and writing the partner's upper half (H by column in the table: ff_h_index); then it runs the column passes
+// transposed and backwards (ff_pass_inplace with BACK; the first in registers). After the block's barrier, thread jt
+// reads point jt of every column, multiplies by the conjugate twiddles and takes the inverse DFT of 16
+// (ff_cols_twiddle_idft16): y at points jt + B0 m, straight to y. Three block barriers a tile (the peak's and two)
+// where ff_tile_one has fourteen. Threads past B0 (whole warps) wait at the block's barriers
+// and store nothing.
 template <int LOGN>
 __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
                                              const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
-    constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CB = MB - 4, CM = 1 << CB, CP = ff_pad(CM);
-    static_assert(CM == 512 && ff_passes(CB) == 3 && ff_bits(CB, 1) == 3 && ff_bits(CB, 2) == 2,
-                  "columns of 512 points: passes of radix 16, 8 and 4");
-    static_assert(ff_bits(MB, 1) == 3 && ff_bits(MB, 2) == 3 && 16 * CP == ff_pad(M), "the transform's rows");
-    constexpr int TWB = ff_tw_offset(MB, 1);                 // column pass 1 (radix 8, NS 16): the transform's pass 1
-    constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);  // its pass 2 (radix 8, NS 128): exp(-2 pi i 2^a k / 1024)
-    constexpr int TWC = T2 + NS2;                            // column pass 2 (radix 4, NS 128): rows 1 and 2 of that
-    static_assert(NS2 == 128, "column pass 2's twiddles");
+    constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CB = MB - 4, CM = 1 << CB, CP = ff_pad(CM), CT = CM / 16;
+    constexpr int R1 = 1 << ff_bits(MB, 1);                  // column pass 1 (radix R1, NS 16): the transform's pass 1
+    constexpr int TWB = ff_tw_offset(MB, 1);
+    constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);  // its pass 2 (radix 8, NS2): exp(-2 pi i 2^a k / 8 NS2)
+    constexpr int TWC = T2 + NS2;  // column pass 2 (radix 4, NS CM/4 = NS2): rows 1 and 2 of that
+    static_assert((CT == 32 || CT == 64) && 16 * R1 * 4 == CM && NS2 == CM / 4 && ff_bits(MB, 2) == 3,
+                  "columns of 512 or 1024 points: passes of radix 16, R1 and 4, their twiddles the transform's");
+    static_assert(16 * CP == ff_pad(M), "the columns' layout");
+    // bin c = l + CT q + CM/4 r of the column (the last pass's butterfly j = l + CT q, output r) at ff_pad(l) + DQ q +
+    // DR r; its partner c' = CM - 1 - c (column 0: CM - c) at ff_pad(CT - 1 - l) (ff_pad(CT - l)) + PO - DQ q - DR r
+    constexpr int DQ = ff_pad(CT), DR = ff_pad(CM / 4), PO = 3 * DQ + 3 * DR;
     const int tid = ff_tid(), jt = tid & (B0 - 1);
     const bool on = tid < B0;
     // 1. the first pass, twiddled into the columns
@@ -908,81 +925,80 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
         for (int s = 0; s < 16; ++s) buf[s * CP + ff_pad(jt)] = v[s];
     }
     __syncthreads();
-    // 2. warp s: column s forward, the middle step, column s inverse
+    // 2. column s: forward, the middle step, inverse
     if (on) {
-        const int s = tid >> 5, l = tid & 31;
+        const int s = tid >> (CB - 4), l = tid & (CT - 1);
         float2* const col = buf + s * CP;
-        ff_pass_inplace<16, false, CB, 1, 0, true>(col, tw, l, true);
-        ff_pass_inplace<8, false, CB, 16, TWB, true>(col, tw, l, true);
-        float2 z[4][4];  // the last pass's butterflies j = l + 32 q: bin s + 16 c of the transform at c = j + 128 r
+        ff_pass_inplace<16, false, CB, 1, 0, CT>(col, tw, l, true);
+        ff_pass_inplace<R1, false, CB, 16, TWB, CT>(col, tw, l, true);
+        float2 z[4][4];  // the last pass's butterflies j = l + CT q: bin s + 16 c of the transform at c = j + CM/4 r
 #pragma unroll
-        for (int q = 0; q < 4; ++q) ff_butterfly<4, false, CB, 128, TWC>(col, l + 32 * q, tw, z[q]);
-        __syncwarp();
-        // the middle step: bin k = s + 16 c pairs with M - k = p + 16 c' in column p = 16 - s (c' = 511 - c; column 0:
-        // c' = 512 - c, c = 0 and 256 their own partners). Warp s takes the pairs of its lower half (c < 256, r < 2:
-        // in registers) and the partner's upper half (c' >= 256, from shared memory, where the partner stores it), and
-        // writes the partner's results back there; warp p does the same the other way round. No bin is read or
-        // written by two warps: one barrier of the two before (the upper halves stored) and one after (the results).
-        // (bin c = l + 32 q + 128 r at ff_pad(l) + 34 q + 136 r; its partner c' = 511 - c, or 512 - c in column 0, at
-        // ff_pad(31 - l), or ff_pad(32 - l), + 510 - 34 q - 136 r: one base each, offsets that are constants)
+        for (int q = 0; q < 4; ++q) ff_butterfly<4, false, CB, CM / 4, TWC>(col, l + CT * q, tw, z[q]);
+        ff_sync<CT>();
+        // the middle step: bin k = s + 16 c pairs with M - k = p + 16 c' in column p = 16 - s (c' = CM - 1 - c; column
+        // 0: c' = CM - c, c = 0 and CM/2 their own partners). Column s takes the pairs of its lower half (c < CM/2, r <
+        // 2: in registers) and the partner's upper half (c' >= CM/2, from shared memory, where the partner stores it),
+        // and writes the partner's results back there; column p does the same the other way round. No bin is read or
+        // written by two threads: one barrier of the two columns before (the upper halves stored) and one after (the
+        // results). (The places: one base each, offsets that are constants.)
         float2* const mine = col + ff_pad(l);
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-            mine[34 * q + 272] = z[q][2];
-            mine[34 * q + 408] = z[q][3];
+            mine[DQ * q + 2 * DR] = z[q][2];
+            mine[DQ * q + 3 * DR] = z[q][3];
         }
-        ff_pair_sync(s);
+        ff_pair_sync<CT>(s);
         {
-            const int p = (16 - s) & 15, lp = s == 0 ? 32 - l : 31 - l;
+            const int p = (16 - s) & 15, lp = s == 0 ? CT - l : CT - 1 - l;
             float2* const theirs = buf + p * CP + ff_pad(lp);
             const float2* const H = reinterpret_cast<const float2*>(G);
-            const float2* const Hk = H + s * CM + l;              // H of bin s + 16 c: Hk[32 q + 128 r]
-            const float2* const Hm = H + p * CM + (CM - 32 + lp);  // of its partner: Hm[-32 q - 128 r]
+            const float2* const Hk = H + s * CM + l;              // H of bin s + 16 c: Hk[CT q + CM/4 r]
+            const float2* const Hm = H + p * CM + (CM - CT + lp);  // of its partner: Hm[-CT q - CM/4 r]
             const float2 ws = __ldg(tw + s);  // exp(-2 pi i s / N)
             const float h = 0.70710678118654752440f;
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                const float2 wj = ff_mul(ws, __ldg(tw + T2 + l + 32 * q));  // W of bin s + 16 j, j = l + 32 q
+                const float2 wj = ff_mul(ws, __ldg(tw + T2 + l + CT * q));  // W of bin s + 16 j, j = l + CT q
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     const float2 W = r == 0 ? wj : ff_mul(wj, make_float2(h, -h));  // times exp(-2 pi i r / 8)
                     const bool zero = (s | l | q | r) == 0;                           // bin 0: its own partner
-                    const float2 hk = __ldg(Hk + 32 * q + 128 * r);
-                    const float2 hm = __ldg(zero ? H + M : Hm - 32 * q - 128 * r);
+                    const float2 hk = __ldg(Hk + CT * q + CM / 4 * r);
+                    const float2 hm = __ldg(zero ? H + M : Hm - CT * q - CM / 4 * r);
                     const float4 gk = ff_coef_k(hk, hm, W);
                     if (zero) {
                         ff_middle_self(z[q][r], gk);
                     } else {
-                        float2 zm = theirs[510 - 34 * q - 136 * r];
+                        float2 zm = theirs[PO - DQ * q - DR * r];
                         ff_middle(z[q][r], zm, gk, ff_coef_m(hk, hm, W));
-                        theirs[510 - 34 * q - 136 * r] = zm;
+                        theirs[PO - DQ * q - DR * r] = zm;
                     }
                 }
             }
-            if ((s | l) == 0) {  // bin M/2 = 16 * 256 of column 0, its own partner (W = -i)
-                const float2 hc = __ldg(H + 256);
+            if ((s | l) == 0) {  // bin M/2 = 16 CM/2 of column 0, its own partner (W = -i)
+                const float2 hc = __ldg(H + CM / 2);
                 float2 zc = z[0][2];
                 ff_middle_self(zc, ff_coef_k(hc, hc, make_float2(0.0f, -1.0f)));
-                mine[272] = zc;
+                mine[2 * DR] = zc;
             }
         }
-        ff_pair_sync(s);  // (the partner's results in this column's upper half)
-        const int t2 = ff_tid(), l2 = t2 & 31;  // (read anew: its addresses not held through the step)
-        float2* const col2 = buf + (t2 >> 5) * CP;
+        ff_pair_sync<CT>(s);  // (the partner's results in this column's upper half)
+        const int t2 = ff_tid(), l2 = t2 & (CT - 1);  // (read anew: its addresses not held through the step)
+        float2* const col2 = buf + (t2 >> (CB - 4)) * CP;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-            const int j = l2 + 32 * q;
-            z[q][2] = col2[ff_pad(j + 256)];
-            z[q][3] = col2[ff_pad(j + 384)];
-            ff_back_regs<4, 128, TWC>(twi, j, z[q]);
-            ff_store<4, 128>(col2, j, z[q]);
+            const int j = l2 + CT * q;
+            z[q][2] = col2[ff_pad(j + CM / 2)];
+            z[q][3] = col2[ff_pad(j + 3 * CM / 4)];
+            ff_back_regs<4, CM / 4, TWC>(twi, j, z[q]);
+            ff_store<4, CM / 4>(col2, j, z[q]);
         }
-        __syncwarp();
-        ff_pass_inplace<8, true, CB, 16, TWB, true, true>(col2, twi, l2, true);
-        ff_pass_inplace<16, true, CB, 1, 0, true, true>(col2, twi, l2, true);
+        ff_sync<CT>();
+        ff_pass_inplace<R1, true, CB, 16, TWB, CT, true>(col2, twi, l2, true);
+        ff_pass_inplace<16, true, CB, 1, 0, CT, true>(col2, twi, l2, true);
     }
     __syncthreads();
-    // 3. point jt of every column, the conjugate twiddles and the inverse DFT of 16: y[2p] + i y[2p+1] at p = jt + 512 m
+    // 3. point jt of every column, the conjugate twiddles and the inverse DFT of 16: y[2p] + i y[2p+1] at p = jt + B0 m
     const int et = tap_shift ? __ldg(tap_shift) : 0;
     if (!on) return;  // (no barrier follows)
 #pragma unroll

@@ -28,9 +28,10 @@
 // fft_fused.cuh: tiles of 2^14 samples and more read the filter's spectrum H (N/2 + 1 float2) and form the middle
 // step's coefficients from it; shorter tiles read those coefficients, G (N/2 float4: twice the bytes).
 #define SIGCONV_FFT_FUSED_H_MIN_LOGN 14
-// fft_fused.cuh: tiles of 2^14 samples on blocks of N/32 threads or more transform as 16 columns of 512 points, one
-// a warp (ff_tile_cols), and their table holds H by column (bin s + 16 c at s * 512 + c, H[N/2] last).
-#define SIGCONV_FFT_FUSED_COLS_LOGN 14
+// fft_fused.cuh: tiles of 2^14 samples and more on blocks of N/32 threads or more transform as 16 columns of N/32
+// points (ff_tile_cols: 512 points a warp's, 1024 two warps'), and their table holds H by column (bin s + 16 c at
+// s * N/32 + c, H[N/2] last).
+#define SIGCONV_FFT_FUSED_COLS_MIN_LOGN 14
 // conv1d_ffa.cu: taps per sub-filter (a quarter of the shifted, padded filter): nine sub-filters in __constant__ memory.
 #define SIGCONV_FFA_MAX_KQ 32
 

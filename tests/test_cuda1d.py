@@ -483,10 +483,10 @@ def test_compiled_modules_cached(rng):
 
 
 #: fft_fused on its own path (problems above the float64 fallback): taps around each tile length's limits (the tile
-#: is the power of two above 16x K from 1024 to 4096, 16384 from 1025 taps, 32768 from 8000:
+#: is the power of two above 16x K from 1024 to 4096, 16384 from 1025 taps, 32768 from 6400:
 #: sigconv.registry.auto.fused_tile), the default filter, the largest; lengths that end inside a tile, just after one,
 #: or within the overlap.
-FUSED_TAPS = (1, 2, 64, 65, 128, 129, 1024, 1025, 7921, 7999, 8000, 8192)
+FUSED_TAPS = (1, 2, 64, 65, 128, 129, 1024, 1025, 6399, 6400, 7921, 8192)
 
 
 @pytest.mark.parametrize("K", FUSED_TAPS)

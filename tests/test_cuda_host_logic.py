@@ -42,10 +42,11 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
     from sigconv.registry import auto
 
     c = numpy_as_cupy
-    Ks = (1, 64, 65, 128, 129, 256, 257, 1024, 1025, 2049, 4097, 7921, 7999, 8000, 8192)
+    Ks = (1, 64, 65, 128, 129, 256, 257, 1024, 1025, 2049, 4097, 6399, 6400, 7921, 8192)
+    assert auto.FUSED_ONE_TILE_MIN_K == 6400
     assert [auto.fused_tile(K) for K in Ks] == \
-        [1024, 1024, 2048, 2048, 4096, 4096, 4096, 4096, 16384, 16384, 16384, 16384, 16384, 32768, 32768]
-    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 128, 128, 512, 512, 512, 512, 512, 1024,
+        [1024, 1024, 2048, 2048, 4096, 4096, 4096, 4096, 16384, 16384, 16384, 16384, 32768, 32768, 32768]
+    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 128, 128, 512, 512, 512, 512, 1024, 1024,
                                                  1024]
     # the longest tile only on 1024 threads: any other block keeps 16384; the autotuner's K classes part there
     K1 = auto.FUSED_ONE_TILE_MIN_K
@@ -129,7 +130,8 @@ def test_fused_table_is_g_below_the_h_tiles_and_h_from_them(numpy_as_cupy, N, rn
     """The table the fused kernel reads: G (fused_coefficients) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN
     samples; on the longer ones the N/2 + 1 bins of H as float32 pairs from the start of the same (N/2, 4) buffer,
     zero after them, from which G's rows follow (kernels/fft_fused.cuh, ff_coef_k and ff_coef_m); on the column
-    tile (2^SIGCONV_FFT_FUSED_COLS_LOGN) by column, bin s + 16 c at s N/32 + c, bin N/2 last (ff_h_index)."""
+    tiles (2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN samples and more) by column, bin s + 16 c at s N/32 + c, bin N/2 last
+    (ff_h_index)."""
     from sigconv import _kernels
 
     c = numpy_as_cupy
@@ -142,7 +144,7 @@ def test_fused_table_is_g_below_the_h_tiles_and_h_from_them(numpy_as_cupy, N, rn
         return
     pairs = T.reshape(-1, 2)
     stored = pairs[: M + 1, 0] + 1j * pairs[: M + 1, 1]
-    if N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_COLS_LOGN"]:
+    if N >= 1 << _kernels.constants()["SIGCONV_FFT_FUSED_COLS_MIN_LOGN"]:
         s_, c_ = np.arange(M) % 16, np.arange(M) // 16
         assert np.array_equal(stored[s_ * (M // 16) + c_], H[:M].astype(np.complex64))
         assert stored[M] == np.complex64(H[M])

@@ -983,7 +983,8 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), plan
 
 
-# (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 7921: N = 1024 to 32768), K above L, every mode,
+# (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 8000: N = 1024 to 32768; 2047 taps on 32768 too,
+# caps' "tile"), K above L, every mode,
 # blocks of 32 to 1024 threads (96, 992: not powers of two), transforms in place (N/32 threads or more; 992 and 1024:
 # threads past a pass's last butterfly) and through two buffers (300 taps at 128 threads, 4095 at 256: the longest
 # tile's 139 KB), misaligned x, caps of 1-2 that force the grid-stride loops over tiles and channels, tiles wholly
@@ -1001,11 +1002,14 @@ FFT_FUSED_CASES = [
     (4095, 5000, "valid", 1, 256, 0, {}),
     (7921, 40000, "same", 1, 1024, 1, {}),
     (1023, 30000, "same", 1, 256, 1, {}),
+    (8000, 60000, "same", 2, 1024, 1, {}),
+    (2047, 70000, "full", 1, 1024, 3, {"tile": 32768}),
 ]
 
 
-@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 3, 5, 6, 10, 11}),
-                         ids=[f"K{c[0]}-L{c[1]}-{c[2]}-C{c[3]}-b{c[4]}-o{c[5]}" + ("-capped" if c[6] else "")
+@pytest.mark.parametrize("K,L,mode,C,block,xoff,caps", _grid(FFT_FUSED_CASES, {0, 1, 3, 5, 6, 10, 11, 12}),
+                         ids=[f"K{c[0]}-L{c[1]}-{c[2]}-C{c[3]}-b{c[4]}-o{c[5]}"
+                              + ("-capped" if "cap_x" in c[6] else "") + (f"-N{c[6]['tile']}" if "tile" in c[6] else "")
                               for c in FFT_FUSED_CASES])
 def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, block, xoff, caps, rng):
     """Every output written and equal to the float64 reference convolution per channel, for channels of ordinary,
@@ -1026,7 +1030,7 @@ def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, bloc
 
 
 @pytest.mark.parametrize("K,scale", [(1, 0), (127, 100), (255, 0), (1023, -130), (4095, 0), (4095, -130), (5000, -3),
-                                     (7921, 3)])
+                                     (7921, 3), (8192, 0)])
 def test_fft_fused_spectrum_kernel_on_host(host_build, tmp_path, K, scale, rng):
     """conv1d_fft_fused_spectrum (the spectrum from taps on the device, in float32) feeds the tile kernel as the
     host's float64 spectrum does: outputs equal to the float64 reference for every tile length (K of 1 to 7921), taps
@@ -1061,9 +1065,12 @@ def test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps(host_build,
     assert np.isnan(y).all(), "the same taps recomputed the table"
     one_bit = w.copy()
     one_bit.view(np.int32)[100] ^= 1
+    last_bit = w.copy()  # (the last tap: another of a thread's loads than tap 100's)
+    last_bit.view(np.int32)[K - 1] ^= 1
     negative_zero = w.copy()
     negative_zero[7] = -0.0
-    for name, prev in (("one bit", one_bit), ("fewer taps", w[:-1]), ("-0.0", negative_zero),
+    for name, prev in (("one bit", one_bit), ("last tap's bit", last_bit), ("fewer taps", w[:-1]),
+                       ("-0.0", negative_zero),
                        ("the same, not poisoned", w)):
         y, _ = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 128, device_spectrum=True, prev=prev,
                                   poison=name != "the same, not poisoned")

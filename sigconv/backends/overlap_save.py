@@ -338,13 +338,13 @@ def fused_table(H: np.ndarray, N: int) -> np.ndarray:
     """The table conv1d_fft_fused reads for tiles of N samples, float32 of shape (N/2, 4): :func:`fused_coefficients`,
     or on tiles of 2^SIGCONV_FFT_FUSED_H_MIN_LOGN samples and more (which form those coefficients themselves) ``H``'s
     N/2 + 1 bins as (real, imaginary) pairs from the start, the rest zero (kernels/fft_fused.cuh, ff_reads_h); on
-    tiles of 2^SIGCONV_FFT_FUSED_COLS_LOGN samples by column of the kernel's 16 x N/32 split, bin s + 16 c at
-    s N/32 + c, bin N/2 last (ff_h_index)."""
+    tiles of 2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN samples and more by column of the kernel's 16 x N/32 split, bin
+    s + 16 c at s N/32 + c, bin N/2 last (ff_h_index)."""
     if N < 1 << _kernels.constants()["SIGCONV_FFT_FUSED_H_MIN_LOGN"]:
         return fused_coefficients(H, N)
     t = np.zeros((N // 2, 4), dtype=np.float32)
     h = np.asarray(H)[: N // 2 + 1]
-    if N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_COLS_LOGN"]:  # by column: bin s + 16 c at s * M/16 + c
+    if N >= 1 << _kernels.constants()["SIGCONV_FFT_FUSED_COLS_MIN_LOGN"]:  # by column: bin s + 16 c at s M/16 + c
         M = N // 2
         h = np.concatenate([h[:M].reshape(M // 16, 16).T.reshape(-1), h[M:]])
     t.reshape(-1, 2)[: h.size] = np.stack([h.real, h.imag], axis=1)

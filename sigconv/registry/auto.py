@@ -103,31 +103,32 @@ _FFA_BLOCKS = (64, 128, 32)
 #: fft_fused's tile for K taps is the power of two nearest above 16x K up to this length (a longer tile's transform
 #: costs more per output than its tiles' overlap saves) ...
 _FUSED_SHARED_TILE_MAX = 4096
-#: ... or, where the overlap (K - 1 samples) would be this share of that tile or more, the tile whose transforms run
-#: as a warp's own columns (2^SIGCONV_FFT_FUSED_COLS_LOGN samples: kernels/fft_fused.cuh, ff_tile_cols), which is
+#: ... or, where the overlap (K - 1 samples) would be this share of that tile or more, the shortest tile whose
+#: transforms run as columns (2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN samples: kernels/fft_fused.cuh, ff_tile_cols), which is
 #: faster per output than the 8192 tile at every K it takes. On an H200 (benchmarks/fused_tiles.py, L=2^26, C=1,
 #: each tile at its block of N/32 threads, benchmarks/results/H200-2026-12-04-fused-columns): K=511 0.231 ms with 4096
 #: against 0.254 with 8192; K=1023 0.264 with 4096 against 0.270 with 8192 and 0.268 with 16384; K=1500 0.280 with
 #: 16384 against 0.287 with 8192; K=2047 0.284 against 0.308.
 _FUSED_MAX_OVERLAP = 1 / 4
-#: From this many taps on, fft_fused's tile is the one only a block of 1024 threads takes (2^15 samples: one block per
-#: multiprocessor, every barrier the whole SM's, but three quarters of each tile valid at K=8192 against half). On an
-#: H200 (benchmarks/results/H200-2026-12-04-fused-columns): K=6001 0.426 ms against 0.368 with 16384 at 512 threads,
-#: K=7921 0.448 against 0.446; the two lines cross near 8000 taps.
-FUSED_ONE_TILE_MIN_K = 8000
+#: From this many taps on, fft_fused's tile is the one only a block of 1024 threads takes (2^15 samples, as 16 columns
+#: of 1024 points, two warps each: one block per multiprocessor, but three quarters of each tile valid at K=8192
+#: against half). On an H200 (benchmarks/fused_tiles.py, benchmarks/results/H200-2026-12-04-fused-columns-32768):
+#: K=6001 0.374 ms against 0.366 with 16384 at 512 threads, K=6401 0.376 against 0.377, K=6801 0.381 against 0.396,
+#: K=7921 0.395 against 0.444.
+FUSED_ONE_TILE_MIN_K = 6400
 
 
 def fused_tile(K: int, block: Optional[int] = None) -> int:
     """fft_fused's tile length N for K taps: the power of two nearest above 16x K, from 2^SIGCONV_FFT_FUSED_MIN_LOGN
     (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`; where K - 1 is :data:`_FUSED_MAX_OVERLAP` of that or
-    more, the column tile (2^SIGCONV_FFT_FUSED_COLS_LOGN); at least the one above 2x K (up to
+    more, the shortest column tile (2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN); at least the one above 2x K (up to
     2^SIGCONV_FFT_FUSED_MAX_LOGN); from :data:`FUSED_ONE_TILE_MIN_K` taps on 2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN, the
     tile only a block of N/32 = 1024 threads takes (``block`` None or that). On an H200 (benchmarks/fused_tiles.py,
     L=2^26, C=1, each tile at its best block; benchmarks/results/H200-2026-12-04-fused-columns/): K=255 0.219 ms with
     4096 against 0.249 with 8192 and 0.330 with 2048; K=1023 0.264 with 4096 against 0.268 with 16384; K=2047 0.284
-    with 16384 against 0.308 with 8192; K=4095 0.325 with 16384 against 0.417 with 32768 and 0.449 with 8192; K=7921
-    0.446 with 16384 against 0.448 with 32768. ValueError for K above half the largest tile that every block
-    takes."""
+    with 16384 against 0.308 with 8192; K=4095 0.325 with 16384 against 0.449 with 8192 (and 0.381 with 32768 in
+    columns: benchmarks/results/H200-2026-12-04-fused-columns-32768/); K=7921 0.395 with 32768 against 0.444 with
+    16384. ValueError for K above half the largest tile that every block takes."""
     from sigconv import _kernels
 
     lim = _kernels.constants()
@@ -139,7 +140,7 @@ def fused_tile(K: int, block: Optional[int] = None) -> int:
         return one
     n = min(_FUSED_SHARED_TILE_MAX, max(lo, 1 << (16 * K - 1).bit_length()))
     if K - 1 >= n * _FUSED_MAX_OVERLAP:
-        n = 1 << lim["SIGCONV_FFT_FUSED_COLS_LOGN"]
+        n = 1 << lim["SIGCONV_FFT_FUSED_COLS_MIN_LOGN"]
     return min(hi, max(n, 1 << (2 * K - 1).bit_length()))
 
 
