@@ -1,14 +1,16 @@
 """fft_fused of another commit against the working tree's, side by side in one process.
 
-    python benchmarks/fused_ab.py --old REV [--case K[/BLOCK][@E] ...] [--extra NAME=V,NAME2;...] [--old-natural-h]
-                                  [--L 26] [--out DIR]
+    python benchmarks/fused_ab.py --old REV [--case K[/BLOCK][:TILE][@E] ...] [--extra NAME=V,NAME2;...]
+                                  [--old-natural-h [TILE ...]] [--L 26] [--out DIR]
 
 The old kernels come from ``git archive REV kernels`` into a temporary folder, or from a folder given as --old that
 holds them (a copy of the tree without its git history, as on the device machine). Each side is compiled from source by
 NVRTC, as CuPy compiles it, and gets the table its source reads: overlap_save.fused_table, the same twiddles. With
---old-natural-h the old side reads H in natural order on the 16384 tile, as commits before the column tile do.
+--old-natural-h the old side reads H in natural order on those tiles (none given: 16384), as commits before the column
+tiles do.
 
-Cases are K at sigconv's tile and block. K/BLOCK sets another block; K@E scales the taps by 2^E. The outputs are
+Cases are K at sigconv's tile and block. K/BLOCK sets another block, K:TILE another tile length; K@E scales the taps
+by 2^E. The outputs are
 compared with the old side's (largest difference over the old peak). Then come 4 interleaved rounds of CUDA-event
 medians of 30 calls each, and the best round of each side is kept.
 
@@ -38,10 +40,11 @@ DEFAULT_CASES = ("127", "255", "511", "1023", "2047", "3001", "4095", "5001", "6
 
 
 def parse_case(text: str) -> tuple:
-    """'K[/BLOCK][@E]' -> (K, block or None, E)."""
+    """'K[/BLOCK][:TILE][@E]' -> (K, block or None, tile or None, E)."""
     body, _, e = text.partition("@")
+    body, _, n = body.partition(":")
     k, _, b = body.partition("/")
-    return int(k), (int(b) if b else None), (int(e) if e else 0)
+    return int(k), (int(b) if b else None), (int(n) if n else None), (int(e) if e else 0)
 
 
 def main(argv=None) -> int:
@@ -50,9 +53,10 @@ def main(argv=None) -> int:
     p.add_argument("--old", required=True,
                    help="the commit whose kernels/ is the old side, or a folder holding that kernels/ (git archive REV "
                         "kernels | tar -x -C DIR, for a machine without the history)")
-    p.add_argument("--case", nargs="+", default=list(DEFAULT_CASES), help="K[/BLOCK][@E] (default: %(default)s)")
+    p.add_argument("--case", nargs="+", default=list(DEFAULT_CASES), help="K[/BLOCK][:TILE][@E] (default: %(default)s)")
     p.add_argument("--extra", default="", help="variants of the new source: defines NAME=V joined by ',', ';' apart")
-    p.add_argument("--old-natural-h", action="store_true", help="the old side reads H in natural order on 16384")
+    p.add_argument("--old-natural-h", type=int, nargs="*", default=None, metavar="TILE",
+                   help="tile lengths on which the old side reads H in natural order (none given: 16384)")
     p.add_argument("--L", type=int, default=26, help="log2 of the signal length")
     p.add_argument("--out", type=Path, default=None, help="folder for the JSON file")
     a = p.parse_args(argv)
@@ -95,17 +99,18 @@ def main(argv=None) -> int:
     print(f"{name}; old {a.old}; copy {copy_ms:.4f} ms {2 * x.nbytes / copy_ms / 1e6:.0f} GB/s", flush=True)
     rng = np.random.default_rng(1)
     rows = []
-    for K, block, e in map(parse_case, a.case):
+    natural_tiles = set() if a.old_natural_h is None else set(a.old_natural_h or [1 << 14])
+    for K, block, tile, e in map(parse_case, a.case):
         w = np.ldexp(rng.standard_normal(K), e).astype(np.float32)
         pad = (K - 1) // 2
-        plan = os_.fused_plan(K, L, 1, block)
+        plan = os_.fused_plan(K, L, 1, block, tile=tile)
         N = plan["N"]
         b = block or N // 32
         H, ts = os_.host_spectrum(w, N)
         natural = np.zeros((N // 2, 4), dtype=np.float32)
         natural.reshape(-1, 2)[: N // 2 + 1] = np.stack([H[: N // 2 + 1].real, H[: N // 2 + 1].imag], axis=1)
         table = cupy.asarray(os_.fused_table(H, N))
-        tables = {k: cupy.asarray(natural) if k == "old" and a.old_natural_h and N == 1 << 14 else table for k in src}
+        tables = {k: cupy.asarray(natural) if k == "old" and N in natural_tiles else table for k in src}
         ts, tw = cupy.asarray(ts), os_._device_twiddles(N)
         fns = {}
         for k, code in src.items():

@@ -26,8 +26,9 @@ Cases, float32 (the benchmark's shapes):
   conv2d-artA-igemm / conv2d-artA-igemm_tf32  article A's layer, 16x256x128x128, 3x3 -> 256 channels, pad 1, variant
                       igemm at block 16x16 / igemm_tf32 at 32x8
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
-  conv1d-k255-fft_fused / conv1d-k1023-fft_fused / conv1d-k4095-fft_fused  C=1, L=2^26, K=255 / 1023 / 4095, variant
-                      fft_fused at its own tile and block (4096 / 8192 / 16384 samples, 128 / 256 / 512 threads)
+  conv1d-k255-fft_fused / conv1d-k1023-fft_fused / conv1d-k4095-fft_fused / conv1d-k7921-fft_fused  C=1, L=2^26,
+                      K=255 / 1023 / 4095 / 7921, variant fft_fused at its own tile and block (4096 / 8192 / 16384 /
+                      32768 samples, 128 / 256 / 512 / 1024 threads)
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
 cudaProfilerStop, so ncu sees exactly one launch of each kernel of the case. Without ncu the script just
 runs (a smoke test) and prints each case's CUDA-event time. Needs a GPU.
@@ -44,7 +45,8 @@ CASES = ("conv2d-k3-strip", "conv2d-k3-regblock", "conv2d-k3-shfl", "conv2d-k31-
          "conv2d-k31-prefetch-wrap", "conv2d-img15-strip-fill", "conv2d-img15-strip-symm",
          "conv2d-k9odd-prefetch-fill", "conv2d-k9odd-prefetch-wrap", "conv2d-k9odd-prefetch-symm",
          "conv2d-odd9-shfl-fill", "conv2d-odd9-shfl-wrap", "conv1d-k25-tiled", "conv1d-k1023-fft",
-         "conv1d-k255-fft_fused", "conv1d-k1023-fft_fused", "conv1d-k4095-fft_fused", "conv1d-k63-tiled",
+         "conv1d-k255-fft_fused", "conv1d-k1023-fft_fused", "conv1d-k4095-fft_fused",
+         "conv1d-k7921-fft_fused", "conv1d-k63-tiled",
          "conv1d-k63-ffa", "conv1d-k25-ffa", "conv2d-artA-igemm", "conv2d-artA-igemm_tf32")
 
 
@@ -117,7 +119,7 @@ def main(argv=None) -> int:
             runs[f"conv1d-k{k}-ffa"] = functools.partial(
                 lambda w, pad: [cuda1d.launch_ffa(x1, w, pad, L, b, out=y1) for b in (64, 128)], wk, (k - 1) // 2)
         runs["conv1d-k1023-fft"] = lambda: overlap_save.launch_fft(x1, w1023, 511, L, 256, out=y1)
-        for k in (255, 1023, 4095):  # each at its tile's block (block None: sigconv.registry.auto.fused_block)
+        for k in (255, 1023, 4095, 7921):  # each at its tile's block (block None: sigconv.registry.auto.fused_block)
             wk = rng.standard_normal(k, dtype=cupy.float32)
             runs[f"conv1d-k{k}-fft_fused"] = functools.partial(overlap_save.launch_fft_fused, x1, wk, (k - 1) // 2, L,
                                                                None, out=y1)
