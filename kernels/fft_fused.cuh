@@ -516,7 +516,7 @@ __host__ __device__ constexpr bool ff_reads_h(int LOGN) { return LOGN >= SIGCONV
 // Whether tiles of 2^LOGN samples run ff_tile_cols on blocks of N/32 threads or more.
 __host__ __device__ constexpr bool ff_cols(int LOGN) { return LOGN >= SIGCONV_FFT_FUSED_COLS_MIN_LOGN; }
 // Where bin k (k <= M) of H lies in the table of 2^LOGN-sample tiles: in natural order, or on the tiles of ff_cols by
-// column, bin s + 16 c at s * M/16 + c (what a warp of ff_tile_cols reads is consecutive), H[M] last (whatever the
+// column, bin s + 16 c at s * M/16 + c (what a column's threads read is consecutive), H[M] last (whatever the
 // block: the table is the tile length's; sigconv/backends/overlap_save.py, fused_table, lays it out the same).
 template <int LOGN> __host__ __device__ constexpr int ff_h_index(int k) {
     constexpr int M = 1 << (LOGN - 1);
@@ -896,8 +896,7 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 // transposed and backwards (ff_pass_inplace with BACK; the first in registers). After the block's barrier, thread jt
 // reads point jt of every column, multiplies by the conjugate twiddles and takes the inverse DFT of 16
 // (ff_cols_twiddle_idft16): y at points jt + B0 m, straight to y. Three block barriers a tile (the peak's and two)
-// where ff_tile_one has fourteen. Threads past B0 (whole warps) wait at the block's barriers
-// and store nothing.
+// where ff_tile_one has fourteen. Threads past B0 (whole warps) wait at the block's barriers and store nothing.
 template <int LOGN>
 __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
