@@ -10,9 +10,8 @@ NVRTC, as CuPy compiles it, and gets the table its source reads: overlap_save.fu
 tiles do.
 
 Cases are K at sigconv's tile and block. K/BLOCK sets another block, K:TILE another tile length; K@E scales the taps
-by 2^E. The outputs are
-compared with the old side's (largest difference over the old peak). Then come 4 interleaved rounds of CUDA-event
-medians of 30 calls each, and the best round of each side is kept.
+by 2^E. The outputs are compared with the old side's (largest difference over the old peak). Then come 4 interleaved
+rounds of CUDA-event medians of 30 calls each, and the best round of each side is kept.
 
 --extra adds variants of the working tree's source with those defines in front: experiments behind an #ifdef.
 Variants are separated by ';', defines within one by ','.
