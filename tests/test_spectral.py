@@ -390,6 +390,36 @@ def test_small_hop_keeps_chunks_bounded(monkeypatch, rng):
     assert np.linalg.norm(small - whole) <= 1e-5 * np.linalg.norm(whole)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("freq_hz,time_ms,hop,fft_axes", [
+    (2000, 50, 16, False),  # 2 passes of 25 frames x 17 bins: running means
+    (4000, 50, 16, False),  # 3 passes of 17 x 23
+    (6000, 50, 16, True),  # 4 passes of 13 x 25: by FFT
+    (1e9, 0, 64, True),  # 9 passes along bins only (the whole band)
+    (500, 30, 2, True),  # 8 passes along frames only
+])
+def test_cpu_smoothing_equals_box_passes(rng, dtype, freq_hz, time_ms, hop, fft_axes):
+    """The cpu's mask smoothing, by running means for few passes and by one FFT convolution an axis for more,
+    equals the passes of boxes convolved directly in float64 over the edge-padded masks, valid part only."""
+    C, L = 2, 9000
+    g = gate_for(GateSpec(freq_smooth_hz=freq_hz, time_smooth_ms=time_ms, n_fft=256, hop=hop), CPU2D, C, L, FS,
+                 dtype)
+    assert (g.passes >= _gate.SMOOTH_FFT_MIN_PASSES) == fft_axes, (g.passes, g.box_t, g.box_f)
+    n, lo, hi = 97, 5, 2 * g.r_s  # an odd frame count; padding unlike on each side
+    m = rng.random((C, n, g.F)).astype(dtype)
+    got = g.smooth(m, lo, hi)
+    rf = g.passes * (g.box_f // 2)
+    ref = np.pad(m.astype(np.float64), ((0, 0), (lo, hi), (rf, rf)), mode="edge")
+    for axis, box in ((1, g.box_t), (2, g.box_f)):
+        k = np.ones(1)
+        for _ in range(g.passes):
+            k = np.convolve(k, np.full(box, 1.0 / box))
+        ref = np.apply_along_axis(np.convolve, axis, ref, k, mode="valid")
+    assert got.dtype == dtype and got.shape == ref.shape == (C, n + lo + hi - 2 * g.r_s, g.F)
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    assert np.abs(got - ref).max() <= tol, np.abs(got - ref).max()
+
+
 # ------------------------------------------------------------------------------------ GPU: the fused stages
 
 
