@@ -103,7 +103,7 @@ def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, arith, c
     L = int(x.shape[ax])
     if L == 0:
         raise ValueError(f"in1 must hold at least one sample along axis {ax}, got shape {tuple(x.shape)}")
-    be = backend_for(backend, x, h)
+    be = backend_for(backend, x, h, job="conv1d" if variant == "auto" and block is None else None)
     K = int(h.size)
     pad, out_len = (K - 1, L) if causal else window_1d(mode, L, K)
     xm = xp.moveaxis(x, ax, -1)
@@ -181,7 +181,10 @@ def convolve(in1, in2, mode: str = "full", method: str = "auto", *, axis=LAST_AX
         whose filtered axis is much shorter than the other is refused unless ``axis`` is given explicitly,
         since that is usually (frames, channels) data passed the wrong way round.
     backend : {"auto", "cpu", "cuda"}, keyword-only
-        "auto" is cuda when a usable GPU and CuPy are present (or an input is a cupy array).
+        "auto" is cuda when an input is a cupy array, or when a usable GPU and CuPy are present and the job is
+        large enough to repay the copies to and from the GPU (with ``variant`` and ``block`` left to sigconv:
+        NumPy inputs below ``sigconv.registry.auto.HOST_CPU_BELOW`` samples run on the cpu, and CuPy is not
+        imported for them).
     variant : str, keyword-only
         Kernel variant (``sigconv.variants("conv1d")`` / ``("conv2d")``) or "auto"; overrides ``method``.
     block : int, keyword-only, optional
@@ -307,7 +310,7 @@ def _filter2d(x, k, mode, backend, variant, block, reverse: bool, arith, *, meth
     (its output starts at (k-1)//2 into the padded input for even sides, where convolve2d's and
     convolve's/correlate's start at k//2)."""
     check_block2d(block)
-    be = backend_for(backend, x, k)
+    be = backend_for(backend, x, k, job="conv2d" if variant == "auto" and block is None else None)
     pad, out_hw = window_2d(mode, x.shape, k.shape, correlate=correlate2d)
     if mode == "valid":  # no window reaches past the image (a swapped "valid" reads only the smaller input)
         boundary, fillvalue = "fill", 0

@@ -190,6 +190,49 @@ def test_cuda_backend_without_gpu_gives_one_line_reason(monkeypatch):
         _devices.cuda_reason.cache_clear()
 
 
+def test_auto_keeps_small_host_jobs_on_the_cpu_without_probing_the_gpu(monkeypatch, rng):
+    """backend="auto" with NumPy inputs below HOST_CPU_BELOW (the larger input's size) runs on the cpu and never
+    asks for the GPU (so CuPy is not imported); at the threshold, with cupy inputs, or with a variant or block
+    named, it asks as before. The probe answers "cpu" here, so every call runs and its values are checked."""
+    from sigconv._core import devices
+    from sigconv.registry import auto
+
+    probes = []
+
+    def probe(backend):
+        probes.append(backend)
+        return "cpu"
+
+    monkeypatch.setattr(devices, "resolve_backend", probe)
+    lim = auto.HOST_CPU_BELOW
+    x = rng.standard_normal(lim["conv1d"] - 1)
+    h = rng.standard_normal(31)
+    y = sigconv.convolve(x, h, "same")
+    assert probes == [] and rel_err(y, ss.convolve(x, h, "same", method="direct")) <= TOL[np.dtype(np.float64)]
+    sigconv.correlate(h, x, "full")  # the larger input decides, whichever it is
+    sigconv.apply_fir(np.stack([x, x]), h, axis=-1)  # 2 x (lim - 1) samples: over the limit
+    assert probes == ["auto"]
+    sigconv.convolve(rng.standard_normal(lim["conv1d"]), h)
+    sigconv.convolve(x, h, variant="direct")
+    sigconv.convolve(x, h, block=64)
+    assert probes == ["auto"] * 4
+    probes.clear()
+    n = int(np.sqrt(lim["conv2d"] - 1))
+    img, k = rng.standard_normal((n, n)), rng.standard_normal((3, 3))
+    assert rel_err(sigconv.convolve2d(img, k, "same"), ss.convolve2d(img, k, "same")) <= TOL[np.dtype(np.float64)]
+    sigconv.correlate2d(img, k, boundary="wrap")
+    sigconv.convolve(img, k[:1])  # a one-row kernel: the 1-D path, below its own limit
+    assert probes == []
+    sigconv.convolve2d(rng.standard_normal((n + 1, n + 1)), k)
+    assert probes == ["auto"]
+    probes.clear()
+    sig = 0.1 * rng.standard_normal((2, (lim["spectral"] - 1) // 2))
+    sigconv.spectral_denoise(sig, 48000, n_fft=256)
+    assert probes == []
+    sigconv.spectral_denoise(np.concatenate([sig, sig], axis=1), 48000, n_fft=256)
+    assert probes == ["auto"]
+
+
 def test_import_does_not_pull_gpu_or_heavy_modules():
     import subprocess
     import sys

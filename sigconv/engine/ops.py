@@ -7,6 +7,8 @@ SciPy's ``mode`` names. The 2-D operations are one call of ``corr2d``.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from sigconv._core import devices
@@ -18,10 +20,15 @@ from sigconv.registry import auto
 __all__ = ["backend_for", "check_taps", "corr1d", "corr2d", "window_1d", "window_2d"]
 
 
-def backend_for(backend: str, *arrays) -> str:
-    """The backend that runs: "auto" is cuda when any input is a cupy array, else as resolve_backend."""
+def backend_for(backend: str, *arrays, job: Optional[str] = None) -> str:
+    """The backend that runs: "auto" is cuda when any input is a cupy array, else as resolve_backend; with
+    ``job`` (the array API's "conv1d", "conv2d" or "spectral", when the caller fixed no variant or block), the
+    cpu for host inputs too small to repay the GPU (:func:`sigconv.registry.auto.host_job_on_cpu`), without
+    probing it."""
     if backend == "auto" and any(is_cupy(a) for a in arrays):
         return "cuda"
+    if backend == "auto" and job is not None and auto.host_job_on_cpu(job, max(int(a.size) for a in arrays)):
+        return "cpu"
     return devices.resolve_backend(backend)
 
 

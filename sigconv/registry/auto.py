@@ -24,6 +24,7 @@ from sigconv.registry.table import Conv1dJob, Conv2dJob
 __all__ = ["choose_conv1d", "choose_conv2d", "conv1d_candidates", "conv2d_candidates", "conv1d_shape_key",
            "conv2d_shape_key", "rank1_factors", "host_rank1", "separable_worth_checking", "fill_autotune_cache",
            "DIRECT_MAX_TAPS", "AUTOTUNE_MIN_OUTPUTS", "cpu_fft_library", "prefer_cpu", "CPU_FASTER_BELOW",
+           "HOST_CPU_BELOW", "host_job_on_cpu",
            "CPU_SCIPY_FFT_MIN_SAMPLES", "SEP_RTOL", "TUNE_2D"]
 
 # ------------------------------------------------------------------------------------------------ cpu
@@ -76,6 +77,24 @@ def prefer_cpu(op: str, samples: Optional[int], cores: Optional[int] = None) -> 
         return False
     n = cores if cores is not None else (os.cpu_count() or 1)
     return samples < CPU_FASTER_BELOW[op] * n / _CROSSOVER_CORES
+
+
+#: ``backend="auto"`` in the array API with NumPy inputs (a whole job in host memory, its result wanted there): below
+#: this many samples (the larger input's size) the cpu returns first even with CuPy loaded and the kernels warm, as
+#: the cuda call pays its copies both ways and 0.3-0.9 ms of launches; a process that stays below it never imports
+#: CuPy (0.3-0.4 s and about 200 MB). Measured NumPy in and out on a 16-core host with one H200, 2026-12-04
+#: (benchmarks/api_auto.py; benchmarks/results/api-auto-NVIDIA-H200-2026-12-04.md), warm calls: conv1d, cuda faster
+#: from 16384 samples for K = 1023 and 7921, 65536 for K = 255, 262144 for K = 7 (1024 for K = 63, where the cpu's
+#: threaded path costs 0.35 ms); 2-D, from 16384 pixels for 9 x 9 and 65536 for 3 x 3 (a tie at 16384); the
+#: spectral gate, from 131072 samples. The cpu's times at these sizes are the same on 2 cores as on 16.
+HOST_CPU_BELOW = {"conv1d": 1 << 16, "conv2d": 1 << 14, "spectral": 1 << 17}
+
+
+def host_job_on_cpu(job: str, samples: int) -> bool:
+    """Whether ``backend="auto"`` runs an array-API job of ``samples`` samples (NumPy inputs) on the cpu although
+    a GPU may be there: below :data:`HOST_CPU_BELOW` for ``job`` ("conv1d", "conv2d" or "spectral"). Asked before
+    the GPU is probed."""
+    return samples < HOST_CPU_BELOW[job]
 
 
 # ------------------------------------------------------------------------------------------------ cuda

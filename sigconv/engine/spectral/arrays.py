@@ -48,7 +48,9 @@ def spectral_denoise(x, fs, noise=None, stationary=True, n_std=1.5, prop_decreas
     share_mask : bool
         One mask for all channels, from their mean power (keeps the stereo image).
     backend : {"auto", "cpu", "cuda"}
-        Where the STFT and the mask smoothing run (cupy.fft and sigconv's CUDA conv2d kernels on cuda).
+        Where the STFT and the mask smoothing run (cupy.fft and sigconv's CUDA conv2d kernels on cuda). "auto":
+        cuda for cupy inputs, and for NumPy inputs of ``sigconv.registry.auto.HOST_CPU_BELOW["spectral"]``
+        samples or more when a usable GPU is present (and ``variant`` and ``block`` are left at their defaults).
     variant, block
         The 2-D kernel variant (``sigconv.variants("conv2d")``) and launch block of the mask smoothing; on cuda
         "auto" means "separable" (the kernel is rank-1).
@@ -171,7 +173,8 @@ def _prepared_gate(x, fs, noise, stationary, n_std, prop_decrease, freq_smooth_h
     lead = xm.shape[:-1]
     x2 = xm.reshape(-1, L)
     C = int(x2.shape[0])
-    be = backend_for(backend, x) if noise is None else backend_for(backend, x, noise)
+    job = "spectral" if variant == "auto" and block is None else None  # a cuda variant or block keeps the GPU
+    be = backend_for(backend, x, job=job) if noise is None else backend_for(backend, x, noise, job=job)
     kernel = KernelChoice(op="conv2d", backend=be, variant=variant, block=block)
     if not stationary and noise is not None:
         raise ValueError("noise applies to stationary mode only (non-stationary follows a moving noise floor); "
