@@ -228,6 +228,7 @@ def test_auto_keeps_small_host_jobs_on_the_cpu_without_probing_the_gpu(monkeypat
     probes.clear()
     sig = 0.1 * rng.standard_normal((2, (lim["spectral"] - 1) // 2))
     sigconv.spectral_denoise(sig, 48000, n_fft=256)
+    sigconv.spectral_denoise(sig[0], 48000, noise=sig[1, :4096].tolist(), n_fft=256)  # a noise clip as a list
     assert probes == []
     sigconv.spectral_denoise(np.concatenate([sig, sig], axis=1), 48000, n_fft=256)
     assert probes == ["auto"]

@@ -27,7 +27,7 @@ def backend_for(backend: str, *arrays, job: Optional[str] = None) -> str:
     probing it."""
     if backend == "auto" and any(is_cupy(a) for a in arrays):
         return "cuda"
-    if backend == "auto" and job is not None and auto.host_job_on_cpu(job, max(int(a.size) for a in arrays)):
+    if backend == "auto" and job is not None and auto.host_job_on_cpu(job, max(int(np.size(a)) for a in arrays)):
         return "cpu"
     return devices.resolve_backend(backend)
 
