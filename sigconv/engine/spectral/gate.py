@@ -210,13 +210,12 @@ def _smooth_plan(freq_smooth_hz, time_smooth_ms, fs, n_fft, hop):
 
 @lru_cache(maxsize=16)
 def _box_passes_spectrum(box: int, passes: int, n: int, dtype: np.dtype):
-    """rfft (length n, ``dtype``'s precision) of ``passes`` boxes of ``box`` taps convolved: p*(box-1)+1 taps."""
+    """rfft (length n, computed in float64, kept in ``dtype``'s precision) of ``passes`` boxes of ``box`` taps
+    convolved: p*(box-1)+1 taps."""
     k = np.ones(1)
     for _ in range(passes):
         k = np.convolve(k, np.full(box, 1.0 / box))
-    import scipy.fft
-
-    return scipy.fft.rfft(k.astype(dtype), n)
+    return np.fft.rfft(k, n).astype(np.result_type(dtype, np.complex64))
 
 
 def _box_passes_fft(fft, m, box, passes, axis, workers):
