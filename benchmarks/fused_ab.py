@@ -1,16 +1,19 @@
 """fft_fused of another commit against the working tree's, side by side in one process.
 
     python benchmarks/fused_ab.py --old REV [--case K[/BLOCK][:TILE][@E] ...] [--extra NAME=V,NAME2;...]
-                                  [--old-natural-h [TILE ...]] [--L 26] [--out DIR]
+                                  [--old-natural-h [TILE ...]] [--old-column-h [TILE ...]] [--peak-one] [--L 26]
+                                  [--out DIR]
 
 The old kernels come from ``git archive REV kernels`` into a temporary folder, or from a folder given as --old that
 holds them (a copy of the tree without its git history, as on the device machine). Each side is compiled from source by
 NVRTC, as CuPy compiles it, and gets the table its source reads: overlap_save.fused_table, the same twiddles. With
 --old-natural-h the old side reads H in natural order on those tiles (none given: 16384), as commits before the column
-tiles do.
+tiles do; with --old-column-h it reads H by column (bin s + 16 c at s N/32 + c, H[N/2] last; none given: 16384 and
+32768), as commits before the pair table do.
 
 Cases are K at sigconv's tile and block. K/BLOCK sets another block, K:TILE another tile length; K@E scales the taps
-by 2^E. The outputs are compared with the old side's (largest difference over the old peak). Then come 4 interleaved
+by 2^E; --peak-one scales the taps to a peak of 0.75 first (their power of two, the kernel's tap shift, is then E). The
+outputs are compared with the old side's (largest difference over the old peak). Then come 4 interleaved
 rounds of CUDA-event medians of 30 calls each, and the best round of each side is kept.
 
 --extra adds variants of the working tree's source with those defines in front: experiments behind an #ifdef.
@@ -56,6 +59,9 @@ def main(argv=None) -> int:
     p.add_argument("--extra", default="", help="variants of the new source: defines NAME=V joined by ',', ';' apart")
     p.add_argument("--old-natural-h", type=int, nargs="*", default=None, metavar="TILE",
                    help="tile lengths on which the old side reads H in natural order (none given: 16384)")
+    p.add_argument("--old-column-h", type=int, nargs="*", default=None, metavar="TILE",
+                   help="tile lengths on which the old side reads H by column (none given: 16384 and 32768)")
+    p.add_argument("--peak-one", action="store_true", help="taps of peak 0.75 (times 2^E): a tap shift of E")
     p.add_argument("--L", type=int, default=26, help="log2 of the signal length")
     p.add_argument("--out", type=Path, default=None, help="folder for the JSON file")
     a = p.parse_args(argv)
@@ -99,17 +105,25 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(1)
     rows = []
     natural_tiles = set() if a.old_natural_h is None else set(a.old_natural_h or [1 << 14])
+    column_tiles = set() if a.old_column_h is None else set(a.old_column_h or [1 << 14, 1 << 15])
     for K, block, tile, e in map(parse_case, a.case):
-        w = np.ldexp(rng.standard_normal(K), e).astype(np.float32)
+        w = rng.standard_normal(K)
+        if a.peak_one:
+            w *= 0.75 / np.abs(w).max()
+        w = np.ldexp(w, e).astype(np.float32)
         pad = (K - 1) // 2
         plan = os_.fused_plan(K, L, 1, block, tile=tile)
         N = plan["N"]
         b = block or N // 32
         H, ts = os_.host_spectrum(w, N)
-        natural = np.zeros((N // 2, 4), dtype=np.float32)
-        natural.reshape(-1, 2)[: N // 2 + 1] = np.stack([H[: N // 2 + 1].real, H[: N // 2 + 1].imag], axis=1)
+        M = N // 2
+        h = H[: M + 1]
+        if N in column_tiles:  # bin s + 16 c at s M/16 + c, H[M] last
+            h = np.concatenate([h[:M].reshape(M // 16, 16).T.reshape(-1), h[M:]])
+        old_h = np.zeros((M, 4), dtype=np.float32)
+        old_h.reshape(-1, 2)[: M + 1] = np.stack([h.real, h.imag], axis=1)
         table = cupy.asarray(os_.fused_table(H, N))
-        tables = {k: cupy.asarray(natural) if k == "old" and N in natural_tiles else table for k in src}
+        tables = {k: cupy.asarray(old_h) if k == "old" and N in natural_tiles | column_tiles else table for k in src}
         ts, tw = cupy.asarray(ts), os_._device_twiddles(N)
         fns = {}
         for k, code in src.items():

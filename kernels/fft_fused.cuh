@@ -11,9 +11,10 @@
 // length); the middle step unpacks the real spectrum X[k], k <= M, multiplies it by H[k] (the rfft of h divided by N,
 // and by 2^tap_shift, as the fft variant's spectrum: sigconv/backends/overlap_save.py) and packs it again so that
 // the inverse complex FFT gives y[2n] + i y[2n+1]: one linear map of the bins k and M-k (ff_middle). The launcher's
-// table holds its coefficients G (16 bytes a bin) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN samples, and H
-// itself (8 bytes a bin, the coefficients formed per pair) on the longer ones, whose tiles otherwise spend a tenth of
-// their time waiting for G from L2. A thread owns the bins k and M-k, so the step runs in place.
+// table holds its coefficients G (16 bytes a bin) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN samples, and on
+// the longer ones, whose tiles otherwise spend a tenth of their time waiting for G from L2, a pair table of half those
+// bytes from which a pair's coefficients take 6 instructions (ff_pair_coefs). A thread owns the bins k and M-k, so the
+// step runs in place.
 //
 // On a block of N/32 threads or more a tile crosses shared memory as few times as it can (ff_tile_one): the first
 // pass reads x straight into registers, the middle step rides on the last forward pass, the last inverse pass
@@ -501,52 +502,38 @@ __device__ __forceinline__ void ff_middle(float2& zk, float2& zm, float4 gk, flo
     zm = ff_ab(gm, b, a);
 }
 __device__ __forceinline__ void ff_middle_self(float2& z, float4 g) { z = ff_ab(g, z, z); }
-// G[k] and G[M-k] from hk = H[k], hm = H[M-k] and W = exp(-2 pi i k / N) = (c, -s) (sin the same at M-k, cos negated):
-// with D = H[k] - conj H[M-k], b[k] = i c D and b[M-k] = i c conj D.
-__device__ __forceinline__ float4 ff_coef_k(float2 hk, float2 hm, float2 W) {
-    const float c = W.x, s = -W.y, al = 1.0f - s, be = 1.0f + s;
-    return make_float4(al * hk.x + be * hm.x, al * hk.y - be * hm.y, -c * (hk.y + hm.y), c * (hk.x - hm.x));
-}
-__device__ __forceinline__ float4 ff_coef_m(float2 hk, float2 hm, float2 W) {
-    const float c = W.x, s = -W.y, al = 1.0f - s, be = 1.0f + s;
-    return make_float4(al * hm.x + be * hk.x, al * hm.y - be * hk.y, c * (hk.y + hm.y), c * (hk.x - hm.x));
-}
-// Whether tiles of 2^LOGN samples read H (the launcher's table as M + 1 float2) rather than G.
+// Whether tiles of 2^LOGN samples read the pair table P (below) rather than G.
 __host__ __device__ constexpr bool ff_reads_h(int LOGN) { return LOGN >= SIGCONV_FFT_FUSED_H_MIN_LOGN; }
 // Whether tiles of 2^LOGN samples run ff_tile_cols on blocks of N/32 threads or more.
 __host__ __device__ constexpr bool ff_cols(int LOGN) { return LOGN >= SIGCONV_FFT_FUSED_COLS_MIN_LOGN; }
-// Where bin k (k <= M) of H lies in the table of 2^LOGN-sample tiles: in natural order, or on the tiles of ff_cols by
-// column, bin s + 16 c at s * M/16 + c (what a column's threads read is consecutive), H[M] last (whatever the
-// block: the table is the tile length's; sigconv/backends/overlap_save.py, fused_table, lays it out the same).
-template <int LOGN> __host__ __device__ constexpr int ff_h_index(int k) {
-    constexpr int M = 1 << (LOGN - 1);
-    return ff_cols(LOGN) && k < M ? (k & 15) * (M / 16) + (k >> 4) : k;
+// The pair table P of the tiles of ff_reads_h: half of G's bytes, and the coefficients of a pair of bins formed from
+// it in 6 instructions. With D = H[k] - conj H[M-k] and S = H[k] + conj H[M-k] (H[M] for k = 0),
+//   a[k] = S - s D,  conj a[M-k] = S + s D,  b[k] = i c D,  b[M-k] = i c conj D = -conj b[k]
+// (s the same at M-k, c negated), so one float4 (S, D) a pair of bins holds them, given W = exp(-2 pi i k / N) =
+// (c, -s). Its place: bin k = s + 16 c' of the split into 16 columns of CM = M/16 points (ff_tile_cols's) with
+// c' < CM/2 is the lower bin of its pair (its partner M - k lies in the upper half of column 16 - s, or is M for k = 0)
+// and has the pair's entry at s * CM/2 + c' (what a column's threads read is consecutive); bin M/2, its own partner, has
+// (S, D) of H[M/2] with itself at M/2 (of the launcher's M float4: fused_table in sigconv/backends/overlap_save.py
+// lays it out the same; conv1d_fft_fused_spectrum on the device).
+template <int LOGN> __host__ __device__ constexpr bool ff_pair_low(int k) {  // (0 <= k < M)
+    constexpr int M = 1 << (LOGN - 1), CM = M / 16;
+    return (k >> 4) < CM / 2;
 }
-// The coefficients of the bins k and m = M - k (0 < k < M/2) from the table: G[k] and G[m], or (HT) formed from H[k],
-// H[m] and W = exp(-2 pi i k / N).
-template <bool HT>
-__device__ __forceinline__ void ff_coefs(const float4* __restrict__ G, int k, int m, float2 W, float4& gk,
-                                         float4& gm) {
-    if constexpr (HT) {
-        const float2* const H = reinterpret_cast<const float2*>(G);
-        const float2 hk = __ldg(H + k), hm = __ldg(H + m);
-        gk = ff_coef_k(hk, hm, W);
-        gm = ff_coef_m(hk, hm, W);
-    } else {
-        gk = __ldg(G + k);
-        gm = __ldg(G + m);
-    }
+template <int LOGN> __host__ __device__ constexpr int ff_pair_index(int k) {  // (k lower, or k = M/2)
+    constexpr int M = 1 << (LOGN - 1), CM = M / 16;
+    return 2 * k == M ? M / 2 : (k & 15) * (CM / 2) + (k >> 4);
 }
-// The coefficient of a bin that is its own partner, k = 0 (with H[M]) or M/2: G[k], or (HT) from H.
-template <bool HT, int M>
-__device__ __forceinline__ float4 ff_coef_self(const float4* __restrict__ G, int k) {
-    if constexpr (HT) {
-        const float2* const H = reinterpret_cast<const float2*>(G);
-        return k == 0 ? ff_coef_k(__ldg(H), __ldg(H + M), make_float2(1.0f, 0.0f))
-                      : ff_coef_k(__ldg(H + k), __ldg(H + k), make_float2(0.0f, -1.0f));
-    } else {
-        return __ldg(G + k);
-    }
+// The coefficients G[k] = (a[k], b[k]) and G[M-k] of the pair whose entry is p = (S, D), W = exp(-2 pi i k / N).
+__device__ __forceinline__ void ff_pair_coefs(float4 p, float2 W, float4& gk, float4& gm) {
+    const float c = W.x, s = -W.y;
+    const float bx = -c * p.w, by = c * p.z;  // b[k] = i c D
+    gk = make_float4(fmaf(-s, p.z, p.x), fmaf(-s, p.w, p.y), bx, by);
+    gm = make_float4(fmaf(s, p.z, p.x), -fmaf(s, p.w, p.y), -bx, by);
+}
+// The coefficients of the bins k and m = M - k (0 < k < M/2) from G: G[k] and G[m].
+__device__ __forceinline__ void ff_coefs(const float4* __restrict__ G, int k, int m, float4& gk, float4& gm) {
+    gk = __ldg(G + k);
+    gm = __ldg(G + m);
 }
 // The middle step of bins k and M-k read from and written back to the padded buffer Z (0 <= k <= M/2).
 template <int M>
@@ -571,7 +558,7 @@ __device__ __forceinline__ void ff_middle_batched(float2* Z, const float4* __res
                                                   const float2* __restrict__ tw, int tid, int T) {
     constexpr int U = FF_MIDDLE_BATCH, M = (1 << LOGN) / 2;
     constexpr bool HT = ff_reads_h(LOGN);
-    const float2* const H = reinterpret_cast<const float2*>(G);
+    static_assert(!HT || ff_pair_low<LOGN>(M / 2 - 1), "every bin below M/2 the lower of its pair");
     for (int k0 = tid; k0 <= M / 2; k0 += U * T) {
         float4 gk[U], gm[U];
         float2 zk[U], zm[U];
@@ -579,12 +566,10 @@ __device__ __forceinline__ void ff_middle_batched(float2* Z, const float4* __res
         for (int u = 0; u < U; ++u) {
             const int k = k0 + u * T, m = (M - k) & (M - 1);  // (k = 0 its own partner, as k = M/2)
             const bool in = k <= M / 2;
-            if constexpr (HT) {  // (H[M] for k = 0: a table of M + 1 entries)
-                const float2 hk = in ? __ldg(H + ff_h_index<LOGN>(k)) : make_float2(0.0f, 0.0f);
-                const float2 hm = in ? __ldg(H + ff_h_index<LOGN>(M - k)) : make_float2(0.0f, 0.0f);
+            if constexpr (HT) {  // (the pair table: its entry at ff_pair_index, bin k the lower of its pair)
+                const float4 p = in ? __ldg(G + ff_pair_index<LOGN>(k)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                 const float2 W = in ? __ldg(tw + k) : make_float2(0.0f, 0.0f);
-                gk[u] = ff_coef_k(hk, hm, W);
-                gm[u] = ff_coef_m(hk, hm, W);
+                ff_pair_coefs(p, W, gk[u], gm[u]);
             } else {
                 gk[u] = in ? __ldg(G + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                 gm[u] = in ? __ldg(G + m) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -627,8 +612,8 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
                                                        const float2* __restrict__ tw, int jt, bool on) {
     constexpr int M = 1 << MB, PL = ff_passes(MB) - 1, R = 1 << ff_bits(MB, PL), NS = ff_ns(MB, PL);
     constexpr int TWO = ff_tw_offset(MB, PL), QP = 16 / R / 2, DS = ff_pad(NS), B0 = M / 16;
-    constexpr bool HT = ff_reads_h(MB + 1);
     static_assert(QP >= 1 && NS * R == M && QP * B0 == NS / 2, "a pair of butterflies per thread");
+    static_assert(!ff_reads_h(MB + 1), "reads G");
     float2 va[QP][R], vb[QP][R];
 #pragma unroll
     for (int q = 0; q < QP; ++q) {
@@ -643,33 +628,29 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
             const int u = jt + q * B0;
             if (u == 0) {
                 // butterfly 0: bins r NS, partners (R - r) NS, 0 and M/2 their own; butterfly NS/2: r and R-1-r
-                // (W of bin k: tw[k], k < M)
-                ff_middle_self(va[q][0], ff_coef_self<HT, M>(G, 0));
-                ff_middle_self(va[q][R / 2], ff_coef_self<HT, M>(G, M / 2));
+                ff_middle_self(va[q][0], __ldg(G));
+                ff_middle_self(va[q][R / 2], __ldg(G + M / 2));
 #pragma unroll
                 for (int r = 1; r < R / 2; ++r) {
                     float4 gk, gm;
-                    ff_coefs<HT>(G, r * NS, (R - r) * NS, __ldg(tw + r * NS), gk, gm);
+                    ff_coefs(G, r * NS, (R - r) * NS, gk, gm);
                     ff_middle(va[q][r], va[q][R - r], gk, gm);
                 }
                 ff_store<R, NS>(buf, 0, va[q]);  // (before vb's step: va's registers free for it)
 #pragma unroll
                 for (int r = 0; r < R / 2; ++r) {
                     float4 gk, gm;
-                    ff_coefs<HT>(G, NS / 2 + r * NS, NS / 2 + (R - 1 - r) * NS, __ldg(tw + NS / 2 + r * NS), gk, gm);
+                    ff_coefs(G, NS / 2 + r * NS, NS / 2 + (R - 1 - r) * NS, gk, gm);
                     ff_middle(vb[q][r], vb[q][R - 1 - r], gk, gm);
                 }
                 ff_store<R, NS>(buf, NS / 2, vb[q]);
             } else {
                 float2* const da = buf + ff_pad(u);
                 float2* const db = buf + ff_pad(NS - u);
-                // (HT: W of bin u + r NS as tw[u] times tw[r NS], the latter the same address in every thread)
-                const float2 wu = HT ? __ldg(tw + u) : make_float2(1.0f, 0.0f);
 #pragma unroll
                 for (int r = 0; r < R; ++r) {  // each pair stored when done (ff_store's places): its registers free
                     float4 gk, gm;
-                    ff_coefs<HT>(G, u + r * NS, (NS - u) + (R - 1 - r) * NS,
-                                 r == 0 ? wu : ff_mul(wu, __ldg(tw + r * NS)), gk, gm);
+                    ff_coefs(G, u + r * NS, (NS - u) + (R - 1 - r) * NS, gk, gm);
                     ff_middle(va[q][r], vb[q][R - 1 - r], gk, gm);
                     da[r * DS] = va[q][r];
                     db[(R - 1 - r) * DS] = vb[q][R - 1 - r];
@@ -892,7 +873,7 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 // of radix 16, R1 (the transform's second radix: 8 or 16) and 4 in place, at their column's barrier, ff_sync<CT>),
 // which gives the bins s + 16 c in natural order of c. The middle step pairs bin k with M - k, which column (16 - s) mod
 // 16 holds: between two barriers of the pair of columns (ff_pair_sync) each takes the pairs of its own lower half,
-// reading and writing the partner's upper half (H by column in the table: ff_h_index); then it runs the column passes
+// reading and writing the partner's upper half (the pair table's entries by column: ff_pair_index); then it runs the column passes
 // transposed and backwards (ff_pass_inplace with BACK; the first in registers). After the block's barrier, thread jt
 // reads point jt of every column, multiplies by the conjugate twiddles and takes the inverse DFT of 16
 // (ff_cols_twiddle_idft16): y at points jt + B0 m, straight to y. Three block barriers a tile (the peak's and two)
@@ -950,9 +931,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
         {
             const int p = (16 - s) & 15, lp = s == 0 ? CT - l : CT - 1 - l;
             float2* const theirs = buf + p * CP + ff_pad(lp);
-            const float2* const H = reinterpret_cast<const float2*>(G);
-            const float2* const Hk = H + s * CM + l;              // H of bin s + 16 c: Hk[CT q + CM/4 r]
-            const float2* const Hm = H + p * CM + (CM - CT + lp);  // of its partner: Hm[-CT q - CM/4 r]
+            const float4* const Pk = G + s * (CM / 2) + l;  // the pair table's entry of bin s + 16 c: Pk[CT q + CM/4 r]
             const float2 ws = __ldg(tw + s);  // exp(-2 pi i s / N)
             const float h = 0.70710678118654752440f;
 #pragma unroll
@@ -961,23 +940,22 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
                     const float2 W = r == 0 ? wj : ff_mul(wj, make_float2(h, -h));  // times exp(-2 pi i r / 8)
-                    const bool zero = (s | l | q | r) == 0;                           // bin 0: its own partner
-                    const float2 hk = __ldg(Hk + CT * q + CM / 4 * r);
-                    const float2 hm = __ldg(zero ? H + M : Hm - CT * q - CM / 4 * r);
-                    const float4 gk = ff_coef_k(hk, hm, W);
-                    if (zero) {
+                    float4 gk, gm;
+                    ff_pair_coefs(__ldg(Pk + CT * q + CM / 4 * r), W, gk, gm);
+                    if ((s | l | q | r) == 0) {  // bin 0: its own partner
                         ff_middle_self(z[q][r], gk);
                     } else {
                         float2 zm = theirs[PO - DQ * q - DR * r];
-                        ff_middle(z[q][r], zm, gk, ff_coef_m(hk, hm, W));
+                        ff_middle(z[q][r], zm, gk, gm);
                         theirs[PO - DQ * q - DR * r] = zm;
                     }
                 }
             }
             if ((s | l) == 0) {  // bin M/2 = 16 CM/2 of column 0, its own partner (W = -i)
-                const float2 hc = __ldg(H + CM / 2);
+                float4 gc, unused;
+                ff_pair_coefs(__ldg(G + M / 2), make_float2(0.0f, -1.0f), gc, unused);
                 float2 zc = z[0][2];
-                ff_middle_self(zc, ff_coef_k(hc, hc, make_float2(0.0f, -1.0f)));
+                ff_middle_self(zc, gc);
                 mine[2 * DR] = zc;
             }
         }
@@ -1075,8 +1053,8 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
 // launcher's path for taps it has no host copy of; sigconv/backends/overlap_save.py computes the same in float64
 // from host taps): tap_shift[0] = e, the exponent of the taps' peak (max |w| = m 2^e, 0.5 <= m < 1; 0 when the taps
 // are all zero or one is inf/NaN); H[k] = rfft(h)[k] / N for k <= M, h[i] = w[K-1-i] 2^-e zero-padded to N (the fft
-// variant's spectrum), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in float32; on tiles that read H
-// (ff_reads_h) the table is H itself, M + 1 float2 at its start (of the same M float4). The real h is
+// variant's spectrum), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in float32; on the tiles of ff_reads_h
+// the pair table instead, M/2 + 1 float4 at its start (of the same M float4; ff_pair_index). The real h is
 // transformed as M complex points (h[2n], h[2n+1]) by the tile kernel's passes, then unpacked: X[k] = E + W O,
 // X[M-k] = conj(E - W O).
 // last (or null): the taps G and tap_shift were last computed from, kept by the launcher with them (last[0] = their
@@ -1122,13 +1100,15 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
         const float2 WO = ff_mul(W, make_float2(D.y, -D.x));             // W O, O = D / i
         const float2 xk = ff_add(E, WO), xm = ff_conj(ff_sub(E, WO));    // X[k], X[M-k] (k = 0: X[M])
         const float2 hk = make_float2(xk.x * sc, xk.y * sc), hm = make_float2(xm.x * sc, xm.y * sc);
-        if constexpr (ff_reads_h(LOGN)) {  // H[k] and H[M-k] (k = 0: H[0] and H[M])
-            float2* const H = reinterpret_cast<float2*>(G);
-            H[ff_h_index<LOGN>(k)] = hk;
-            H[ff_h_index<LOGN>(M - k)] = hm;
+        // the pair's (S, D) (ff_pair_coefs; k = 0: with H[M], k = M/2: with itself)
+        const float4 p = make_float4(hk.x + hm.x, hk.y - hm.y, hk.x - hm.x, hk.y + hm.y);
+        if constexpr (ff_reads_h(LOGN)) {  // the pair table (every k < M/2 the lower bin of its pair)
+            G[ff_pair_index<LOGN>(k)] = p;
         } else {
-            G[k] = ff_coef_k(hk, hm, W);
-            if (k != 0 && 2 * k != M) G[M - k] = ff_coef_m(hk, hm, W);
+            float4 gk, gm;
+            ff_pair_coefs(p, W, gk, gm);
+            G[k] = gk;
+            if (k != 0 && 2 * k != M) G[M - k] = gm;
         }
     }
     if (tid == 0) tap_shift[0] = e;

@@ -126,12 +126,12 @@ def test_fused_coefficients_are_the_middle_step(numpy_as_cupy, N, rng):
 
 
 @pytest.mark.parametrize("N", [1024, 8192, 16384, 32768])
-def test_fused_table_is_g_below_the_h_tiles_and_h_from_them(numpy_as_cupy, N, rng):
+def test_fused_table_is_g_below_the_pair_tiles_and_pairs_from_them(numpy_as_cupy, N, rng):
     """The table the fused kernel reads: G (fused_coefficients) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN
-    samples; on the longer ones the N/2 + 1 bins of H as float32 pairs from the start of the same (N/2, 4) buffer,
-    zero after them, from which G's rows follow (kernels/fft_fused.cuh, ff_coef_k and ff_coef_m); on the column
-    tiles (2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN samples and more) by column, bin s + 16 c at s N/32 + c, bin N/2 last
-    (ff_h_index)."""
+    samples; on the longer ones the pair table: row s N/64 + c holds (S, D) = (H[k] + conj H[M-k], H[k] - conj
+    H[M-k]) of bin k = s + 16 c (c < N/64; H[M] for k = 0), row M/2 that of bin M/2 with itself, zero after it; and
+    the coefficients the kernel forms from a row (kernels/fft_fused.cuh, ff_pair_coefs) are G's rows of both bins of
+    the pair, which cover every bin."""
     from sigconv import _kernels
 
     c = numpy_as_cupy
@@ -139,29 +139,27 @@ def test_fused_table_is_g_below_the_h_tiles_and_h_from_them(numpy_as_cupy, N, rn
     H = np.fft.rfft(rng.standard_normal(N)) / N
     T = c.fused_table(H, N)
     assert T.dtype == np.float32 and T.shape == (M, 4) and T.flags.c_contiguous
+    G = c.fused_coefficients(H, N).astype(np.float64)
     if N < 1 << _kernels.constants()["SIGCONV_FFT_FUSED_H_MIN_LOGN"]:
-        assert np.array_equal(T, c.fused_coefficients(H, N))
+        assert np.array_equal(T, G.astype(np.float32))
         return
-    pairs = T.reshape(-1, 2)
-    stored = pairs[: M + 1, 0] + 1j * pairs[: M + 1, 1]
-    if N >= 1 << _kernels.constants()["SIGCONV_FFT_FUSED_COLS_MIN_LOGN"]:
-        s_, c_ = np.arange(M) % 16, np.arange(M) // 16
-        assert np.array_equal(stored[s_ * (M // 16) + c_], H[:M].astype(np.complex64))
-        assert stored[M] == np.complex64(H[M])
-    else:
-        assert np.array_equal(stored, H.astype(np.complex64))
-    assert not pairs[M + 1:].any()
-    # the kernel's coefficients from H, in float64: G's rows
-    k = np.arange(M)
-    hk, hm = H[k], H[M - k]
+    assert not T[M // 2 + 1:].any()
+    S, D = T[: M // 2 + 1, 0] + 1j * T[: M // 2 + 1, 1], T[: M // 2 + 1, 2] + 1j * T[: M // 2 + 1, 3]
+    k = np.array([s + 16 * cc for s in range(16) for cc in range(M // 32)] + [M // 2])
+    assert sorted(k.tolist()) == list(range(M // 2 + 1))  # every bin up to M/2 has its row
+    hk, hm = H[k], np.conj(H[M - k])
+    assert np.abs(S - (hk + hm)).max() <= 1e-7 * np.abs(H).max()
+    assert np.abs(D - (hk - hm)).max() <= 1e-7 * np.abs(H).max()
+    # the kernel's coefficients from a row and W = exp(-2 pi i k / N) = (cs, -sn), in float64: G's rows of k and M-k
     W = np.exp(-2j * np.pi * k / N)
-    cs, s = W.real, -W.imag
-    al, be = 1 - s, 1 + s
-    a = al * hk.real + be * hm.real + 1j * (al * hk.imag - be * hm.imag)
-    b = -cs * (hk.imag + hm.imag) + 1j * cs * (hk.real - hm.real)
-    G = c.fused_coefficients(H, N)
-    assert np.abs(a - (G[:, 0] + 1j * G[:, 1])).max() <= 1e-6 * np.abs(a).max()
-    assert np.abs(b - (G[:, 2] + 1j * G[:, 3])).max() <= 1e-6 * np.abs(b).max()
+    cs, sn = W.real, -W.imag
+    gk = np.stack([S - sn * D, 1j * cs * D], axis=1)
+    gm = np.stack([np.conj(S + sn * D), -np.conj(1j * cs * D)], axis=1)
+    Gc = G[:, 0::2] + 1j * G[:, 1::2]  # (a, b) per bin
+    tol = 1e-6 * np.abs(Gc).max()
+    assert np.abs(gk[:-1] - Gc[k[:-1]]).max() <= tol
+    assert np.abs(gm[1:-1] - Gc[M - k[1:-1]]).max() <= tol  # (k = 0 and M/2 their own partners)
+    assert np.abs(gk[-1] - Gc[M // 2]).max() <= tol
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

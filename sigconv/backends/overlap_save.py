@@ -23,8 +23,8 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
-           "fused_radix_bits", "fused_twiddles", "fused_coefficients", "fused_table", "prebuilt_modules",
-           "irfft_destroying"]
+           "fused_radix_bits", "fused_twiddles", "fused_coefficients", "fused_pair_table", "fused_table",
+           "prebuilt_modules", "irfft_destroying"]
 
 
 def fft_size(K: int) -> int:
@@ -334,21 +334,30 @@ def fused_coefficients(H: np.ndarray, N: int) -> np.ndarray:
     return np.ascontiguousarray(np.stack([a.real, a.imag, b.real, b.imag], axis=1), dtype=np.float32)
 
 
+def fused_pair_table(H: np.ndarray, N: int) -> np.ndarray:
+    """The pair table of fft_fused's long tiles from the filter's spectrum ``H`` (N/2 + 1 bins), float32 of shape
+    (N/2, 4) (kernels/fft_fused.cuh, ff_pair_coefs and ff_pair_index): for the bins k = s + 16 c, s < 16, c < N/64
+    (the lower halves of the kernel's 16 columns of M/16 points, M = N/2), row s N/64 + c = (S, D) as real and
+    imaginary parts, S = H[k] + conj H[M-k] and D = H[k] - conj H[M-k]; row M/2 the same for bin M/2 with itself;
+    the rest zero. Computed in float64: the kernel forms a pair's coefficients G[k] = (S - s D, i c D) and G[M-k] =
+    (conj(S + s D), -conj(i c D)) from a row (s, c the sine and cosine of 2 pi k / N)."""
+    M = N // 2
+    H = np.asarray(H, dtype=np.complex128)[: M + 1]
+    e = np.arange(M // 2)
+    k = np.append(e // (M // 32) + 16 * (e % (M // 32)), M // 2)  # the lower bin of row e, then M/2
+    hk, hm = H[k], np.conj(H[M - k])
+    t = np.zeros((M, 4), dtype=np.float32)
+    t[: M // 2 + 1] = np.stack([(hk + hm).real, (hk + hm).imag, (hk - hm).real, (hk - hm).imag], axis=1)
+    return t
+
+
 def fused_table(H: np.ndarray, N: int) -> np.ndarray:
-    """The table conv1d_fft_fused reads for tiles of N samples, float32 of shape (N/2, 4): :func:`fused_coefficients`,
-    or on tiles of 2^SIGCONV_FFT_FUSED_H_MIN_LOGN samples and more (which form those coefficients themselves) ``H``'s
-    N/2 + 1 bins as (real, imaginary) pairs from the start, the rest zero (kernels/fft_fused.cuh, ff_reads_h); on
-    tiles of 2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN samples and more by column of the kernel's 16 x N/32 split, bin
-    s + 16 c at s N/32 + c, bin N/2 last (ff_h_index)."""
+    """The table conv1d_fft_fused reads for tiles of N samples, float32 of shape (N/2, 4): :func:`fused_coefficients`
+    (G, 16 bytes a bin), or on tiles of 2^SIGCONV_FFT_FUSED_H_MIN_LOGN samples and more :func:`fused_pair_table` (16
+    bytes a pair of bins, kernels/fft_fused.cuh, ff_reads_h)."""
     if N < 1 << _kernels.constants()["SIGCONV_FFT_FUSED_H_MIN_LOGN"]:
         return fused_coefficients(H, N)
-    t = np.zeros((N // 2, 4), dtype=np.float32)
-    h = np.asarray(H)[: N // 2 + 1]
-    if N >= 1 << _kernels.constants()["SIGCONV_FFT_FUSED_COLS_MIN_LOGN"]:  # by column: bin s + 16 c at s M/16 + c
-        M = N // 2
-        h = np.concatenate([h[:M].reshape(M // 16, 16).T.reshape(-1), h[M:]])
-    t.reshape(-1, 2)[: h.size] = np.stack([h.real, h.imag], axis=1)
-    return t
+    return fused_pair_table(H, N)
 
 
 _FUSED_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
