@@ -1137,11 +1137,19 @@ __global__ void __launch_bounds__(1024)
     int* red = reinterpret_cast<int*>(buf0 + (ONE ? MP : 2 * MP));
     const sc_i64 V = N - K + 1;
     const int et = ONE || !tap_shift ? 0 : tap_shift[0];  // (ff_tile_one reads it itself)
-    // the (channel, tile) pairs in one grid-stride loop over c * ntiles + t: nothing per channel held across tiles
+    // the (channel, tile) pairs in one grid-stride loop over c * ntiles + t: nothing per channel held across tiles.
+    // Where the grid has a block a tile (gridDim.x == ntiles: the launcher's, but for caps) the k-th pair of block (x,
+    // y) is tile x of channel y + k gridDim.y, without the 64-bit division (some 20 instructions a tile)
     const sc_i64 nb = (sc_i64)gridDim.x * gridDim.y, work = (sc_i64)C * ntiles;
-    for (sc_i64 w = (sc_i64)blockIdx.y * gridDim.x + blockIdx.x; w < work; w += nb) {
-        const int c = (int)(w / ntiles);
-        const sc_i64 t = w - (sc_i64)c * ntiles;
+    const bool rows = (sc_i64)gridDim.x == ntiles;
+    int cr = (int)blockIdx.y;
+    for (sc_i64 w = (sc_i64)blockIdx.y * gridDim.x + blockIdx.x; w < work; w += nb, cr += (int)gridDim.y) {
+        int c = cr;
+        sc_i64 t = blockIdx.x;
+        if (!rows) {
+            c = (int)(w / ntiles);
+            t = w - (sc_i64)c * ntiles;
+        }
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
