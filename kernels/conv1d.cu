@@ -392,13 +392,19 @@ template __global__ void conv1d_fft_fused<14, true>(const float*, float*, const 
 template __global__ void conv1d_fft_fused<14, false>(const float*, float*, const float4*, const float2*,
                                                  const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
                                                  const int*, int);
-template __global__ void conv1d_fft_fused_spectrum<10>(const float*, int, const float2*, float4*, int*, int*);
-template __global__ void conv1d_fft_fused_spectrum<11>(const float*, int, const float2*, float4*, int*, int*);
-template __global__ void conv1d_fft_fused_spectrum<12>(const float*, int, const float2*, float4*, int*, int*);
-template __global__ void conv1d_fft_fused_spectrum<13>(const float*, int, const float2*, float4*, int*, int*);
-template __global__ void conv1d_fft_fused_spectrum<14>(const float*, int, const float2*, float4*, int*, int*);
+template __global__ void conv1d_fft_fused_spectrum<10>(const float*, int, int, const float2*, float4*, int*,
+                                                      int*);
+template __global__ void conv1d_fft_fused_spectrum<11>(const float*, int, int, const float2*, float4*, int*,
+                                                      int*);
+template __global__ void conv1d_fft_fused_spectrum<12>(const float*, int, int, const float2*, float4*, int*,
+                                                      int*);
+template __global__ void conv1d_fft_fused_spectrum<13>(const float*, int, int, const float2*, float4*, int*,
+                                                      int*);
+template __global__ void conv1d_fft_fused_spectrum<14>(const float*, int, int, const float2*, float4*, int*,
+                                                      int*);
 template __global__ void conv1d_fft_fused<15, true>(const float*, float*, const float4*, const float2*,
                                                 const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
                                                 const int*, int);
-template __global__ void conv1d_fft_fused_spectrum<15>(const float*, int, const float2*, float4*, int*, int*);
+template __global__ void conv1d_fft_fused_spectrum<15>(const float*, int, int, const float2*, float4*, int*,
+                                                      int*);
 #endif

@@ -1052,25 +1052,30 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
 // The filter's coefficient table for conv1d_fft_fused<LOGN, *> from taps on the device, in one launch (the
 // launcher's path for taps it has no host copy of; sigconv/backends/overlap_save.py computes the same in float64
 // from host taps): tap_shift[0] = e, the exponent of the taps' peak (max |w| = m 2^e, 0.5 <= m < 1; 0 when the taps
-// are all zero or one is inf/NaN); H[k] = rfft(h)[k] / N for k <= M, h[i] = w[K-1-i] 2^-e zero-padded to N (the fft
-// variant's spectrum), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in float32; on the tiles of ff_reads_h
+// are all zero or one is inf/NaN); H[k] = rfft(h)[k] / N for k <= M, h[i] = w[K-1-(i-delay)] 2^-e for delay <= i <
+// K + delay, zero elsewhere up to N (the fft variant's spectrum, delayed by `delay` samples: that of the taps with
+// `delay` zeros after them, which the launcher adds so that its tiles start on even samples, see
+// sigconv/backends/overlap_save.py, fused_alignment), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in
+// float32; on the tiles of ff_reads_h
 // the pair table instead, M/2 + 1 float4 at its start (of the same M float4; ff_pair_index). The real h is
 // transformed as M complex points (h[2n], h[2n+1]) by the tile kernel's passes, then unpacked: X[k] = E + W O,
 // X[M-k] = conj(E - W O).
 // last (or null): the taps G and tap_shift were last computed from, kept by the launcher with them (last[0] = their
-// count, 0 for none yet; last[1 + j] = the bit pattern of tap j, M + 1 ints in all). Taps bit for bit the same (the
-// launcher's next call with the same filter) leave G as it is: one read of the K taps instead of the transform.
+// count K | delay << 24, 0 for none yet; last[1 + j] = the bit pattern of tap j, M + 1 ints in all). Taps bit for bit
+// the same with the same delay (the launcher's next call with the same filter) leave G as it is: one read of the K
+// taps instead of the transform.
 // Launch: one block of M/16 threads (at least 32), dynamic shared memory 8*ff_pad(M) + 128 bytes.
 template <int LOGN>
 __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512)
-    conv1d_fft_fused_spectrum(const float* __restrict__ w, int K, const float2* __restrict__ tw,
+    conv1d_fft_fused_spectrum(const float* __restrict__ w, int K, int delay, const float2* __restrict__ tw,
                               float4* __restrict__ G, int* __restrict__ tap_shift, int* __restrict__ last) {
     constexpr int MB = LOGN - 1, N = 1 << LOGN, M = N / 2, B0 = M / 16, MP = ff_pad(M);
     extern __shared__ float4 sc_smem4[];
     float2* const buf = reinterpret_cast<float2*>(sc_smem4);
     int* const red = reinterpret_cast<int*>(buf + MP);
     const int T = (int)blockDim.x, tid = (int)threadIdx.x;
-    if (last != nullptr && last[0] == K) {  // (the same in every thread)
+    const int tag = K | (delay << 24);  // (the record's first entry: the count and the delay, K < 2^24)
+    if (last != nullptr && last[0] == tag) {  // (the same in every thread)
         int differ = 0;
         for (int j = tid; j < K; j += T) differ |= __float_as_int(w[j]) != last[1 + j];
         if (!__syncthreads_or(differ)) return;  // (its barrier: every read of `last` done before the writes below)
@@ -1079,12 +1084,13 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
     for (int j = tid; j < K; j += T) mb = max(mb, __float_as_int(w[j]) & 0x7fffffff);
     mb = ff_block_max(mb, red);
     const int e = mb >= 0x7f800000 || mb == 0 ? 0 : os_frexp_exp<float>(__int_as_float(mb));
-    if (tid < B0) {  // the first pass's butterfly tid from the taps, reversed and scaled
+    if (tid < B0) {  // the first pass's butterfly tid from the taps, reversed, delayed and scaled
         float2 v[16];
 #pragma unroll
         for (int r = 0; r < 16; ++r) {
-            const int f = 2 * (tid + r * B0);
-            v[r] = make_float2(f < K ? ldexpf(w[K - 1 - f], -e) : 0.0f, f + 1 < K ? ldexpf(w[K - 2 - f], -e) : 0.0f);
+            const int g = 2 * (tid + r * B0) - delay;  // h[f] = w[K - 1 - g], g = f - delay in [0, K)
+            v[r] = make_float2((unsigned)g < (unsigned)K ? ldexpf(w[K - 1 - g], -e) : 0.0f,
+                               (unsigned)(g + 1) < (unsigned)K ? ldexpf(w[K - 2 - g], -e) : 0.0f);
         }
         ff_dft<16, false>(v);
         ff_store<16, 1>(buf, tid, v);
@@ -1114,7 +1120,7 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
     if (tid == 0) tap_shift[0] = e;
     if (last != nullptr) {
         for (int j = tid; j < K; j += T) last[1 + j] = __float_as_int(w[j]);
-        if (tid == 0) last[0] = K;
+        if (tid == 0) last[0] = tag;
     }
 }
 

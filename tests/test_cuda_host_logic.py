@@ -125,6 +125,24 @@ def test_fused_coefficients_are_the_middle_step(numpy_as_cupy, N, rng):
     assert np.allclose(np.stack([y.real, y.imag], axis=1).ravel(), circ, atol=1e-5 * np.abs(circ).max())
 
 
+def test_fused_alignment_starts_every_tile_on_an_even_sample(numpy_as_cupy):
+    """The zero taps the fused launcher adds (z before the taps, d after, 0 or 1 each) make every tile of the padded
+    filter start on an even sample (tile t at t (N - K' + 1) - pad'), where the padded filter fits in half the tile;
+    none where it would not."""
+    c = numpy_as_cupy
+    for N in (1024, 16384):
+        for K in list(range(1, 40)) + [511, 512, 513, 8190, 8191, 8192]:
+            for pad in {0, 1, 2, (K - 1) // 2, K // 2, K - 1, K}:
+                z, d = c.fused_alignment(K, pad, N)
+                Kp = K + z + d
+                if 2 * (K + 2) <= N:
+                    assert z in (0, 1) and d in (0, 1) and 2 * Kp <= N
+                    starts = np.arange(5) * (N - Kp + 1) - (pad + z)
+                    assert not (starts % 2).any(), (N, K, pad, z, d)
+                elif 2 * Kp > N:
+                    assert (z, d) == (0, 0)
+
+
 @pytest.mark.parametrize("N", [1024, 8192, 16384, 32768])
 def test_fused_table_is_g_below_the_pair_tiles_and_pairs_from_them(numpy_as_cupy, N, rng):
     """The table the fused kernel reads: G (fused_coefficients) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN

@@ -954,20 +954,23 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
 # two, rfft / N).
 
 def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, prev=None,
-                       poison=False, **caps):
+                       poison=False, flip=False, align=True, **caps):
     """``device_spectrum``: the coefficient table from the float32 taps by conv1d_fft_fused_spectrum (the launcher's
     path for taps without a host copy), else from the host's float64 spectrum (fused_table). ``prev`` (with
-    ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps;
-    ``poison``: the table refilled with NaN between the two runs."""
+    ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps
+    (``flip``: with the other delay); ``poison``: the table refilled with NaN between the two runs. ``align``: the
+    launcher's zero taps around the filter (fused_alignment), else the taps as they are."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
-    from sigconv.backends.overlap_save import fused_plan, fused_table, fused_twiddles
+    from sigconv.backends.overlap_save import fused_alignment, fused_plan, fused_table, fused_twiddles
 
     C, L = x.shape
     K = w.size
-    plan = fused_plan(K, out_len, C, block, **caps)
-    N = plan["N"]
+    N = fused_plan(K, out_len, C, block, **caps)["N"]
+    z, d = fused_alignment(K, pad, N) if align else (0, 0)
+    plan = fused_plan(K + z + d, out_len, C, block, **{**caps, "tile": N})
     tap_shift = int(np.frexp(np.abs(w).max())[1])
-    fused_table(np.fft.rfft(np.ldexp(w[::-1], -tap_shift), N) / N, N).tofile(tmp / "G.bin")
+    h = np.concatenate([np.zeros(d), np.ldexp(w[::-1], -tap_shift)])  # (the reversed taps after d zeros)
+    fused_table(np.fft.rfft(h, N) / N, N).tofile(tmp / "G.bin")
     w.astype(np.float32).tofile(tmp / "w.bin")
     fused_twiddles(N).tofile(tmp / "tw.bin")
     np.array([tap_shift], np.int32).tofile(tmp / "tap_shift.bin")
@@ -976,11 +979,11 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     spectrum = f"taps:{tmp / 'w.bin'}" if device_spectrum else tmp / "G.bin"
     if device_spectrum and prev is not None:
         np.asarray(prev, np.float32).tofile(tmp / "prev.bin")
-        spectrum += f":{tmp / 'prev.bin'}" + (":poison" if poison else "")
-    _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K, pad, out_len, plan["ntiles"],
-              FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin", tmp / "tap_shift.bin",
-              tmp / "y.bin"], "conv1d_fft_fused")
-    return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), plan
+        spectrum += f":{tmp / 'prev.bin'}" + (":poison" if poison else "") + (":flip" if flip else "")
+    _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K + z + d, pad + z, out_len,
+              plan["ntiles"], FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin",
+              tmp / "tap_shift.bin", tmp / "y.bin", d], "conv1d_fft_fused")
+    return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), {**plan, "z": z, "d": d}
 
 
 # (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 8000: N = 1024 to 32768; 2047 taps on 32768 too,
@@ -1029,6 +1032,22 @@ def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, bloc
         assert err <= 2e-6, f"channel {c} (2^{mags[c % 3]}) off by {err:.2e} (K={K}, N={plan['N']}, L={L})"
 
 
+@pytest.mark.parametrize("K,L,mode,C,block,xoff", [(4095, 9000, "same", 2, 512, 1), (2048, 7001, "same", 1, 256, 0),
+                                                   (7921, 20000, "full", 1, 1024, 0), (255, 3000, "valid", 3, 128, 2)])
+def test_fft_fused_kernel_runs_its_taps_as_given_on_host(host_build, tmp_path, K, L, mode, C, block, xoff, rng):
+    """The tile kernel with the taps as they are (no zero taps around them: tiles that start on odd samples and odd
+    strides), as the launcher runs it where fused_alignment adds none: outputs equal to the float64 reference."""
+    exe = host_build(*_FUSED_BUILD)
+    x = rng.standard_normal((C, L)).astype(np.float32)
+    w = rng.standard_normal(K) / np.sqrt(K)
+    pad, out_len = window_1d(mode, L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, xoff, align=False)
+    assert plan["z"] == plan["d"] == 0 and not np.isnan(y).any()
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert err <= 2e-6, f"off by {err:.2e} (K={K}, N={plan['N']}, L={L})"
+
+
 @pytest.mark.parametrize("K,scale", [(1, 0), (127, 100), (255, 0), (1023, -130), (4095, 0), (4095, -130), (5000, -3),
                                      (7921, 3), (8192, 0)])
 def test_fft_fused_spectrum_kernel_on_host(host_build, tmp_path, K, scale, rng):
@@ -1053,7 +1072,8 @@ def test_fft_fused_spectrum_kernel_on_host(host_build, tmp_path, K, scale, rng):
 def test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps(host_build, tmp_path, rng):
     """With the record of its last taps, the spectrum kernel leaves the table alone for taps bit for bit the same (a
     table poisoned after the first run stays poisoned: every output NaN) and recomputes it for taps that differ in one
-    bit of one tap, in their count, or in the sign of a zero: outputs equal to the float64 reference."""
+    bit of one tap, in their count, in the sign of a zero, or in the delay (the zero taps after them): outputs equal to
+    the float64 reference."""
     exe = host_build(*_FUSED_BUILD)
     L, K = 6000, 255
     x = rng.standard_normal((1, L)).astype(np.float32)
@@ -1070,12 +1090,13 @@ def test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps(host_build,
     negative_zero = w.copy()
     negative_zero[7] = -0.0
     for name, prev in (("one bit", one_bit), ("last tap's bit", last_bit), ("fewer taps", w[:-1]),
-                       ("-0.0", negative_zero),
+                       ("-0.0", negative_zero), ("the other delay", w),
                        ("the same, not poisoned", w)):
-        y, _ = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 128, device_spectrum=True, prev=prev,
-                                  poison=name != "the same, not poisoned")
+        y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 128, device_spectrum=True, prev=prev,
+                                     poison=name != "the same, not poisoned", flip=name == "the other delay")
         err = np.linalg.norm(y[0] - ref) / np.linalg.norm(ref)
         assert err <= 4e-6, f"{name}: off by {err:.2e}"
+    assert plan["d"] == 1  # (255 taps, "same": one zero before them, one after)
 
 
 def test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps(host_build, tmp_path, rng):
@@ -1102,7 +1123,7 @@ def test_fft_fused_nan_stays_in_its_tiles(host_build, tmp_path, rng):
     pad, out_len = window_1d("same", L, K)
     y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 128)
     V = plan["V"]
-    start = np.arange(plan["ntiles"]) * V - pad  # tile t reads x[start[t] : start[t] + N]
+    start = np.arange(plan["ntiles"]) * V - pad - plan["z"]  # tile t reads x[start[t] : start[t] + N]
     reads = (start <= 2500) & (2500 < start + plan["N"])
     nan_tiles = np.isnan(y[0]).reshape(-1)
     tile_of = np.arange(out_len) // V
@@ -1442,6 +1463,7 @@ _KEYS = {
     "test_ffa_kernel_runs_on_host": lambda **p: _build_key(*_ffa_build(_ffa_launches(**p)[0][0]["expr"])),
     "test_fft_fused_nan_stays_in_its_tiles": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_kernel_runs_its_taps_as_given_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),

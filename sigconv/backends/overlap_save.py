@@ -24,7 +24,7 @@ from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
            "fused_radix_bits", "fused_twiddles", "fused_coefficients", "fused_pair_table", "fused_table",
-           "prebuilt_modules", "irfft_destroying"]
+           "fused_alignment", "prebuilt_modules", "irfft_destroying"]
 
 
 def fft_size(K: int) -> int:
@@ -138,8 +138,9 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``: N instead of
     :func:`sigconv.registry.auto.fused_tile`'s (benchmarks compare tile lengths): a power of two in the kernel's
     range (its largest only with N/32 threads), at least 2K."""
-    N = _auto.fused_tile(K, block)
-    if tile is not None:
+    if tile is None:
+        N = _auto.fused_tile(K, block)
+    else:
         lim = _kernels.constants()
         top = lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN" if block is None or 32 * block >= tile
                   else "SIGCONV_FFT_FUSED_MAX_LOGN"]
@@ -156,6 +157,19 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     logn = N.bit_length() - 1
     return {"N": N, "logn": logn, "V": V, "ntiles": ntiles, "grid": grid,
             "smem": _fused_smem(N, buffers), "expr": _fused_expr(logn, buffers == 1)}
+
+
+def fused_alignment(K: int, pad: int, N: int) -> tuple:
+    """(z, d): the zero taps the fused launcher puts before the K taps (z) and after them (d), 0 or 1 each, so that
+    every tile of the padded filter (K + z + d taps, pad + z; the same outputs) starts on an even sample: pad + z
+    even and K + z + d odd, which makes a tile's stride N - (K + z + d) + 1 even. Where a channel starts on an
+    8-byte boundary (one channel, or an even length) a warp's loads of a tile's samples then cover whole 32-byte
+    sectors: on an H200 (same-run A/B, benchmarks/results/H200-2026-12-04-fused-pair-table/) K=4095 0.3074 ms against
+    0.3141, K=2047 -3.7%, K=8000 -3.4%, K=127 to 1023 -0.6 to -1.1%, level where the taps need no zeros. None where
+    that would leave fewer than half the tile N to the padded filter."""
+    z = pad & 1
+    d = 1 - ((K + z) & 1)
+    return (z, d) if 2 * (K + z + d) <= N else (0, 0)
 
 
 def _fused_expr(logn: int, one: bool) -> str:
@@ -364,9 +378,10 @@ _FUSED_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
 _FUSED_DEVICE_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
 
 
-def _fused_spectrum(w, N: int, key=None) -> tuple:
-    """(table, tap_shift) for conv1d_fft_fused: with ``key`` (:func:`host_taps_key`) the table from the host's float64
-    spectrum (:func:`host_spectrum`, :func:`fused_table`), once per (key, N, device); without one computed on
+def _fused_spectrum(w, N: int, key=None, delay: int = 0) -> tuple:
+    """(table, tap_shift) for conv1d_fft_fused, the taps followed by ``delay`` zeros (:func:`fused_alignment`): with
+    ``key`` (:func:`host_taps_key`) the table from the host's float64 spectrum (:func:`host_spectrum`,
+    :func:`fused_table`), once per (key, N, delay, device); without one computed on
     the device by conv1d_fft_fused_spectrum (in float32, as the fused kernel's transforms are): the path for taps
     without a host copy, one launch where the fft variant takes several small ones. That table lives per (N,
     device, stream, host thread) with the record of the taps it was made from, so that a call with taps bit for bit
@@ -375,10 +390,11 @@ def _fused_spectrum(w, N: int, key=None) -> tuple:
     cupy = _c1._cupy()
     if key is not None:
         def make():
-            H, tap_shift = host_spectrum(cupy.asnumpy(w), N)
+            wh = cupy.asnumpy(w)
+            H, tap_shift = host_spectrum(np.concatenate([wh, np.zeros(delay, wh.dtype)]), N)
             return cupy.asarray(fused_table(H, N)), cupy.asarray(tap_shift)
 
-        return _cached(_FUSED_TABLES, (key, int(N), cupy.cuda.Device().id), make)
+        return _cached(_FUSED_TABLES, (key, int(N), int(delay), cupy.cuda.Device().id), make)
     stream = cupy.cuda.get_current_stream()
 
     def make_device():  # (the stream held with its table: its handle is not reused while the table lives)
@@ -390,7 +406,8 @@ def _fused_spectrum(w, N: int, key=None) -> tuple:
     logn = N.bit_length() - 1
     smem = _fused_smem(N, 1)
     fn = _fused_function(f"conv1d_fft_fused_spectrum<{logn}>", smem)
-    fn((1,), (max(32, N // 32),), (w, np.int32(w.size), _device_twiddles(N), G, tap_shift, last), shared_mem=smem)
+    fn((1,), (max(32, N // 32),), (w, np.int32(w.size), np.int32(delay), _device_twiddles(N), G, tap_shift, last),
+       shared_mem=smem)
     return G, tap_shift
 
 
@@ -410,13 +427,14 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
     K = w.size
     if C * (out_len + K) <= _FFT_F64_BELOW:
         return launch_fft(x, w, pad, out_len, block, out=out, taps_key=taps_key)
-    plan = fused_plan(K, out_len, C, block, tile=tile)
-    N = plan["N"]
-    G, tap_shift = _fused_spectrum(w, N, taps_key)
+    N = fused_plan(K, out_len, C, block, tile=tile)["N"]
+    z, d = fused_alignment(K, pad, N)  # (the kernel runs the taps with z zeros before them and d after)
+    plan = fused_plan(K + z + d, out_len, C, block, tile=N)
+    G, tap_shift = _fused_spectrum(w, N, taps_key, d)
     fn = _fused_function(plan["expr"], plan["smem"])
     tw = _device_twiddles(N)  # (twice: the forward and the inverse transform's table, see kernels/fft_fused.cuh)
     fn(plan["grid"], (block,),
-       (x, out, G, tw, tw, np.int32(C), np.int64(L), np.int32(K), np.int64(pad),
+       (x, out, G, tw, tw, np.int32(C), np.int64(L), np.int32(K + z + d), np.int64(pad + z),
         np.int64(out_len), np.int64(plan["ntiles"]), tap_shift, np.int32(FFT_SAFE_EXPONENT["float32"])),
        shared_mem=plan["smem"])
     return out

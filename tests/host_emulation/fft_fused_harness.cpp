@@ -2,10 +2,13 @@
 // thread (cuda_shim_threads.h: barriers for __syncthreads, warp shuffles), with the launch that
 // sigconv.backends.overlap_save.fused_plan computes.
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
+//                     [DELAY]
 // FILE_G: the coefficient table, N/2 rows of 4 float32 (sigconv.backends.overlap_save.fused_table), or
-// "taps:FILE_W" (K float32 taps): G and the tap shift computed first by conv1d_fft_fused_spectrum<LOGN> (one block
-// of max(32, N/32) threads; FILE_TAPSHIFT then unused; "taps:FILE_W:FILE_PREV[:poison]" runs it on the taps of
-// FILE_PREV first, see below); FILE_TW: ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
+// "taps:FILE_W" (float32 taps, as many as the file holds): G and the tap shift computed first by
+// conv1d_fft_fused_spectrum<LOGN> with DELAY (default 0; one block of max(32, N/32) threads; FILE_TAPSHIFT then
+// unused; "taps:FILE_W:FILE_PREV[:poison]" runs it on the taps of FILE_PREV first, see below); K and pad are the tile
+// kernel's (the launcher's, with the zero taps it adds: overlap_save.fused_alignment); FILE_TW:
+// ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
 // FILE_TAPSHIFT: one int32, or "-" for a null pointer.
 // XOFF: x starts XOFF floats after a 256-byte boundary (a misaligned view). FILE_Y is read first (the test poisons it
 // with NaN) and rewritten after the launch. Shared memory starts filled with NaN for every block; the bytes past
@@ -23,10 +26,11 @@ constexpr size_t SMEM_CAP = SC_EMU_SMEM_CAP;
 alignas(256) float4 sc_smem4[SMEM_CAP / sizeof(float4)];
 
 int main(int argc, char** argv) {
-    if (argc != 19) {
-        std::fprintf(stderr, "fft_fused_harness: expected 18 arguments, got %d\n", argc - 1);
+    if (argc != 19 && argc != 20) {
+        std::fprintf(stderr, "fft_fused_harness: expected 18 or 19 arguments, got %d\n", argc - 1);
         return 2;
     }
+    const int delay = argc == 20 ? std::atoi(argv[19]) : 0;
     auto I = [&](int k) { return std::atoll(argv[k]); };
     const int logn = (int)I(1);
     dim3 g, b;
@@ -43,20 +47,34 @@ int main(int argc, char** argv) {
     float4* G;
     int* tap_shift;
     if (device_spectrum) {
-        // "taps:W[:PREV[:poison]]": with PREV (its taps, any count), the kernel first runs on PREV and then on W with
-        // the same G, tap shift and record of the last taps (zeroed: none yet); "poison" refills G and the tap shift
-        // with NaN and -12345 between the two runs (what a run that keeps them leaves)
+        // "taps:W[:PREV[:poison][:flip]]": with PREV (its taps, any count), the kernel first runs on PREV and then on W
+        // with the same G, tap shift and record of the last taps (zeroed: none yet); "poison" refills G and the tap
+        // shift with NaN and -12345 between the two runs (what a run that keeps them leaves); "flip": the run on PREV
+        // with the other delay (1 - DELAY)
         std::string spec_arg(argv[15] + 5), prev_path;
-        bool poison = false;
+        bool poison = false, flip = false;
         if (size_t c = spec_arg.find(':'); c != std::string::npos) {
             prev_path = spec_arg.substr(c + 1);
             spec_arg.resize(c);
             if (size_t d = prev_path.find(':'); d != std::string::npos) {
-                poison = prev_path.substr(d + 1) == "poison";
+                const std::string opts = prev_path.substr(d) + ":";
+                poison = opts.find(":poison:") != std::string::npos;
+                flip = opts.find(":flip:") != std::string::npos;
                 prev_path.resize(d);
             }
         }
-        float* w = load<float>(spec_arg.c_str(), (size_t)K);
+        auto count = [](const char* path) {  // float32 values in the file
+            FILE* f = std::fopen(path, "rb");
+            if (!f || std::fseek(f, 0, SEEK_END) != 0) {
+                std::fprintf(stderr, "cannot read %s\n", path);
+                std::exit(2);
+            }
+            const int n = (int)(std::ftell(f) / (long)sizeof(float));
+            std::fclose(f);
+            return n;
+        };
+        const int kw = count(spec_arg.c_str());
+        float* w = load<float>(spec_arg.c_str(), (size_t)kw);
         G = static_cast<float4*>(std::malloc((N / 2) * sizeof(float4)));
         tap_shift = static_cast<int*>(std::malloc(sizeof(int)));
         const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -69,9 +87,10 @@ int main(int argc, char** argv) {
         if (!prev_path.empty()) last = static_cast<int*>(std::calloc(N / 2 + 1, sizeof(int)));
         dim3 g1(1), b1((unsigned)std::max<size_t>(32, N / 32));
         const size_t smem1 = 8 * (size_t)ff_pad((int)(N / 2)) + 128;
-        auto run = [&](const float* taps, int k) {
+        auto run = [&](const float* taps, int k, int dl) {
             auto spec = [&](auto kern) {
-                emu_launch_threads(g1, b1, sc_smem4, SMEM_CAP, smem1, [&] { kern(taps, k, tw, G, tap_shift, last); });
+                emu_launch_threads(g1, b1, sc_smem4, SMEM_CAP, smem1,
+                                   [&] { kern(taps, k, dl, tw, G, tap_shift, last); });
             };
             switch (logn) {
                 case 10: spec(conv1d_fft_fused_spectrum<10>); break;
@@ -84,19 +103,13 @@ int main(int argc, char** argv) {
             }
         };
         if (last != nullptr) {
-            FILE* f = std::fopen(prev_path.c_str(), "rb");
-            if (!f || std::fseek(f, 0, SEEK_END) != 0) {
-                std::fprintf(stderr, "cannot read %s\n", prev_path.c_str());
-                return 2;
-            }
-            const int kp = (int)(std::ftell(f) / (long)sizeof(float));
-            std::fclose(f);
+            const int kp = count(prev_path.c_str());
             float* prev = load<float>(prev_path.c_str(), (size_t)kp);
-            run(prev, kp);
+            run(prev, kp, flip ? 1 - delay : delay);
             std::free(prev);
             if (poison) fill();
         }
-        run(w, K);
+        run(w, kw, delay);
         std::free(w);
         std::free(last);
     } else {
