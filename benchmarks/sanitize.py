@@ -36,9 +36,9 @@ FFT_MAGNITUDES = {"float32": (0, 120, -100), "float64": (0, 1000, -1000)}
 #: The conv1d shapes (L, K, C) of every variant: a single sample, tails, K above a tile, several channels.
 SHAPES_1D = ((1, 3, 1), (37, 5, 2), (300, 64, 3), (1029, 300, 2), (50, 1030, 1))
 #: fft_fused's own kernel runs above the float64 fallback of small problems: tiles of 1024, 4096 and 16384 samples
-#: (the column tile: warps that meet in pairs) and, for the largest filter, 32768 (on 1024 threads) or 16384 (on
-#: fewer); lengths ending inside a tile.
-FUSED_SHAPES = ((22001, 1, 3), (70001, 255, 1), (40001, 2049, 2), (40001, 8192, 2))
+#: (the column tile: warps that meet in pairs) and, for the largest filters, 32768 (on 1024 threads) or 16384 (on
+#: fewer); lengths ending inside a tile; an even length, whose 32768 tiles read pairs of samples as 8-byte loads.
+FUSED_SHAPES = ((22001, 1, 3), (70001, 255, 1), (40001, 2049, 2), (40001, 8192, 2), (40000, 7921, 2))
 #: ffa's channel classes (rows of odd length start at four 16-byte phases: one launch each) and its longest filter.
 FFA_SHAPES = ((2001, 63, 3), (999, 125, 2))
 #: Multi-channel 2-D layers (N, Cin, H, W, Cout, (kH, kW), stride, pad): odd sizes with bias; more channels than one

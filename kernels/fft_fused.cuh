@@ -511,10 +511,10 @@ __host__ __device__ constexpr bool ff_cols(int LOGN) { return LOGN >= SIGCONV_FF
 //   a[k] = S - s D,  conj a[M-k] = S + s D,  b[k] = i c D,  b[M-k] = i c conj D = -conj b[k]
 // (s the same at M-k, c negated), so one float4 (S, D) a pair of bins holds them, given W = exp(-2 pi i k / N) =
 // (c, -s). Its place: bin k = s + 16 c' of the split into 16 columns of CM = M/16 points (ff_tile_cols's) with
-// c' < CM/2 is the lower bin of its pair (its partner M - k lies in the upper half of column 16 - s, or is M for k = 0)
-// and has the pair's entry at s * CM/2 + c' (what a column's threads read is consecutive); bin M/2, its own partner, has
-// (S, D) of H[M/2] with itself at M/2 (of the launcher's M float4: fused_table in sigconv/backends/overlap_save.py
-// lays it out the same; conv1d_fft_fused_spectrum on the device).
+// c' < CM/2 is the lower bin of its pair (its partner M - k lies in the upper half of column 16 - s, or is M for
+// k = 0) and has the pair's entry at s * CM/2 + c' (what a column's threads read is consecutive); bin M/2, its own
+// partner, has (S, D) of H[M/2] with itself at M/2 (of the launcher's M float4: fused_table in
+// sigconv/backends/overlap_save.py lays it out the same; conv1d_fft_fused_spectrum on the device).
 template <int LOGN> __host__ __device__ constexpr bool ff_pair_low(int k) {  // (0 <= k < M)
     constexpr int M = 1 << (LOGN - 1), CM = M / 16;
     return (k >> 4) < CM / 2;
@@ -664,7 +664,9 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
 // The first forward pass of ff_tile_one and ff_tile_cols (radix 16, no twiddles), from x into registers: v gets the DFT
 // of points p = jt + r M/16 of the tile, p = (x[s0 + 2p], x[s0 + 2p + 1]) (zero outside [0, L)); returns the tile's
 // shift es (ff_tile_shift) by which v is divided. Its barrier: every read of the last tile's shared memory done.
-template <int LOGN>
+// PAIRS: the launcher's promise that xc + s0 is 8-byte aligned and s0 and L are even (so are lo and hi below): a
+// point's two samples are one 8-byte load, inside x or not at all.
+template <int LOGN, bool PAIRS = false>
 __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i64 L, sc_i64 s0, int jt, int safe,
                                              int* red, float2* v) {
     constexpr int N = 1 << LOGN, M = N / 2, B0 = M / 16;
@@ -678,7 +680,14 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
         const int lo = s0 >= 0 ? 0 : (int)(-s0 < N ? -s0 : N);
         const int hi = L - s0 >= N ? N : L - s0 <= 0 ? 0 : (int)(L - s0);
         const float* const xt = xc + s0;  // float f of the tile (read only at f in [lo, hi))
-        if (LOGN <= FF_PLAIN_LOADS_MAX_LOGN && hi - lo == N) {
+        if constexpr (PAIRS) {
+            const float2* const xp = reinterpret_cast<const float2*>(xt);
+#pragma unroll
+            for (int r = 0; r < 16; ++r) {
+                const int f = 2 * (jt + r * B0);
+                v[r] = (unsigned)(f - lo) < (unsigned)(hi - lo) ? xp[jt + r * B0] : make_float2(0.0f, 0.0f);
+            }
+        } else if (LOGN <= FF_PLAIN_LOADS_MAX_LOGN && hi - lo == N) {
 #pragma unroll
             for (int r = 0; r < 16; ++r) {
                 const int f = 2 * (jt + r * B0);
@@ -873,12 +882,13 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 // of radix 16, R1 (the transform's second radix: 8 or 16) and 4 in place, at their column's barrier, ff_sync<CT>),
 // which gives the bins s + 16 c in natural order of c. The middle step pairs bin k with M - k, which column (16 - s) mod
 // 16 holds: between two barriers of the pair of columns (ff_pair_sync) each takes the pairs of its own lower half,
-// reading and writing the partner's upper half (the pair table's entries by column: ff_pair_index); then it runs the column passes
-// transposed and backwards (ff_pass_inplace with BACK; the first in registers). After the block's barrier, thread jt
-// reads point jt of every column, multiplies by the conjugate twiddles and takes the inverse DFT of 16
-// (ff_cols_twiddle_idft16): y at points jt + B0 m, straight to y. Three block barriers a tile (the peak's and two)
-// where ff_tile_one has fourteen. Threads past B0 (whole warps) wait at the block's barriers and store nothing.
-template <int LOGN>
+// reading and writing the partner's upper half (the pair table's entries by column: ff_pair_index); then it runs the
+// column passes transposed and backwards (ff_pass_inplace with BACK; the first in registers). After the block's
+// barrier, thread jt reads point jt of every column, multiplies by the conjugate twiddles and takes the inverse DFT
+// of 16 (ff_cols_twiddle_idft16): y at points jt + B0 m, straight to y. Three block barriers a tile (the peak's and
+// two) where ff_tile_one has fourteen. Threads past B0 (whole warps) wait at the block's barriers and store nothing.
+// (PAIRS: ff_first_pass's.)
+template <int LOGN, bool PAIRS = false>
 __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
@@ -898,7 +908,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     const bool on = tid < B0;
     // 1. the first pass, twiddled into the columns
     float2 v[16];
-    const int es = ff_first_pass<LOGN>(xc, L, s0, jt, safe, red, v);
+    const int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v);
     if (on) {
         ff_cols_twiddle<MB>(tw, jt, v);
 #pragma unroll
@@ -1127,8 +1137,11 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
 // ONE: the block has M/16 threads or more and runs ff_tile_one, else ff_tile_two (the launcher picks the
 // instantiation by its block; two kernels, so that neither path's registers are the other's). Bounds of 1024
 // threads: every block size launches (64K registers per block); ptxas (sm_90) fits either in 64 registers or fewer
-// with no spills.
-template <int LOGN, bool ONE>
+// with no spills. PAIRS (on tiles of 2^SIGCONV_FFT_FUSED_PAIRS_LOGN samples, ONE): every tile of every channel starts
+// on an 8-byte boundary of x and L is even (the launcher's choice: sigconv/backends/overlap_save.py, fused_pairs), and
+// the first pass reads a point's two samples as one 8-byte load (on an H200 4.7% faster at K = 7921; on the 16384
+// tile, where ptxas spills 20 bytes so, -1.3% to +2.2%: not built).
+template <int LOGN, bool ONE, bool PAIRS = false>
 __global__ void __launch_bounds__(1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
                      const float2* __restrict__ tw, const float2* __restrict__ twi, int C, sc_i64 L, int K,
@@ -1136,6 +1149,7 @@ __global__ void __launch_bounds__(1024)
     static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN &&
                       LOGN <= (ONE ? SIGCONV_FFT_FUSED_ONE_MAX_LOGN : SIGCONV_FFT_FUSED_MAX_LOGN),
                   "tile length");
+    static_assert(!PAIRS || (ONE && LOGN == SIGCONV_FFT_FUSED_PAIRS_LOGN), "8-byte loads: the PAIRS tile, in place");
     constexpr int N = 1 << LOGN, M = N / 2, MP = ff_pad(M);
     extern __shared__ float4 sc_smem4[];
     if (ONE != ((int)blockDim.x * 16 >= M)) return;  // the other instantiation's block: nothing written
@@ -1160,7 +1174,7 @@ __global__ void __launch_bounds__(1024)
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
         if constexpr (ONE && ff_cols(LOGN))
-            ff_tile_cols<LOGN>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
+            ff_tile_cols<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
         else if constexpr (ONE)
             ff_tile_one<LOGN>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
         else

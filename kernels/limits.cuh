@@ -32,6 +32,9 @@
 // points (ff_tile_cols: 512 points a warp's, 1024 two warps'), and their table holds H by column (bin s + 16 c at
 // s * N/32 + c, H[N/2] last).
 #define SIGCONV_FFT_FUSED_COLS_MIN_LOGN 14
+// fft_fused.cuh: the tile whose in-place kernel has a variant that reads a point's two samples as one 8-byte
+// load (conv1d_fft_fused<LOGN, true, true>), for launches whose every tile starts on an 8-byte boundary of x.
+#define SIGCONV_FFT_FUSED_PAIRS_LOGN 15
 // conv1d_ffa.cu: taps per sub-filter (a quarter of the shifted, padded filter): nine sub-filters in __constant__ memory.
 #define SIGCONV_FFA_MAX_KQ 32
 

@@ -125,6 +125,22 @@ def test_fused_coefficients_are_the_middle_step(numpy_as_cupy, N, rng):
     assert np.allclose(np.stack([y.real, y.imag], axis=1).ravel(), circ, atol=1e-5 * np.abs(circ).max())
 
 
+def test_fused_pairs_only_where_every_tile_starts_on_an_8_byte_boundary(numpy_as_cupy):
+    """The kernel that reads a point's two samples as one 8-byte load runs on the 32768 tile in place, where x's data
+    is 8-byte aligned, L even, and pad and the tile's stride N - K + 1 even; nowhere else, and its plan says so."""
+    c = numpy_as_cupy
+    ok = dict(N=32768, block=1024, K=7921, pad=3960, L=1 << 26, aligned=True)
+    assert c.fused_pairs(**ok)
+    for change in (dict(N=16384, block=512), dict(block=512), dict(aligned=False), dict(L=(1 << 26) + 1),
+                   dict(pad=3961), dict(K=7922)):
+        assert not c.fused_pairs(**{**ok, **change}), change
+    assert c.fused_plan(7921, 1 << 26, 1, 1024, tile=32768, pairs=True)["expr"] == "conv1d_fft_fused<15, true, true>"
+    assert c.fused_plan(7921, 1 << 26, 1, 1024, tile=32768)["expr"] == "conv1d_fft_fused<15, true>"
+    with pytest.raises(ValueError, match="pairs"):
+        c.fused_plan(4095, 1 << 26, 1, 512, pairs=True)
+    assert {"name": c._c1.SOURCE, "name_expressions": ("conv1d_fft_fused<15, true, true>",)} in c.prebuilt_modules()
+
+
 def test_fused_alignment_starts_every_tile_on_an_even_sample(numpy_as_cupy):
     """The zero taps the fused launcher adds (z before the taps, d after, 0 or 1 each) make every tile of the padded
     filter start on an even sample (tile t at t (N - K' + 1) - pad'), where the padded filter fits in half the tile;

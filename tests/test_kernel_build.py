@@ -959,15 +959,17 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     path for taps without a host copy), else from the host's float64 spectrum (fused_table). ``prev`` (with
     ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps
     (``flip``: with the other delay); ``poison``: the table refilled with NaN between the two runs. ``align``: the
-    launcher's zero taps around the filter (fused_alignment), else the taps as they are."""
+    launcher's zero taps around the filter (fused_alignment) and its choice of the kernel that reads pairs of samples
+    (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
-    from sigconv.backends.overlap_save import fused_alignment, fused_plan, fused_table, fused_twiddles
+    from sigconv.backends.overlap_save import fused_alignment, fused_pairs, fused_plan, fused_table, fused_twiddles
 
     C, L = x.shape
     K = w.size
     N = fused_plan(K, out_len, C, block, **caps)["N"]
     z, d = fused_alignment(K, pad, N) if align else (0, 0)
-    plan = fused_plan(K + z + d, out_len, C, block, **{**caps, "tile": N})
+    pairs = align and fused_pairs(N, block, K + z + d, pad + z, L, xoff % 2 == 0)
+    plan = fused_plan(K + z + d, out_len, C, block, **{**caps, "tile": N}, pairs=pairs)
     tap_shift = int(np.frexp(np.abs(w).max())[1])
     h = np.concatenate([np.zeros(d), np.ldexp(w[::-1], -tap_shift)])  # (the reversed taps after d zeros)
     fused_table(np.fft.rfft(h, N) / N, N).tofile(tmp / "G.bin")
@@ -982,8 +984,8 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
         spectrum += f":{tmp / 'prev.bin'}" + (":poison" if poison else "") + (":flip" if flip else "")
     _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K + z + d, pad + z, out_len,
               plan["ntiles"], FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin",
-              tmp / "tap_shift.bin", tmp / "y.bin", d], "conv1d_fft_fused")
-    return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), {**plan, "z": z, "d": d}
+              tmp / "tap_shift.bin", tmp / "y.bin", d, int(pairs)], "conv1d_fft_fused")
+    return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), {**plan, "z": z, "d": d, "pairs": pairs}
 
 
 # (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 8000: N = 1024 to 32768; 2047 taps on 32768 too,
@@ -1030,6 +1032,25 @@ def test_fft_fused_kernel_runs_on_host(host_build, tmp_path, K, L, mode, C, bloc
         s = max(float(np.abs(ref[c]).max()), np.finfo(np.float64).tiny)  # norms of 2^120 values overflow float32
         err = np.linalg.norm((y[c] - ref[c]) / s) / max(np.linalg.norm(ref[c] / s), 1e-300)
         assert err <= 2e-6, f"channel {c} (2^{mags[c % 3]}) off by {err:.2e} (K={K}, N={plan['N']}, L={L})"
+
+
+@pytest.mark.parametrize("K,L,mode,C,xoff,pairs", [(7921, 40000, "same", 1, 0, True), (8000, 60000, "same", 2, 0, True),
+                                                   (2047, 70000, "full", 1, 0, True), (7921, 40001, "same", 1, 0, False),
+                                                   (7921, 40000, "same", 1, 1, False)])
+def test_fft_fused_pairs_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, pairs, rng):
+    """On the 32768 tile the launcher runs the kernel that reads a point's two samples as one 8-byte load where every
+    tile starts on an 8-byte boundary (x aligned, L even; the zero taps make pad and the stride even: 8000 taps
+    "same" get one before them), and the float loads where not (L odd, x one float off); outputs equal to the
+    float64 reference either way. (The harness refuses a pairs launch whose tiles do not all start aligned.)"""
+    exe = host_build(*_FUSED_BUILD)
+    x = rng.standard_normal((C, L)).astype(np.float32)
+    w = rng.standard_normal(K) / np.sqrt(K)
+    pad, out_len = window_1d(mode, L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 1024, xoff, tile=32768)
+    assert plan["pairs"] == pairs and plan["N"] == 32768
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
+    assert not np.isnan(y).any() and err <= 2e-6, f"off by {err:.2e} (K={K}, L={L}, pairs {pairs})"
 
 
 @pytest.mark.parametrize("K,L,mode,C,block,xoff", [(4095, 9000, "same", 2, 512, 1), (2048, 7001, "same", 1, 256, 0),
@@ -1464,6 +1485,7 @@ _KEYS = {
     "test_fft_fused_nan_stays_in_its_tiles": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_kernel_runs_its_taps_as_given_on_host": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_pairs_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),

@@ -24,7 +24,7 @@ from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
            "fused_radix_bits", "fused_twiddles", "fused_coefficients", "fused_pair_table", "fused_table",
-           "fused_alignment", "prebuilt_modules", "irfft_destroying"]
+           "fused_alignment", "fused_pairs", "prebuilt_modules", "irfft_destroying"]
 
 
 def fft_size(K: int) -> int:
@@ -130,14 +130,15 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 
 
 def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x: int = _GRID_X_MAX,
-               cap_y: int = _GRID_YZ_MAX, tile: int | None = None) -> dict:
+               cap_y: int = _GRID_YZ_MAX, tile: int | None = None, pairs: bool = False) -> dict:
     """The launch of conv1d_fft_fused<logn, one> (``expr``) with ``block`` threads (None: the tile's own,
     :func:`sigconv.registry.auto.fused_block`, N/32 or more): tile length N, valid outputs per tile V, tiles per
     channel, grid (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the
     caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding per 16 (one where the
     block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``: N instead of
     :func:`sigconv.registry.auto.fused_tile`'s (benchmarks compare tile lengths): a power of two in the kernel's
-    range (its largest only with N/32 threads), at least 2K."""
+    range (its largest only with N/32 threads), at least 2K. ``pairs``: the kernel that reads a point's two samples as
+    one 8-byte load, where :func:`fused_pairs` allows it (ValueError elsewhere)."""
     if tile is None:
         N = _auto.fused_tile(K, block)
     else:
@@ -155,8 +156,11 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
     buffers = 1 if block is None or 32 * block >= N else 2
     logn = N.bit_length() - 1
+    if pairs and not (buffers == 1 and logn == _kernels.constants()["SIGCONV_FFT_FUSED_PAIRS_LOGN"]):
+        raise ValueError(f"fft_fused reads pairs of samples on tiles of "
+                         f"{1 << _kernels.constants()['SIGCONV_FFT_FUSED_PAIRS_LOGN']} samples in place, not {N}")
     return {"N": N, "logn": logn, "V": V, "ntiles": ntiles, "grid": grid,
-            "smem": _fused_smem(N, buffers), "expr": _fused_expr(logn, buffers == 1)}
+            "smem": _fused_smem(N, buffers), "expr": _fused_expr(logn, buffers == 1, pairs)}
 
 
 def fused_alignment(K: int, pad: int, N: int) -> tuple:
@@ -172,10 +176,20 @@ def fused_alignment(K: int, pad: int, N: int) -> tuple:
     return (z, d) if 2 * (K + z + d) <= N else (0, 0)
 
 
-def _fused_expr(logn: int, one: bool) -> str:
+def fused_pairs(N: int, block: int, K: int, pad: int, L: int, aligned: bool) -> bool:
+    """Whether a launch of K taps (with the zero taps of :func:`fused_alignment`), ``pad`` and tiles of N samples on
+    ``block`` threads runs conv1d_fft_fused<logn, true, true>, which reads a point's two samples as one 8-byte load:
+    on tiles of 2^SIGCONV_FFT_FUSED_PAIRS_LOGN samples in place, where every tile of every channel starts on an
+    8-byte boundary of x and ends on one or at x's end: x's data on one (``aligned``), L even, pad and the tile's
+    stride N - K + 1 even (kernels/fft_fused.cuh, ff_first_pass)."""
+    return (N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_PAIRS_LOGN"] and 32 * block >= N and aligned
+            and L % 2 == 0 and pad % 2 == 0 and (N - K + 1) % 2 == 0)
+
+
+def _fused_expr(logn: int, one: bool, pairs: bool = False) -> str:
     """The kernel's instantiation: conv1d_fft_fused<logn, one>, ``one`` for a block of N/32 threads or more (the
-    tile transformed in place in one buffer)."""
-    return f"conv1d_fft_fused<{logn}, {'true' if one else 'false'}>"
+    tile transformed in place in one buffer); conv1d_fft_fused<logn, true, true> for ``pairs``."""
+    return f"conv1d_fft_fused<{logn}, {'true' if one else 'false'}{', true' if pairs else ''}>"
 
 
 def fused_radix_bits(N: int) -> list[int]:
@@ -429,7 +443,8 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
         return launch_fft(x, w, pad, out_len, block, out=out, taps_key=taps_key)
     N = fused_plan(K, out_len, C, block, tile=tile)["N"]
     z, d = fused_alignment(K, pad, N)  # (the kernel runs the taps with z zeros before them and d after)
-    plan = fused_plan(K + z + d, out_len, C, block, tile=N)
+    pairs = fused_pairs(N, block, K + z + d, pad + z, L, x.data.ptr % 8 == 0)
+    plan = fused_plan(K + z + d, out_len, C, block, tile=N, pairs=pairs)
     G, tap_shift = _fused_spectrum(w, N, taps_key, d)
     fn = _fused_function(plan["expr"], plan["smem"])
     tw = _device_twiddles(N)  # (twice: the forward and the inverse transform's table, see kernels/fft_fused.cuh)
@@ -442,12 +457,14 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
 
 def prebuilt_modules() -> list[dict]:
     """:func:`sigconv._kernels.module`'s arguments of the fused kernel's modules (per tile length: the tile kernel in
-    place and through two buffers, and the spectrum kernel; see ``sigconv.backends.prebuilt_modules``); the
+    place and through two buffers, and the spectrum kernel; the kernel that reads pairs of samples, of its tile; see
+    ``sigconv.backends.prebuilt_modules``); the
     overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base module."""
     lim = _kernels.constants()
     logns = range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"] + 1)
     return ([dict(name=_c1.SOURCE, name_expressions=(_fused_expr(n, one),)) for n in logns for one in (True, False)
              if one or n <= lim["SIGCONV_FFT_FUSED_MAX_LOGN"]]
+            + [dict(name=_c1.SOURCE, name_expressions=(_fused_expr(lim["SIGCONV_FFT_FUSED_PAIRS_LOGN"], True, True),))]
             + [dict(name=_c1.SOURCE, name_expressions=(f"conv1d_fft_fused_spectrum<{n}>",)) for n in logns])
 
 

@@ -2,7 +2,9 @@
 // thread (cuda_shim_threads.h: barriers for __syncthreads, warp shuffles), with the launch that
 // sigconv.backends.overlap_save.fused_plan computes.
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
-//                     [DELAY]
+//                     [DELAY [PAIRS]]
+// PAIRS 1: conv1d_fft_fused<LOGN, true, true> (a point's two samples as one 8-byte load), after checking the launcher's
+// promise that every tile of every channel starts on an 8-byte boundary of x and L is even.
 // FILE_G: the coefficient table, N/2 rows of 4 float32 (sigconv.backends.overlap_save.fused_table), or
 // "taps:FILE_W" (float32 taps, as many as the file holds): G and the tap shift computed first by
 // conv1d_fft_fused_spectrum<LOGN> with DELAY (default 0; one block of max(32, N/32) threads; FILE_TAPSHIFT then
@@ -18,6 +20,7 @@
 #include "harness_io.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <limits>
@@ -26,11 +29,12 @@ constexpr size_t SMEM_CAP = SC_EMU_SMEM_CAP;
 alignas(256) float4 sc_smem4[SMEM_CAP / sizeof(float4)];
 
 int main(int argc, char** argv) {
-    if (argc != 19 && argc != 20) {
-        std::fprintf(stderr, "fft_fused_harness: expected 18 or 19 arguments, got %d\n", argc - 1);
+    if (argc < 19 || argc > 21) {
+        std::fprintf(stderr, "fft_fused_harness: expected 18 to 20 arguments, got %d\n", argc - 1);
         return 2;
     }
-    const int delay = argc == 20 ? std::atoi(argv[19]) : 0;
+    const int delay = argc >= 20 ? std::atoi(argv[19]) : 0;
+    const bool pairs = argc >= 21 && std::atoi(argv[20]) != 0;
     auto I = [&](int k) { return std::atoll(argv[k]); };
     const int logn = (int)I(1);
     dim3 g, b;
@@ -122,7 +126,15 @@ int main(int argc, char** argv) {
                            [&] { kern(x, y, G, tw, tw, C, L, K, pad, out_len, ntiles, tap_shift, safe); });
     };
     const bool one = (size_t)b.x * 16 >= N / 2;  // as the launcher picks (sigconv.backends.overlap_save)
-    switch (logn * 2 + (one ? 1 : 0)) {
+    if (pairs) {
+        const sc_i64 V = (sc_i64)N - K + 1;
+        if (!one || logn != SIGCONV_FFT_FUSED_PAIRS_LOGN || reinterpret_cast<uintptr_t>(x) % 8 != 0 || L % 2 != 0 ||
+            pad % 2 != 0 || V % 2 != 0) {
+            std::fprintf(stderr, "PAIRS launch whose tiles do not all start on an 8-byte boundary\n");
+            return 2;
+        }
+        go(conv1d_fft_fused<SIGCONV_FFT_FUSED_PAIRS_LOGN, true, true>);
+    } else switch (logn * 2 + (one ? 1 : 0)) {
         case 20: go(conv1d_fft_fused<10, false>); break;
         case 21: go(conv1d_fft_fused<10, true>); break;
         case 22: go(conv1d_fft_fused<11, false>); break;
