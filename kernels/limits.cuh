@@ -25,12 +25,13 @@
 #define SIGCONV_FFT_FUSED_MAX_LOGN 14
 // fft_fused.cuh: and 2^15 samples on a block of 1024 threads, in place only (one buffer: 136 KB).
 #define SIGCONV_FFT_FUSED_ONE_MAX_LOGN 15
-// fft_fused.cuh: tiles of 2^14 samples and more read the filter's spectrum H (N/2 + 1 float2) and form the middle
-// step's coefficients from it; shorter tiles read those coefficients, G (N/2 float4: twice the bytes).
+// fft_fused.cuh: tiles of 2^14 samples and more read the pair table (S, D) of the filter's spectrum (N/4 + 1 float4,
+// ff_pair_coefs) and form the middle step's coefficients from it; shorter tiles read those coefficients, G (N/2
+// float4: twice the bytes).
 #define SIGCONV_FFT_FUSED_H_MIN_LOGN 14
 // fft_fused.cuh: tiles of 2^14 samples and more on blocks of N/32 threads or more transform as 16 columns of N/32
-// points (ff_tile_cols: 512 points a warp's, 1024 two warps'), and their table holds H by column (bin s + 16 c at
-// s * N/32 + c, H[N/2] last).
+// points (ff_tile_cols: 512 points a warp's, 1024 two warps'), and the pair table is laid out by those columns
+// (ff_pair_index).
 #define SIGCONV_FFT_FUSED_COLS_MIN_LOGN 14
 // fft_fused.cuh: the tile whose in-place kernel has a variant that reads a point's two samples as one 8-byte
 // load (conv1d_fft_fused<LOGN, true, true>), for launches whose every tile starts on an 8-byte boundary of x.
