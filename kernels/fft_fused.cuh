@@ -462,6 +462,50 @@ __device__ __forceinline__ int ff_block_max(int e, int* red) {
 #define FF_PLAIN_LOADS_MAX_LOGN 13
 #endif
 
+// FF_TIMELINE (benchmarks/fused_timeline.py, a measurement build): thread 0 of the block records clock64 at six points
+// of each ff_tile_cols tile (its start, its own loads arrived, the columns' start and end, its outputs computed, the
+// tile's end after a barrier of its own), its multiprocessor and the global timer at the start and the end, in
+// ff_timeline (a row of 9 per pair c * ntiles + t below FF_TIMELINE). Without it nothing of this is compiled. (Only
+// ff_tile_cols's launches set the row; ff_first_pass's mark is a column tile's.)
+#ifdef FF_TIMELINE
+__device__ unsigned long long ff_timeline[FF_TIMELINE * 9];
+static __shared__ long long ff_tl_row;
+template <int I> __device__ __forceinline__ void ff_mark(int dep = 0) {  // (dep: a value the clock is read after)
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) : "r"(dep));
+    if (threadIdx.x == 0 && (unsigned long long)ff_tl_row < FF_TIMELINE) ff_timeline[ff_tl_row * 9 + I] = t;
+}
+#define FF_MARK(I, DEP) ff_mark<I>(DEP)
+__device__ __forceinline__ void ff_tl_begin(sc_i64 w) {
+    if (threadIdx.x == 0) {
+        ff_tl_row = w;
+        unsigned smid;
+        unsigned long long gt;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+        if (w < FF_TIMELINE) {
+            ff_timeline[w * 9 + 6] = smid;
+            ff_timeline[w * 9 + 7] = gt;
+        }
+    }
+    ff_mark<0>();
+}
+__device__ __forceinline__ void ff_tl_end() {
+    __syncthreads();
+    ff_mark<5>();
+    const sc_i64 w = ff_tl_row;
+    if (threadIdx.x == 0 && w < FF_TIMELINE) {
+        unsigned long long gt;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+        ff_timeline[w * 9 + 8] = gt;
+    }
+}
+#else
+#define FF_MARK(I, DEP)
+__device__ __forceinline__ void ff_tl_begin(sc_i64) {}
+__device__ __forceinline__ void ff_tl_end() {}
+#endif
+
 // The tiles (log2 of their samples) whose in-place path computes its first DFT before the barrier of the tile's peak
 // (ff_tile_one, ff_tile_cols): on an H200 (2026-12-04, three runs) 0.2-0.9% faster on the 8192 tile and 0.7-1.4% on
 // 16384 (ff_tile_one), level to 0.5% slower on 4096; 2.3-3.0% faster on 32768 (ff_tile_cols, K = 2047 to 8000; one
@@ -704,6 +748,7 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
 #pragma unroll
         for (int r = 0; r < 16; ++r)
             mb = max(mb, max(__float_as_int(v[r].x) & 0x7fffffff, __float_as_int(v[r].y) & 0x7fffffff));
+        FF_MARK(1, mb);
     }
     int es;
     if constexpr (LOGN >= FF_EARLY_DFT_MIN_LOGN && LOGN <= FF_EARLY_DFT_MAX_LOGN) {
@@ -915,6 +960,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
         for (int s = 0; s < 16; ++s) buf[s * CP + ff_pad(jt)] = v[s];
     }
     __syncthreads();
+    FF_MARK(2, 0);
     // 2. column s: forward, the middle step, inverse
     if (on) {
         const int s = tid >> (CB - 4), l = tid & (CT - 1);
@@ -985,12 +1031,14 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
         ff_pass_inplace<16, true, CB, 1, 0, CT, true>(col2, twi, l2, true);
     }
     __syncthreads();
+    FF_MARK(3, 0);
     // 3. point jt of every column, the conjugate twiddles and the inverse DFT of 16: y[2p] + i y[2p+1] at p = jt + B0 m
     const int et = tap_shift ? __ldg(tap_shift) : 0;
     if (!on) return;  // (no barrier follows)
 #pragma unroll
     for (int s = 0; s < 16; ++s) v[s] = buf[s * CP + ff_pad(jt)];
     ff_cols_twiddle_idft16<MB>(twi, jt, v);
+    FF_MARK(4, __float_as_int(v[15].x) ^ __float_as_int(v[0].y));
     ff_tile_outputs_points<B0>(v, jt, yt - (K - 1), K, nv, es, et);
 }
 
@@ -1173,9 +1221,11 @@ __global__ void __launch_bounds__(1024)
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
-        if constexpr (ONE && ff_cols(LOGN))
+        if constexpr (ONE && ff_cols(LOGN)) {
+            ff_tl_begin(w);  // (FF_TIMELINE; nothing otherwise)
             ff_tile_cols<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
-        else if constexpr (ONE)
+            ff_tl_end();
+        } else if constexpr (ONE)
             ff_tile_one<LOGN>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
         else
             ff_tile_two<LOGN>(xc, yc, G, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);

@@ -393,3 +393,32 @@ def test_kernel_frontier_verdicts():
     k63 = dict(C=1, L=1 << 26, K=63)
     run = SimpleNamespace(op="conv1d", records=[rec("sigconv:auto", 0.265, pct_copy=48.0, **k63)])
     assert "C=1 L=2^26 K=63: auto 0.265 ms = 48% of copy (target 70%): MISS" in report.verdicts(run)
+
+
+def test_fused_timeline_summary_of_recorded_tiles():
+    """benchmarks/fused_timeline.py's summary of FF_TIMELINE rows: two multiprocessors at 1000 MHz (1000 clocks a
+    microsecond), tiles of known phases, and the gaps between a tile's end and the next tile's start on the same
+    multiprocessor only (rows out of order, as blocks finish)."""
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        summarize = importlib.import_module("fused_timeline").summarize
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    rows = []
+    for sm, starts in ((3, (0, 12_000, 25_000)), (7, (500, 11_500))):
+        for s in starts:  # loads 1 us, first pass 2, columns 6, outputs 3 (1 before the stores): 11 us a tile
+            clocks = [s, s + 1000, s + 2000, s + 8000, s + 9000, s + 11_000]
+            rows.append(clocks + [sm, 10**9 + s, 10**9 + s + 11_000])  # (the timer in ns: 1 clock a ns)
+    t = np.asarray(rows[::-1], dtype=np.int64)
+    got = summarize(t)
+    assert got["clock_mhz"] == pytest.approx(1000.0)
+    assert got["span_us"] == pytest.approx(36.0)  # (0 to 25 + 11 us)
+    assert got["busy"] == pytest.approx(5 * 11 / (2 * 36))
+    assert got["tile_us"] == {"median": pytest.approx(11.0), "mean": pytest.approx(11.0)}
+    # gaps: sm 3: 12 - 11 = 1, 25 - 23 = 2; sm 7: 11.5 - 11.5 = 0
+    assert got["gap_us"]["median"] == pytest.approx(1.0) and got["gap_us"]["mean"] == pytest.approx(1.0)
+    phases = {k: v["median"] for k, v in got["phases_us"].items()}
+    assert phases == {"loads": pytest.approx(1.0), "first pass": pytest.approx(2.0), "columns": pytest.approx(6.0),
+                      "outputs": pytest.approx(3.0), "outputs before stores": pytest.approx(1.0)}
