@@ -11,13 +11,16 @@ NVRTC, as CuPy compiles it, and gets the table its source reads: overlap_save.fu
 tiles do; with --old-column-h it reads H by column (bin s + 16 c at s N/32 + c, H[N/2] last; none given: 16384 and
 32768), as commits before the pair table do.
 
-Cases are K at sigconv's tile and block. K/BLOCK sets another block, K:TILE another tile length; K@E scales the taps
+Cases are K at sigconv's tile and block, with the launcher's zero taps and 8-byte loads where it uses them
+(--floats: neither). K/BLOCK sets another block, K:TILE another tile length; K@E scales the taps
 by 2^E; --peak-one scales the taps to a peak of 0.75 first (their power of two, the kernel's tap shift, is then E). The
 outputs are compared with the old side's (largest difference over the old peak). Then come 4 interleaved
 rounds of CUDA-event medians of 30 calls each, and the best round of each side is kept.
 
 --extra adds variants of the working tree's source with those defines in front: experiments behind an #ifdef.
-Variants are separated by ';', defines within one by ','.
+Variants are separated by ';', defines within one by ','. A lower-case entry is the variant's launch instead:
+grid_x=N launches N blocks a row of the grid (the kernel's grid-stride loop takes the other tiles);
+smem_extra=N gives each block N bytes more of shared memory.
 
 Prints one line per case and variant. --out writes fused-ab-<device>-<date>.json. Needs a GPU and git.
 """
@@ -62,6 +65,8 @@ def main(argv=None) -> int:
     p.add_argument("--old-column-h", type=int, nargs="*", default=None, metavar="TILE",
                    help="tile lengths on which the old side reads H by column (none given: 16384 and 32768)")
     p.add_argument("--peak-one", action="store_true", help="taps of peak 0.75 (times 2^E): a tap shift of E")
+    p.add_argument("--floats", action="store_true",
+                   help="neither the launcher's zero taps nor its 8-byte loads (commits before those)")
     p.add_argument("--L", type=int, default=26, help="log2 of the signal length")
     p.add_argument("--out", type=Path, default=None, help="folder for the JSON file")
     a = p.parse_args(argv)
@@ -93,8 +98,12 @@ def main(argv=None) -> int:
                                      capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
             src = {"old": source(Path(tmp) / "kernels"), "new": new}
+    launch = {}  # variant -> its launch entries (lower-case names)
     for extra in [e for e in a.extra.split(";") if e]:
-        src[extra] = "".join(f"#define {d.replace('=', ' ')}\n" for d in extra.split(",")) + new
+        entries = [d.split("=", 1) for d in extra.split(",")]
+        # (a comment naming the variant: its own module, whose function's shared-memory limit is its own)
+        src[extra] = f"// {extra}\n" + "".join(f"#define {n} {v}\n" for n, v in entries if not n.islower()) + new
+        launch[extra] = {n: int(v) for n, v in entries if n.islower()}
 
     L = 1 << a.L
     x = cupy.random.default_rng(0).standard_normal((1, L), dtype=cupy.float32)
@@ -112,9 +121,14 @@ def main(argv=None) -> int:
             w *= 0.75 / np.abs(w).max()
         w = np.ldexp(w, e).astype(np.float32)
         pad = (K - 1) // 2
-        plan = os_.fused_plan(K, L, 1, block, tile=tile)
-        N = plan["N"]
+        N = os_.fused_plan(K, L, 1, block, tile=tile)["N"]
         b = block or N // 32
+        # as the launcher runs them: the zero taps that start every tile on an even sample, and 8-byte loads where
+        # those allow (--floats: neither)
+        z, d = (0, 0) if a.floats else os_.fused_alignment(K, pad, N)
+        w, Kr, pad = np.concatenate([np.zeros(z), w, np.zeros(d)]).astype(np.float32), K + z + d, pad + z
+        pairs = not a.floats and os_.fused_pairs(N, b, Kr, pad, L, True)
+        plan = os_.fused_plan(Kr, L, 1, block, tile=N, pairs=pairs)
         H, ts = os_.host_spectrum(w, N)
         M = N // 2
         h = H[: M + 1]
@@ -125,18 +139,21 @@ def main(argv=None) -> int:
         table = cupy.asarray(os_.fused_table(H, N))
         tables = {k: cupy.asarray(old_h) if k == "old" and N in natural_tiles | column_tiles else table for k in src}
         ts, tw = cupy.asarray(ts), os_._device_twiddles(N)
-        fns = {}
+        fns, grids, smems = {}, {}, {}
         for k, code in src.items():
             f = cupy.RawModule(code=code, options=_kernels.NVRTC_OPTIONS,
                                name_expressions=(plan["expr"],)).get_function(plan["expr"])
-            if plan["smem"] > 48 * 1024:
-                f.max_dynamic_shared_size_bytes = plan["smem"]
+            lk = launch.get(k, {})
+            smems[k] = plan["smem"] + lk.get("smem_extra", 0)
+            grids[k] = (min(lk.get("grid_x", plan["grid"][0]), plan["grid"][0]), plan["grid"][1])
+            if smems[k] > 48 * 1024:
+                f.max_dynamic_shared_size_bytes = smems[k]
             fns[k] = f
 
         def call(k, o):
-            fns[k](plan["grid"], (b,), (x, o, tables[k], tw, tw, np.int32(1), np.int64(L), np.int32(K),
-                                        np.int64(pad), np.int64(L), np.int64(plan["ntiles"]), ts,
-                                        np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=plan["smem"])
+            fns[k](grids[k], (b,), (x, o, tables[k], tw, tw, np.int32(1), np.int64(L), np.int32(Kr),
+                                    np.int64(pad), np.int64(L), np.int64(plan["ntiles"]), ts,
+                                    np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=smems[k])
 
         outs = {k: cupy.empty_like(x) for k in fns}
         for k in fns:
@@ -152,7 +169,8 @@ def main(argv=None) -> int:
                 continue
             diff = float(cupy.abs(outs[k] - outs["old"]).max()) / peak
             ms = min(times[k])
-            rows.append({"K": K, "taps_scale_log2": e, "tile": N, "block": b, "variant": k, "old_ms": old_ms,
+            rows.append({"K": K, "taps_scale_log2": e, "tile": N, "block": b, "pairs": pairs, "zero_taps": [z, d],
+                         "variant": k, "old_ms": old_ms,
                          "new_ms": ms, "change": ms / old_ms - 1, "max_rel_diff": diff,
                          "pct_copy_new": 100 * copy_ms / ms, "rounds": {k: times[k], "old": times["old"]}})
             print(f"K={K:5d}{f' x2^{e}' if e else ''} tile {N:5d}/{b:4d} {k:>8}: old {old_ms:.4f} new {ms:.4f} ms "
