@@ -52,6 +52,28 @@ def parse_case(text: str) -> tuple:
     return int(k), (int(b) if b else None), (int(n) if n else None), (int(e) if e else 0)
 
 
+def parse_variant(text: str) -> tuple:
+    """'NAME=V,...' -> (its #define lines, its launch entries {lower-case name: int}); 'base' or '' -> none."""
+    entries = [d.split("=", 1) for d in text.split(",")] if text not in ("", "base") else []
+    return ("".join(f"#define {n} {v}\n" for n, v in entries if not n.islower()),
+            {n: int(v) for n, v in entries if n.islower()})
+
+
+def launcher_case(os_, w, L: int, block=None, tile=None, floats: bool = False) -> dict:
+    """K = len(w) taps ("same": pad (K-1)//2) as the fused launcher runs them on one aligned channel of L samples: the
+    zero taps that start every tile on an even sample and the 8-byte loads where those allow (``floats``: neither).
+    Returns the taps with their zeros (float32), their count K, pad, tile N, block, zeros (z, d), pairs and plan."""
+    K = len(w)
+    pad = (K - 1) // 2
+    N = os_.fused_plan(K, L, 1, block, tile=tile)["N"]
+    b = block or N // 32
+    z, d = (0, 0) if floats else os_.fused_alignment(K, pad, N)
+    w = np.concatenate([np.zeros(z), w, np.zeros(d)]).astype(np.float32)
+    pairs = not floats and os_.fused_pairs(N, b, K + z + d, pad + z, L, True)
+    return {"w": w, "K": K + z + d, "pad": pad + z, "N": N, "block": b, "zeros": (z, d), "pairs": pairs,
+            "plan": os_.fused_plan(K + z + d, L, 1, block, tile=N, pairs=pairs)}
+
+
 def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -100,10 +122,9 @@ def main(argv=None) -> int:
             src = {"old": source(Path(tmp) / "kernels"), "new": new}
     launch = {}  # variant -> its launch entries (lower-case names)
     for extra in [e for e in a.extra.split(";") if e]:
-        entries = [d.split("=", 1) for d in extra.split(",")]
+        defines, launch[extra] = parse_variant(extra)
         # (a comment naming the variant: its own module, whose function's shared-memory limit is its own)
-        src[extra] = f"// {extra}\n" + "".join(f"#define {n} {v}\n" for n, v in entries if not n.islower()) + new
-        launch[extra] = {n: int(v) for n, v in entries if n.islower()}
+        src[extra] = f"// {extra}\n" + defines + new
 
     L = 1 << a.L
     x = cupy.random.default_rng(0).standard_normal((1, L), dtype=cupy.float32)
@@ -119,16 +140,9 @@ def main(argv=None) -> int:
         w = rng.standard_normal(K)
         if a.peak_one:
             w *= 0.75 / np.abs(w).max()
-        w = np.ldexp(w, e).astype(np.float32)
-        pad = (K - 1) // 2
-        N = os_.fused_plan(K, L, 1, block, tile=tile)["N"]
-        b = block or N // 32
-        # as the launcher runs them: the zero taps that start every tile on an even sample, and 8-byte loads where
-        # those allow (--floats: neither)
-        z, d = (0, 0) if a.floats else os_.fused_alignment(K, pad, N)
-        w, Kr, pad = np.concatenate([np.zeros(z), w, np.zeros(d)]).astype(np.float32), K + z + d, pad + z
-        pairs = not a.floats and os_.fused_pairs(N, b, Kr, pad, L, True)
-        plan = os_.fused_plan(Kr, L, 1, block, tile=N, pairs=pairs)
+        case = launcher_case(os_, np.ldexp(w, e).astype(np.float32), L, block, tile, a.floats)
+        w, Kr, pad, N, b, plan, pairs = (case[k] for k in ("w", "K", "pad", "N", "block", "plan", "pairs"))
+        z, d = case["zeros"]
         H, ts = os_.host_spectrum(w, N)
         M = N // 2
         h = H[: M + 1]

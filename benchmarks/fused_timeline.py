@@ -71,6 +71,7 @@ def main(argv=None) -> int:
         return 2
     import cupy
     from fft_stages import _time  # CUDA events, median after a warm-up (this folder)
+    from fused_ab import launcher_case, parse_variant  # (this folder)
     from sigconv import _kernels
     from sigconv.backends import overlap_save as os_
 
@@ -83,21 +84,15 @@ def main(argv=None) -> int:
     print(f"{name}; L = 2^{a.L}", flush=True)
     summaries = []
     for K in a.K:
-        w = rng.standard_normal(K).astype(np.float32)
-        pad = (K - 1) // 2
-        N = os_.fused_plan(K, L, 1, None)["N"]
-        z, d = os_.fused_alignment(K, pad, N)  # (as the launcher runs them: benchmarks/fused_ab.py)
-        w, Kr, pad = np.concatenate([np.zeros(z), w, np.zeros(d)]).astype(np.float32), K + z + d, pad + z
-        plan = os_.fused_plan(Kr, L, 1, None, tile=N, pairs=os_.fused_pairs(N, N // 32, Kr, pad, L, True))
+        case = launcher_case(os_, rng.standard_normal(K).astype(np.float32), L)
+        w, Kr, pad, N, plan = (case[k] for k in ("w", "K", "pad", "N", "plan"))
         if plan["logn"] < _kernels.constants()["SIGCONV_FFT_FUSED_COLS_MIN_LOGN"]:
             print(f"K={K}: its tile of {N} samples is not transformed by columns (no timeline)")
             continue
         H, ts = os_.host_spectrum(w, N)
         table, ts, tw = cupy.asarray(os_.fused_table(H, N)), cupy.asarray(ts), os_._device_twiddles(N)
         for variant in a.variant:
-            entries = [] if variant == "base" else [d.split("=", 1) for d in variant.split(",")]
-            defines = "".join(f"#define {n} {v}\n" for n, v in entries if not n.islower())
-            launch = {n: int(v) for n, v in entries if n.islower()}
+            defines, launch = parse_variant(variant)
             smem = plan["smem"] + launch.get("smem_extra", 0)
             grid = (min(launch.get("grid_x", plan["grid"][0]), plan["grid"][0]), plan["grid"][1])
             fns = {}
