@@ -343,6 +343,34 @@ def test_file_engine_on_cuda_equals_the_direct_filter_and_the_cpu(rng, tmp_path,
                                                                                            r_cpu.clipped)
 
 
+def test_file_engine_on_cuda_rounds_24_bit_samples_as_the_cpu_does(rng, tmp_path):
+    """A PCM_24 file halved on cuda and on the cpu: the odd samples fall half a 2^-23 step between two, and both
+    backends round them to 2^23 steps (half to even) into the top of an int32: the same file, sample for sample
+    (libsndfile left to cut a 2^31-step value would floor them instead)."""
+    import soundfile as sf
+
+    from sigconv.engine.audio import pcm_spec, probe
+    from sigconv.engine.file import filter_file, fir_block_filter
+    from sigconv.engine.settings import KernelChoice
+
+    n, C = 40_001, 2
+    x = np.round(np.clip(rng.standard_normal((n, C)) * 0.3, -1, 1 - 2.0**-23) * 2.0**23) / 2.0**23
+    sf.write(tmp_path / "in.wav", x, 48000, subtype="PCM_24")
+    info = probe(tmp_path / "in.wav")
+    raw, _ = sf.read(tmp_path / "in.wav", dtype="int32")
+    assert np.count_nonzero((raw >> 8) & 1) > n // 4  # odd 24-bit samples: halves that must round
+    out = {}
+    for backend in ("cuda", "cpu"):
+        kernel = KernelChoice(op="conv1d", backend=backend)
+        filter_file(info, tmp_path / f"{backend}.wav",
+                    lambda i, spec: fir_block_filter(np.array([0.5]), i.channels, spec, kernel=kernel),
+                    block_frames=10_000)
+        out[backend], _ = sf.read(tmp_path / f"{backend}.wav", dtype="int32")
+    assert pcm_spec(sf.info(str(tmp_path / "cuda.wav")).subtype).align == 256
+    assert np.array_equal(out["cuda"], out["cpu"])
+    assert np.array_equal(out["cpu"] >> 8, np.rint((raw >> 8) / 2).astype(np.int32))
+
+
 def test_filefilter_oom_retry_then_clear_error(rng, monkeypatch):
     taps = scipy.signal.firwin(31, 0.2)
     ff = GPUFileFilter(taps, 1, read_dtype="float32", phase="linear", out_dtype="float32", clip=False)

@@ -740,3 +740,29 @@ def test_constant_memory_lets_one_thread_at_a_time_upload_and_launch(monkeypatch
     assert len(order) == 80
     for i in range(0, len(order), 2):
         assert order[i][1] == "upload" and order[i + 1] == (order[i][0], "launch"), order[i:i + 2]
+
+
+@pytest.mark.parametrize("subtype", ["PCM_16", "PCM_24", "ALAC_20", "PCM_32", "FLOAT", "DOUBLE", "VORBIS"])
+def test_the_gpu_file_filter_writes_by_the_files_own_rule(monkeypatch, subtype):
+    """On cuda the file engine's FIR filter quantises by the file's rule (pcm_spec), as the cpu backend does:
+    24-bit samples rounded to 2^23 steps and put in the top of an int32 (libsndfile would otherwise cut the low
+    bits of a 2^31-step value: a floor, not a rounding), float64 files written from float32."""
+    from sigconv.engine import file as file_engine, gpu_file
+    from sigconv.engine.audio import pcm_spec
+    from sigconv.engine.settings import KernelChoice
+
+    made = {}
+
+    class Recorder:
+        def __init__(self, taps, channels, **kw):
+            made.update(kw)
+
+    monkeypatch.setattr(gpu_file, "GPUFileFilter", Recorder)
+    spec = pcm_spec(subtype)
+    file_engine.fir_block_filter(np.ones(5), 2, spec, kernel=KernelChoice(backend="cuda", variant="auto"))
+    rule = made["out_spec"]
+    assert rule.out_dtype == made["out_dtype"] == ("float32" if spec.out_dtype == "float64" else spec.out_dtype)
+    assert (rule.scale, rule.lo, rule.hi, rule.clip, rule.align) == (spec.scale, spec.lo, spec.hi, spec.clip,
+                                                                     spec.align)
+    if subtype == "PCM_24":
+        assert (rule.scale, rule.align, rule.hi) == (2.0**23, 256, 2.0**23 - 1)

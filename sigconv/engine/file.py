@@ -23,7 +23,7 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -146,7 +146,7 @@ def fir_block_filter(taps, channels: int, spec: PCMSpec, *, kernel, phase: str =
     read = spec.out_dtype if spec.out_dtype in ("int16", "int32") else "float32"
     out = spec.out_dtype if spec.out_dtype != "float64" else "float32"
     return GPUFileFilter(taps, channels, read_dtype=read, phase=phase, out_dtype=out, clip=spec.clip,
-                         variant=kernel.variant, block=kernel.block)
+                         variant=kernel.variant, block=kernel.block, out_spec=replace(spec, out_dtype=out))
 
 
 @dataclass

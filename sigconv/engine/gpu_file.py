@@ -100,6 +100,11 @@ class GPUFileFilter:
         every saturated sample counts in ``clipped``.
     clip : bool
         For float outputs: clip to [-1, 1] (and count). Integer outputs always saturate.
+    out_spec : PCMSpec, optional
+        The output rule instead of the two above (the file's, :func:`sigconv.engine.audio.pcm_spec`): its
+        scale, saturation range and alignment, so that the file engine writes what the cpu backend writes
+        (24-bit samples rounded to 2^23 steps in the top of an int32, not cut there by libsndfile). Its
+        ``out_dtype`` must be ``out_dtype``.
     variant, block
         Kernel choice. "auto" is resolved on the first block by the chooser
         (:func:`sigconv.registry.auto.choose_conv1d`, timed on that block) and kept for the whole file;
@@ -117,7 +122,7 @@ class GPUFileFilter:
     OOM_FLOOR_FRAMES = 1 << 14
 
     def __init__(self, taps, channels, *, read_dtype, phase="zero", out_dtype, clip, variant="auto", block=None,
-                 chunk_frames=None):
+                 chunk_frames=None, out_spec=None):
         h = np.asarray(taps, dtype=np.float64).ravel()
         K = int(h.size)
         if K == 0:
@@ -134,7 +139,9 @@ class GPUFileFilter:
         self.K = K
         self.read_dtype, self.out_dtype = str(read_dtype), str(out_dtype)
         self.phase, self.clip = phase, bool(clip)
-        self._out_spec = _fir_out_spec(self.out_dtype, self.clip)
+        if out_spec is not None and out_spec.out_dtype != self.out_dtype:
+            raise ValueError(f"out_spec writes {out_spec.out_dtype}, out_dtype is {out_dtype}")
+        self._out_spec = out_spec if out_spec is not None else _fir_out_spec(self.out_dtype, self.clip)
         self._core = cuda1d.StreamFilter(h, self.C, np.float32, variant=variant, block=block)
         self.variant = variant
         self.delay = phase_delay(K, phase)
