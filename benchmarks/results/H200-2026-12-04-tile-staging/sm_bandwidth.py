@@ -1,7 +1,6 @@
 """(Run as `python3 sm_bandwidth.py` on a GPU machine with CuPy.) Per-multiprocessor load and store throughput of the fused tile's memory phases, alone: one block of 1024 threads a
 multiprocessor, each tile 16 8-byte loads a thread (128 KB, tiles overlapping as the 32768 tile at K=7921 does) and/or
 12424 8-byte stores a block (97 KB), a barrier a tile."""
-import sys
 import cupy as cp
 import numpy as np
 
