@@ -20,7 +20,9 @@ rounds of CUDA-event medians of 30 calls each, and the best round of each side i
 --extra adds variants of the working tree's source with those defines in front: experiments behind an #ifdef.
 Variants are separated by ';', defines within one by ','. A lower-case entry is the variant's launch instead:
 grid_x=N launches N blocks a row of the grid (the kernel's grid-stride loop takes the other tiles);
-smem_extra=N gives each block N bytes more of shared memory.
+smem_extra=N gives each block N bytes more of shared memory; block=N runs the variant on N threads, the launcher's
+kernel for that block and the case's tile (block=512 on the 32768 tile: overlap_save.fused_wide), against the old
+side on the case's own block.
 
 Prints one line per case and variant. --out writes fused-ab-<device>-<date>.json. Needs a GPU and git.
 """
@@ -153,11 +155,13 @@ def main(argv=None) -> int:
         table = cupy.asarray(os_.fused_table(H, N))
         tables = {k: cupy.asarray(old_h) if k == "old" and N in natural_tiles | column_tiles else table for k in src}
         ts, tw = cupy.asarray(ts), os_._device_twiddles(N)
-        fns, grids, smems = {}, {}, {}
+        fns, grids, smems, blocks = {}, {}, {}, {}
         for k, code in src.items():
-            f = cupy.RawModule(code=code, options=_kernels.NVRTC_OPTIONS,
-                               name_expressions=(plan["expr"],)).get_function(plan["expr"])
             lk = launch.get(k, {})
+            blocks[k] = lk.get("block", b)
+            expr = plan["expr"] if blocks[k] == b else os_.fused_plan(Kr, L, 1, blocks[k], tile=N, pairs=pairs)["expr"]
+            f = cupy.RawModule(code=code, options=_kernels.NVRTC_OPTIONS,
+                               name_expressions=(expr,)).get_function(expr)
             smems[k] = plan["smem"] + lk.get("smem_extra", 0)
             grids[k] = (min(lk.get("grid_x", plan["grid"][0]), plan["grid"][0]), plan["grid"][1])
             if smems[k] > 48 * 1024:
@@ -165,7 +169,7 @@ def main(argv=None) -> int:
             fns[k] = f
 
         def call(k, o):
-            fns[k](grids[k], (b,), (x, o, tables[k], tw, tw, np.int32(1), np.int64(L), np.int32(Kr),
+            fns[k](grids[k], (blocks[k],), (x, o, tables[k], tw, tw, np.int32(1), np.int64(L), np.int32(Kr),
                                     np.int64(pad), np.int64(L), np.int64(plan["ntiles"]), ts,
                                     np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=smems[k])
 
@@ -183,11 +187,13 @@ def main(argv=None) -> int:
                 continue
             diff = float(cupy.abs(outs[k] - outs["old"]).max()) / peak
             ms = min(times[k])
-            rows.append({"K": K, "taps_scale_log2": e, "tile": N, "block": b, "pairs": pairs, "zero_taps": [z, d],
+            rows.append({"K": K, "taps_scale_log2": e, "tile": N, "block": blocks[k], "old_block": b, "pairs": pairs,
+                         "zero_taps": [z, d],
                          "variant": k, "old_ms": old_ms,
                          "new_ms": ms, "change": ms / old_ms - 1, "max_rel_diff": diff,
                          "pct_copy_new": 100 * copy_ms / ms, "rounds": {k: times[k], "old": times["old"]}})
-            print(f"K={K:5d}{f' x2^{e}' if e else ''} tile {N:5d}/{b:4d} {k:>8}: old {old_ms:.4f} new {ms:.4f} ms "
+            print(f"K={K:5d}{f' x2^{e}' if e else ''} tile {N:5d}/{blocks[k]:4d} {k:>8}: "
+                  f"old {old_ms:.4f} new {ms:.4f} ms "
                   f"({100 * (ms / old_ms - 1):+5.1f}%), {100 * copy_ms / ms:4.1f}% copy; max diff/peak {diff:.1e}",
                   flush=True)
     if a.out:

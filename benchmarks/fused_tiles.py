@@ -4,7 +4,7 @@
                                      [--out DIR]
 
 For each K (C=1, L=2^L, float32, "same"): the fft variant, then fft_fused at every tile length N from the smallest
-the kernel takes (a power of two, 1024 or more and at least 2K) to 32768 and every block (32768: 1024 threads only),
+the kernel takes (a power of two, 1024 or more and at least 2K) to 32768 and every block (32768: 512 or 1024 threads),
 timed with CUDA events (median of 20 after a warm-up), each output compared with the fft variant's (largest
 difference relative to its peak; a row above 1e-4 is marked). The copy of the same array gives the bandwidth
 ceiling. Prints a table, marks the fastest (N, block) and the tile that sigconv picks
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
             if N < 2 * K:
                 continue
             for b in a.blocks:
-                if logn > two_hi and 32 * b < N:  # the longest tile is transformed in place only
+                if logn > two_hi and 32 * b < N and not os_.fused_wide(N, b):  # the longest tile: in place only
                     continue
                 ms = _time(lambda: os_.launch_fft_fused(x, w, pad, L, b, out=out, taps_key=key, tile=N))
                 diff = float(cupy.abs(out - ref).max()) / peak

@@ -7,7 +7,7 @@ clock64 where the tile starts, where its own loads have arrived, after the barri
 columns start), after the barrier that ends the columns, before its own output stores, and after a barrier at the
 tile's end (every thread's stores issued), with the multiprocessor and the global timer. The tiles are the launcher's
 (its zero taps, its 8-byte loads where it uses them). A variant is a list of defines NAME=V joined by ',' as
-benchmarks/fused_ab.py --extra takes them, lower-case grid_x=N and smem_extra=N included; "base" is none. Per
+benchmarks/fused_ab.py --extra takes them, lower-case grid_x=N, smem_extra=N and block=N included; "base" is none. Per
 variant and K: the kernel's time with and without the recording (CUDA events), then the medians and means over tiles
 of each phase, the gap between one tile's end and the next tile's start on the same multiprocessor, and the share of
 the kernel's span that the multiprocessors spend inside tiles. Only the tiles transformed by columns (2^14 samples and more) record;
@@ -95,16 +95,18 @@ def main(argv=None) -> int:
             defines, launch = parse_variant(variant)
             smem = plan["smem"] + launch.get("smem_extra", 0)
             grid = (min(launch.get("grid_x", plan["grid"][0]), plan["grid"][0]), plan["grid"][1])
+            block = launch.get("block", case["block"])
+            expr = os_.fused_plan(Kr, L, 1, block, tile=N, pairs=case["pairs"])["expr"]
             fns = {}
             for rec in (False, True):
                 code = (f"#define FF_TIMELINE {ROWS}\n" if rec else "") + defines + base_src
-                mod = cupy.RawModule(code=code, options=_kernels.NVRTC_OPTIONS, name_expressions=(plan["expr"],))
-                f = mod.get_function(plan["expr"])
+                mod = cupy.RawModule(code=code, options=_kernels.NVRTC_OPTIONS, name_expressions=(expr,))
+                f = mod.get_function(expr)
                 f.max_dynamic_shared_size_bytes = smem
                 fns[rec] = (f, mod)
 
             def call(rec):
-                fns[rec][0](grid, (N // 32,), (x, y, table, tw, tw, np.int32(1), np.int64(L), np.int32(Kr),
+                fns[rec][0](grid, (block,), (x, y, table, tw, tw, np.int32(1), np.int64(L), np.int32(Kr),
                                                np.int64(pad), np.int64(L), np.int64(plan["ntiles"]), ts,
                                                np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=smem)
 
@@ -113,11 +115,11 @@ def main(argv=None) -> int:
             cupy.cuda.Device().synchronize()
             tl = fns[True][1].get_global("ff_timeline")
             t = cupy.ndarray((ROWS, 9), dtype=cupy.uint64, memptr=tl).get()[: min(ROWS, plan["ntiles"])]
-            row = {"K": K, "variant": variant, "tile": N, "expr": plan["expr"], "grid": grid, "ms": ms[False],
+            row = {"K": K, "variant": variant, "tile": N, "expr": expr, "block": block, "grid": grid, "ms": ms[False],
                    "ms_recording": ms[True], **summarize(t.astype(np.int64))}
             span, busy, mhz = row["span_us"], row["busy"], row["clock_mhz"]
             summaries.append(row)
-            print(f"K={K} {plan['expr']} {variant} grid {grid}: {ms[False]:.4f} ms ({ms[True]:.4f} recording), "
+            print(f"K={K} {expr} {variant} grid {grid}: {ms[False]:.4f} ms ({ms[True]:.4f} recording), "
                   f"{mhz:.0f} MHz, span {span:.1f} us, inside tiles {100 * busy:.1f}%", flush=True)
             print(f"  tile {row['tile_us']['median']:.2f} us median ({row['tile_us']['mean']:.2f} mean), gap "
                   f"{row['gap_us']['median']:.2f} ({row['gap_us']['mean']:.2f}); " +

@@ -140,6 +140,41 @@ def boundary_checks(cupy, rng, variants=frozenset(), shapes=BOUNDARY_SHAPES, uin
     return n, bad
 
 
+#: fft_fused's longest tile on 512 threads, two butterflies a thread (overlap_save.fused_wide; only with an explicit
+#: tile and block): (L, K, C, x offset in floats): 8-byte loads (L even, x aligned), 16-byte loads of a tile wholly
+#: inside x (60000 samples), float loads (L odd; x one float off).
+WIDE_SHAPES = ((40000, 7921, 2, 0), (60000, 7921, 1, 0), (40001, 8000, 1, 0), (40000, 7921, 1, 1))
+
+
+def wide_tile_checks(cupy, rng) -> tuple:
+    """(mismatches, checks) of fft_fused's 32768 tile on 512 threads (overlap_save.launch_fft_fused with that tile
+    and block) against the float64 correlation, every mode, inputs of ordinary, huge and tiny magnitude."""
+    from sigconv.backends import overlap_save
+    from sigconv.backends.cpu import _window_from_full
+    from sigconv.engine.ops import window_1d
+
+    bad = n = 0
+    for L, K, C, off in WIDE_SHAPES:
+        x0 = rng.standard_normal((C, L + off)).astype(np.float32)
+        w = rng.standard_normal(K).astype(np.float32)
+        corr0 = scipy.signal.oaconvolve(x0[:, off:].astype(np.float64), w[::-1].astype(np.float64)[None, :], axes=-1)
+        room = int(np.floor(np.log2(np.finfo(np.float32).max / 4 / np.abs(corr0).max())))  # (as main's)
+        for mag in (min(m, room) for m in FFT_MAGNITUDES["float32"]):
+            xg = cupy.asarray(np.ldexp(x0, mag))[:, off:]
+            for mode in ("full", "same", "valid"):
+                pad, out_len = window_1d(mode, L, K)
+                y = cupy.asnumpy(overlap_save.launch_fft_fused(xg, cupy.asarray(w), pad, out_len, 512, tile=32768))
+                ref = _window_from_full(np.ldexp(corr0, mag), K, pad, out_len) * np.ldexp(1.0, -mag)
+                err = (np.linalg.norm(y.astype(np.float64) * np.ldexp(1.0, -mag) - ref) / np.linalg.norm(ref)
+                       if np.isfinite(y).all() else np.inf)
+                n += 1
+                if not err <= 1e-5:
+                    bad += 1
+                    print(f"MISMATCH conv1d fft_fused tile 32768 block=512 L={L} K={K} C={C} off={off} {mode} "
+                          f"2^{mag}: rel err {err:.3g}")
+    return bad, n
+
+
 def main(argv=None) -> int:
     import argparse
 
@@ -217,6 +252,10 @@ def main(argv=None) -> int:
                                     print(f"MISMATCH conv1d {v.name} {dtype} block={block} L={L} K={K} C={C} "
                                           f"{mode} {op} 2^{mag}: rel err {err:.3g}")
         print(f"conv1d {v.name}: done")
+    if general and (not only or "fft_fused" in only):
+        b, m = wide_tile_checks(cupy, rng)
+        bad, n = bad + b, n + m
+        print("conv1d fft_fused 32768 tile on 512 threads: done")
     for v in _registry.entries("conv2d", "cuda", kind="variant") if general else ():
         if only and v.name not in only:
             continue

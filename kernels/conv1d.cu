@@ -408,6 +408,12 @@ template __global__ void conv1d_fft_fused<15, true>(const float*, float*, const 
 template __global__ void conv1d_fft_fused<15, true, true>(const float*, float*, const float4*, const float2*,
                                                       const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
                                                       const int*, int);
+template __global__ void conv1d_fft_fused<15, true, false, true>(const float*, float*, const float4*, const float2*,
+                                                             const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                             const int*, int);
+template __global__ void conv1d_fft_fused<15, true, true, true>(const float*, float*, const float4*, const float2*,
+                                                            const float2*, int, sc_i64, int, sc_i64, sc_i64, sc_i64,
+                                                            const int*, int);
 template __global__ void conv1d_fft_fused_spectrum<15>(const float*, int, int, const float2*, float4*, int*,
                                                       int*);
 #endif

@@ -232,6 +232,21 @@ __host__ __device__ constexpr int ff_tw_offset(int MB, int p) {  // where pass p
 }
 __host__ __device__ constexpr int ff_twiddle_count(int MB) { return ff_tw_offset(MB, ff_passes(MB)); }
 
+// The other powers w[r], 0 < r < R, of a butterfly's twiddles from w[1], w[2], w[4] and w[8] (those below R), by
+// products; from r = 9 on only (R0 = 9) where w[3] and w[5..7] are formed already (ff_twiddles, as its loads arrive).
+template <int R, int R0 = 3> __device__ __forceinline__ void ff_twiddle_powers(float2* w) {
+    static_assert(R0 == 3 || R0 == 9, "all the powers, or those from w[8]");
+    if constexpr (R >= 4 && R0 == 3) w[3] = ff_mul(w[1], w[2]);
+    if constexpr (R >= 8 && R0 == 3) {
+        w[5] = ff_mul(w[1], w[4]);
+        w[6] = ff_mul(w[2], w[4]);
+        w[7] = ff_mul(w[3], w[4]);
+    }
+    if constexpr (R >= 16) {
+#pragma unroll
+        for (int r = 9; r < 16; ++r) w[r] = ff_mul(w[r - 8], w[8]);
+    }
+}
 // The twiddles of a butterfly of a Stockham pass of radix R, sub-transforms of length NS done, at k = j mod NS:
 // w[r] = exp(-2 pi i r k / (NS R)), 0 < r < R (rows at TWO of the table: w, w^2, w^4, w^8 read, the other powers
 // formed by products; the inverse butterfly conjugates them).
@@ -251,8 +266,7 @@ __device__ __forceinline__ void ff_twiddles(const float2* __restrict__ tw, int k
     }
     if constexpr (R >= 16) {
         w[8] = __ldg(t + 3 * NS);
-#pragma unroll
-        for (int r = 9; r < 16; ++r) w[r] = ff_mul(w[r - 8], w[8]);
+        ff_twiddle_powers<R, 9>(w);
     }
 }
 // Butterfly j of a Stockham pass of radix R over M = 2^MB points, sub-transforms of length NS done, with its
@@ -436,14 +450,15 @@ __device__ __forceinline__ float2* ff_fft(float2* a, float2* b, const float2* __
     }
 }
 // The block's maximum of the threads' `e`, the same in every thread (the tile's peak), red:
-// 32 ints of shared memory. Every thread of the block calls it.
-__device__ __forceinline__ int ff_block_max(int e, int* red) {
+// 32 ints of shared memory. Every thread of the block calls it. (ANEW: the thread's index read anew, ff_tid, so that
+// its slot's address is not held in a register across the tile loop: ff_tile_wide's.)
+template <bool ANEW = false> __device__ __forceinline__ int ff_block_max(int e, int* red) {
 #ifdef SIGCONV_HOST_EMULATION
     for (int d = 16; d; d >>= 1) e = max(e, __shfl_xor_sync(0xffffffffu, e, d));
 #else
     e = __reduce_max_sync(0xffffffffu, e);
 #endif
-    const int tid = (int)threadIdx.x, nw = (ff_ntid() + 31) / 32;
+    const int tid = ANEW ? ff_tid() : (int)threadIdx.x, nw = (ff_ntid() + 31) / 32;
     if ((tid & 31) == 0) red[tid >> 5] = e;
     __syncthreads();
     int m = red[0];
@@ -705,17 +720,19 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
     __syncthreads();
 }
 
-// The first forward pass of ff_tile_one and ff_tile_cols (radix 16, no twiddles), from x into registers: v gets the DFT
-// of points p = jt + r M/16 of the tile, p = (x[s0 + 2p], x[s0 + 2p + 1]) (zero outside [0, L)); returns the tile's
-// shift es (ff_tile_shift) by which v is divided. Its barrier: every read of the last tile's shared memory done.
-// PAIRS: the launcher's promise that xc + s0 is 8-byte aligned and s0 and L are even (so are lo and hi below): a
-// point's two samples are one 8-byte load, inside x or not at all.
-template <int LOGN, bool PAIRS = false>
+// The first forward pass of ff_tile_one, ff_tile_cols and ff_tile_wide (radix 16, no twiddles), from x into
+// registers: v[16 u + r] gets the DFT of the points p = W jt + u + r M/16 of the tile (u < W: the thread's W
+// butterflies W jt + u), p = (x[s0 + 2p], x[s0 + 2p + 1]) (zero outside [0, L)); returns the tile's shift es
+// (ff_tile_shift) by which v is divided. Its barrier: every read of the last tile's shared memory done. PAIRS: the
+// launcher's promise that xc + s0 is 8-byte aligned and s0 and L are even (so are lo and hi below): a point's two
+// samples are one 8-byte load, inside x or not at all; with W = 2 a tile wholly inside x and 16-byte aligned reads
+// a thread's two points as one 16-byte load.
+template <int LOGN, bool PAIRS = false, int W = 1>
 __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i64 L, sc_i64 s0, int jt, int safe,
                                              int* red, float2* v) {
     constexpr int N = 1 << LOGN, M = N / 2, B0 = M / 16;
-    // 1. point p = (x[s0 + 2p], x[s0 + 2p + 1]) of the first pass's butterfly jt: p = jt + r M/16 (a warp reads 256
-    // consecutive bytes per r); the peak as the largest bit pattern of |sample|
+    static_assert(W == 1 || W == 2, "one or two butterflies a thread");
+    // 1. the points (a warp reads 256 W consecutive bytes per r); the peak as the largest bit pattern of |sample|
     int mb = 0;
     {
         // floats [lo, hi) of the tile lie inside x (all of them but in a channel's first and last tiles): one
@@ -726,28 +743,45 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
         const float* const xt = xc + s0;  // float f of the tile (read only at f in [lo, hi))
         if constexpr (PAIRS) {
             const float2* const xp = reinterpret_cast<const float2*>(xt);
+            if (W == 2 && hi - lo == N && (reinterpret_cast<unsigned long long>(xt) & 15) == 0) {
+                const float4* const xq = reinterpret_cast<const float4*>(xt);
 #pragma unroll
-            for (int r = 0; r < 16; ++r) {
-                const int f = 2 * (jt + r * B0);
-                v[r] = (unsigned)(f - lo) < (unsigned)(hi - lo) ? xp[jt + r * B0] : make_float2(0.0f, 0.0f);
+                for (int r = 0; r < 16; ++r) {
+                    const float4 q = xq[jt + r * (B0 / 2)];
+                    v[r] = make_float2(q.x, q.y);
+                    v[16 * (W - 1) + r] = make_float2(q.z, q.w);
+                }
+            } else {
+#pragma unroll
+                for (int u = 0; u < W; ++u)
+#pragma unroll
+                    for (int r = 0; r < 16; ++r) {
+                        const int pt = W * jt + u + r * B0, f = 2 * pt;
+                        v[16 * u + r] =
+                            (unsigned)(f - lo) < (unsigned)(hi - lo) ? xp[pt] : make_float2(0.0f, 0.0f);
+                    }
             }
         } else if (LOGN <= FF_PLAIN_LOADS_MAX_LOGN && hi - lo == N) {
 #pragma unroll
-            for (int r = 0; r < 16; ++r) {
-                const int f = 2 * (jt + r * B0);
-                v[r] = make_float2(xt[f], xt[f + 1]);
-            }
+            for (int u = 0; u < W; ++u)
+#pragma unroll
+                for (int r = 0; r < 16; ++r) {
+                    const int f = 2 * (W * jt + u + r * B0);
+                    v[16 * u + r] = make_float2(xt[f], xt[f + 1]);
+                }
         } else {
 #pragma unroll
-            for (int r = 0; r < 16; ++r) {
-                const int f = 2 * (jt + r * B0);
-                v[r] = make_float2((unsigned)(f - lo) < (unsigned)(hi - lo) ? xt[f] : 0.0f,
-                                   (unsigned)(f + 1 - lo) < (unsigned)(hi - lo) ? xt[f + 1] : 0.0f);
-            }
+            for (int u = 0; u < W; ++u)
+#pragma unroll
+                for (int r = 0; r < 16; ++r) {
+                    const int f = 2 * (W * jt + u + r * B0);
+                    v[16 * u + r] = make_float2((unsigned)(f - lo) < (unsigned)(hi - lo) ? xt[f] : 0.0f,
+                                                (unsigned)(f + 1 - lo) < (unsigned)(hi - lo) ? xt[f + 1] : 0.0f);
+                }
         }
 #pragma unroll
-        for (int r = 0; r < 16; ++r)
-            mb = max(mb, max(__float_as_int(v[r].x) & 0x7fffffff, __float_as_int(v[r].y) & 0x7fffffff));
+        for (int i = 0; i < 16 * W; ++i)
+            mb = max(mb, max(__float_as_int(v[i].x) & 0x7fffffff, __float_as_int(v[i].y) & 0x7fffffff));
         FF_MARK(1, mb);
     }
     int es;
@@ -762,26 +796,28 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
         if (extreme) {
             const OsScale<float> down(-el);
 #pragma unroll
-            for (int r = 0; r < 16; ++r) v[r] = make_float2(down(v[r].x), down(v[r].y));
+            for (int i = 0; i < 16 * W; ++i) v[i] = make_float2(down(v[i].x), down(v[i].y));
         }
-        ff_dft<16, false>(v);
+#pragma unroll
+        for (int u = 0; u < W; ++u) ff_dft<16, false>(v + 16 * u);
         es = 0;
         if (__syncthreads_or(extreme)) {
-            es = ff_tile_shift(ff_block_max(mb, red), safe);
+            es = ff_tile_shift(ff_block_max<W == 2>(mb, red), safe);
             if (es != el) {
                 const OsScale<float> fix(el - es);
 #pragma unroll
-                for (int r = 0; r < 16; ++r) v[r] = make_float2(fix(v[r].x), fix(v[r].y));
+                for (int i = 0; i < 16 * W; ++i) v[i] = make_float2(fix(v[i].x), fix(v[i].y));
             }
         }
     } else {
-        es = ff_tile_shift(ff_block_max(mb, red), safe);
+        es = ff_tile_shift(ff_block_max<W == 2>(mb, red), safe);
         if (es != 0) {  // extreme magnitude: the tile divided by 2^es
             const OsScale<float> down(-es);
 #pragma unroll
-            for (int r = 0; r < 16; ++r) v[r] = make_float2(down(v[r].x), down(v[r].y));
+            for (int i = 0; i < 16 * W; ++i) v[i] = make_float2(down(v[i].x), down(v[i].y));
         }
-        ff_dft<16, false>(v);
+#pragma unroll
+        for (int u = 0; u < W; ++u) ff_dft<16, false>(v + 16 * u);
     }
     return es;
 }
@@ -846,18 +882,13 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     }
 }
 
-// v[s] times the twiddle W^(j s), 0 < s < 16, W = exp(-2 pi i / M), of ff_tile_cols (j < M/16):
-// W^j, W^2j and W^4j from the rows of the M-point transform's last pass (tw + ff_tw_offset(MB, 3): exp(-2 pi i 2^a k /
-// M), k < M/8, a < 3), W^8j from its third row at 2j, the others their products, each formed where it is used.
-template <int MB>
-__device__ __forceinline__ void ff_cols_twiddle(const float2* __restrict__ tw, int j, float2* v) {
-    constexpr int T3 = ff_tw_offset(MB, 3), NS3 = ff_ns(MB, 3);
-    static_assert(ff_passes(MB) == 4 && ff_bits(MB, 3) == 3 && NS3 * 8 == (1 << MB), "the last pass's three rows");
+// v[s] times the twiddle W^(j s), 0 < s < 16, W = exp(-2 pi i / M), of ff_tile_cols and ff_tile_wide (j < M/16), from
+// W^j, W^2j, W^4j and W^8j (w1, w2, w4, w8: ff_cols_rows), the others their products, each formed where it is used.
+__device__ __forceinline__ void ff_cols_twiddle_w(float2* v, float2 w1, float2 w2, float2 w4, float2 w8) {
     float2 w[8];
-    w[1] = __ldg(tw + T3 + j);
-    w[2] = __ldg(tw + T3 + NS3 + j);
-    w[4] = __ldg(tw + T3 + 2 * NS3 + j);
-    const float2 w8 = __ldg(tw + T3 + 2 * NS3 + 2 * j);
+    w[1] = w1;
+    w[2] = w2;
+    w[4] = w4;
     w[3] = ff_mul(w[1], w[2]);
     w[5] = ff_mul(w[1], w[4]);
     w[6] = ff_mul(w[2], w[4]);
@@ -868,13 +899,23 @@ __device__ __forceinline__ void ff_cols_twiddle(const float2* __restrict__ tw, i
 #pragma unroll
     for (int s = 9; s < 16; ++s) v[s] = ff_mul(v[s], ff_mul(w[s - 8], w8));
 }
-// v[s] times conj W^(j s) (the twiddles of ff_cols_twiddle), then the inverse DFT of 16, the products fused into its
-// first stage (ff_dft16_tw_column; column n2 takes W^(j n2) times 1, W^4j, W^8j and W^12j).
+// Where ff_tile_cols's twiddles W^j, W^2j and W^4j lie: the rows of the M-point transform's last pass (tw +
+// ff_tw_offset(MB, 3): exp(-2 pi i 2^a k / M), k < M/8, a < 3), row a at ff_cols_row<MB>(a) + j; W^8j is in the third
+// row at 2j.
+template <int MB> __host__ __device__ constexpr int ff_cols_row(int a) {
+    static_assert(ff_passes(MB) == 4 && ff_bits(MB, 3) == 3 && ff_ns(MB, 3) * 8 == (1 << MB), "the last pass's rows");
+    return ff_tw_offset(MB, 3) + a * ff_ns(MB, 3);
+}
+// ff_cols_twiddle_w on the twiddles of j, read from the table.
 template <int MB>
-__device__ __forceinline__ void ff_cols_twiddle_idft16(const float2* __restrict__ tw, int j, float2* v) {
-    constexpr int T3 = ff_tw_offset(MB, 3), NS3 = ff_ns(MB, 3);
-    const float2 w1 = __ldg(tw + T3 + j), w2 = __ldg(tw + T3 + NS3 + j), w4 = __ldg(tw + T3 + 2 * NS3 + j);
-    const float2 w8 = __ldg(tw + T3 + 2 * NS3 + 2 * j), w12 = ff_mul(w4, w8);
+__device__ __forceinline__ void ff_cols_twiddle(const float2* __restrict__ tw, int j, float2* v) {
+    ff_cols_twiddle_w(v, __ldg(tw + ff_cols_row<MB>(0) + j), __ldg(tw + ff_cols_row<MB>(1) + j),
+                      __ldg(tw + ff_cols_row<MB>(2) + j), __ldg(tw + ff_cols_row<MB>(2) + 2 * j));
+}
+// v[s] times conj W^(j s) (the twiddles of ff_cols_twiddle_w), then the inverse DFT of 16, the products fused into its
+// first stage (ff_dft16_tw_column; column n2 takes W^(j n2) times 1, W^4j, W^8j and W^12j).
+__device__ __forceinline__ void ff_cols_twiddle_idft16_w(float2* v, float2 w1, float2 w2, float2 w4, float2 w8) {
+    const float2 w12 = ff_mul(w4, w8);
     ff_dft16_tw_column<true>(v, 0, w1, w4, w8, w12);  // (a unread)
     ff_dft16_tw_column<true>(v, 1, w1, ff_mul(w1, w4), ff_mul(w1, w8), ff_mul(w1, w12));
     ff_dft16_tw_column<true>(v, 2, w2, ff_mul(w2, w4), ff_mul(w2, w8), ff_mul(w2, w12));
@@ -882,42 +923,69 @@ __device__ __forceinline__ void ff_cols_twiddle_idft16(const float2* __restrict_
     ff_dft16_tw_column<true>(v, 3, w3, ff_mul(w3, w4), ff_mul(w3, w8), ff_mul(w3, w12));
     ff_dft16<true, false>(v);
 }
-// The outputs of a tile whose y[2p] + i y[2p+1] at point p = jt + m B0 is v[m] (ff_tile_cols): float f = 2p of the
-// tile is output f - (K-1) when that is in [0, nv), multiplied by 2^(es + et) (es the tile's shift, et the taps').
-// Where y's pair is 8-byte aligned, both outputs of a point valid and 2^(es + et) a normal float, one 8-byte store
-// and one multiply an output.
-template <int B0>
+template <int MB>
+__device__ __forceinline__ void ff_cols_twiddle_idft16(const float2* __restrict__ tw, int j, float2* v) {
+    ff_cols_twiddle_idft16_w(v, __ldg(tw + ff_cols_row<MB>(0) + j), __ldg(tw + ff_cols_row<MB>(1) + j),
+                             __ldg(tw + ff_cols_row<MB>(2) + j), __ldg(tw + ff_cols_row<MB>(2) + 2 * j));
+}
+// The outputs of a tile whose y[2p] + i y[2p+1] at point p = W jt + u + B0 m is v[16 u + m] (ff_tile_cols, W = 1;
+// ff_tile_wide, W = 2): float f = 2p of the tile is output f - (K-1) when that is in [0, nv), multiplied by
+// 2^(es + et) (es the tile's shift, et the taps'). Where y's pair is 8-byte aligned, both outputs of a point valid and
+// 2^(es + et) a normal float, one 8-byte store and one multiply an output; with W = 2, where y is 16-byte aligned and
+// the four outputs of a thread's two points valid, one 16-byte store.
+template <int B0, int W = 1>
 __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, float* yo, int K, int nv, int es,
                                                        int et) {
     const bool pairs = (reinterpret_cast<unsigned long long>(yo) & 7) == 0;  // (f is even)
     if (pairs && es + et >= -126 && es + et <= 127) {
         const float fs = __int_as_float((127 + es + et) << 23);
+        if (W == 2 && (reinterpret_cast<unsigned long long>(yo) & 15) == 0) {
 #pragma unroll
-        for (int m = 0; m < 16; ++m) {
-            const int f = 2 * (jt + m * B0);
-            const unsigned d = (unsigned)(f - (K - 1));  // (output f + 1: d + 1)
-            const float a = v[m].x * fs, b = v[m].y * fs;
-            if (d < (unsigned)(nv - 1)) {
-                *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
-            } else {
-                if (d < (unsigned)nv) yo[f] = a;
-                if (d + 1 < (unsigned)nv) yo[f + 1] = b;
+            for (int m = 0; m < 16; ++m) {
+                const int f = 2 * (W * jt + m * B0);  // (a multiple of 4)
+                const unsigned d = (unsigned)(f - (K - 1));
+                const float2 p = v[m], q = v[16 * (W - 1) + m];
+                if (d < (unsigned)(nv - 3)) {
+                    *reinterpret_cast<float4*>(yo + f) = make_float4(p.x * fs, p.y * fs, q.x * fs, q.y * fs);
+                } else {
+                    if (d < (unsigned)nv) yo[f] = p.x * fs;
+                    if (d + 1 < (unsigned)nv) yo[f + 1] = p.y * fs;
+                    if (d + 2 < (unsigned)nv) yo[f + 2] = q.x * fs;
+                    if (d + 3 < (unsigned)nv) yo[f + 3] = q.y * fs;
+                }
             }
+            return;
         }
+#pragma unroll
+        for (int u = 0; u < W; ++u)
+#pragma unroll
+            for (int m = 0; m < 16; ++m) {
+                const int f = 2 * (W * jt + u + m * B0);
+                const unsigned d = (unsigned)(f - (K - 1));  // (output f + 1: d + 1)
+                const float a = v[16 * u + m].x * fs, b = v[16 * u + m].y * fs;
+                if (d < (unsigned)(nv - 1)) {
+                    *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
+                } else {
+                    if (d < (unsigned)nv) yo[f] = a;
+                    if (d + 1 < (unsigned)nv) yo[f + 1] = b;
+                }
+            }
         return;
     }
     const OsScale<float> up(es + et);
 #pragma unroll
-    for (int m = 0; m < 16; ++m) {
-        const int f = 2 * (jt + m * B0);
-        const float a = up(v[m].x), b = up(v[m].y);
-        if (pairs && (unsigned)(f - (K - 1)) < (unsigned)(nv - 1)) {
-            *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
-        } else {
-            if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
-            if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
+    for (int u = 0; u < W; ++u)
+#pragma unroll
+        for (int m = 0; m < 16; ++m) {
+            const int f = 2 * (W * jt + u + m * B0);
+            const float a = up(v[16 * u + m].x), b = up(v[16 * u + m].y);
+            if (pairs && (unsigned)(f - (K - 1)) < (unsigned)(nv - 1)) {
+                *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
+            } else {
+                if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
+                if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
+            }
         }
-    }
 }
 
 // One tile of 2^14 or 2^15 samples on a block of B0 = M/16 threads or more, its M-point transforms as 16 columns of
@@ -1040,6 +1108,266 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     ff_cols_twiddle_idft16<MB>(twi, jt, v);
     FF_MARK(4, __float_as_int(v[15].x) ^ __float_as_int(v[0].y));
     ff_tile_outputs_points<B0>(v, jt, yt - (K - 1), K, nv, es, et);
+}
+
+// ff_tile_wide's layout of a column: point i at ff_pad2(i) = i + 2 (i / 32) (two float2 of padding after every 32), so
+// that the points 2m and 2m + 1 are one aligned 16-byte slot (slot m + m/16: one slot of padding per 16). The passes
+// below access such slots at consecutive m, or at m = 17 l + constant, per quarter-warp: free of bank conflicts. A
+// column of 1024 points takes as many bytes as in ff_pad's layout.
+__host__ __device__ constexpr int ff_pad2(int i) { return i + 2 * (i >> 5); }
+// The points a, b of the 16-byte slot at p (shared memory), or of the table at p (read-only, through L1).
+__device__ __forceinline__ void ff_lds2(const float2* p, float2& a, float2& b) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    a = make_float2(q.x, q.y);
+    b = make_float2(q.z, q.w);
+}
+__device__ __forceinline__ void ff_sts2(float2* p, float2 a, float2 b) {
+    *reinterpret_cast<float4*>(p) = make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ void ff_ldg2(const float2* __restrict__ p, float2& a, float2& b) {
+    const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+    a = make_float2(q.x, q.y);
+    b = make_float2(q.z, q.w);
+}
+
+// A radix-16 pass of ff_tile_wide's column (1024 points, ff_pad2), lane l taking the butterflies j = 2l + u, u < 2
+// (all 64 of them), in place: the lanes meet at __syncwarp between their reads and their writes, and after. Forward
+// (BACK false): butterfly j reads the points j + 64 r, NS 1: writes the DFT at 16 j + r; NS 16: multiplies point r by
+// w^r (k = j mod 16, rows at TWO: ff_twiddles's), and writes at (j - k) 16 + k + 16 r. BACK: the pass transposed
+// (ff_butterfly_back_w): reads where the forward writes, takes the inverse DFT, multiplies point r by conj w^r and
+// writes where the forward reads. Every access is a 16-byte slot: the butterflies' r-th points (j + 64 r; and at NS
+// 16, (j - k) 16 + k + 16 r: k and k + 1), or at NS 1 a butterfly's points r and r + 1 (16 j + r, r even).
+template <int NS, bool BACK, int TWO>
+__device__ __forceinline__ void ff_wide_pass16(float2* col, const float2* __restrict__ tw, int l) {
+    static_assert(NS == 1 || NS == 16, "the column's first two passes");
+    const int k0 = (2 * l) & 15;                       // (NS 16: the twiddles' k of butterfly 2l; 2l + 1 has k0 + 1)
+    float2* const near = col + ff_pad2(2 * l);         // points j + 64 r: near + ff_pad2(64 r)
+    float2* const far16 = col + ff_pad2(32 * l - 15 * k0);  // NS 16: (j - k) 16 + k + 16 r = 32 l - 15 k0 + 16 r (+ u)
+    float2 a[2][16];
+    if constexpr (!BACK) {
+#pragma unroll
+        for (int r = 0; r < 16; ++r) ff_lds2(near + ff_pad2(64 * r), a[0][r], a[1][r]);
+    } else if constexpr (NS == 1) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+#pragma unroll
+            for (int r = 0; r < 16; r += 2) ff_lds2(col + ff_pad2(32 * l + 16 * u) + r, a[u][r], a[u][r + 1]);
+    } else {
+#pragma unroll
+        for (int r = 0; r < 16; ++r) ff_lds2(far16 + ff_pad2(16 * r), a[0][r], a[1][r]);
+    }
+    if constexpr (NS == 1) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u) ff_dft<16, BACK>(a[u]);
+    } else {
+        float2 t[4][2];  // w, w^2, w^4, w^8 of k0 and k0 + 1
+#pragma unroll
+        for (int b = 0; b < 4; ++b) ff_ldg2(tw + TWO + b * NS + k0, t[b][0], t[b][1]);
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+            float2 w[16];
+            w[1] = t[0][u];
+            w[2] = t[1][u];
+            w[4] = t[2][u];
+            w[8] = t[3][u];
+            ff_twiddle_powers<16>(w);
+            if constexpr (BACK) {
+                ff_dft<16, true>(a[u]);
+#pragma unroll
+                for (int r = 1; r < 16; ++r) a[u][r] = ff_mul(a[u][r], ff_conj(w[r]));
+            } else {
+                ff_dft_tw<16, false>(a[u], w);
+            }
+        }
+    }
+    __syncwarp();
+    if constexpr (BACK) {
+#pragma unroll
+        for (int r = 0; r < 16; ++r) ff_sts2(near + ff_pad2(64 * r), a[0][r], a[1][r]);
+    } else if constexpr (NS == 1) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+#pragma unroll
+            for (int r = 0; r < 16; r += 2) ff_sts2(col + ff_pad2(32 * l + 16 * u) + r, a[u][r], a[u][r + 1]);
+    } else {
+#pragma unroll
+        for (int r = 0; r < 16; ++r) ff_sts2(far16 + ff_pad2(16 * r), a[0][r], a[1][r]);
+    }
+    __syncwarp();
+}
+
+// One tile of 2^15 samples on a block of B0/2 = M/32 = 512 threads, each taking two butterflies where ff_tile_cols's
+// take one (a register budget of 128 where that has 64): ff_tile_cols's four-step, its columns of CM = 1024 points
+// one warp's each (warp s, column s), in the layout of ff_pad2, every shared-memory access a 16-byte slot of two
+// points. Thread t takes the first pass's butterflies j = 2t + u (u < 2; ff_first_pass with W = 2), multiplies output
+// s by W^(j s) and stores the pair at points 2t, 2t + 1 of column s. Lane l of column s then runs the column's passes
+// of radix 16, 16 (ff_wide_pass16) and 4 on the butterflies j = 2l + u (+ 64 q in the radix-4 pass, q < 4), the middle
+// step with the partner column (ff_pair_sync: warps s and 16 - s) on the bins s + 16 c, c = j + 256 r of its lower
+// half, and the passes transposed and backwards; after the block's barrier thread t reads points 2t and 2t + 1 of
+// every column, multiplies by the conjugate twiddles, takes the inverse DFTs of 16 and writes y at the points
+// 2t + u + B0 m (ff_tile_outputs_points with W = 2). Barriers: the block's three (the peak's and two), the columns'
+// __syncwarp, and two of each pair of columns. (PAIRS: ff_first_pass's.)
+template <int LOGN, bool PAIRS = false>
+__device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float* __restrict__ yt,
+                                             const float4* __restrict__ G, const float2* __restrict__ tw,
+                                             const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
+                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
+    constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CM = B0, CP = ff_pad2(CM);
+    constexpr int TWB = ff_tw_offset(MB, 1);                     // column pass 2 (radix 16, NS 16): pass 1's rows
+    constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);  // pass 2's rows (radix 8, NS2)
+    constexpr int TWC = T2 + NS2;  // column pass 3 (radix 4, NS CM/4 = NS2): rows 1 and 2 of pass 2's
+    static_assert(CM == 1024 && ff_bits(MB, 1) == 4 && ff_bits(MB, 2) == 3 && NS2 == CM / 4 && ff_ns(MB, 1) == 16,
+                  "columns of 1024 points: passes of radix 16, 16 and 4, their twiddles the transform's");
+    static_assert(16 * CP == ff_pad(M) && TWB % 2 == 0 && TWC % 2 == 0 && T2 % 2 == 0 && ff_cols_row<MB>(0) % 2 == 0 &&
+                      ff_cols_row<MB>(1) % 2 == 0 && ff_cols_row<MB>(2) % 2 == 0,
+                  "the columns' layout; twiddle rows whose pairs are 16-byte aligned");
+    const int tid = ff_tid();
+    // 1. the first pass, twiddled into the columns
+    float2 v[32];
+    {
+        const int es = ff_first_pass<LOGN, PAIRS, 2>(xc, L, s0, tid, safe, red, v);
+        if (tid == 0) red[31] = es;  // (read back for the outputs: a register held across the columns otherwise)
+    }
+    {
+        float2 w1[2], w2[2], w4[2];
+        ff_ldg2(tw + ff_cols_row<MB>(0) + 2 * tid, w1[0], w1[1]);
+        ff_ldg2(tw + ff_cols_row<MB>(1) + 2 * tid, w2[0], w2[1]);
+        ff_ldg2(tw + ff_cols_row<MB>(2) + 2 * tid, w4[0], w4[1]);
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+            ff_cols_twiddle_w(v + 16 * u, w1[u], w2[u], w4[u], __ldg(tw + ff_cols_row<MB>(2) + 4 * tid + 2 * u));
+#pragma unroll
+        for (int s = 0; s < 16; ++s) ff_sts2(buf + s * CP + ff_pad2(2 * tid), v[s], v[16 + s]);
+    }
+    __syncthreads();
+    FF_MARK(2, 0);
+    // 2. column s: forward, the middle step, inverse
+    {
+        const int s = tid >> 5, l = tid & 31;
+        float2* const col = buf + s * CP;
+        float2* const near = col + ff_pad2(2 * l);  // the points 2l + 64 q + 256 r (+ 1): near + ff_pad2(64 q + 256 r)
+        ff_wide_pass16<1, false, 0>(col, tw, l);
+        ff_wide_pass16<16, false, TWB>(col, tw, l);
+        // the radix-4 pass's butterflies j = 2l + 64 q + u: bin s + 16 c of the transform at c = j + 256 r, z[q][u][r]
+        float2 z[4][2][4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            float2 w1[2], w2[2];
+            ff_ldg2(tw + TWC + 2 * l + 64 * q, w1[0], w1[1]);
+            ff_ldg2(tw + TWC + NS2 + 2 * l + 64 * q, w2[0], w2[1]);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) ff_lds2(near + ff_pad2(64 * q + 256 * r), z[q][0][r], z[q][1][r]);
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                float2 w[4];
+                w[1] = w1[u];
+                w[2] = w2[u];
+                ff_twiddle_powers<4>(w);
+                ff_dft_tw<4, false>(z[q][u], w);
+            }
+        }
+        __syncwarp();
+        // the middle step (ff_tile_cols's): column s takes the pairs of its lower half (c < 512, r < 2) and the
+        // partner's upper half, p = 16 - s: c' = 1023 - c (column 0: 1024 - c; c = 0 and 512 their own partners).
+        // The partners of c and c + 1 (c even), 1023 - c and 1022 - c, are one slot; column 0's are two halves of two.
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+            for (int r = 2; r < 4; ++r) ff_sts2(near + ff_pad2(64 * q + 256 * r), z[q][0][r], z[q][1][r]);
+        ff_pair_sync<32>(s);
+        {
+            float2* const theirs = buf + ((16 - s) & 15) * CP;
+            float2* const pnear = theirs + ff_pad2(62 - 2 * l);  // partners of c, c + 1: pnear + ff_pad2(960 - c + 2l)
+            const float4* const Pk = G + s * (CM / 2) + 2 * l;    // the pair table's entry of bin s + 16 c: Pk[c - 2l]
+            const float2 ws = __ldg(tw + s);                      // exp(-2 pi i s / N)
+            const float h = 0.70710678118654752440f;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                float2 wq[2];  // exp(-2 pi i 16 j / N), j = 2l + 64 q + u
+                ff_ldg2(tw + T2 + 2 * l + 64 * q, wq[0], wq[1]);
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    const int c0 = 2 * l + 64 * q + 256 * r;
+                    float2 zm[2];
+                    if (s != 0) {
+                        ff_lds2(pnear + ff_pad2(960 - 64 * q - 256 * r), zm[1], zm[0]);
+                    } else {
+                        zm[0] = theirs[ff_pad2((CM - c0) & (CM - 1))];
+                        zm[1] = theirs[ff_pad2(CM - 1 - c0)];
+                    }
+#pragma unroll
+                    for (int u = 0; u < 2; ++u) {
+                        float2 W = ff_mul(ws, wq[u]);
+                        if (r == 1) W = ff_mul(W, make_float2(h, -h));  // times exp(-2 pi i 256 16 / N)
+                        float4 gk, gm;
+                        ff_pair_coefs(__ldg(Pk + 64 * q + 256 * r + u), W, gk, gm);
+                        if (u == 0 && (s | l | q | r) == 0) ff_middle_self(z[q][u][r], gk);  // bin 0
+                        else ff_middle(z[q][u][r], zm[u], gk, gm);
+                    }
+                    if (s != 0) {
+                        ff_sts2(pnear + ff_pad2(960 - 64 * q - 256 * r), zm[1], zm[0]);
+                    } else {
+                        if ((l | q | r) != 0) theirs[ff_pad2((CM - c0) & (CM - 1))] = zm[0];
+                        theirs[ff_pad2(CM - 1 - c0)] = zm[1];
+                    }
+                }
+            }
+            if ((s | l) == 0) {  // bin M/2 = 16 CM/2 of column 0, its own partner (W = -i)
+                float4 gc, unused;
+                ff_pair_coefs(__ldg(G + M / 2), make_float2(0.0f, -1.0f), gc, unused);
+                float2 zc = z[0][0][2];
+                ff_middle_self(zc, gc);
+                col[ff_pad2(CM / 2)] = zc;
+            }
+        }
+        ff_pair_sync<32>(s);  // (the partner's results in this column's upper half)
+        // the radix-4 pass transposed (ff_back_regs), on the lower half in registers and the upper half read back
+        const int t2 = ff_tid(), l2 = t2 & 31;  // (read anew: its addresses not held through the step)
+        float2* const col2 = buf + (t2 >> 5) * CP;
+        float2* const near2 = col2 + ff_pad2(2 * l2);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            float2 w1[2], w2[2];
+            ff_ldg2(twi + TWC + 2 * l2 + 64 * q, w1[0], w1[1]);
+            ff_ldg2(twi + TWC + NS2 + 2 * l2 + 64 * q, w2[0], w2[1]);
+#pragma unroll
+            for (int r = 2; r < 4; ++r) ff_lds2(near2 + ff_pad2(64 * q + 256 * r), z[q][0][r], z[q][1][r]);
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                float2 w[4];
+                w[1] = w1[u];
+                w[2] = w2[u];
+                ff_twiddle_powers<4>(w);
+                ff_dft<4, true>(z[q][u]);
+#pragma unroll
+                for (int r = 1; r < 4; ++r) z[q][u][r] = ff_mul(z[q][u][r], ff_conj(w[r]));
+            }
+#pragma unroll
+            for (int r = 0; r < 4; ++r) ff_sts2(near2 + ff_pad2(64 * q + 256 * r), z[q][0][r], z[q][1][r]);
+        }
+        __syncwarp();
+        ff_wide_pass16<16, true, TWB>(col2, twi, l2);
+        ff_wide_pass16<1, true, 0>(col2, twi, l2);
+    }
+    __syncthreads();
+    FF_MARK(3, 0);
+    // 3. points 2t and 2t + 1 of every column, the conjugate twiddles and the inverse DFTs of 16: y[2p] + i y[2p+1] at
+    // p = 2t + u + B0 m
+    const int et = tap_shift ? __ldg(tap_shift) : 0, es = red[31];
+#pragma unroll
+    for (int s = 0; s < 16; ++s) ff_lds2(buf + s * CP + ff_pad2(2 * tid), v[s], v[16 + s]);
+    {
+        float2 w1[2], w2[2], w4[2];
+        ff_ldg2(twi + ff_cols_row<MB>(0) + 2 * tid, w1[0], w1[1]);
+        ff_ldg2(twi + ff_cols_row<MB>(1) + 2 * tid, w2[0], w2[1]);
+        ff_ldg2(twi + ff_cols_row<MB>(2) + 2 * tid, w4[0], w4[1]);
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+            ff_cols_twiddle_idft16_w(v + 16 * u, w1[u], w2[u], w4[u],
+                                     __ldg(twi + ff_cols_row<MB>(2) + 4 * tid + 2 * u));
+    }
+    FF_MARK(4, __float_as_int(v[31].x) ^ __float_as_int(v[0].y));
+    ff_tile_outputs_points<B0, 2>(v, tid, yt - (K - 1), K, nv, es, et);
 }
 
 // The same on a block of fewer than M/16 threads, through two buffers: the tile loaded into shared memory, the
@@ -1189,8 +1517,8 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
 // on an 8-byte boundary of x and L is even (the launcher's choice: sigconv/backends/overlap_save.py, fused_pairs), and
 // the first pass reads a point's two samples as one 8-byte load (on an H200 4.7% faster at K = 7921; on the 16384
 // tile, where ptxas spills 20 bytes so, -1.3% to +2.2%: not built).
-template <int LOGN, bool ONE, bool PAIRS = false>
-__global__ void __launch_bounds__(1024)
+template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
+__global__ void __launch_bounds__(WIDE ? 512 : 1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
                      const float2* __restrict__ tw, const float2* __restrict__ twi, int C, sc_i64 L, int K,
                      sc_i64 pad, sc_i64 out_len, sc_i64 ntiles, const int* __restrict__ tap_shift, int safe) {
@@ -1198,9 +1526,11 @@ __global__ void __launch_bounds__(1024)
                       LOGN <= (ONE ? SIGCONV_FFT_FUSED_ONE_MAX_LOGN : SIGCONV_FFT_FUSED_MAX_LOGN),
                   "tile length");
     static_assert(!PAIRS || (ONE && LOGN == SIGCONV_FFT_FUSED_PAIRS_LOGN), "8-byte loads: the PAIRS tile, in place");
+    static_assert(!WIDE || (ONE && LOGN == SIGCONV_FFT_FUSED_ONE_MAX_LOGN), "ff_tile_wide: the longest tile");
     constexpr int N = 1 << LOGN, M = N / 2, MP = ff_pad(M);
     extern __shared__ float4 sc_smem4[];
-    if (ONE != ((int)blockDim.x * 16 >= M)) return;  // the other instantiation's block: nothing written
+    // (the other instantiation's block: nothing written)
+    if (WIDE ? (int)blockDim.x != M / 32 : ONE != ((int)blockDim.x * 16 >= M)) return;
     float2* const buf0 = reinterpret_cast<float2*>(sc_smem4);
     int* red = reinterpret_cast<int*>(buf0 + (ONE ? MP : 2 * MP));
     const sc_i64 V = N - K + 1;
@@ -1221,7 +1551,11 @@ __global__ void __launch_bounds__(1024)
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
-        if constexpr (ONE && ff_cols(LOGN)) {
+        if constexpr (WIDE) {
+            ff_tl_begin(w);
+            ff_tile_wide<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
+            ff_tl_end();
+        } else if constexpr (ONE && ff_cols(LOGN)) {
             ff_tl_begin(w);  // (FF_TIMELINE; nothing otherwise)
             ff_tile_cols<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
             ff_tl_end();

@@ -555,6 +555,36 @@ def test_fft_fused_tiles_and_taps(rng, K):
     _assert_grid(failures, n)
 
 
+@pytest.mark.parametrize("K", (6400, 7921, 8192))
+def test_fft_fused_longest_tile_on_512_threads(rng, K):
+    """The 32768 tile on 512 threads (two butterflies a thread: overlap_save.fused_wide) against the float64
+    reference and against the same tile on 1024 threads: every mode, one and two channels, an even length (8-byte
+    loads; 16-byte ones on the tiles wholly inside x) and an odd one (float loads), x one float off; poisoned outputs
+    must all be written."""
+    from sigconv.backends import overlap_save
+
+    V = 32768 - K + 1
+    failures, n = [], 0
+    for C, L, off in ((1, 5 * V, 0), (2, 3 * V + 1, 0), (1, 4 * V, 1)):
+        x0 = rng.standard_normal((C, L + off)).astype(np.float32)
+        h = rng.standard_normal(K).astype(np.float32)
+        full_corr = scipy.signal.oaconvolve(x0[:, off:].astype(np.float64), h.astype(np.float64)[::-1][None, :],
+                                            axes=-1)
+        xg = cupy.asarray(x0)[:, off:]
+        for mode, pad, out_len in _cases(L, K):
+            tag = f"K={K} C={C} L={L} off={off} {mode}"
+            outs = {}
+            for block in (512, 1024):
+                outs[block] = cupy.full((C, out_len), np.nan, dtype=np.float32)
+                overlap_save.launch_fft_fused(xg, cupy.asarray(h), pad, out_len, block, out=outs[block], tile=32768)
+            err, where = _rel_err(cupy.asnumpy(outs[512]), _window_from_full(full_corr, K, pad, out_len))
+            diff = float(cupy.abs(outs[512] - outs[1024]).max() / cupy.abs(outs[1024]).max())
+            n += 1
+            if not (err <= TOL["float32"] and diff <= TOL["float32"]):
+                failures.append(f"{tag}: rel err {err:.3g} ({where}), against 1024 threads {diff:.3g}")
+    _assert_grid(failures, n)
+
+
 def test_fft_fused_device_taps_kept_and_changed(rng):
     """Taps that exist only on the device: the launcher keeps the table made from the last taps and skips the
     transform for taps bit for bit the same; the same array changed in place, another array one tap apart, the

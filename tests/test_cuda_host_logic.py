@@ -38,7 +38,8 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
     one thread per 32
     samples (64 at least); taps up to half the largest tile every block takes; shared memory for one buffer where
     the block has N/32 threads or more, else two; a plan's grid covers every tile and channel up to the caps; a tile
-    asked for must be a power of two in range, >= 2K."""
+    asked for must be a power of two in range, >= 2K; 32768 asked for runs on 512 threads too (two butterflies a
+    thread, one buffer), on no other block below 1024."""
     from sigconv.registry import auto
 
     c = numpy_as_cupy
@@ -74,10 +75,22 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
     assert c.fused_plan(255, 10 ** 6, 3)["smem"] == buffer + 128  # the tile's own block: in place
     q = c.fused_plan(4095, 1 << 20, 1, 512, tile=16384)
     assert (q["N"], q["V"], q["logn"], q["smem"]) == (16384, 12290, 14, 8 * (8192 + 512) + 128)
-    for tile in (4096, 6144, 512, 32768, 65536):  # below 2K, not a power of two, outside the range (of 512 threads)
+    for tile in (4096, 6144, 512, 65536):  # below 2K, not a power of two, outside the range
         with pytest.raises(ValueError, match=f"fft_fused tile {tile} for K=4095"):
             c.fused_plan(4095, 1 << 20, 1, 512, tile=tile)
     assert c.fused_plan(4095, 1 << 20, 1, 1024, tile=32768)["N"] == c.fused_plan(4095, 1 << 20, 1, tile=32768)["N"]
+    # the longest tile on 512 threads, two butterflies a thread, in one buffer; on any other block below 1024 refused
+    assert [c.fused_wide(N, b) for N, b in ((32768, 512), (32768, 1024), (32768, 544), (16384, 256))] == \
+        [True, False, False, False]
+    for pairs in (False, True):
+        q = c.fused_plan(7921, 1 << 20, 1, 512, tile=32768, pairs=pairs)
+        expr = f"conv1d_fft_fused<15, true, {'true' if pairs else 'false'}, true>"
+        assert (q["N"], q["smem"], q["expr"]) == (32768, 8 * (16384 + 1024) + 128, expr)
+    assert c.fused_pairs(32768, 512, 7921, 3960, 1 << 20, True) and not c.fused_pairs(32768, 544, 7921, 3960, 1 << 20,
+                                                                                       True)
+    for block in (544, 992, 256):
+        with pytest.raises(ValueError, match=f"with {block} threads \\(32768 samples only on 512 or 1024\\)"):
+            c.fused_plan(4095, 1 << 20, 1, block, tile=32768)
 
 
 def test_fused_passes_and_twiddle_table(numpy_as_cupy):
@@ -126,12 +139,14 @@ def test_fused_coefficients_are_the_middle_step(numpy_as_cupy, N, rng):
 
 
 def test_fused_pairs_only_where_every_tile_starts_on_an_8_byte_boundary(numpy_as_cupy):
-    """The kernel that reads a point's two samples as one 8-byte load runs on the 32768 tile in place, where x's data
-    is 8-byte aligned, L even, and pad and the tile's stride N - K + 1 even; nowhere else, and its plan says so."""
+    """The kernel that reads a point's two samples as one 8-byte load runs on the 32768 tile in place (on 1024 threads,
+    or 512: two butterflies a thread), where x's data is 8-byte aligned, L even, and pad and the tile's stride N - K +
+    1 even; nowhere else, and its plan says so."""
     c = numpy_as_cupy
     ok = dict(N=32768, block=1024, K=7921, pad=3960, L=1 << 26, aligned=True)
-    assert c.fused_pairs(**ok)
-    for change in (dict(N=16384, block=512), dict(block=512), dict(aligned=False), dict(L=(1 << 26) + 1),
+    assert c.fused_pairs(**ok) and c.fused_pairs(**{**ok, "block": 512})
+    for change in (dict(N=16384, block=512), dict(block=544), dict(block=256), dict(aligned=False),
+                   dict(L=(1 << 26) + 1),
                    dict(pad=3961), dict(K=7922)):
         assert not c.fused_pairs(**{**ok, **change}), change
     assert c.fused_plan(7921, 1 << 26, 1, 1024, tile=32768, pairs=True)["expr"] == "conv1d_fft_fused<15, true, true>"

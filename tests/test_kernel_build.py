@@ -73,6 +73,8 @@ def test_kernel_compiles_without_spills(cu):
         tiled = [f for f in report if "conv1d_tiled" in f]
         assert any("conv1d_tiled_rt" in f for f in tiled) and len(tiled) >= 5, \
             f"tiled kernels were not instantiated (SIGCONV_NVCC_CHECK): {sorted(report)}"
+        wide = [f for f in report if re.search(r"conv1d_fft_fusedILi15ELb1ELb[01]ELb1E", f)]
+        assert len(wide) == 2, f"the 32768 tile on 512 threads was not instantiated, both ways: {sorted(report)}"
     if cu.name == "conv1d_ffa.cu":  # the three thread shapes (RQ 8, 4, 2), the longest filter
         ffa = [f for f in report if "conv1d_ffaI" in f]
         assert all(any(p in f for f in ffa) for p in ("Li8ELi256E", "Li4ELi512E", "Li2ELi1024E", "ILi32ELi4ELi512E")), \
@@ -1051,6 +1053,35 @@ def test_fft_fused_pairs_kernel_on_host(host_build, tmp_path, K, L, mode, C, xof
     ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
     err = np.linalg.norm(y - ref) / np.linalg.norm(ref)
     assert not np.isnan(y).any() and err <= 2e-6, f"off by {err:.2e} (K={K}, L={L}, pairs {pairs})"
+
+
+# (K, L, mode, C, xoff, pairs, ex, ew): the longest tile on 512 threads, two butterflies a thread (ff_tile_wide): 8-byte
+# loads of a point's samples (x aligned, L even) and 16-byte ones of a thread's two points where a tile lies wholly
+# inside x (60000 samples: the second tile of 7921 taps), float loads (L odd, x one float off), two channels, every
+# mode; x of 2^ex (a second channel 2^120: the tile's scaling), taps of 2^ew (-130: outputs scaled by a power of two
+# that is not a normal float).
+FFT_FUSED_WIDE_CASES = [(7921, 60000, "same", 1, 0, True, 0, 0), (8000, 60000, "same", 2, 0, True, -100, 0),
+                        (7921, 40001, "same", 1, 0, False, 0, -130), (7921, 40000, "full", 1, 1, False, 120, 0),
+                        (2047, 70000, "valid", 1, 0, True, 0, 0)]
+
+
+@pytest.mark.parametrize("K,L,mode,C,xoff,pairs,ex,ew", FFT_FUSED_WIDE_CASES)
+def test_fft_fused_wide_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, pairs, ex, ew, rng):
+    """The 32768 tile on 512 threads (conv1d_fft_fused<15, true, PAIRS, true>): every output written and equal to the
+    float64 reference, with and without 8-byte loads, with 16-byte loads and stores where a tile lies inside x and y is
+    aligned, on channels of ordinary, huge and tiny magnitude and taps whose outputs scale outside float32's normals."""
+    exe = host_build(*_FUSED_BUILD)
+    x = np.ldexp(rng.standard_normal((C, L)), np.array([ex, 120][:C])[:, None]).astype(np.float32)
+    w = np.ldexp(rng.standard_normal(K) / np.sqrt(K), ew).astype(np.float32).astype(np.float64)
+    pad, out_len = window_1d(mode, L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 512, xoff, tile=32768)
+    assert plan["pairs"] == pairs and plan["N"] == 32768 and plan["expr"].endswith(", true>")
+    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    for c in range(C):
+        s = max(float(np.abs(ref[c]).max()), np.finfo(np.float64).tiny)
+        err = np.linalg.norm((y[c] - ref[c]) / s) / max(np.linalg.norm(ref[c] / s), 1e-300)
+        assert err <= 2e-6, f"channel {c} off by {err:.2e} (K={K}, L={L}, pairs {pairs})"
 
 
 @pytest.mark.parametrize("K,L,mode,C,block,xoff", [(4095, 9000, "same", 2, 512, 1), (2048, 7001, "same", 1, 256, 0),

@@ -23,7 +23,7 @@ from sigconv.registry import auto as _auto
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
-           "fused_radix_bits", "fused_twiddles", "fused_coefficients", "fused_pair_table", "fused_table",
+           "fused_wide", "fused_radix_bits", "fused_twiddles", "fused_coefficients", "fused_pair_table", "fused_table",
            "fused_alignment", "fused_pairs", "prebuilt_modules", "irfft_destroying"]
 
 
@@ -137,30 +137,42 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding per 16 (one where the
     block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``: N instead of
     :func:`sigconv.registry.auto.fused_tile`'s (benchmarks compare tile lengths): a power of two in the kernel's
-    range (its largest only with N/32 threads), at least 2K. ``pairs``: the kernel that reads a point's two samples as
-    one 8-byte load, where :func:`fused_pairs` allows it (ValueError elsewhere)."""
+    range (its largest only with N/32 threads, or N/64: :func:`fused_wide`), at least 2K. ``pairs``: the kernel that
+    reads a point's two samples as one 8-byte load, where :func:`fused_pairs` allows it (ValueError elsewhere)."""
     if tile is None:
         N = _auto.fused_tile(K, block)
     else:
         lim = _kernels.constants()
-        top = lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN" if block is None or 32 * block >= tile
+        longest = 1 << lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"]
+        top = lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN" if block is None or 32 * block >= tile or fused_wide(tile, block)
                   else "SIGCONV_FFT_FUSED_MAX_LOGN"]
         if not (tile & (tile - 1) == 0 and 1 << lim["SIGCONV_FFT_FUSED_MIN_LOGN"] <= tile <= 1 << top
                 and tile >= 2 * K):
             raise ValueError(f"fft_fused tile {tile} for K={K}: a power of two from "
                              f"{1 << lim['SIGCONV_FFT_FUSED_MIN_LOGN']} to {1 << top} and at least 2K"
-                             + ("" if block is None or 32 * block >= tile else f" with {block} threads"))
+                             + ("" if block is None or 32 * block >= tile else
+                                f" with {block} threads ({longest} samples only on {longest // 64} or "
+                                f"{longest // 32})"))
         N = tile
     V = N - K + 1
     ntiles = max(1, -(-out_len // V))
     grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
-    buffers = 1 if block is None or 32 * block >= N else 2
+    wide = block is not None and fused_wide(N, block)
+    buffers = 1 if block is None or 32 * block >= N or wide else 2
     logn = N.bit_length() - 1
     if pairs and not (buffers == 1 and logn == _kernels.constants()["SIGCONV_FFT_FUSED_PAIRS_LOGN"]):
         raise ValueError(f"fft_fused reads pairs of samples on tiles of "
                          f"{1 << _kernels.constants()['SIGCONV_FFT_FUSED_PAIRS_LOGN']} samples in place, not {N}")
     return {"N": N, "logn": logn, "V": V, "ntiles": ntiles, "grid": grid,
-            "smem": _fused_smem(N, buffers), "expr": _fused_expr(logn, buffers == 1, pairs)}
+            "smem": _fused_smem(N, buffers), "expr": _fused_expr(logn, buffers == 1, pairs, wide)}
+
+
+def fused_wide(N: int, block: int) -> bool:
+    """Whether tiles of N samples on ``block`` threads run two butterflies a thread (conv1d_fft_fused<logn, true,
+    pairs, true>, kernels/fft_fused.cuh, ff_tile_wide): the longest tile (2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN) on N/64 =
+    512 threads, each with twice the registers of a thread of 1024, in place in one buffer as on N/32. Not the tile's
+    default block (:func:`sigconv.registry.auto.fused_block`): a launch asks for it with ``tile`` and ``block``."""
+    return N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"] and 64 * int(block) == N
 
 
 def fused_alignment(K: int, pad: int, N: int) -> tuple:
@@ -182,13 +194,16 @@ def fused_pairs(N: int, block: int, K: int, pad: int, L: int, aligned: bool) -> 
     on tiles of 2^SIGCONV_FFT_FUSED_PAIRS_LOGN samples in place, where every tile of every channel starts on an
     8-byte boundary of x and ends on one or at x's end: x's data on one (``aligned``), L even, pad and the tile's
     stride N - K + 1 even (kernels/fft_fused.cuh, ff_first_pass)."""
-    return (N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_PAIRS_LOGN"] and 32 * block >= N and aligned
-            and L % 2 == 0 and pad % 2 == 0 and (N - K + 1) % 2 == 0)
+    return (N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_PAIRS_LOGN"] and (32 * block >= N or fused_wide(N, block))
+            and aligned and L % 2 == 0 and pad % 2 == 0 and (N - K + 1) % 2 == 0)
 
 
-def _fused_expr(logn: int, one: bool, pairs: bool = False) -> str:
+def _fused_expr(logn: int, one: bool, pairs: bool = False, wide: bool = False) -> str:
     """The kernel's instantiation: conv1d_fft_fused<logn, one>, ``one`` for a block of N/32 threads or more (the
-    tile transformed in place in one buffer); conv1d_fft_fused<logn, true, true> for ``pairs``."""
+    tile transformed in place in one buffer); conv1d_fft_fused<logn, true, true> for ``pairs``;
+    conv1d_fft_fused<logn, true, pairs, true> for ``wide`` (:func:`fused_wide`)."""
+    if wide:
+        return f"conv1d_fft_fused<{logn}, true, {'true' if pairs else 'false'}, true>"
     return f"conv1d_fft_fused<{logn}, {'true' if one else 'false'}{', true' if pairs else ''}>"
 
 

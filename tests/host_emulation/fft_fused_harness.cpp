@@ -4,7 +4,8 @@
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
 //                     [DELAY [PAIRS]]
 // PAIRS 1: conv1d_fft_fused<LOGN, true, true> (a point's two samples as one 8-byte load), after checking the launcher's
-// promise that every tile of every channel starts on an 8-byte boundary of x and L is even.
+// promise that every tile of every channel starts on an 8-byte boundary of x and L is even. The longest tile on N/64
+// threads runs conv1d_fft_fused<LOGN, true, PAIRS, true> (ff_tile_wide).
 // FILE_G: the coefficient table, N/2 rows of 4 float32 (sigconv.backends.overlap_save.fused_table), or
 // "taps:FILE_W" (float32 taps, as many as the file holds): G and the tap shift computed first by
 // conv1d_fft_fused_spectrum<LOGN> with DELAY (default 0; one block of max(32, N/32) threads; FILE_TAPSHIFT then
@@ -125,7 +126,10 @@ int main(int argc, char** argv) {
         emu_launch_threads(g, b, sc_smem4, SMEM_CAP, smem,
                            [&] { kern(x, y, G, tw, tw, C, L, K, pad, out_len, ntiles, tap_shift, safe); });
     };
-    const bool one = (size_t)b.x * 16 >= N / 2;  // as the launcher picks (sigconv.backends.overlap_save)
+    // as the launcher picks (sigconv.backends.overlap_save): in place on N/32 threads or more; the longest tile's
+    // two butterflies a thread (ff_tile_wide) on N/64
+    const bool wide = logn == SIGCONV_FFT_FUSED_ONE_MAX_LOGN && (size_t)b.x * 32 == N / 2;
+    const bool one = wide || (size_t)b.x * 16 >= N / 2;
     if (pairs) {
         const sc_i64 V = (sc_i64)N - K + 1;
         if (!one || logn != SIGCONV_FFT_FUSED_PAIRS_LOGN || reinterpret_cast<uintptr_t>(x) % 8 != 0 || L % 2 != 0 ||
@@ -133,7 +137,10 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "PAIRS launch whose tiles do not all start on an 8-byte boundary\n");
             return 2;
         }
-        go(conv1d_fft_fused<SIGCONV_FFT_FUSED_PAIRS_LOGN, true, true>);
+        if (wide) go(conv1d_fft_fused<SIGCONV_FFT_FUSED_PAIRS_LOGN, true, true, true>);
+        else go(conv1d_fft_fused<SIGCONV_FFT_FUSED_PAIRS_LOGN, true, true>);
+    } else if (wide) {
+        go(conv1d_fft_fused<SIGCONV_FFT_FUSED_ONE_MAX_LOGN, true, false, true>);
     } else switch (logn * 2 + (one ? 1 : 0)) {
         case 20: go(conv1d_fft_fused<10, false>); break;
         case 21: go(conv1d_fft_fused<10, true>); break;
