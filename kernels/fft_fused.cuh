@@ -1130,37 +1130,48 @@ __device__ __forceinline__ void ff_ldg2(const float2* __restrict__ p, float2& a,
     b = make_float2(q.z, q.w);
 }
 
+// The 32 points a lane of ff_tile_wide's column holds in a radix-16 pass (butterflies j = 2l + u, u < 2), read from or
+// written to the column (STORE) as 16-byte slots: the pass's reads (FAR false: points j + 64 r, the butterflies' r-th
+// points a slot) or its writes (FAR: NS 1, 16 j + r, a butterfly's points r and r + 1 a slot; NS 16, (j - k) 16 + k +
+// 16 r with k = j mod 16, the butterflies' r-th points a slot).
+template <int NS, bool FAR, bool STORE> __device__ __forceinline__ void ff_wide_io(float2* col, int l, float2 (&a)[2][16]) {
+    auto io = [](float2* p, float2& x, float2& y) {
+        if constexpr (STORE) ff_sts2(p, x, y);
+        else ff_lds2(p, x, y);
+    };
+    if constexpr (!FAR) {
+        float2* const near = col + ff_pad2(2 * l);
+#pragma unroll
+        for (int r = 0; r < 16; ++r) io(near + ff_pad2(64 * r), a[0][r], a[1][r]);
+    } else if constexpr (NS == 1) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+#pragma unroll
+            for (int r = 0; r < 16; r += 2) io(col + ff_pad2(32 * l + 16 * u) + r, a[u][r], a[u][r + 1]);
+    } else {
+        // (j - k) 16 + k + 16 r = 32 l - 15 k0 + 16 r (+ u), k0 = 2l mod 16
+        float2* const far16 = col + ff_pad2(32 * l - 15 * ((2 * l) & 15));
+#pragma unroll
+        for (int r = 0; r < 16; ++r) io(far16 + ff_pad2(16 * r), a[0][r], a[1][r]);
+    }
+}
 // A radix-16 pass of ff_tile_wide's column (1024 points, ff_pad2), lane l taking the butterflies j = 2l + u, u < 2
 // (all 64 of them), in place: the lanes meet at __syncwarp between their reads and their writes, and after. Forward
 // (BACK false): butterfly j reads the points j + 64 r, NS 1: writes the DFT at 16 j + r; NS 16: multiplies point r by
 // w^r (k = j mod 16, rows at TWO: ff_twiddles's), and writes at (j - k) 16 + k + 16 r. BACK: the pass transposed
 // (ff_butterfly_back_w): reads where the forward writes, takes the inverse DFT, multiplies point r by conj w^r and
-// writes where the forward reads. Every access is a 16-byte slot: the butterflies' r-th points (j + 64 r; and at NS
-// 16, (j - k) 16 + k + 16 r: k and k + 1), or at NS 1 a butterfly's points r and r + 1 (16 j + r, r even).
+// writes where the forward reads (ff_wide_io).
 template <int NS, bool BACK, int TWO>
 __device__ __forceinline__ void ff_wide_pass16(float2* col, const float2* __restrict__ tw, int l) {
     static_assert(NS == 1 || NS == 16, "the column's first two passes");
-    const int k0 = (2 * l) & 15;                       // (NS 16: the twiddles' k of butterfly 2l; 2l + 1 has k0 + 1)
-    float2* const near = col + ff_pad2(2 * l);         // points j + 64 r: near + ff_pad2(64 r)
-    float2* const far16 = col + ff_pad2(32 * l - 15 * k0);  // NS 16: (j - k) 16 + k + 16 r = 32 l - 15 k0 + 16 r (+ u)
     float2 a[2][16];
-    if constexpr (!BACK) {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) ff_lds2(near + ff_pad2(64 * r), a[0][r], a[1][r]);
-    } else if constexpr (NS == 1) {
-#pragma unroll
-        for (int u = 0; u < 2; ++u)
-#pragma unroll
-            for (int r = 0; r < 16; r += 2) ff_lds2(col + ff_pad2(32 * l + 16 * u) + r, a[u][r], a[u][r + 1]);
-    } else {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) ff_lds2(far16 + ff_pad2(16 * r), a[0][r], a[1][r]);
-    }
+    ff_wide_io<NS, BACK, false>(col, l, a);
     if constexpr (NS == 1) {
 #pragma unroll
         for (int u = 0; u < 2; ++u) ff_dft<16, BACK>(a[u]);
     } else {
-        float2 t[4][2];  // w, w^2, w^4, w^8 of k0 and k0 + 1
+        const int k0 = (2 * l) & 15;  // the twiddles' k of butterfly 2l; 2l + 1 has k0 + 1
+        float2 t[4][2];               // w, w^2, w^4, w^8 of k0 and k0 + 1
 #pragma unroll
         for (int b = 0; b < 4; ++b) ff_ldg2(tw + TWO + b * NS + k0, t[b][0], t[b][1]);
 #pragma unroll
@@ -1181,19 +1192,26 @@ __device__ __forceinline__ void ff_wide_pass16(float2* col, const float2* __rest
         }
     }
     __syncwarp();
-    if constexpr (BACK) {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) ff_sts2(near + ff_pad2(64 * r), a[0][r], a[1][r]);
-    } else if constexpr (NS == 1) {
-#pragma unroll
-        for (int u = 0; u < 2; ++u)
-#pragma unroll
-            for (int r = 0; r < 16; r += 2) ff_sts2(col + ff_pad2(32 * l + 16 * u) + r, a[u][r], a[u][r + 1]);
-    } else {
-#pragma unroll
-        for (int r = 0; r < 16; ++r) ff_sts2(far16 + ff_pad2(16 * r), a[0][r], a[1][r]);
-    }
+    ff_wide_io<NS, !BACK, true>(col, l, a);
     __syncwarp();
+}
+
+// The twiddles w and w^2 of ff_tile_wide's radix-4 butterflies j0 and j0 + 1 (j0 even; rows at TWO, NS apart, as
+// ff_twiddles reads them): w[u][1] and w[u][2] of butterfly j0 + u (w^3 formed where it is used: ff_twiddle_powers).
+template <int NS, int TWO>
+__device__ __forceinline__ void ff_wide_twiddles4(const float2* __restrict__ tw, int j0, float2 (&w)[2][4]) {
+    ff_ldg2(tw + TWO + j0, w[0][1], w[1][1]);
+    ff_ldg2(tw + TWO + NS + j0, w[0][2], w[1][2]);
+}
+// W^j, W^2j and W^4j of ff_cols_twiddle_w for j = 2t + u, u < 2 (ff_tile_wide's first and last steps): c[u][a] for
+// a = 0..2 (W^8j: ff_wide_w8).
+template <int MB>
+__device__ __forceinline__ void ff_wide_cols_rows(const float2* __restrict__ tw, int t, float2 (&c)[2][3]) {
+#pragma unroll
+    for (int a = 0; a < 3; ++a) ff_ldg2(tw + ff_cols_row<MB>(a) + 2 * t, c[0][a], c[1][a]);
+}
+template <int MB> __device__ __forceinline__ float2 ff_wide_w8(const float2* __restrict__ tw, int t, int u) {
+    return __ldg(tw + ff_cols_row<MB>(2) + 4 * t + 2 * u);  // W^8j, j = 2t + u: the third row at 2j
 }
 
 // One tile of 2^15 samples on a block of B0/2 = M/32 = 512 threads, each taking two butterflies where ff_tile_cols's
@@ -1229,13 +1247,10 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
         if (tid == 0) red[31] = es;  // (read back for the outputs: a register held across the columns otherwise)
     }
     {
-        float2 w1[2], w2[2], w4[2];
-        ff_ldg2(tw + ff_cols_row<MB>(0) + 2 * tid, w1[0], w1[1]);
-        ff_ldg2(tw + ff_cols_row<MB>(1) + 2 * tid, w2[0], w2[1]);
-        ff_ldg2(tw + ff_cols_row<MB>(2) + 2 * tid, w4[0], w4[1]);
+        float2 c[2][3];
+        ff_wide_cols_rows<MB>(tw, tid, c);
 #pragma unroll
-        for (int u = 0; u < 2; ++u)
-            ff_cols_twiddle_w(v + 16 * u, w1[u], w2[u], w4[u], __ldg(tw + ff_cols_row<MB>(2) + 4 * tid + 2 * u));
+        for (int u = 0; u < 2; ++u) ff_cols_twiddle_w(v + 16 * u, c[u][0], c[u][1], c[u][2], ff_wide_w8<MB>(tw, tid, u));
 #pragma unroll
         for (int s = 0; s < 16; ++s) ff_sts2(buf + s * CP + ff_pad2(2 * tid), v[s], v[16 + s]);
     }
@@ -1357,14 +1372,11 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
 #pragma unroll
     for (int s = 0; s < 16; ++s) ff_lds2(buf + s * CP + ff_pad2(2 * tid), v[s], v[16 + s]);
     {
-        float2 w1[2], w2[2], w4[2];
-        ff_ldg2(twi + ff_cols_row<MB>(0) + 2 * tid, w1[0], w1[1]);
-        ff_ldg2(twi + ff_cols_row<MB>(1) + 2 * tid, w2[0], w2[1]);
-        ff_ldg2(twi + ff_cols_row<MB>(2) + 2 * tid, w4[0], w4[1]);
+        float2 c[2][3];
+        ff_wide_cols_rows<MB>(twi, tid, c);
 #pragma unroll
         for (int u = 0; u < 2; ++u)
-            ff_cols_twiddle_idft16_w(v + 16 * u, w1[u], w2[u], w4[u],
-                                     __ldg(twi + ff_cols_row<MB>(2) + 4 * tid + 2 * u));
+            ff_cols_twiddle_idft16_w(v + 16 * u, c[u][0], c[u][1], c[u][2], ff_wide_w8<MB>(twi, tid, u));
     }
     FF_MARK(4, __float_as_int(v[31].x) ^ __float_as_int(v[0].y));
     ff_tile_outputs_points<B0, 2>(v, tid, yt - (K - 1), K, nv, es, et);
