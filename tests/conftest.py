@@ -110,6 +110,17 @@ def run_cli(*args, cwd=None, env=None, timeout=300):
                           cwd=cwd, env=e, timeout=timeout)
 
 
+def terminal_signals() -> None:
+    """``preexec_fn`` of a child process that a test stops as a terminal would (Ctrl-C's SIGINT, a closed terminal's
+    SIGHUP): both at their default action in the child, whatever this process inherited (``nohup`` ignores SIGHUP, a
+    shell's background job SIGINT, and a child inherits what is ignored), so that the test sees sigconv's own
+    handling of them."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def cli_peak_rss(*args, timeout=600):
     """Run `python -m sigconv ARGS` under a fresh parent whose only child it is, so that RUSAGE_CHILDREN is that
     child's peak: returns (exit code, peak RSS in kB, parent's stderr)."""

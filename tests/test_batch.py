@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, SAMPLES, cli_peak_rss, rel_err, run_cli, write_audio
+from conftest import ROOT, SAMPLES, cli_peak_rss, rel_err, run_cli, terminal_signals, write_audio
 
 pa = pytest.importorskip("pyarrow")
 import pyarrow.csv as pcsv  # noqa: E402
@@ -479,7 +479,7 @@ def test_ctrl_c_leaves_no_partial_files(tmp_path, rng):
     out = tmp_path / "out"
     env = dict(os.environ, **_fault_env("sleep:c2.csv:30"))
     p = subprocess.Popen([sys.executable, "-m", "sigconv", "batch", str(src), "-o", str(out), *CPU, "-j", "2",
-                          "--taps", "51"], env=env, stderr=subprocess.PIPE, text=True)
+                          "--taps", "51"], env=env, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
     deadline = time.time() + 60
     while time.time() < deadline:
         if (out / MANIFEST).exists() and len(manifest(out)) >= 3:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, terminal_signals
 
 import sigconv  # noqa: E402
 from sigconv.engine.batch import cancel, coordinator, filters, process, runners  # noqa: E402
@@ -66,7 +66,7 @@ def test_ctrl_c_stops_at_once_and_the_manifest_and_summary_tell_the_truth(tmp_pa
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SHIMS), str(ROOT), os.environ.get("PYTHONPATH", "")]),
                SIGCONV_TEST_AT_REPLACE="sleep:c03.csv:30")
     p = subprocess.Popen([sys.executable, "-m", "sigconv", "batch", str(src), "-o", str(out), *CPU, "--taps", "51",
-                          *how], env=env, stderr=subprocess.PIPE, text=True)
+                          *how], env=env, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_signals)
     deadline = time.time() + 120
     while time.time() < deadline and len(_records(out)) < 3:
         time.sleep(0.05)

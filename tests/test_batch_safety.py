@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, terminal_signals
 
 import sigconv  # noqa: E402
 from sigconv.cli import main  # noqa: E402
@@ -184,7 +184,8 @@ def test_sigterm_and_sighup_stop_a_batch_as_ctrl_c_does(tmp_path, rng, how):
     sig = signal.SIGHUP if how == "SIGHUP" else signal.SIGTERM
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     p = subprocess.Popen([sys.executable, "-m", "sigconv", "batch", str(src), "-o", str(out), *CPU, "-j", "2"],
-                         env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=terminal_signals)
     try:
         deadline = time.time() + 120
         while time.time() < deadline and not ((out / MANIFEST).exists() and _parts(out)):

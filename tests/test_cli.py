@@ -242,7 +242,7 @@ def test_stop_signal_midway_leaves_no_output(tmp_path, rng, signame, code, metho
     import sys
     import time
 
-    from conftest import ROOT
+    from conftest import ROOT, terminal_signals
 
     src = tmp_path / "long.wav"
     block = (0.1 * rng.standard_normal((48000 * 10, 2))).astype(np.float32)
@@ -252,7 +252,7 @@ def test_stop_signal_midway_leaves_no_output(tmp_path, rng, signame, code, metho
     out = tmp_path / "long.out.wav"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen([sys.executable, "-m", "sigconv", "denoise", str(src), "-o", str(out), "--quiet",
-                          "--method", method], stderr=subprocess.PIPE, text=True, env=env)
+                          "--method", method], stderr=subprocess.PIPE, text=True, env=env, preexec_fn=terminal_signals)
     deadline = time.time() + 60
     while time.time() < deadline and not any(q.name.endswith(".part") for q in tmp_path.iterdir()):
         time.sleep(0.01)  # wait until the temporary output exists: filtering has started
