@@ -125,7 +125,11 @@ def filter_rule(s: Settings, fs: float) -> str:
 
 def design(s: Settings, fs: float):
     """(taps, description) exactly as ``sigconv denoise`` designs them (ValueError when they do not fit ``fs``)."""
-    d = s.fir.design(float(fs), sigconv.signal_kind(fs))
+    return described(s.fir.design(float(fs), sigconv.signal_kind(fs)))
+
+
+def described(d) -> tuple:
+    """(taps, description) of a designed filter (``sigconv.FirDesign``)."""
     return d.taps, f"{d.labelled} ({d.taps.size} taps)"
 
 
@@ -316,7 +320,7 @@ def _run_file(sig, s, scratch, progress, cancel, chunk_delay, t0) -> RunResult:
         job.run(progress=done, cancel=cancel)
     except KeyboardInterrupt:
         raise CancelledError from None
-    taps, desc = design(s, sig.fs) if s.method != "spectral" else (None, job.description)
+    taps, desc = described(job.fir_design) if s.method != "spectral" else (None, job.description)
     info = sigconv.probe(out)
     try:
         ov = _overview.compute(info, progress=lambda f: progress(FILTER_SHARE + (1 - FILTER_SHARE) * f),

@@ -235,6 +235,7 @@ def test_a_short_fir_denoise_imports_neither_scipy_fft_nor_cupy(tmp_path, rng):
     job = sigconv.prepare_denoise(tmp_path / "in.wav", tmp_path / "unused.wav", kernel=sigconv.KernelChoice(
         backend="cpu"))
     taps = sigconv.FirSpec().design(float(fs), sigconv.signal_kind(float(fs)), frames=10 * fs).taps
+    assert np.array_equal(job.fir_design.taps, taps) and f"({taps.size} taps, zero phase)" in job.description
     on_scipy = fir_block_filter(taps, 2, pcm_spec("PCM_16"), kernel=job.kernel)  # no length: scipy.fft
     assert on_scipy.ols.fft == "scipy"
     filter_file(job.info, tmp_path / "ref.wav", lambda info, spec: on_scipy)

@@ -238,6 +238,7 @@ def test_a_ghz_recording_gets_the_default_smoothing_shortened(tmp_path, rng):
     kernel = sigconv.KernelChoice(backend="cpu")
     job = sigconv.prepare_denoise(src, tmp_path / "out.aiff", method="spectral", kernel=kernel)
     assert "time smoothing 0.262 ms (the default 50 ms is more than 256 frames" in job.description
+    assert job.fir_design is None  # (the gate designs no FIR)
     job.run()
     assert sf.info(str(tmp_path / "out.aiff")).frames == 20000
     with pytest.raises(ValueError, match=r"time_smooth_ms must be in \[0, 0\.262144\].*got 50\.0"):

@@ -185,6 +185,26 @@ def test_2d_smoothing_takes_the_window(three_minutes):
     assert res.spec_before.shape[1] == 1 + (48000 - 512) // 128
 
 
+def test_a_recording_run_designs_its_filter_once(tmp_path, rng, monkeypatch):
+    """A recording's FIR run designs the filter once (in sigconv.prepare_denoise, as `sigconv denoise` does) and
+    shows those taps and their description."""
+    sig = load_signal(_long_wav(tmp_path / "two.wav", rng, 2))
+    assert sig.values is None  # (a recording: it streams through the engine into a scratch file)
+    designs = []
+    real = sigconv.FirSpec.design
+
+    def counted(self, *args, **kwargs):
+        d = real(self, *args, **kwargs)
+        designs.append(d)
+        return d
+
+    monkeypatch.setattr(sigconv.FirSpec, "design", counted)
+    res = run_filter(sig, Settings(), scratch=tmp_path)
+    assert len(designs) == 1 and res.taps is designs[0].taps
+    assert res.desc == f"{designs[0].labelled} ({designs[0].taps.size} taps)"
+    assert res.output.exists()
+
+
 # ------------------------------------------------------------------------------ the app
 
 

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 from sigconv._core.errors import InputError, OutputError
 from sigconv.engine.audio import AudioInfo, probe
-from sigconv.engine.settings import FirSpec, GateSpec, KernelChoice, signal_kind
+from sigconv.engine.settings import FirDesign, FirSpec, GateSpec, KernelChoice, signal_kind
 
 __all__ = ["DenoiseJob", "prepare_denoise", "check_output_path", "OutputHints", "default_output", "METHODS"]
 
@@ -75,6 +75,7 @@ class DenoiseJob:
     kernel: KernelChoice  # resolved: backend "cpu" or "cuda"
     make_filter: Callable
     overwrite: bool
+    fir_design: Optional[FirDesign] = None  # the designed filter (method "fir"), None for the spectral gate
 
     def run(self, progress: Optional[Callable[[int], None]] = None,
             cancel: Optional[threading.Event] = None):
@@ -116,7 +117,7 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
         kernel = kernel.resolve(samples=info.frames * info.channels)
     except RuntimeError as exc:
         raise InputError(str(exc)) from None
-    note = None
+    note, d = None, None
     if method == "spectral":
         from sigconv.engine.spectral import spectral_file_filter
 
@@ -134,4 +135,4 @@ def prepare_denoise(input, output=None, *, method: str = "fir", fir: Optional[Fi
 
     if kernel.backend == "cpu" and kernel.block is not None:
         note = (note + "; " if note else "") + "--block applies to the cuda backend only and is ignored on cpu"
-    return DenoiseJob(info, out, desc, note, kernel, make, overwrite)
+    return DenoiseJob(info, out, desc, note, kernel, make, overwrite, d)
