@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["sync", "time_calls", "stats", "gpu_copy_gbs", "cpu_copy_gbs", "cpu_name"]
+__all__ = ["sync", "time_calls", "stats", "gpu_copy_gbs", "cpu_copy_gbs", "cpu_name", "cpu_model"]
 
 
 def sync(xp) -> None:
@@ -103,14 +103,18 @@ def cpu_copy_gbs(nbytes: int = 1 << 28, reps: int = 5) -> dict:
             "method": f"numpy.copyto, {nbytes / 2**20:.0f} MiB, median of {reps}"}
 
 
-def cpu_name() -> str:
-    """The CPU's model name and thread count."""
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo's, else what the platform module says)."""
     name = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return f"{name} ({os.cpu_count()} threads)"
+    return name
+
+
+def cpu_name() -> str:
+    """The CPU's model name and thread count."""
+    return f"{cpu_model()} ({os.cpu_count()} threads)"
