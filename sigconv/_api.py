@@ -14,7 +14,7 @@ import numpy as np
 
 from sigconv import _scipy_rules as rules
 from sigconv._core.blocks import check_block, check_block2d
-from sigconv._core.checks import LAST_AXIS, check_axis, check_mode, check_numeric, check_orientation, float_dtype
+from sigconv._core.checks import LAST_AXIS, check_mode, check_numeric, check_time_axis, float_dtype
 from sigconv._core.xp import array_namespace, is_cupy, like, to_backend
 from sigconv.engine.design import check_fs
 from sigconv.engine.ops import backend_for, check_taps, corr1d, corr2d, window_1d, window_2d
@@ -93,16 +93,12 @@ def _variant_2d(method: str, variant: str, arith, be: str, exact_sums: bool = Fa
 
 
 def _filter1d(x, h, mode, axis, backend, variant, block, reverse: bool, arith, causal: bool = False,
-              method: str = "auto"):
-    """``x`` (N-D) filtered along ``axis`` by the 1-D ``h``, computed as ``arith`` says."""
+              method: str = "auto", name: str = "in1"):
+    """``x`` (N-D; the caller's argument ``name``) filtered along ``axis`` by the 1-D ``h``, computed as ``arith``
+    says."""
     xp = array_namespace(x, h)
     check_block(block)
-    explicit = axis is not LAST_AXIS
-    ax = check_axis(x.ndim, axis)
-    check_orientation(x.shape, ax, explicit)
-    L = int(x.shape[ax])
-    if L == 0:
-        raise ValueError(f"in1 must hold at least one sample along axis {ax}, got shape {tuple(x.shape)}")
+    ax, L = check_time_axis(tuple(x.shape), axis, name)
     be = backend_for(backend, x, h, job="conv1d" if variant == "auto" and block is None else None)
     K = int(h.size)
     pad, out_len = (K - 1, L) if causal else window_1d(mode, L, K)
@@ -295,9 +291,9 @@ def apply_fir(x, taps, fs=None, *, phase: str = "zero", axis=LAST_AXIS, backend:
                 f"phase='zero' needs an odd number of taps (got {taps.size}): an even-length filter delays "
                 "by half a sample; use phase='linear' or design an odd-length filter"
             )
-        return _filter1d(x, taps, "same", axis, backend, variant, block, True, arith)
+        return _filter1d(x, taps, "same", axis, backend, variant, block, True, arith, name="x")
     if phase == "linear":
-        return _filter1d(x, taps, None, axis, backend, variant, block, True, arith, causal=True)
+        return _filter1d(x, taps, None, axis, backend, variant, block, True, arith, causal=True, name="x")
     raise ValueError(f"phase must be 'zero' or 'linear', got {phase!r}")
 
 

@@ -89,6 +89,18 @@ def check_axis(ndim: int, axis) -> int:
     return int(axis) % ndim
 
 
+def check_time_axis(shape: tuple, axis, name: str) -> tuple:
+    """(axis, length) of the time axis ``axis`` of an input of ``shape`` named ``name``: an integer in range
+    (check_axis), not a transposed-looking 2-D input where the axis was left to its default (check_orientation),
+    and at least one sample long."""
+    ax = check_axis(len(shape), axis)
+    check_orientation(shape, ax, axis is not LAST_AXIS)
+    L = int(shape[ax])
+    if L == 0:
+        raise ValueError(f"{name} must hold at least one sample along axis {ax}, got shape {tuple(shape)}")
+    return ax, L
+
+
 def check_orientation(shape: tuple, axis, explicit: bool) -> None:
     """Refuse a 2-D input that looks transposed: (frames, channels) filtered along the channels."""
     if explicit or len(shape) != 2:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sigconv._core.checks import LAST_AXIS, check_axis, check_numeric, check_orientation, float_dtype
+from sigconv._core.checks import LAST_AXIS, check_numeric, check_time_axis, float_dtype
 from sigconv._core.xp import array_namespace, like, to_backend, to_host
 from sigconv.engine.ops import backend_for
 from sigconv.engine.settings import GateSpec, KernelChoice
@@ -162,12 +162,7 @@ def _prepared_gate(x, fs, noise, stationary, n_std, prop_decrease, freq_smooth_h
     check_numeric(x, "x")
     if x.ndim == 0:
         raise ValueError("x must be at least 1-D, got a scalar")
-    explicit = axis is not LAST_AXIS
-    ax = check_axis(x.ndim, axis)
-    check_orientation(x.shape, ax, explicit)
-    L = int(x.shape[ax])
-    if L == 0:
-        raise ValueError(f"x must hold at least one sample along axis {ax}, got shape {tuple(x.shape)}")
+    ax, L = check_time_axis(tuple(x.shape), axis, "x")
     dtype = float_dtype(x)
     xm = xp_in.moveaxis(x, ax, -1)
     lead = xm.shape[:-1]
