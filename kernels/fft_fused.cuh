@@ -720,16 +720,95 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
     __syncthreads();
 }
 
+// FF_REFILL 1 (an experiment on the PAIRS tile's ff_tile_cols, behind a grid of fewer blocks than pairs:
+// benchmarks/fused_ab.py --extra "grid_x=132,FF_REFILL=1"): a block whose next pair lies wholly inside x has the bulk
+// copy engine bring it into the tile's own buffer, free once the outputs' points are read from it, while the threads
+// take their inverse DFTs and store the outputs; the next tile's first pass then reads its points from shared memory.
+// The tile's loads (2 us of a 16.6 us tile at K = 7921, H200, 2026-12-04) and the block's exit and start overlap the
+// last tile's outputs. Without it nothing of this is compiled.
+#ifndef FF_REFILL  // (an experiment's define first: benchmarks/fused_ab.py --extra)
+#define FF_REFILL 0
+#endif
+#if FF_REFILL
+// The copies' mbarrier (one arrival a phase: the issuing thread's, with the bytes to expect). The host emulation
+// counts completed phases instead: the copy happens at once, where it is issued.
+// The tile's shift es, written after the first pass and read for the outputs (a register held across the columns
+// otherwise).
+static __shared__ int ff_refill_es;
+#ifdef SIGCONV_HOST_EMULATION
+static std::atomic<unsigned> ff_refill_done{0}, ff_refill_issued{0};  // (the second: the launch's copies, for the tests)
+__device__ __forceinline__ void ff_refill_init() {
+    if (ff_tid() == 0) ff_refill_done.store(0);
+    __syncthreads();
+}
+__device__ __forceinline__ void ff_refill_issue(float* dst, const float* src, unsigned bytes) {
+    sc_emu_check_aligned(dst, 16);
+    sc_emu_check_aligned(src, 16);
+    if (bytes % 16 != 0) {
+        std::fprintf(stderr, "bulk copy of %u bytes, not a multiple of 16\n", bytes);
+        std::exit(4);
+    }
+    std::memcpy(dst, src, bytes);
+    ff_refill_issued.fetch_add(1);
+    ff_refill_done.fetch_add(1, std::memory_order_release);
+}
+// (every thread that reads the copy) until the phase of the given parity has completed
+__device__ __forceinline__ void ff_refill_wait(int parity) {
+    while ((int)(ff_refill_done.load(std::memory_order_acquire) & 1u) == parity) std::this_thread::yield();
+}
+#else
+static __shared__ unsigned long long ff_refill_bar;
+__device__ __forceinline__ unsigned ff_refill_bar_at() {
+    return static_cast<unsigned>(__cvta_generic_to_shared(&ff_refill_bar));
+}
+__device__ __forceinline__ void ff_refill_init() {
+    if (ff_tid() == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(ff_refill_bar_at()) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
+// (one thread, after the barrier that follows the block's last reads of dst) bytes of src to dst (both 16-byte
+// aligned, bytes a multiple of 16), in copies of 8 KB, completing the mbarrier's next phase
+__device__ __forceinline__ void ff_refill_issue(float* dst, const float* src, unsigned bytes) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst)), bar = ff_refill_bar_at();
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // (the generic reads of dst before the copies)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+    for (unsigned o = 0; o < bytes; o += 8192) {
+        const unsigned n = bytes - o < 8192 ? bytes - o : 8192;
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"(d + o), "l"(reinterpret_cast<const char*>(src) + o), "r"(n), "r"(bar) : "memory");
+    }
+}
+__device__ __forceinline__ void ff_refill_wait(int parity) {
+    asm volatile("{\n .reg .pred p;\n FF_REFILL_WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra FF_REFILL_WAIT;\n}" ::"r"(ff_refill_bar_at()), "r"(parity) : "memory");
+}
+#endif
+#endif
+// A refilled tile's floats: from s0 less its misalignment to 16 bytes (skew: 0 or 2 floats on the PAIRS tile, x
+// 8-byte aligned), N of them and the 16 bytes past them where skewed. Whether the tile at s0 of xc lies wholly inside
+// [0, L) so; its skew.
+template <int LOGN>
+__device__ __forceinline__ bool ff_refill_fits(const float* xc, sc_i64 s0, sc_i64 L, int& skew) {
+    skew = (int)((reinterpret_cast<sc_u64>(xc + s0) >> 2) & 3);
+    return s0 - skew >= 0 && s0 - skew + (1 << LOGN) + (skew ? 4 : 0) <= L;
+}
+template <int LOGN> __host__ __device__ constexpr unsigned ff_refill_bytes(int skew) {
+    return 4u * (unsigned)((1 << LOGN) + (skew ? 4 : 0));
+}
+
 // The first forward pass of ff_tile_one, ff_tile_cols and ff_tile_wide (radix 16, no twiddles), from x into
 // registers: v[16 u + r] gets the DFT of the points p = W jt + u + r M/16 of the tile (u < W: the thread's W
 // butterflies W jt + u), p = (x[s0 + 2p], x[s0 + 2p + 1]) (zero outside [0, L)); returns the tile's shift es
 // (ff_tile_shift) by which v is divided. Its barrier: every read of the last tile's shared memory done. PAIRS: the
 // launcher's promise that xc + s0 is 8-byte aligned and s0 and L are even (so are lo and hi below): a point's two
 // samples are one 8-byte load, inside x or not at all; with W = 2 a tile wholly inside x and 16-byte aligned reads
-// a thread's two points as one 16-byte load.
+// a thread's two points as one 16-byte load. (FF_REFILL: lin, where not null, the tile's floats in shared memory, the
+// bulk copies that bring them completing the phase of the given parity.)
 template <int LOGN, bool PAIRS = false, int W = 1>
 __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i64 L, sc_i64 s0, int jt, int safe,
-                                             int* red, float2* v) {
+                                             int* red, float2* v, const float* lin = nullptr, int parity = 0) {
     constexpr int N = 1 << LOGN, M = N / 2, B0 = M / 16;
     static_assert(W == 1 || W == 2, "one or two butterflies a thread");
     // 1. the points (a warp reads 256 W consecutive bytes per r); the peak as the largest bit pattern of |sample|
@@ -743,6 +822,16 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
         const float* const xt = xc + s0;  // float f of the tile (read only at f in [lo, hi))
         if constexpr (PAIRS) {
             const float2* const xp = reinterpret_cast<const float2*>(xt);
+#if FF_REFILL
+            if (lin != nullptr) {
+                ff_refill_wait(parity);
+                const float2* const sp = reinterpret_cast<const float2*>(lin);
+#pragma unroll
+                for (int u = 0; u < W; ++u)
+#pragma unroll
+                    for (int r = 0; r < 16; ++r) v[16 * u + r] = sp[W * jt + u + r * B0];
+            } else
+#endif
             if (W == 2 && hi - lo == N && (reinterpret_cast<unsigned long long>(xt) & 15) == 0) {
                 const float4* const xq = reinterpret_cast<const float4*>(xt);
 #pragma unroll
@@ -1000,13 +1089,22 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 // barrier, thread jt reads point jt of every column, multiplies by the conjugate twiddles and takes the inverse DFT
 // of 16 (ff_cols_twiddle_idft16): y at points jt + B0 m, straight to y. Three block barriers a tile (the peak's and
 // two) where ff_tile_one has fourteen. Threads past B0 (whole warps) wait at the block's barriers and store nothing.
-// (PAIRS: ff_first_pass's.)
-template <int LOGN, bool PAIRS = false>
-__device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
+// (PAIRS: ff_first_pass's. REFILL (FF_REFILL, the PAIRS tile): stage >= 0 where the last tile had this one's floats
+// copied into the buffer, the parity of the copies' phase; once every thread has read the outputs' points, next()
+// gives the floats to copy there for the block's next tile (null: none) and their bytes, and the tile returns whether
+// it issued that copy.)
+struct ff_no_next {
+    __device__ const float* operator()(unsigned&) const { return nullptr; }
+};
+template <int LOGN, bool PAIRS = false, bool REFILL = false, typename Next = ff_no_next>
+__device__ __forceinline__ bool ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
-                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
+                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red,
+                                             const Next& next = Next(), int stage = -1) {
     constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CB = MB - 4, CM = 1 << CB, CP = ff_pad(CM), CT = CM / 16;
+    constexpr bool RF = REFILL;
+    static_assert(!RF || (PAIRS && FF_REFILL && B0 == 1024), "FF_REFILL: the PAIRS tile, every thread a butterfly's");
     constexpr int R1 = 1 << ff_bits(MB, 1);                  // column pass 1 (radix R1, NS 16): the transform's pass 1
     constexpr int TWB = ff_tw_offset(MB, 1);
     constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);  // its pass 2 (radix 8, NS2): exp(-2 pi i 2^a k / 8 NS2)
@@ -1021,7 +1119,18 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     const bool on = tid < B0;
     // 1. the first pass, twiddled into the columns
     float2 v[16];
-    const int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v);
+    const float* lin = nullptr;  // (FF_REFILL: the tile's floats in the buffer)
+    if constexpr (RF) {
+        int skew;
+        ff_refill_fits<LOGN>(xc, s0, L, skew);
+        if (stage >= 0) lin = reinterpret_cast<const float*>(buf) + skew;
+    }
+    int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v, lin, stage);
+#if FF_REFILL
+    if constexpr (RF) {
+        if (tid == 0) ff_refill_es = es;
+    }
+#endif
     if (on) {
         ff_cols_twiddle<MB>(tw, jt, v);
 #pragma unroll
@@ -1102,12 +1211,26 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     FF_MARK(3, 0);
     // 3. point jt of every column, the conjugate twiddles and the inverse DFT of 16: y[2p] + i y[2p+1] at p = jt + B0 m
     const int et = tap_shift ? __ldg(tap_shift) : 0;
-    if (!on) return;  // (no barrier follows)
+#if FF_REFILL
+    if constexpr (RF) es = ff_refill_es;
+#endif
+    if (!on) return false;  // (no barrier follows)
 #pragma unroll
     for (int s = 0; s < 16; ++s) v[s] = buf[s * CP + ff_pad(jt)];
+    bool issued = false;
+#if FF_REFILL
+    if constexpr (RF) {  // the next tile's floats into the buffer, every read of it done
+        unsigned bytes = 0;
+        const float* const src = next(bytes);
+        __syncthreads();
+        issued = src != nullptr;
+        if (issued && ff_tid() == 0) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
+    }
+#endif
     ff_cols_twiddle_idft16<MB>(twi, jt, v);
     FF_MARK(4, __float_as_int(v[15].x) ^ __float_as_int(v[0].y));
     ff_tile_outputs_points<B0>(v, jt, yt - (K - 1), K, nv, es, et);
+    return issued;
 }
 
 // ff_tile_wide's layout of a column: point i at ff_pad2(i) = i + 2 (i / 32) (two float2 of padding after every 32), so
@@ -1529,6 +1652,56 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
 // on an 8-byte boundary of x and L is even (the launcher's choice: sigconv/backends/overlap_save.py, fused_pairs), and
 // the first pass reads a point's two samples as one 8-byte load (on an H200 4.7% faster at K = 7921; on the 16384
 // tile, where ptxas spills 20 bytes so, -1.3% to +2.2%: not built).
+#if FF_REFILL
+// The pair (c, t) that many pairs on, c * ntiles + t (t >= 0 below ntiles on return; c may pass the last channel): no
+// division (a 64-bit one is a call), a step a channel.
+__device__ __forceinline__ void ff_pair_step(int& c, sc_i64& t, sc_i64 many, sc_i64 ntiles, int C) {
+    t += many;
+    while (t >= ntiles && c < C) {
+        t -= ntiles;
+        ++c;
+    }
+}
+// FF_REFILL's loop over the PAIRS tile's pairs c * ntiles + t, the block's own first and then every nb-th (nb the
+// grid's blocks): each tile has the bulk copy engine bring the block's next pair into the buffer where that lies
+// wholly inside x (ff_refill_fits). st: bit 0 the parity of the copies' next phase, bit 1 whether the tile's floats are
+// in the buffer.
+template <int LOGN>
+__device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, float* __restrict__ y,
+                                                const float4* __restrict__ G, const float2* __restrict__ tw,
+                                                const float2* __restrict__ twi, int C, sc_i64 L, int K, sc_i64 pad,
+                                                sc_i64 out_len, sc_i64 ntiles, const int* __restrict__ tap_shift,
+                                                int safe, float2* buf, int* red) {
+    constexpr int N = 1 << LOGN;
+    ff_refill_init();
+    int c = 0, st = 0;
+    sc_i64 t = 0;
+    ff_pair_step(c, t, (sc_i64)blockIdx.y * gridDim.x + blockIdx.x, ntiles, C);
+    while (c < C) {
+        const sc_i64 V = N - K + 1, t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;
+        auto next = [c, t, x, C, L, K, pad, ntiles](unsigned& bytes) -> const float* {
+            int cn = c;
+            sc_i64 tn = t;
+            ff_pair_step(cn, tn, (sc_i64)gridDim.x * gridDim.y, ntiles, C);
+            if (cn >= C) return nullptr;
+            const float* const xn = x + (sc_i64)cn * L;
+            const sc_i64 sn = tn * (N - K + 1) - pad;
+            int skew;
+            if (!ff_refill_fits<LOGN>(xn, sn, L, skew)) return nullptr;
+            bytes = ff_refill_bytes<LOGN>(skew);
+            return xn + sn - skew;
+        };
+        ff_tl_begin((sc_i64)c * ntiles + t);
+        const bool issued = ff_tile_cols<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw,
+                                                           twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf, red,
+                                                           next, st & 2 ? ((st ^ 1) & 1) : -1);
+        ff_tl_end();
+        st = issued ? ((st ^ 1) & 1) | 2 : st & 1;
+        ff_pair_step(c, t, (sc_i64)gridDim.x * gridDim.y, ntiles, C);
+    }
+}
+#endif
+
 template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
 __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
@@ -1553,6 +1726,12 @@ __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     const sc_i64 nb = (sc_i64)gridDim.x * gridDim.y, work = (sc_i64)C * ntiles;
     const bool rows = (sc_i64)gridDim.x == ntiles;
     int cr = (int)blockIdx.y;
+#if FF_REFILL
+    if constexpr (PAIRS && !WIDE) {
+        ff_pairs_refill<LOGN>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe, buf0, red);
+        return;
+    }
+#endif
     for (sc_i64 w = (sc_i64)blockIdx.y * gridDim.x + blockIdx.x; w < work; w += nb, cr += (int)gridDim.y) {
         int c = cr;
         sc_i64 t = blockIdx.x;

@@ -533,11 +533,13 @@ def host_build():
     return _BUILDS.get
 
 
-def _emu_run(cmd: list, what: str) -> None:
-    """Run an emulation harness; any sanitizer report, misalignment or bad argument fails the test."""
+def _emu_run(cmd: list, what: str) -> str:
+    """Run an emulation harness; any sanitizer report, misalignment or bad argument fails the test. Returns what it
+    printed."""
     res = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=600,
                          env={"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0, f"{what} failed under emulation (rc {res.returncode}):\n{res.stderr[-3000:]}"
+    return res.stdout
 
 
 @pytest.fixture(scope="module")
@@ -956,13 +958,14 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
 # two, rfft / N).
 
 def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, prev=None,
-                       poison=False, flip=False, align=True, **caps):
+                       poison=False, flip=False, align=True, printed=None, **caps):
     """``device_spectrum``: the coefficient table from the float32 taps by conv1d_fft_fused_spectrum (the launcher's
     path for taps without a host copy), else from the host's float64 spectrum (fused_table). ``prev`` (with
     ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps
     (``flip``: with the other delay); ``poison``: the table refilled with NaN between the two runs. ``align``: the
     launcher's zero taps around the filter (fused_alignment) and its choice of the kernel that reads pairs of samples
-    (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads."""
+    (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads.
+    ``printed``: a list that gets what the harness printed."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
     from sigconv.backends.overlap_save import fused_alignment, fused_pairs, fused_plan, fused_table, fused_twiddles
 
@@ -984,9 +987,11 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     if device_spectrum and prev is not None:
         np.asarray(prev, np.float32).tofile(tmp / "prev.bin")
         spectrum += f":{tmp / 'prev.bin'}" + (":poison" if poison else "") + (":flip" if flip else "")
-    _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K + z + d, pad + z, out_len,
-              plan["ntiles"], FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin",
-              tmp / "tap_shift.bin", tmp / "y.bin", d, int(pairs)], "conv1d_fft_fused")
+    out = _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K + z + d, pad + z, out_len,
+                    plan["ntiles"], FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin",
+                    tmp / "tap_shift.bin", tmp / "y.bin", d, int(pairs)], "conv1d_fft_fused")
+    if printed is not None:
+        printed.append(out)
     return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), {**plan, "z": z, "d": d, "pairs": pairs}
 
 
@@ -1082,6 +1087,56 @@ def test_fft_fused_wide_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff
         s = max(float(np.abs(ref[c]).max()), np.finfo(np.float64).tiny)
         err = np.linalg.norm((y[c] - ref[c]) / s) / max(np.linalg.norm(ref[c] / s), 1e-300)
         assert err <= 2e-6, f"channel {c} off by {err:.2e} (K={K}, L={L}, pairs {pairs})"
+
+
+def _refills_expected(plan, C, L, xoff) -> int:
+    """The bulk copies FF_REFILL's loop issues on the plan's grid: one for each block's next pair wholly inside x from
+    its floats' 16-byte boundary on (x starting xoff floats after one), to the 16 bytes past its end where that is
+    skewed."""
+    gx, gy = plan["grid"]
+    nb, work, N, ntiles = gx * gy, C * plan["ntiles"], plan["N"], plan["ntiles"]
+    V, pad = plan["V"], plan["pad"]
+    count = 0
+    for b in range(nb):
+        for w in range(b + nb, work, nb):
+            c, t = divmod(w, ntiles)
+            s0 = t * V - pad
+            skew = (xoff + c * L + s0) % 4
+            count += s0 - skew >= 0 and s0 - skew + N + (4 if skew else 0) <= L
+    return count
+
+
+# (K, L, mode, C, xoff, caps, mags): the 32768 tile's pairs in one loop a block (a grid of fewer blocks than pairs),
+# each tile having the next tile's floats copied into its buffer (FF_REFILL): tiles starting 0 and 8 bytes past a
+# 16-byte boundary, x misaligned by two floats, blocks whose next pair is in another channel or past the grid's
+# width (more blocks than a channel's tiles), channels of ordinary, huge and tiny magnitude, every mode; x ending 8
+# bytes short of the third tile's end (78502 samples: that tile, skewed or not, is read from x).
+FFT_FUSED_REFILL_CASES = [(7921, 200000, "same", 2, 0, {"cap_x": 2, "cap_y": 1}, (0, 120)),
+                          (7921, 150000, "valid", 3, 2, {"cap_x": 1, "cap_y": 1}, (-100, 0, 120)),
+                          (8000, 90000, "full", 3, 0, {"cap_x": 3, "cap_y": 2}, (0, 0, 0)),
+                          (2047, 200000, "same", 1, 2, {"cap_x": 3, "cap_y": 1}, (0,)),
+                          (7921, 78502, "same", 1, 0, {"cap_x": 1}, (0,)), (7921, 78502, "same", 1, 2, {"cap_x": 1}, (0,))]
+
+
+@pytest.mark.parametrize("K,L,mode,C,xoff,caps,mags", FFT_FUSED_REFILL_CASES)
+def test_fft_fused_refill_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, caps, mags, rng):
+    """FF_REFILL (the bulk copy of a block's next tile into its buffer, an experiment's build): every output written
+    and equal to the float64 reference, and as many copies issued as the grid has next tiles wholly inside x."""
+    exe = host_build("fft_fused_harness.cpp", {"FF_REFILL": 1}, "c++20")
+    x = np.ldexp(rng.standard_normal((C, L)), np.array(mags)[:, None]).astype(np.float32)
+    w = rng.standard_normal(K) / np.sqrt(K)
+    pad, out_len = window_1d(mode, L, K)
+    printed = []
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 1024, xoff, tile=32768, printed=printed, **caps)
+    assert plan["pairs"] and plan["N"] == 32768
+    expected = _refills_expected({**plan, "pad": pad + plan["z"]}, C, L, xoff)
+    assert expected > 0 and f"refills {expected}\n" in printed[0], (expected, printed)
+    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    for c in range(C):
+        s = max(float(np.abs(ref[c]).max()), np.finfo(np.float64).tiny)
+        err = np.linalg.norm((y[c] - ref[c]) / s) / max(np.linalg.norm(ref[c] / s), 1e-300)
+        assert err <= 2e-6, f"channel {c} (2^{mags[c]}) off by {err:.2e} (K={K}, L={L}, {caps})"
 
 
 @pytest.mark.parametrize("K,L,mode,C,block,xoff", [(4095, 9000, "same", 2, 512, 1), (2048, 7001, "same", 1, 256, 0),
@@ -1517,6 +1572,7 @@ _KEYS = {
     "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_kernel_runs_its_taps_as_given_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_pairs_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_refill_kernel_on_host": lambda **_: _build_key("fft_fused_harness.cpp", {"FF_REFILL": 1}, "c++20"),
     "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
