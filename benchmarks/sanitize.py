@@ -11,7 +11,8 @@ unaligned channel starts (L % 4 != 0) and several channels; the fft variants als
 magnitude, which their kernels scale by powers of two, and fft_fused also problems large enough for its own kernel;
 ``--blocks 96,992`` runs every variant with those blocks, any
 multiple of 32 threads.) Variant names as arguments (``sanitize.py fft``) restrict
-the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
+the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included;
+``sanitize.py refill``: only the FF_REFILL build of fft_fused's 32768 tile, an experiment's, REFILL_SHAPES);
 ``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D
 boundary shapes, so that the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
@@ -175,6 +176,56 @@ def wide_tile_checks(cupy, rng) -> tuple:
     return bad, n
 
 
+#: FF_REFILL (an experiment's build of the 32768 tile, kernels/fft_fused.cuh): (L, K, C, x offset in floats, blocks):
+#: a grid of fewer blocks than tiles, so that a block's next tile is copied into its buffer; tiles starting 0 and 8
+#: bytes past a 16-byte boundary, next tiles in another channel, x ending 8 bytes short of a tile (78502 samples).
+REFILL_SHAPES = ((200000, 7921, 2, 0, 2), (150002, 7921, 3, 2, 1), (78502, 7921, 1, 0, 1), (78502, 7921, 1, 2, 1),
+                 (200000, 2047, 1, 2, 3))
+
+
+def refill_checks(cupy, rng) -> tuple:
+    """(mismatches, checks) of the FF_REFILL build of fft_fused's 32768 tile ("same", the launcher's zero taps and
+    8-byte loads: benchmarks/fused_ab.py's launcher_case) on REFILL_SHAPES against the float64 correlation, inputs of
+    ordinary, huge and tiny magnitude."""
+    from fused_ab import launcher_case  # (this folder)
+    from sigconv import _kernels
+    from sigconv.backends import overlap_save as os_
+    from sigconv.backends.cpu import _window_from_full
+
+    code = "#define FF_REFILL 1\n" + _kernels.source("conv1d.cu")
+    bad = n = 0
+    for L, K, C, off, blocks in REFILL_SHAPES:
+        w0 = rng.standard_normal(K).astype(np.float32)
+        case = launcher_case(os_, w0, L, None, 32768)
+        if not case["pairs"]:
+            raise SystemExit(f"sanitize: the 32768 tile of {K} taps on {L} samples does not read pairs")
+        w, Kr, pad, N, plan = (case[k] for k in ("w", "K", "pad", "N", "plan"))
+        expr = plan["expr"]
+        f = cupy.RawModule(code=code, options=_kernels.NVRTC_OPTIONS, name_expressions=(expr,)).get_function(expr)
+        f.max_dynamic_shared_size_bytes = plan["smem"]
+        H, ts = os_.host_spectrum(w, N)
+        table, ts, tw = cupy.asarray(os_.fused_table(H, N)), cupy.asarray(ts), os_._device_twiddles(N)
+        x0 = rng.standard_normal(off + C * L).astype(np.float32)  # (channels L apart, from off floats in)
+        corr0 = scipy.signal.oaconvolve(x0[off:].reshape(C, L).astype(np.float64),
+                                        w0[::-1].astype(np.float64)[None, :], axes=-1)
+        room = int(np.floor(np.log2(np.finfo(np.float32).max / 4 / np.abs(corr0).max())))
+        for mag in (min(m, room) for m in FFT_MAGNITUDES["float32"]):
+            xg = cupy.asarray(np.ldexp(x0, mag))[off:]
+            y = cupy.full((C, L), np.nan, dtype=cupy.float32)
+            f((blocks, 1), (1024,), (xg, y, table, tw, tw, np.int32(C), np.int64(L), np.int32(Kr), np.int64(pad),
+                                     np.int64(L), np.int64(plan["ntiles"]), ts,
+                                     np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=plan["smem"])
+            yh = cupy.asnumpy(y).astype(np.float64) * np.ldexp(1.0, -mag)
+            ref = _window_from_full(corr0, K, (K - 1) // 2, L)
+            err = np.linalg.norm(yh - ref) / np.linalg.norm(ref) if np.isfinite(yh).all() else np.inf
+            n += 1
+            if not err <= 1e-5:
+                bad += 1
+                print(f"MISMATCH conv1d fft_fused FF_REFILL L={L} K={K} C={C} off={off} blocks={blocks} 2^{mag}: "
+                      f"rel err {err:.3g}")
+    return bad, n
+
+
 def main(argv=None) -> int:
     import argparse
 
@@ -256,6 +307,10 @@ def main(argv=None) -> int:
         b, m = wide_tile_checks(cupy, rng)
         bad, n = bad + b, n + m
         print("conv1d fft_fused 32768 tile on 512 threads: done")
+    if general and "refill" in only:  # (an experiment's build: asked for by name only)
+        b, m = refill_checks(cupy, rng)
+        bad, n = bad + b, n + m
+        print("conv1d fft_fused FF_REFILL: done")
     for v in _registry.entries("conv2d", "cuda", kind="variant") if general else ():
         if only and v.name not in only:
             continue

@@ -733,12 +733,17 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
 // The copies' mbarrier (one arrival a phase: the issuing thread's, with the bytes to expect). The host emulation
 // counts completed phases instead: the copy happens at once, where it is issued.
 // The tile's shift es, written after the first pass and read for the outputs (a register held across the columns
-// otherwise).
-static __shared__ int ff_refill_es;
+// otherwise); the block's state, written by thread 0 before the barrier that ends a tile's reads of the buffer and
+// read by every thread at the next tile's start: bit 1 of ff_refill_st whether the tile's floats are in the buffer,
+// bit 0 the parity of the mbarrier's phase that their copies complete; ff_refill_n the copies issued.
+static __shared__ int ff_refill_es, ff_refill_st, ff_refill_n;
 #ifdef SIGCONV_HOST_EMULATION
 static std::atomic<unsigned> ff_refill_done{0}, ff_refill_issued{0};  // (the second: the launch's copies, for the tests)
 __device__ __forceinline__ void ff_refill_init() {
-    if (ff_tid() == 0) ff_refill_done.store(0);
+    if (ff_tid() == 0) {
+        ff_refill_done.store(0);
+        ff_refill_st = ff_refill_n = 0;
+    }
     __syncthreads();
 }
 __device__ __forceinline__ void ff_refill_issue(float* dst, const float* src, unsigned bytes) {
@@ -765,6 +770,7 @@ __device__ __forceinline__ void ff_refill_init() {
     if (ff_tid() == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(ff_refill_bar_at()) : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        ff_refill_st = ff_refill_n = 0;
     }
     __syncthreads();
 }
@@ -1089,19 +1095,18 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 // barrier, thread jt reads point jt of every column, multiplies by the conjugate twiddles and takes the inverse DFT
 // of 16 (ff_cols_twiddle_idft16): y at points jt + B0 m, straight to y. Three block barriers a tile (the peak's and
 // two) where ff_tile_one has fourteen. Threads past B0 (whole warps) wait at the block's barriers and store nothing.
-// (PAIRS: ff_first_pass's. REFILL (FF_REFILL, the PAIRS tile): stage >= 0 where the last tile had this one's floats
-// copied into the buffer, the parity of the copies' phase; once every thread has read the outputs' points, next()
-// gives the floats to copy there for the block's next tile (null: none) and their bytes, and the tile returns whether
-// it issued that copy.)
+// (PAIRS: ff_first_pass's. REFILL (FF_REFILL, the PAIRS tile): the tile reads its floats from the buffer where the
+// last tile had them copied there (ff_refill_st); next(bytes), thread 0's, gives the floats of the block's next tile
+// to copy into the buffer once every thread has read the outputs' points (null: none) and their bytes.)
 struct ff_no_next {
     __device__ const float* operator()(unsigned&) const { return nullptr; }
 };
 template <int LOGN, bool PAIRS = false, bool REFILL = false, typename Next = ff_no_next>
-__device__ __forceinline__ bool ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
+__device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
                                              const int* __restrict__ tap_shift, int safe, float2* buf, int* red,
-                                             const Next& next = Next(), int stage = -1) {
+                                             const Next& next = Next()) {
     constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CB = MB - 4, CM = 1 << CB, CP = ff_pad(CM), CT = CM / 16;
     constexpr bool RF = REFILL;
     static_assert(!RF || (PAIRS && FF_REFILL && B0 == 1024), "FF_REFILL: the PAIRS tile, every thread a butterfly's");
@@ -1119,13 +1124,18 @@ __device__ __forceinline__ bool ff_tile_cols(const float* __restrict__ xc, float
     const bool on = tid < B0;
     // 1. the first pass, twiddled into the columns
     float2 v[16];
-    const float* lin = nullptr;  // (FF_REFILL: the tile's floats in the buffer)
+    const float* lin = nullptr;  // (FF_REFILL: the tile's floats in the buffer, their copies' phase of that parity)
+    int parity = 0;
+#if FF_REFILL
     if constexpr (RF) {
         int skew;
         ff_refill_fits<LOGN>(xc, s0, L, skew);
-        if (stage >= 0) lin = reinterpret_cast<const float*>(buf) + skew;
+        const int st = ff_refill_st;
+        parity = st & 1;
+        if (st & 2) lin = reinterpret_cast<const float*>(buf) + skew;
     }
-    int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v, lin, stage);
+#endif
+    int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v, lin, parity);
 #if FF_REFILL
     if constexpr (RF) {
         if (tid == 0) ff_refill_es = es;
@@ -1214,23 +1224,28 @@ __device__ __forceinline__ bool ff_tile_cols(const float* __restrict__ xc, float
 #if FF_REFILL
     if constexpr (RF) es = ff_refill_es;
 #endif
-    if (!on) return false;  // (no barrier follows)
+    if (!on) return;  // (no barrier follows)
 #pragma unroll
     for (int s = 0; s < 16; ++s) v[s] = buf[s * CP + ff_pad(jt)];
-    bool issued = false;
 #if FF_REFILL
-    if constexpr (RF) {  // the next tile's floats into the buffer, every read of it done
+    if constexpr (RF) {  // the next tile's floats into the buffer, every read of it done (thread 0)
         unsigned bytes = 0;
-        const float* const src = next(bytes);
+        if (ff_tid() == 0) {
+            const int n = ff_refill_n;
+            const bool go = next(bytes) != nullptr;
+            ff_refill_st = go ? 2 | (n & 1) : 0;
+            ff_refill_n = n + (int)go;
+        }
         __syncthreads();
-        issued = src != nullptr;
-        if (issued && ff_tid() == 0) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
+        if (ff_tid() == 0) {
+            const float* const src = next(bytes);
+            if (src != nullptr) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
+        }
     }
 #endif
     ff_cols_twiddle_idft16<MB>(twi, jt, v);
     FF_MARK(4, __float_as_int(v[15].x) ^ __float_as_int(v[0].y));
     ff_tile_outputs_points<B0>(v, jt, yt - (K - 1), K, nv, es, et);
-    return issued;
 }
 
 // ff_tile_wide's layout of a column: point i at ff_pad2(i) = i + 2 (i / 32) (two float2 of padding after every 32), so
@@ -1653,9 +1668,9 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
 // the first pass reads a point's two samples as one 8-byte load (on an H200 4.7% faster at K = 7921; on the 16384
 // tile, where ptxas spills 20 bytes so, -1.3% to +2.2%: not built).
 #if FF_REFILL
-// The pair (c, t) that many pairs on, c * ntiles + t (t >= 0 below ntiles on return; c may pass the last channel): no
-// division (a 64-bit one is a call), a step a channel.
-__device__ __forceinline__ void ff_pair_step(int& c, sc_i64& t, sc_i64 many, sc_i64 ntiles, int C) {
+// The pair (c, t) that many pairs on, c * ntiles + t (t below ntiles on return; c may pass the last channel; ntiles and
+// many below 2^31): no division (a 64-bit one is a call), a step a channel.
+__device__ __forceinline__ void ff_pair_step(int& c, unsigned& t, unsigned many, unsigned ntiles, int C) {
     t += many;
     while (t >= ntiles && c < C) {
         t -= ntiles;
@@ -1663,9 +1678,8 @@ __device__ __forceinline__ void ff_pair_step(int& c, sc_i64& t, sc_i64 many, sc_
     }
 }
 // FF_REFILL's loop over the PAIRS tile's pairs c * ntiles + t, the block's own first and then every nb-th (nb the
-// grid's blocks): each tile has the bulk copy engine bring the block's next pair into the buffer where that lies
-// wholly inside x (ff_refill_fits). st: bit 0 the parity of the copies' next phase, bit 1 whether the tile's floats are
-// in the buffer.
+// grid's blocks; fewer than 2^31 pairs a channel): each tile has the bulk copy engine bring the block's next pair into
+// the buffer where that lies wholly inside x (ff_refill_fits).
 template <int LOGN>
 __device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, float* __restrict__ y,
                                                 const float4* __restrict__ G, const float2* __restrict__ tw,
@@ -1674,30 +1688,29 @@ __device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, flo
                                                 int safe, float2* buf, int* red) {
     constexpr int N = 1 << LOGN;
     ff_refill_init();
-    int c = 0, st = 0;
-    sc_i64 t = 0;
-    ff_pair_step(c, t, (sc_i64)blockIdx.y * gridDim.x + blockIdx.x, ntiles, C);
+    int c = 0;
+    unsigned t = 0;
+    const unsigned nt = (unsigned)ntiles;
+    ff_pair_step(c, t, blockIdx.y * gridDim.x + blockIdx.x, nt, C);
     while (c < C) {
-        const sc_i64 V = N - K + 1, t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;
-        auto next = [c, t, x, C, L, K, pad, ntiles](unsigned& bytes) -> const float* {
+        const sc_i64 V = N - K + 1, t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;
+        auto next = [c, t, x, C, L, K, pad, nt](unsigned& bytes) -> const float* {
             int cn = c;
-            sc_i64 tn = t;
-            ff_pair_step(cn, tn, (sc_i64)gridDim.x * gridDim.y, ntiles, C);
+            unsigned tn = t;
+            ff_pair_step(cn, tn, gridDim.x * gridDim.y, nt, C);
             if (cn >= C) return nullptr;
             const float* const xn = x + (sc_i64)cn * L;
-            const sc_i64 sn = tn * (N - K + 1) - pad;
+            const sc_i64 sn = (sc_i64)tn * (N - K + 1) - pad;
             int skew;
             if (!ff_refill_fits<LOGN>(xn, sn, L, skew)) return nullptr;
             bytes = ff_refill_bytes<LOGN>(skew);
             return xn + sn - skew;
         };
         ff_tl_begin((sc_i64)c * ntiles + t);
-        const bool issued = ff_tile_cols<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw,
-                                                           twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf, red,
-                                                           next, st & 2 ? ((st ^ 1) & 1) : -1);
+        ff_tile_cols<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw, twi, L, K, t0 - pad,
+                                       (int)nv, tap_shift, safe, buf, red, next);
         ff_tl_end();
-        st = issued ? ((st ^ 1) & 1) | 2 : st & 1;
-        ff_pair_step(c, t, (sc_i64)gridDim.x * gridDim.y, ntiles, C);
+        ff_pair_step(c, t, gridDim.x * gridDim.y, nt, C);
     }
 }
 #endif
