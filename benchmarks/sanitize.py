@@ -176,11 +176,13 @@ def wide_tile_checks(cupy, rng) -> tuple:
     return bad, n
 
 
-#: FF_REFILL (an experiment's build of the 32768 tile, kernels/fft_fused.cuh): (L, K, C, x offset in floats, blocks):
-#: a grid of fewer blocks than tiles, so that a block's next tile is copied into its buffer; tiles starting 0 and 8
-#: bytes past a 16-byte boundary, next tiles in another channel, x ending 8 bytes short of a tile (78502 samples).
-REFILL_SHAPES = ((200000, 7921, 2, 0, 2), (150002, 7921, 3, 2, 1), (78502, 7921, 1, 0, 1), (78502, 7921, 1, 2, 1),
-                 (200000, 2047, 1, 2, 3))
+#: FF_REFILL (an experiment's build of the 32768 tile, kernels/fft_fused.cuh): (L, K, C, x offset in floats, blocks,
+#: threads): a grid of fewer blocks than tiles, so that a block's next tile is copied into its buffer; tiles starting 0
+#: and 8 bytes past a 16-byte boundary, next tiles in another channel, x ending 8 bytes short of a tile (78502
+#: samples); 1024 threads and 512 (two butterflies a thread).
+REFILL_SHAPES = ((200000, 7921, 2, 0, 2, 1024), (150002, 7921, 3, 2, 1, 1024), (78502, 7921, 1, 0, 1, 1024),
+                 (78502, 7921, 1, 2, 1, 1024), (200000, 2047, 1, 2, 3, 1024), (200000, 7921, 2, 2, 2, 512),
+                 (78502, 8000, 1, 0, 1, 512))
 
 
 def refill_checks(cupy, rng) -> tuple:
@@ -194,9 +196,9 @@ def refill_checks(cupy, rng) -> tuple:
 
     code = "#define FF_REFILL 1\n" + _kernels.source("conv1d.cu")
     bad = n = 0
-    for L, K, C, off, blocks in REFILL_SHAPES:
+    for L, K, C, off, blocks, threads in REFILL_SHAPES:
         w0 = rng.standard_normal(K).astype(np.float32)
-        case = launcher_case(os_, w0, L, None, 32768)
+        case = launcher_case(os_, w0, L, threads, 32768)
         if not case["pairs"]:
             raise SystemExit(f"sanitize: the 32768 tile of {K} taps on {L} samples does not read pairs")
         w, Kr, pad, N, plan = (case[k] for k in ("w", "K", "pad", "N", "plan"))
@@ -212,7 +214,7 @@ def refill_checks(cupy, rng) -> tuple:
         for mag in (min(m, room) for m in FFT_MAGNITUDES["float32"]):
             xg = cupy.asarray(np.ldexp(x0, mag))[off:]
             y = cupy.full((C, L), np.nan, dtype=cupy.float32)
-            f((blocks, 1), (1024,), (xg, y, table, tw, tw, np.int32(C), np.int64(L), np.int32(Kr), np.int64(pad),
+            f((blocks, 1), (threads,), (xg, y, table, tw, tw, np.int32(C), np.int64(L), np.int32(Kr), np.int64(pad),
                                      np.int64(L), np.int64(plan["ntiles"]), ts,
                                      np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=plan["smem"])
             yh = cupy.asnumpy(y).astype(np.float64) * np.ldexp(1.0, -mag)
@@ -221,7 +223,7 @@ def refill_checks(cupy, rng) -> tuple:
             n += 1
             if not err <= 1e-5:
                 bad += 1
-                print(f"MISMATCH conv1d fft_fused FF_REFILL L={L} K={K} C={C} off={off} blocks={blocks} 2^{mag}: "
+                print(f"MISMATCH conv1d fft_fused FF_REFILL L={L} K={K} C={C} off={off} {blocks}x{threads} 2^{mag}: "
                       f"rel err {err:.3g}")
     return bad, n
 

@@ -720,8 +720,8 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
     __syncthreads();
 }
 
-// FF_REFILL 1 (an experiment on the PAIRS tile's ff_tile_cols, behind a grid of fewer blocks than pairs:
-// benchmarks/fused_ab.py --extra "grid_x=132,FF_REFILL=1"): a block whose next pair lies wholly inside x has the bulk
+// FF_REFILL 1 (an experiment on the PAIRS tile, ff_tile_cols and ff_tile_wide, behind a grid of fewer blocks than
+// pairs: benchmarks/fused_ab.py --extra "grid_x=132,FF_REFILL=1"): a block whose next pair lies wholly inside x has the bulk
 // copy engine bring it into the tile's own buffer, free once the outputs' points are read from it, while the threads
 // take their inverse DFTs and store the outputs; the next tile's first pass then reads its points from shared memory.
 // The tile's loads (2 us of a 16.6 us tile at K = 7921, H200, 2026-12-04) and the block's exit and start overlap the
@@ -791,6 +791,24 @@ __device__ __forceinline__ void ff_refill_wait(int parity) {
                  " @!p bra FF_REFILL_WAIT;\n}" ::"r"(ff_refill_bar_at()), "r"(parity) : "memory");
 }
 #endif
+#endif
+#if FF_REFILL
+// (every thread, once it has read the buffer for the last time in a tile) the block's next tile's floats, next(bytes)
+// (null: none), copied into the buffer after the block's barrier; thread 0 keeps the block's state (ff_refill_st).
+template <int LOGN, typename Next> __device__ __forceinline__ void ff_refill_next(float2* buf, const Next& next) {
+    unsigned bytes = 0;
+    if (ff_tid() == 0) {
+        const int n = ff_refill_n;
+        const bool go = next(bytes) != nullptr;
+        ff_refill_st = go ? 2 | (n & 1) : 0;
+        ff_refill_n = n + (int)go;
+    }
+    __syncthreads();
+    if (ff_tid() == 0) {
+        const float* const src = next(bytes);
+        if (src != nullptr) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
+    }
+}
 #endif
 // A refilled tile's floats: from s0 less its misalignment to 16 bytes (skew: 0 or 2 floats on the PAIRS tile, x
 // 8-byte aligned), N of them and the 16 bytes past them where skewed. Whether the tile at s0 of xc lies wholly inside
@@ -1228,20 +1246,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
 #pragma unroll
     for (int s = 0; s < 16; ++s) v[s] = buf[s * CP + ff_pad(jt)];
 #if FF_REFILL
-    if constexpr (RF) {  // the next tile's floats into the buffer, every read of it done (thread 0)
-        unsigned bytes = 0;
-        if (ff_tid() == 0) {
-            const int n = ff_refill_n;
-            const bool go = next(bytes) != nullptr;
-            ff_refill_st = go ? 2 | (n & 1) : 0;
-            ff_refill_n = n + (int)go;
-        }
-        __syncthreads();
-        if (ff_tid() == 0) {
-            const float* const src = next(bytes);
-            if (src != nullptr) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
-        }
-    }
+    if constexpr (RF) ff_refill_next<LOGN>(buf, next);
 #endif
     ff_cols_twiddle_idft16<MB>(twi, jt, v);
     FF_MARK(4, __float_as_int(v[15].x) ^ __float_as_int(v[0].y));
@@ -1362,12 +1367,13 @@ template <int MB> __device__ __forceinline__ float2 ff_wide_w8(const float2* __r
 // half, and the passes transposed and backwards; after the block's barrier thread t reads points 2t and 2t + 1 of
 // every column, multiplies by the conjugate twiddles, takes the inverse DFTs of 16 and writes y at the points
 // 2t + u + B0 m (ff_tile_outputs_points with W = 2). Barriers: the block's three (the peak's and two), the columns'
-// __syncwarp, and two of each pair of columns. (PAIRS: ff_first_pass's.)
-template <int LOGN, bool PAIRS = false>
+// __syncwarp, and two of each pair of columns. (PAIRS: ff_first_pass's. REFILL: ff_tile_cols's.)
+template <int LOGN, bool PAIRS = false, bool REFILL = false, typename Next = ff_no_next>
 __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
-                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
+                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red,
+                                             const Next& next = Next()) {
     constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CM = B0, CP = ff_pad2(CM);
     constexpr int TWB = ff_tw_offset(MB, 1);                     // column pass 2 (radix 16, NS 16): pass 1's rows
     constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);  // pass 2's rows (radix 8, NS2)
@@ -1377,11 +1383,23 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
     static_assert(16 * CP == ff_pad(M) && TWB % 2 == 0 && TWC % 2 == 0 && T2 % 2 == 0 && ff_cols_row<MB>(0) % 2 == 0 &&
                       ff_cols_row<MB>(1) % 2 == 0 && ff_cols_row<MB>(2) % 2 == 0,
                   "the columns' layout; twiddle rows whose pairs are 16-byte aligned");
+    static_assert(!REFILL || (PAIRS && FF_REFILL), "FF_REFILL: the PAIRS tile");
     const int tid = ff_tid();
     // 1. the first pass, twiddled into the columns
     float2 v[32];
     {
-        const int es = ff_first_pass<LOGN, PAIRS, 2>(xc, L, s0, tid, safe, red, v);
+        const float* lin = nullptr;  // (FF_REFILL: as ff_tile_cols's)
+        int parity = 0;
+#if FF_REFILL
+        if constexpr (REFILL) {
+            int skew;
+            ff_refill_fits<LOGN>(xc, s0, L, skew);
+            const int st = ff_refill_st;
+            parity = st & 1;
+            if (st & 2) lin = reinterpret_cast<const float*>(buf) + skew;
+        }
+#endif
+        const int es = ff_first_pass<LOGN, PAIRS, 2>(xc, L, s0, tid, safe, red, v, lin, parity);
         if (tid == 0) red[31] = es;  // (read back for the outputs: a register held across the columns otherwise)
     }
     {
@@ -1509,6 +1527,9 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
     const int et = tap_shift ? __ldg(tap_shift) : 0, es = red[31];
 #pragma unroll
     for (int s = 0; s < 16; ++s) ff_lds2(buf + s * CP + ff_pad2(2 * tid), v[s], v[16 + s]);
+#if FF_REFILL
+    if constexpr (REFILL) ff_refill_next<LOGN>(buf, next);
+#endif
     {
         float2 c[2][3];
         ff_wide_cols_rows<MB>(twi, tid, c);
@@ -1680,7 +1701,7 @@ __device__ __forceinline__ void ff_pair_step(int& c, unsigned& t, unsigned many,
 // FF_REFILL's loop over the PAIRS tile's pairs c * ntiles + t, the block's own first and then every nb-th (nb the
 // grid's blocks; fewer than 2^31 pairs a channel): each tile has the bulk copy engine bring the block's next pair into
 // the buffer where that lies wholly inside x (ff_refill_fits).
-template <int LOGN>
+template <int LOGN, bool WIDE>
 __device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, float* __restrict__ y,
                                                 const float4* __restrict__ G, const float2* __restrict__ tw,
                                                 const float2* __restrict__ twi, int C, sc_i64 L, int K, sc_i64 pad,
@@ -1707,8 +1728,12 @@ __device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, flo
             return xn + sn - skew;
         };
         ff_tl_begin((sc_i64)c * ntiles + t);
-        ff_tile_cols<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw, twi, L, K, t0 - pad,
-                                       (int)nv, tap_shift, safe, buf, red, next);
+        if constexpr (WIDE)
+            ff_tile_wide<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw, twi, L, K, t0 - pad,
+                                           (int)nv, tap_shift, safe, buf, red, next);
+        else
+            ff_tile_cols<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw, twi, L, K, t0 - pad,
+                                           (int)nv, tap_shift, safe, buf, red, next);
         ff_tl_end();
         ff_pair_step(c, t, gridDim.x * gridDim.y, nt, C);
     }
@@ -1740,8 +1765,8 @@ __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     const bool rows = (sc_i64)gridDim.x == ntiles;
     int cr = (int)blockIdx.y;
 #if FF_REFILL
-    if constexpr (PAIRS && !WIDE) {
-        ff_pairs_refill<LOGN>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe, buf0, red);
+    if constexpr (PAIRS) {
+        ff_pairs_refill<LOGN, WIDE>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe, buf0, red);
         return;
     }
 #endif

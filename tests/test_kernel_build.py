@@ -1111,23 +1111,28 @@ def _refills_expected(plan, C, L, xoff) -> int:
 # 16-byte boundary, x misaligned by two floats, blocks whose next pair is in another channel or past the grid's
 # width (more blocks than a channel's tiles), channels of ordinary, huge and tiny magnitude, every mode; x ending 8
 # bytes short of the third tile's end (78502 samples: that tile, skewed or not, is read from x).
-FFT_FUSED_REFILL_CASES = [(7921, 200000, "same", 2, 0, {"cap_x": 2, "cap_y": 1}, (0, 120)),
-                          (7921, 150000, "valid", 3, 2, {"cap_x": 1, "cap_y": 1}, (-100, 0, 120)),
-                          (8000, 90000, "full", 3, 0, {"cap_x": 3, "cap_y": 2}, (0, 0, 0)),
-                          (2047, 200000, "same", 1, 2, {"cap_x": 3, "cap_y": 1}, (0,)),
-                          (7921, 78502, "same", 1, 0, {"cap_x": 1}, (0,)), (7921, 78502, "same", 1, 2, {"cap_x": 1}, (0,))]
+FFT_FUSED_REFILL_CASES = [(7921, 200000, "same", 2, 0, {"cap_x": 2, "cap_y": 1}, (0, 120), 1024),
+                          (7921, 150000, "valid", 3, 2, {"cap_x": 1, "cap_y": 1}, (-100, 0, 120), 1024),
+                          (8000, 90000, "full", 3, 0, {"cap_x": 3, "cap_y": 2}, (0, 0, 0), 1024),
+                          (2047, 200000, "same", 1, 2, {"cap_x": 3, "cap_y": 1}, (0,), 1024),
+                          (7921, 78502, "same", 1, 0, {"cap_x": 1}, (0,), 1024),
+                          (7921, 78502, "same", 1, 2, {"cap_x": 1}, (0,), 1024),
+                          (7921, 200000, "same", 2, 2, {"cap_x": 2, "cap_y": 1}, (0, 120), 512),
+                          (8000, 78502, "full", 1, 0, {"cap_x": 1}, (-100,), 512)]
 
 
-@pytest.mark.parametrize("K,L,mode,C,xoff,caps,mags", FFT_FUSED_REFILL_CASES)
-def test_fft_fused_refill_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, caps, mags, rng):
-    """FF_REFILL (the bulk copy of a block's next tile into its buffer, an experiment's build): every output written
-    and equal to the float64 reference, and as many copies issued as the grid has next tiles wholly inside x."""
+@pytest.mark.parametrize("K,L,mode,C,xoff,caps,mags,block", FFT_FUSED_REFILL_CASES)
+def test_fft_fused_refill_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, caps, mags, block, rng):
+    """FF_REFILL (the bulk copy of a block's next tile into its buffer, an experiment's build), on 1024 threads and
+    on 512 (two butterflies a thread): every output written and equal to the float64 reference, and as many copies
+    issued as the grid has next tiles wholly inside x."""
     exe = host_build("fft_fused_harness.cpp", {"FF_REFILL": 1}, "c++20")
     x = np.ldexp(rng.standard_normal((C, L)), np.array(mags)[:, None]).astype(np.float32)
     w = rng.standard_normal(K) / np.sqrt(K)
     pad, out_len = window_1d(mode, L, K)
     printed = []
-    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 1024, xoff, tile=32768, printed=printed, **caps)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, xoff, tile=32768, printed=printed, **caps)
+    assert ("true, true, true>" in plan["expr"]) == (block == 512)
     assert plan["pairs"] and plan["N"] == 32768
     expected = _refills_expected({**plan, "pad": pad + plan["z"]}, C, L, xoff)
     assert expected > 0 and f"refills {expected}\n" in printed[0], (expected, printed)
