@@ -849,11 +849,21 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
 #if FF_REFILL
             if (lin != nullptr) {
                 ff_refill_wait(parity);
-                const float2* const sp = reinterpret_cast<const float2*>(lin);
+                if (W == 2 && (reinterpret_cast<unsigned long long>(lin) & 15) == 0) {  // (a thread's two points)
+                    const float4* const sq = reinterpret_cast<const float4*>(lin);
 #pragma unroll
-                for (int u = 0; u < W; ++u)
+                    for (int r = 0; r < 16; ++r) {
+                        const float4 q = sq[jt + r * (B0 / 2)];
+                        v[r] = make_float2(q.x, q.y);
+                        v[16 * (W - 1) + r] = make_float2(q.z, q.w);
+                    }
+                } else {
+                    const float2* const sp = reinterpret_cast<const float2*>(lin);
 #pragma unroll
-                    for (int r = 0; r < 16; ++r) v[16 * u + r] = sp[W * jt + u + r * B0];
+                    for (int u = 0; u < W; ++u)
+#pragma unroll
+                        for (int r = 0; r < 16; ++r) v[16 * u + r] = sp[W * jt + u + r * B0];
+                }
             } else
 #endif
             if (W == 2 && hi - lo == N && (reinterpret_cast<unsigned long long>(xt) & 15) == 0) {
