@@ -141,6 +141,17 @@ def boundary_checks(cupy, rng, variants=frozenset(), shapes=BOUNDARY_SHAPES, uin
     return n, bad
 
 
+def _scaled_mismatch(y, ref, mag: int, what: str, tol: float = 1e-5) -> int:
+    """1, and a MISMATCH line naming `what`, where the relative error of y times 2^-mag (float64) against ref is
+    above tol or y is not finite; else 0."""
+    err = (float(np.linalg.norm(y.astype(np.float64) * np.ldexp(1.0, -mag) - ref) / np.linalg.norm(ref))
+           if np.isfinite(y).all() else np.inf)
+    if err <= tol:
+        return 0
+    print(f"MISMATCH {what} 2^{mag}: rel err {err:.3g}")
+    return 1
+
+
 #: fft_fused's longest tile on 512 threads, two butterflies a thread (overlap_save.fused_wide; only with an explicit
 #: tile and block): (L, K, C, x offset in floats): 8-byte loads (L even, x aligned), 16-byte loads of a tile wholly
 #: inside x (60000 samples), float loads (L odd; x one float off).
@@ -165,14 +176,9 @@ def wide_tile_checks(cupy, rng) -> tuple:
             for mode in ("full", "same", "valid"):
                 pad, out_len = window_1d(mode, L, K)
                 y = cupy.asnumpy(overlap_save.launch_fft_fused(xg, cupy.asarray(w), pad, out_len, 512, tile=32768))
-                ref = _window_from_full(np.ldexp(corr0, mag), K, pad, out_len) * np.ldexp(1.0, -mag)
-                err = (np.linalg.norm(y.astype(np.float64) * np.ldexp(1.0, -mag) - ref) / np.linalg.norm(ref)
-                       if np.isfinite(y).all() else np.inf)
+                bad += _scaled_mismatch(y, _window_from_full(corr0, K, pad, out_len), mag,
+                                        f"conv1d fft_fused tile 32768 block=512 L={L} K={K} C={C} off={off} {mode}")
                 n += 1
-                if not err <= 1e-5:
-                    bad += 1
-                    print(f"MISMATCH conv1d fft_fused tile 32768 block=512 L={L} K={K} C={C} off={off} {mode} "
-                          f"2^{mag}: rel err {err:.3g}")
     return bad, n
 
 
@@ -217,14 +223,9 @@ def refill_checks(cupy, rng) -> tuple:
             f((blocks, 1), (threads,), (xg, y, table, tw, tw, np.int32(C), np.int64(L), np.int32(Kr), np.int64(pad),
                                      np.int64(L), np.int64(plan["ntiles"]), ts,
                                      np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=plan["smem"])
-            yh = cupy.asnumpy(y).astype(np.float64) * np.ldexp(1.0, -mag)
-            ref = _window_from_full(corr0, K, (K - 1) // 2, L)
-            err = np.linalg.norm(yh - ref) / np.linalg.norm(ref) if np.isfinite(yh).all() else np.inf
+            bad += _scaled_mismatch(cupy.asnumpy(y), _window_from_full(corr0, K, (K - 1) // 2, L), mag,
+                                    f"conv1d fft_fused FF_REFILL L={L} K={K} C={C} off={off} {blocks}x{threads}")
             n += 1
-            if not err <= 1e-5:
-                bad += 1
-                print(f"MISMATCH conv1d fft_fused FF_REFILL L={L} K={K} C={C} off={off} {blocks}x{threads} 2^{mag}: "
-                      f"rel err {err:.3g}")
     return bad, n
 
 

@@ -821,6 +821,19 @@ __device__ __forceinline__ bool ff_refill_fits(const float* xc, sc_i64 s0, sc_i6
 template <int LOGN> __host__ __device__ constexpr unsigned ff_refill_bytes(int skew) {
     return 4u * (unsigned)((1 << LOGN) + (skew ? 4 : 0));
 }
+#if FF_REFILL
+// (every thread, at a tile's start) the tile's floats in the buffer where the last tile had them copied there, else
+// null; the parity of the copies' phase.
+template <int LOGN>
+__device__ __forceinline__ const float* ff_refill_staged(const float* xc, sc_i64 s0, sc_i64 L, float2* buf,
+                                                         int& parity) {
+    int skew;
+    ff_refill_fits<LOGN>(xc, s0, L, skew);
+    const int st = ff_refill_st;
+    parity = st & 1;
+    return st & 2 ? reinterpret_cast<const float*>(buf) + skew : nullptr;
+}
+#endif
 
 // The first forward pass of ff_tile_one, ff_tile_cols and ff_tile_wide (radix 16, no twiddles), from x into
 // registers: v[16 u + r] gets the DFT of the points p = W jt + u + r M/16 of the tile (u < W: the thread's W
@@ -1155,13 +1168,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     const float* lin = nullptr;  // (FF_REFILL: the tile's floats in the buffer, their copies' phase of that parity)
     int parity = 0;
 #if FF_REFILL
-    if constexpr (RF) {
-        int skew;
-        ff_refill_fits<LOGN>(xc, s0, L, skew);
-        const int st = ff_refill_st;
-        parity = st & 1;
-        if (st & 2) lin = reinterpret_cast<const float*>(buf) + skew;
-    }
+    if constexpr (RF) lin = ff_refill_staged<LOGN>(xc, s0, L, buf, parity);
 #endif
     int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v, lin, parity);
 #if FF_REFILL
@@ -1401,13 +1408,7 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
         const float* lin = nullptr;  // (FF_REFILL: as ff_tile_cols's)
         int parity = 0;
 #if FF_REFILL
-        if constexpr (REFILL) {
-            int skew;
-            ff_refill_fits<LOGN>(xc, s0, L, skew);
-            const int st = ff_refill_st;
-            parity = st & 1;
-            if (st & 2) lin = reinterpret_cast<const float*>(buf) + skew;
-        }
+        if constexpr (REFILL) lin = ff_refill_staged<LOGN>(xc, s0, L, buf, parity);
 #endif
         const int es = ff_first_pass<LOGN, PAIRS, 2>(xc, L, s0, tid, safe, red, v, lin, parity);
         if (tid == 0) red[31] = es;  // (read back for the outputs: a register held across the columns otherwise)
