@@ -12,7 +12,7 @@ magnitude, which their kernels scale by powers of two, and fft_fused also proble
 ``--blocks 96,992`` runs every variant with those blocks, any
 multiple of 32 threads.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included;
-``sanitize.py refill``: only the FF_REFILL build of fft_fused's 32768 tile, an experiment's, REFILL_SHAPES);
+``sanitize.py refill``: only the FF_REFILL builds of fft_fused's 32768 tile, an experiment's, REFILL_SHAPES);
 ``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D
 boundary shapes, so that the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
@@ -192,17 +192,17 @@ REFILL_SHAPES = ((200000, 7921, 2, 0, 2, 1024), (150002, 7921, 3, 2, 1, 1024), (
 
 
 def refill_checks(cupy, rng) -> tuple:
-    """(mismatches, checks) of the FF_REFILL build of fft_fused's 32768 tile ("same", the launcher's zero taps and
-    8-byte loads: benchmarks/fused_ab.py's launcher_case) on REFILL_SHAPES against the float64 correlation, inputs of
-    ordinary, huge and tiny magnitude."""
+    """(mismatches, checks) of the FF_REFILL builds of fft_fused's 32768 tile (1: the bulk copy engine's copies, 2:
+    the threads'; "same", the launcher's zero taps and 8-byte loads: benchmarks/fused_ab.py's launcher_case) on
+    REFILL_SHAPES against the float64 correlation, inputs of ordinary, huge and tiny magnitude."""
     from fused_ab import launcher_case  # (this folder)
     from sigconv import _kernels
     from sigconv.backends import overlap_save as os_
     from sigconv.backends.cpu import _window_from_full
 
-    code = "#define FF_REFILL 1\n" + _kernels.source("conv1d.cu")
     bad = n = 0
-    for L, K, C, off, blocks, threads in REFILL_SHAPES:
+    for (L, K, C, off, blocks, threads), how in ((shape, how) for how in (1, 2) for shape in REFILL_SHAPES):
+        code = f"#define FF_REFILL {how}\n" + _kernels.source("conv1d.cu")
         w0 = rng.standard_normal(K).astype(np.float32)
         case = launcher_case(os_, w0, L, threads, 32768)
         if not case["pairs"]:
@@ -224,7 +224,7 @@ def refill_checks(cupy, rng) -> tuple:
                                      np.int64(L), np.int64(plan["ntiles"]), ts,
                                      np.int32(os_.FFT_SAFE_EXPONENT["float32"])), shared_mem=plan["smem"])
             bad += _scaled_mismatch(cupy.asnumpy(y), _window_from_full(corr0, K, (K - 1) // 2, L), mag,
-                                    f"conv1d fft_fused FF_REFILL L={L} K={K} C={C} off={off} {blocks}x{threads}")
+                                    f"conv1d fft_fused FF_REFILL={how} L={L} K={K} C={C} off={off} {blocks}x{threads}")
             n += 1
     return bad, n
 

@@ -50,6 +50,9 @@
 #include "common.cuh"
 #include "limits.cuh"  // SIGCONV_FFT_FUSED_*_LOGN
 #include "overlap_save.cuh"
+#if defined(FF_REFILL) && FF_REFILL == 2
+#include "async_copy.cuh"  // (FF_REFILL 2's copies)
+#endif
 
 __device__ __forceinline__ float2 ff_mul(float2 a, float2 b) {
     return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -725,20 +728,31 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
 // copy engine bring it into the tile's own buffer, free once the outputs' points are read from it, while the threads
 // take their inverse DFTs and store the outputs; the next tile's first pass then reads its points from shared memory.
 // The tile's loads (2 us of a 16.6 us tile at K = 7921, H200, 2026-12-04) and the block's exit and start overlap the
-// last tile's outputs. Without it nothing of this is compiled.
+// last tile's outputs. FF_REFILL 2: the same with the block's threads copying the tile (cp.async) instead of the bulk
+// copy engine. Without either nothing of this is compiled.
 #ifndef FF_REFILL  // (an experiment's define first: benchmarks/fused_ab.py --extra)
 #define FF_REFILL 0
 #endif
 #if FF_REFILL
-// The copies' mbarrier (one arrival a phase: the issuing thread's, with the bytes to expect). The host emulation
-// counts completed phases instead: the copy happens at once, where it is issued.
 // The tile's shift es, written after the first pass and read for the outputs (a register held across the columns
 // otherwise); the block's state, written by thread 0 before the barrier that ends a tile's reads of the buffer and
 // read by every thread at the next tile's start: bit 1 of ff_refill_st whether the tile's floats are in the buffer,
 // bit 0 the parity of the mbarrier's phase that their copies complete; ff_refill_n the copies issued.
 static __shared__ int ff_refill_es, ff_refill_st, ff_refill_n;
-#ifdef SIGCONV_HOST_EMULATION
-static std::atomic<unsigned> ff_refill_done{0}, ff_refill_issued{0};  // (the second: the launch's copies, for the tests)
+#if FF_REFILL == 2
+// FF_REFILL 2: every thread copies 16-byte words of the next tile (cp.async, through the load path of L1) instead of
+// the bulk copy engine; a thread waits for its own copies and the block's barrier for the others'.
+__device__ __forceinline__ void ff_refill_init() {
+    if (ff_tid() == 0) ff_refill_st = ff_refill_n = 0;
+    __syncthreads();
+}
+__device__ __forceinline__ void ff_refill_wait(int) {
+    cp_async_wait_all();
+    __syncthreads();
+}
+#elif defined(SIGCONV_HOST_EMULATION)
+// The copies' mbarrier, emulated: the completed phases counted; the copy happens at once, where it is issued.
+static std::atomic<unsigned> ff_refill_done{0};
 __device__ __forceinline__ void ff_refill_init() {
     if (ff_tid() == 0) {
         ff_refill_done.store(0);
@@ -754,7 +768,6 @@ __device__ __forceinline__ void ff_refill_issue(float* dst, const float* src, un
         std::exit(4);
     }
     std::memcpy(dst, src, bytes);
-    ff_refill_issued.fetch_add(1);
     ff_refill_done.fetch_add(1, std::memory_order_release);
 }
 // (every thread that reads the copy) until the phase of the given parity has completed
@@ -762,6 +775,7 @@ __device__ __forceinline__ void ff_refill_wait(int parity) {
     while ((int)(ff_refill_done.load(std::memory_order_acquire) & 1u) == parity) std::this_thread::yield();
 }
 #else
+// The copies' mbarrier: one arrival a phase, the issuing thread's, with the bytes to expect.
 static __shared__ unsigned long long ff_refill_bar;
 __device__ __forceinline__ unsigned ff_refill_bar_at() {
     return static_cast<unsigned>(__cvta_generic_to_shared(&ff_refill_bar));
@@ -791,8 +805,9 @@ __device__ __forceinline__ void ff_refill_wait(int parity) {
                  " @!p bra FF_REFILL_WAIT;\n}" ::"r"(ff_refill_bar_at()), "r"(parity) : "memory");
 }
 #endif
+#ifdef SIGCONV_HOST_EMULATION
+static std::atomic<unsigned> ff_refill_issued{0};  // (the launch's copies of a tile, for the tests)
 #endif
-#if FF_REFILL
 // (every thread, once it has read the buffer for the last time in a tile) the block's next tile's floats, next(bytes)
 // (null: none), copied into the buffer after the block's barrier; thread 0 keeps the block's state (ff_refill_st).
 template <int LOGN, typename Next> __device__ __forceinline__ void ff_refill_next(float2* buf, const Next& next) {
@@ -802,12 +817,26 @@ template <int LOGN, typename Next> __device__ __forceinline__ void ff_refill_nex
         const bool go = next(bytes) != nullptr;
         ff_refill_st = go ? 2 | (n & 1) : 0;
         ff_refill_n = n + (int)go;
+#ifdef SIGCONV_HOST_EMULATION
+        if (go) ff_refill_issued.fetch_add(1);
+#endif
     }
     __syncthreads();
+#if FF_REFILL == 2
+    const float* const src = next(bytes);
+    if (src != nullptr) {
+        char* const d = reinterpret_cast<char*>(buf);
+        const char* const g = reinterpret_cast<const char*>(src);
+        const int T = ff_ntid();
+        for (int o = 16 * ff_tid(); o < (int)bytes; o += 16 * T) cp_async16(d + o, g + o, 16);
+        cp_async_commit();
+    }
+#else
     if (ff_tid() == 0) {
         const float* const src = next(bytes);
         if (src != nullptr) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
     }
+#endif
 }
 #endif
 // A refilled tile's floats: from s0 less its misalignment to 16 bytes (skew: 0 or 2 floats on the PAIRS tile, x

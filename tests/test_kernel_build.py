@@ -1125,12 +1125,13 @@ FFT_FUSED_REFILL_CASES = [(7921, 200000, "same", 2, 0, {"cap_x": 2, "cap_y": 1},
                           (8000, 78502, "full", 1, 0, {"cap_x": 1}, (-100,), 512)]
 
 
+@pytest.mark.parametrize("how", [1, 2], ids=["bulk", "threads"])
 @pytest.mark.parametrize("K,L,mode,C,xoff,caps,mags,block", FFT_FUSED_REFILL_CASES)
-def test_fft_fused_refill_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, caps, mags, block, rng):
-    """FF_REFILL (the bulk copy of a block's next tile into its buffer, an experiment's build), on 1024 threads and
-    on 512 (two butterflies a thread): every output written and equal to the float64 reference, and as many copies
-    issued as the grid has next tiles wholly inside x."""
-    exe = host_build("fft_fused_harness.cpp", {"FF_REFILL": 1}, "c++20")
+def test_fft_fused_refill_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, caps, mags, block, how, rng):
+    """FF_REFILL (a block's next tile copied into its buffer, an experiment's build: by the bulk copy engine, or by
+    the threads' cp.async), on 1024 threads and on 512 (two butterflies a thread): every output written and equal to
+    the float64 reference, and as many tiles copied as the grid has next tiles wholly inside x."""
+    exe = host_build("fft_fused_harness.cpp", {"FF_REFILL": how}, "c++20")
     x = np.ldexp(rng.standard_normal((C, L)), np.array(mags)[:, None]).astype(np.float32)
     w = rng.standard_normal(K) / np.sqrt(K)
     pad, out_len = window_1d(mode, L, K)
@@ -1579,7 +1580,8 @@ _KEYS = {
     "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_kernel_runs_its_taps_as_given_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_pairs_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
-    "test_fft_fused_refill_kernel_on_host": lambda **_: _build_key("fft_fused_harness.cpp", {"FF_REFILL": 1}, "c++20"),
+    "test_fft_fused_refill_kernel_on_host": lambda **p: _build_key("fft_fused_harness.cpp", {"FF_REFILL": p["how"]},
+                                                                   "c++20"),
     "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),

@@ -3,7 +3,7 @@
 // sigconv.backends.overlap_save.fused_plan computes.
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
 //                     [DELAY [PAIRS]]
-// Built with FF_REFILL=1 (fft_fused.cuh), it prints the bulk copies its PAIRS launch issued ("refills N").
+// Built with FF_REFILL (fft_fused.cuh), it prints the tiles its PAIRS launch copied into shared memory ("refills N").
 // PAIRS 1: conv1d_fft_fused<LOGN, true, true> (a point's two samples as one 8-byte load), after checking the launcher's
 // promise that every tile of every channel starts on an 8-byte boundary of x and L is even. The longest tile on N/64
 // threads runs conv1d_fft_fused<LOGN, true, PAIRS, true> (ff_tile_wide).
