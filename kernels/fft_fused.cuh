@@ -838,7 +838,6 @@ template <int LOGN, typename Next> __device__ __forceinline__ void ff_refill_nex
     }
 #endif
 }
-#endif
 // A refilled tile's floats: from s0 less its misalignment to 16 bytes (skew: 0 or 2 floats on the PAIRS tile, x
 // 8-byte aligned), N of them and the 16 bytes past them where skewed. Whether the tile at s0 of xc lies wholly inside
 // [0, L) so; its skew.
@@ -850,7 +849,6 @@ __device__ __forceinline__ bool ff_refill_fits(const float* xc, sc_i64 s0, sc_i6
 template <int LOGN> __host__ __device__ constexpr unsigned ff_refill_bytes(int skew) {
     return 4u * (unsigned)((1 << LOGN) + (skew ? 4 : 0));
 }
-#if FF_REFILL
 // (every thread, at a tile's start) the tile's floats in the buffer where the last tile had them copied there, else
 // null; the parity of the copies' phase.
 template <int LOGN>
@@ -1739,8 +1737,8 @@ __device__ __forceinline__ void ff_pair_step(int& c, unsigned& t, unsigned many,
     }
 }
 // FF_REFILL's loop over the PAIRS tile's pairs c * ntiles + t, the block's own first and then every nb-th (nb the
-// grid's blocks; fewer than 2^31 pairs a channel): each tile has the bulk copy engine bring the block's next pair into
-// the buffer where that lies wholly inside x (ff_refill_fits).
+// grid's blocks; fewer than 2^31 pairs a channel): each tile has the block's next pair copied into the buffer where
+// that lies wholly inside x (ff_refill_fits, ff_refill_next).
 template <int LOGN, bool WIDE>
 __device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, float* __restrict__ y,
                                                 const float4* __restrict__ G, const float2* __restrict__ tw,
