@@ -734,11 +734,32 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
 #define FF_REFILL 0
 #endif
 #if FF_REFILL
-// The tile's shift es, written after the first pass and read for the outputs (a register held across the columns
-// otherwise); the block's state, written by thread 0 before the barrier that ends a tile's reads of the buffer and
-// read by every thread at the next tile's start: bit 1 of ff_refill_st whether the tile's floats are in the buffer,
-// bit 0 the parity of the mbarrier's phase that their copies complete; ff_refill_n the copies issued.
-static __shared__ int ff_refill_es, ff_refill_st, ff_refill_n;
+// The block's state in shared memory, so that nothing of the loop is held in registers across a tile (on 1024
+// threads, 64 of them; ptxas spilled 40 bytes where the pair and the outputs' place were registers). Written by thread
+// 0 before the barrier that ends a tile's reads of the buffer (ff_refill_next) and read by every thread at the next
+// tile's start: bit 1 of ff_refill_st whether the tile's floats are in the buffer, bit 0 the parity of the mbarrier's
+// phase that their copies complete; ff_refill_n the copies issued; the block's pair (ff_refill_c, ff_refill_t); the
+// next tile's copy (ff_refill_src, ff_refill_nb: FF_REFILL 2's threads read it after that barrier). The tile's shift,
+// outputs and their count: ff_refill_keep.
+static __shared__ int ff_refill_es, ff_refill_st, ff_refill_n, ff_refill_c, ff_refill_nv;
+static __shared__ unsigned ff_refill_t, ff_refill_nb;
+static __shared__ const float* ff_refill_src;
+static __shared__ float* ff_refill_yt;
+static __shared__ sc_i64 ff_refill_pad;  // (thread 0's, for the next pair: a register held across the loop otherwise)
+// (thread 0, after the first pass's barrier) the tile's shift, outputs and their count, read back by every thread
+// for the outputs (ff_refill_take, before the barrier of ff_refill_next): registers not held through the columns.
+__device__ __forceinline__ void ff_refill_keep(int es, float* yt, int nv) {
+    if (ff_tid() == 0) {
+        ff_refill_es = es;
+        ff_refill_yt = yt;
+        ff_refill_nv = nv;
+    }
+}
+__device__ __forceinline__ void ff_refill_take(int& es, float* __restrict__& yt, int& nv) {
+    es = ff_refill_es;
+    yt = ff_refill_yt;
+    nv = ff_refill_nv;
+}
 #if FF_REFILL == 2
 // FF_REFILL 2: every thread copies 16-byte words of the next tile (cp.async, through the load path of L1) instead of
 // the bulk copy engine; a thread waits for its own copies and the block's barrier for the others'.
@@ -809,21 +830,29 @@ __device__ __forceinline__ void ff_refill_wait(int parity) {
 static std::atomic<unsigned> ff_refill_issued{0};  // (the launch's copies of a tile, for the tests)
 #endif
 // (every thread, once it has read the buffer for the last time in a tile) the block's next tile's floats, next(bytes)
-// (null: none), copied into the buffer after the block's barrier; thread 0 keeps the block's state (ff_refill_st).
+// (null: none; thread 0's call, which also moves the block's pair on), copied into the buffer after the block's
+// barrier; thread 0 keeps the block's state (ff_refill_st).
 template <int LOGN, typename Next> __device__ __forceinline__ void ff_refill_next(float2* buf, const Next& next) {
     unsigned bytes = 0;
+    const float* src = nullptr;  // (thread 0's)
     if (ff_tid() == 0) {
         const int n = ff_refill_n;
-        const bool go = next(bytes) != nullptr;
+        src = next(bytes);
+        const bool go = src != nullptr;
         ff_refill_st = go ? 2 | (n & 1) : 0;
         ff_refill_n = n + (int)go;
+#if FF_REFILL == 2
+        ff_refill_src = src;
+        ff_refill_nb = bytes;
+#endif
 #ifdef SIGCONV_HOST_EMULATION
         if (go) ff_refill_issued.fetch_add(1);
 #endif
     }
     __syncthreads();
 #if FF_REFILL == 2
-    const float* const src = next(bytes);
+    src = ff_refill_src;
+    bytes = ff_refill_nb;
     if (src != nullptr) {
         char* const d = reinterpret_cast<char*>(buf);
         const char* const g = reinterpret_cast<const char*>(src);
@@ -832,10 +861,7 @@ template <int LOGN, typename Next> __device__ __forceinline__ void ff_refill_nex
         cp_async_commit();
     }
 #else
-    if (ff_tid() == 0) {
-        const float* const src = next(bytes);
-        if (src != nullptr) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
-    }
+    if (src != nullptr) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
 #endif
 }
 // A refilled tile's floats: from s0 less its misalignment to 16 bytes (skew: 0 or 2 floats on the PAIRS tile, x
@@ -1200,7 +1226,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v, lin, parity);
 #if FF_REFILL
     if constexpr (RF) {
-        if (tid == 0) ff_refill_es = es;
+        ff_refill_keep(es, yt, nv);
     }
 #endif
     if (on) {
@@ -1284,7 +1310,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     // 3. point jt of every column, the conjugate twiddles and the inverse DFT of 16: y[2p] + i y[2p+1] at p = jt + B0 m
     const int et = tap_shift ? __ldg(tap_shift) : 0;
 #if FF_REFILL
-    if constexpr (RF) es = ff_refill_es;
+    if constexpr (RF) ff_refill_take(es, yt, nv);
 #endif
     if (!on) return;  // (no barrier follows)
 #pragma unroll
@@ -1383,13 +1409,6 @@ __device__ __forceinline__ void ff_wide_pass16(float2* col, const float2* __rest
     __syncwarp();
 }
 
-// The twiddles w and w^2 of ff_tile_wide's radix-4 butterflies j0 and j0 + 1 (j0 even; rows at TWO, NS apart, as
-// ff_twiddles reads them): w[u][1] and w[u][2] of butterfly j0 + u (w^3 formed where it is used: ff_twiddle_powers).
-template <int NS, int TWO>
-__device__ __forceinline__ void ff_wide_twiddles4(const float2* __restrict__ tw, int j0, float2 (&w)[2][4]) {
-    ff_ldg2(tw + TWO + j0, w[0][1], w[1][1]);
-    ff_ldg2(tw + TWO + NS + j0, w[0][2], w[1][2]);
-}
 // W^j, W^2j and W^4j of ff_cols_twiddle_w for j = 2t + u, u < 2 (ff_tile_wide's first and last steps): c[u][a] for
 // a = 0..2 (W^8j: ff_wide_w8).
 template <int MB>
@@ -1746,20 +1765,32 @@ __device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, flo
                                                 sc_i64 out_len, sc_i64 ntiles, const int* __restrict__ tap_shift,
                                                 int safe, float2* buf, int* red) {
     constexpr int N = 1 << LOGN;
-    ff_refill_init();
-    int c = 0;
-    unsigned t = 0;
     const unsigned nt = (unsigned)ntiles;
-    ff_pair_step(c, t, blockIdx.y * gridDim.x + blockIdx.x, nt, C);
-    while (c < C) {
+    if (ff_tid() == 0) {
+        int c = 0;
+        unsigned t = 0;
+        ff_pair_step(c, t, blockIdx.y * gridDim.x + blockIdx.x, nt, C);
+        ff_refill_c = c;
+        ff_refill_t = t;
+        ff_refill_pad = pad;
+    }
+    ff_refill_init();  // (its barrier)
+    for (;;) {
+        const int c = ff_refill_c;
+        const unsigned t = ff_refill_t;
+        if (c >= C) break;
         const sc_i64 V = N - K + 1, t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;
-        auto next = [c, t, x, C, L, K, pad, nt](unsigned& bytes) -> const float* {
-            int cn = c;
-            unsigned tn = t;
+        // (thread 0, once every thread has read c and t) the block's pair moved on; that pair's floats where they lie
+        // wholly inside x
+        auto next = [x, C, L, K, nt](unsigned& bytes) -> const float* {
+            int cn = ff_refill_c;
+            unsigned tn = ff_refill_t;
             ff_pair_step(cn, tn, gridDim.x * gridDim.y, nt, C);
+            ff_refill_c = cn;
+            ff_refill_t = tn;
             if (cn >= C) return nullptr;
             const float* const xn = x + (sc_i64)cn * L;
-            const sc_i64 sn = (sc_i64)tn * (N - K + 1) - pad;
+            const sc_i64 sn = (sc_i64)tn * (N - K + 1) - ff_refill_pad;
             int skew;
             if (!ff_refill_fits<LOGN>(xn, sn, L, skew)) return nullptr;
             bytes = ff_refill_bytes<LOGN>(skew);
@@ -1773,7 +1804,6 @@ __device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, flo
             ff_tile_cols<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw, twi, L, K, t0 - pad,
                                            (int)nv, tap_shift, safe, buf, red, next);
         ff_tl_end();
-        ff_pair_step(c, t, gridDim.x * gridDim.y, nt, C);
     }
 }
 #endif
