@@ -1420,6 +1420,172 @@ template <int MB> __device__ __forceinline__ float2 ff_wide_w8(const float2* __r
     return __ldg(tw + ff_cols_row<MB>(2) + 4 * t + 2 * u);  // W^8j, j = 2t + u: the third row at 2j
 }
 
+#ifndef FF_COLS32  // (an experiment's define first: benchmarks/fused_ab.py --extra "block=512,FF_COLS32=1")
+#define FF_COLS32 0
+#endif
+#if FF_COLS32
+// FF_COLS32 (an experiment on ff_tile_wide): each column of 1024 points as 32 x 32, two passes of radix 32 where
+// ff_tile_wide has three (16, 16, 4), each lane one butterfly of 32 points a pass. A column crosses shared memory 8
+// times where it crosses 12 (reads and writes, each a column's bytes; the middle step's half reads and writes
+// counted), and the column phase's time is in moving shared memory (65% of its cycles on an H200 at K = 7921).
+//
+// exp(-+2 pi i k / 32) times a (forward: minus), k < 16.
+template <bool INV> __device__ __forceinline__ float2 ff_w32(float2 a, int k) {
+    constexpr float C[9] = {1.0f, 0.98078528040323044913f, 0.92387953251128675613f, 0.83146961230254523708f,
+                            0.70710678118654752440f, 0.55557023301960222474f, 0.38268343236508977173f,
+                            0.19509032201612826785f, 0.0f};  // cos(2 pi k / 32), k <= 8
+    if (k == 0) return a;
+    if (k == 8) return ff_mul_mi<INV>(a);
+    return k < 8 ? ff_mulc<INV>(a, C[k], C[8 - k]) : ff_mulc<INV>(a, -C[16 - k], C[k - 8]);
+}
+// The DFT of 32 points, 2 x 16, decimated in time: in a[h][m] = x[2m + h], out a[h][k] = X[16h + k].
+template <bool INV> __device__ __forceinline__ void ff_dft32_join(float2 (&a)[2][16]) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const float2 e = a[0][k], t = ff_w32<INV>(a[1][k], k);
+        a[0][k] = ff_add(e, t);
+        a[1][k] = ff_sub(e, t);
+    }
+}
+// The same decimated in frequency: in a[h][k] = x[16h + k], out a[h][m] = X[2m + h].
+template <bool INV> __device__ __forceinline__ void ff_dft32_dif(float2 (&a)[2][16]) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const float2 e = a[0][k], o = a[1][k];
+        a[0][k] = ff_add(e, o);
+        a[1][k] = ff_w32<INV>(ff_sub(e, o), k);
+    }
+    ff_dft16<INV>(a[0]);
+    ff_dft16<INV>(a[1]);
+}
+// Lane l's points l + 32 r of a column (ff_pad2), r = 2m + h at a[h][m], read or written (STORE).
+template <bool STORE> __device__ __forceinline__ void ff_col32_io(float2* col, int l, float2 (&a)[2][16]) {
+#pragma unroll
+    for (int r = 0; r < 32; ++r) {
+        float2* const p = col + ff_pad2(l + 32 * r);
+        if constexpr (STORE) *p = a[r & 1][r >> 1];
+        else a[r & 1][r >> 1] = *p;
+    }
+}
+// Lane l's points 32 l + 16 h + k at a[h][k] (16-byte slots), read or written (STORE).
+template <bool STORE> __device__ __forceinline__ void ff_col32_rows(float2* col, int l, float2 (&a)[2][16]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int k = 0; k < 16; k += 2) {
+            float2* const p = col + ff_pad2(32 * l + 16 * h + k);
+            if constexpr (STORE) ff_sts2(p, a[h][k], a[h][k + 1]);
+            else ff_lds2(p, a[h][k], a[h][k + 1]);
+        }
+}
+// Lane l's twiddles of the second pass, u[m] = w^2m (u[0] unread), w = exp(-2 pi i l / 1024): w, w^2 and w^4 from
+// the rows of the transform's pass 2 (T2, NS2: exp(-2 pi i 2^a k / 2048), a < 3), w^8 and w^16 by squares.
+template <int T2, int NS2>
+__device__ __forceinline__ float2 ff_col32_twiddles(const float2* __restrict__ tw, int l, float2 (&u)[16]) {
+    const float2 w = __ldg(tw + T2 + NS2 + l);
+    u[1] = __ldg(tw + T2 + 2 * NS2 + l);
+    u[2] = __ldg(tw + T2 + 2 * NS2 + 2 * l);
+    u[4] = ff_mul(u[2], u[2]);
+    u[8] = ff_mul(u[4], u[4]);
+    ff_twiddle_powers<16>(u);
+    return w;
+}
+// ff_tile_wide's step 2 as 32 x 32: warp s, column s of CM = 1024 points (ff_pad2), lane l. Pass 1: points l + 32 r,
+// their DFT of 32 to 32 l + r'. Pass 2: points l + 32 r times w^(r l), their DFT: bin c = l + 32 r' in registers,
+// s + 16 c of the transform. The middle step as ff_tile_wide's (bins c < 512 in registers, r' < 16; the upper half
+// through shared memory to the partner column 16 - s, ff_pair_sync), then both passes transposed and backwards.
+template <int MB>
+__device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __restrict__ G,
+                                                  const float2* __restrict__ tw, const float2* __restrict__ twi,
+                                                  int tid) {
+    constexpr int M = 1 << MB, CM = M / 16, CP = ff_pad2(CM);
+    constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);
+    static_assert(CM == 1024 && NS2 == 256 && ff_bits(MB, 2) == 3, "columns of 32 x 32; pass 2's rows at 2048");
+    const int s = tid >> 5, l = tid & 31;
+    float2* const col = buf + s * CP;
+    float2 a[2][16];
+    // pass 1
+    ff_col32_io<false>(col, l, a);
+    ff_dft16<false>(a[0]);
+    ff_dft16<false>(a[1]);
+    ff_dft32_join<false>(a);
+    __syncwarp();
+    ff_col32_rows<true>(col, l, a);
+    __syncwarp();
+    // pass 2
+    ff_col32_io<false>(col, l, a);
+    {
+        float2 u[16];
+        const float2 w = ff_col32_twiddles<T2, NS2>(tw, l, u);
+#pragma unroll
+        for (int m = 0; m < 16; ++m) a[1][m] = ff_mul(a[1][m], w);
+        ff_dft_tw<16, false>(a[0], u);
+        ff_dft_tw<16, false>(a[1], u);
+    }
+    ff_dft32_join<false>(a);
+    // the middle step: the upper half (r' >= 16) stored for the partner, the lower half's pairs c = l + 32 k with
+    // c' = 1023 - c in column p = 16 - s (column 0: 1024 - c; c = 0 and 512 their own partners)
+#pragma unroll
+    for (int k = 0; k < 16; ++k) col[ff_pad2(l + 32 * (16 + k))] = a[1][k];
+    ff_pair_sync<32>(s);
+    {
+        float2* const theirs = buf + ((16 - s) & 15) * CP;
+        const float4* const Pk = G + s * (CM / 2) + l;  // the pair table's entry of bin s + 16 c: Pk[32 k]
+        const float2 ws = __ldg(tw + s);                // exp(-2 pi i s / N)
+        const float h = 0.70710678118654752440f;
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const int c = l + 32 * k;  // W = exp(-2 pi i (s + 16 c) / N): c mod 256 from pass 2's row 0, c >= 256
+            float2 W = ff_mul(ws, __ldg(tw + T2 + c - (k >= 8 ? 256 : 0)));  // times exp(-2 pi i / 8)
+            if (k >= 8) W = ff_mul(W, make_float2(h, -h));
+            float4 gk, gm;
+            ff_pair_coefs(__ldg(Pk + 32 * k), W, gk, gm);
+            if (k == 0 && (s | l) == 0) {  // bin 0
+                ff_middle_self(a[0][0], gk);
+            } else {
+                float2* const pm = theirs + ff_pad2(s == 0 ? CM - c : CM - 1 - c);
+                float2 zm = *pm;
+                ff_middle(a[0][k], zm, gk, gm);
+                *pm = zm;
+            }
+        }
+        if ((s | l) == 0) {  // bin M/2 = 16 CM/2 of column 0, its own partner (W = -i)
+            float4 gc, unused;
+            ff_pair_coefs(__ldg(G + M / 2), make_float2(0.0f, -1.0f), gc, unused);
+            float2 zc = col[ff_pad2(CM / 2)];
+            ff_middle_self(zc, gc);
+            col[ff_pad2(CM / 2)] = zc;
+        }
+    }
+    ff_pair_sync<32>(s);  // (the partner's results in this column's upper half)
+    const int t2 = ff_tid(), l2 = t2 & 31;  // (read anew: its addresses not held through the step)
+    float2* const col2 = buf + (t2 >> 5) * CP;
+#pragma unroll
+    for (int k = 0; k < 16; ++k) a[1][k] = col2[ff_pad2(l2 + 32 * (16 + k))];
+    // pass 2 transposed: the inverse DFT, points r = 2m + h times conj w^(r l), to l + 32 r
+    ff_dft32_dif<true>(a);
+    {
+        float2 u[16];
+        const float2 w = ff_col32_twiddles<T2, NS2>(twi, l2, u);
+#pragma unroll
+        for (int m = 0; m < 16; ++m) {
+            if (m > 0) {
+                a[0][m] = ff_tw<true>(a[0][m], u[m]);
+                a[1][m] = ff_tw<true>(a[1][m], u[m]);
+            }
+            a[1][m] = ff_tw<true>(a[1][m], w);
+        }
+    }
+    ff_col32_io<true>(col2, l2, a);
+    __syncwarp();
+    // pass 1 transposed: points 32 l + r', the inverse DFT, to l + 32 r
+    ff_col32_rows<false>(col2, l2, a);
+    ff_dft32_dif<true>(a);
+    __syncwarp();
+    ff_col32_io<true>(col2, l2, a);
+}
+#endif
+
 // One tile of 2^15 samples on a block of B0/2 = M/32 = 512 threads, each taking two butterflies where ff_tile_cols's
 // take one (a register budget of 128 where that has 64): ff_tile_cols's four-step, its columns of CM = 1024 points
 // one warp's each (warp s, column s), in the layout of ff_pad2, every shared-memory access a 16-byte slot of two
@@ -1470,6 +1636,9 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
     __syncthreads();
     FF_MARK(2, 0);
     // 2. column s: forward, the middle step, inverse
+#if FF_COLS32
+    ff_wide_columns32<MB>(buf, G, tw, twi, tid);
+#else
     {
         const int s = tid >> 5, l = tid & 31;
         float2* const col = buf + s * CP;
@@ -1577,6 +1746,7 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
         ff_wide_pass16<16, true, TWB>(col2, twi, l2);
         ff_wide_pass16<1, true, 0>(col2, twi, l2);
     }
+#endif
     __syncthreads();
     FF_MARK(3, 0);
     // 3. points 2t and 2t + 1 of every column, the conjugate twiddles and the inverse DFTs of 16: y[2p] + i y[2p+1] at

@@ -1098,12 +1098,14 @@ FFT_FUSED_WIDE_CASES = [(7921, 60000, "same", 1, 0, True, 0, 0), (8000, 60000, "
                         (2047, 70000, "valid", 1, 0, True, 0, 0)]
 
 
+@pytest.mark.parametrize("cols32", [0, 1], ids=["cols16", "cols32"])
 @pytest.mark.parametrize("K,L,mode,C,xoff,pairs,ex,ew", FFT_FUSED_WIDE_CASES)
-def test_fft_fused_wide_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, pairs, ex, ew, rng):
+def test_fft_fused_wide_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, pairs, ex, ew, cols32, rng):
     """The 32768 tile on 512 threads (conv1d_fft_fused<15, true, PAIRS, true>): every output written and equal to the
     float64 reference, with and without 8-byte loads, with 16-byte loads and stores where a tile lies inside x and y is
-    aligned, on channels of ordinary, huge and tiny magnitude and taps whose outputs scale outside float32's normals."""
-    exe = host_build(*_FUSED_BUILD)
+    aligned, on channels of ordinary, huge and tiny magnitude and taps whose outputs scale outside float32's normals;
+    its columns as passes of radix 16, 16 and 4 (the default build) and as 32 x 32 (FF_COLS32)."""
+    exe = host_build(*_wide_build(cols32))
     x = np.ldexp(rng.standard_normal((C, L)), np.array([ex, 120][:C])[:, None]).astype(np.float32)
     w = np.ldexp(rng.standard_normal(K) / np.sqrt(K), ew).astype(np.float32).astype(np.float64)
     pad, out_len = window_1d(mode, L, K)
@@ -1565,6 +1567,11 @@ _CONV1D_BUILD = ("conv1d_harness.cpp", None, "c++20")
 _FUSED_BUILD = ("fft_fused_harness.cpp", None, "c++20")
 
 
+def _wide_build(cols32: int) -> tuple:
+    """The fused harness's build for ff_tile_wide's columns: the default, or as 32 x 32 (FF_COLS32)."""
+    return ("fft_fused_harness.cpp", {"FF_COLS32": 1}, "c++20") if cols32 else _FUSED_BUILD
+
+
 def _boundary_define(boundary: str) -> dict:
     """The define a fused launcher adds for ``boundary`` (none for fill: its constant is an argument)."""
     from sigconv.backends import cuda2d
@@ -1602,6 +1609,7 @@ _KEYS = {
     "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_kernel_runs_its_taps_as_given_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_pairs_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_wide_kernel_on_host": lambda **p: _build_key(*_wide_build(p["cols32"])),
     "test_fft_fused_refill_kernel_on_host": lambda **p: _build_key("fft_fused_harness.cpp", {"FF_REFILL": p["how"]},
                                                                    "c++20"),
     "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
