@@ -82,25 +82,26 @@ def test_kernel_compiles_without_spills(cu):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
-@pytest.mark.parametrize("how", [1, 2])
-def test_refill_builds_compile_without_spills(tmp_path, how):
-    """FF_REFILL's builds of the 32768 tile (its next tile copied by the bulk copy engine, 1, or by the threads, 2),
-    on 1024 threads (64 registers) and on 512: both compile for sm_90 with no spills, as a build must before it
-    becomes a default."""
+@pytest.mark.parametrize("defines", ["FF_REFILL=1", "FF_REFILL=2", "FF_COLS32=1", "FF_COLS32=1,FF_REFILL=1",
+                                     "FF_COLS32=1,FF_REFILL=2"])
+def test_experiment_builds_compile_without_spills(tmp_path, defines):
+    """The experiments' builds of the 32768 tile (FF_REFILL: its next tile copied by the bulk copy engine, 1, or by the
+    threads, 2; FF_COLS32: the columns of the 512-thread kernel as 32 x 32), on 1024 threads (64 registers) and on
+    512: both compile for sm_90 with no spills, as a build must before it becomes a default."""
     src = tmp_path / "refill.cu"
     args = "const float*, float*, const float4*, const float2*, const float2*, int, sc_i64, int, sc_i64, sc_i64, " \
            "sc_i64, const int*, int"
     src.write_text('#include "fft_fused.cuh"\n' + "".join(
         f"template __global__ void conv1d_fft_fused<15, true, true, {w}>({args});\n" for w in ("false", "true")))
-    cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-ftz=true", "-Xptxas", "-v", f"-DFF_REFILL={how}",
-           f"-I{KDIR}", "-o", "/dev/null", str(src)]
+    cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-cubin", "-ftz=true", "-Xptxas", "-v",
+           *(f"-D{d}" for d in defines.split(",")), f"-I{KDIR}", "-o", "/dev/null", str(src)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, f"nvcc failed on FF_REFILL={how}:\n{res.stderr[-4000:]}"
+    assert res.returncode == 0, f"nvcc failed on {defines}:\n{res.stderr[-4000:]}"
     report = _spill_report(res.stderr + res.stdout)
     fused = {f: s for f, s in report.items() if "conv1d_fft_fusedILi15ELb1ELb1E" in f}
-    assert len(fused) == 2, f"both kernels of FF_REFILL={how} instantiated: {sorted(report)}"
+    assert len(fused) == 2, f"both kernels of {defines} instantiated: {sorted(report)}"
     spilled = {f: s for f, s in fused.items() if s != (0, 0)}
-    assert not spilled, f"register spills in FF_REFILL={how}: {spilled}"
+    assert not spilled, f"register spills in {defines}: {spilled}"
 
 
 _MANGLED_ARGS = {"float": "f", "double": "d", "int": "i", "long long": "x"}
