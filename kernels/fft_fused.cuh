@@ -40,7 +40,8 @@
 // scaled (its outputs are NaN, as an FFT's are). (On the tiles of FF_EARLY_DFT_*, the first radix-16 DFT runs on
 // each thread's own scaling and is brought to the tile's after it: the same values.)
 //
-// Launch: grid (tiles, channels), any caps (block b = (y, x) takes the pairs c * tiles + t = b, b + blocks, ...);
+// Launch: grid (tiles, channels), any caps (block (x, y) takes tiles x, x + gridDim.x, ... of channels y, y + gridDim.y,
+// ...; fewer than 2^31 tiles a channel);
 // block: any multiple of 32 up to 1024 (conv1d_fft_fused<LOGN, ONE>, ONE for M/16 threads or more; tiles of 2^15
 // samples, SIGCONV_FFT_FUSED_ONE_MAX_LOGN, only in place: 1024 threads); dynamic shared memory: 8*ff_pad(M) + 128
 // bytes for a block of M/16 threads or more (one buffer and the reduction's 32 slots), else 16*ff_pad(M) + 128 (two
@@ -1996,34 +1997,28 @@ __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     int* red = reinterpret_cast<int*>(buf0 + (ONE ? MP : 2 * MP));
     const sc_i64 V = N - K + 1;
     const int et = ONE || !tap_shift ? 0 : tap_shift[0];  // (ff_tile_one reads it itself)
-    // the (channel, tile) pairs in one grid-stride loop over c * ntiles + t: nothing per channel held across tiles.
-    // Where the grid has a block a tile (gridDim.x == ntiles: the launcher's, but for caps) the k-th pair of block (x,
-    // y) is tile x of channel y + k gridDim.y, without the 64-bit division (some 20 instructions a tile)
-    const sc_i64 nb = (sc_i64)gridDim.x * gridDim.y, work = (sc_i64)C * ntiles;
-    const bool rows = (sc_i64)gridDim.x == ntiles;
-    int cr = (int)blockIdx.y;
+    // block (x, y) takes tiles x, x + gridDim.x, ... of channels y, y + gridDim.y, ...: nothing per channel held
+    // across tiles, and no division (the 64-bit one is a call, whose clobbered registers NVRTC's build of the 1024 tile
+    // spilled at the kernel's start; the launcher's grid has a block a tile, the inner loop one turn). The tile's index
+    // in 32 bits (fewer than 2^31 tiles a channel: the launcher's fused_plan; in 64, nvcc's build of ff_tile_wide with
+    // pairs spilled 4 bytes).
 #if FF_REFILL
     if constexpr (PAIRS) {
         ff_pairs_refill<LOGN, WIDE>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe, buf0, red);
         return;
     }
 #endif
-    for (sc_i64 w = (sc_i64)blockIdx.y * gridDim.x + blockIdx.x; w < work; w += nb, cr += (int)gridDim.y) {
-        int c = cr;
-        sc_i64 t = blockIdx.x;
-        if (!rows) {
-            c = (int)(w / ntiles);
-            t = w - (sc_i64)c * ntiles;
-        }
+    for (int c = (int)blockIdx.y; c < C; c += (int)gridDim.y)
+    for (unsigned t = blockIdx.x; t < (unsigned)ntiles; t += gridDim.x) {
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
-        const sc_i64 t0 = t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
+        const sc_i64 t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
         if constexpr (WIDE) {
-            ff_tl_begin(w);
+            ff_tl_begin((sc_i64)c * ntiles + t);  // (FF_TIMELINE's row; nothing otherwise)
             ff_tile_wide<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
             ff_tl_end();
         } else if constexpr (ONE && ff_cols(LOGN)) {
-            ff_tl_begin(w);  // (FF_TIMELINE; nothing otherwise)
+            ff_tl_begin((sc_i64)c * ntiles + t);
             ff_tile_cols<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
             ff_tl_end();
         } else if constexpr (ONE)

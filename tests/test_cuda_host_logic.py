@@ -72,6 +72,9 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
         assert p["expr"] == f"conv1d_fft_fused<12, {one}>", block
     assert p["ntiles"] == -(-(1 << 26) // 3842) and p["grid"] == (p["ntiles"], 3)
     assert c.fused_plan(255, 10 ** 6, 3, 128, cap_x=7, cap_y=2)["grid"] == (7, 2)
+    assert c.fused_plan(255, 3842 * ((1 << 31) - 1), 1)["ntiles"] == (1 << 31) - 1  # (the kernel counts in 32 bits)
+    with pytest.raises(ValueError, match="more than 2\\^31 - 1"):
+        c.fused_plan(255, 3842 * ((1 << 31) - 1) + 1, 1)
     assert c.fused_plan(255, 10 ** 6, 3)["smem"] == buffer + 128  # the tile's own block: in place
     q = c.fused_plan(4095, 1 << 20, 1, 512, tile=16384)
     assert (q["N"], q["V"], q["logn"], q["smem"]) == (16384, 12290, 14, 8 * (8192 + 512) + 128)

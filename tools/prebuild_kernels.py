@@ -7,7 +7,9 @@ into ``kernels/prebuilt``: one cubin per module and architecture, xz-compressed,
     python tools/prebuild_kernels.py --nvrtc /usr/local/cuda/lib64/libnvrtc.so --archs 90
 
 It compiles with NVRTC, as CuPy does at run time, with the options CuPy adds (``sigconv._kernels.CUPY_ADDED_OPTIONS``),
-so a pre-built binary is the code CuPy would have compiled for that GPU. Run it after editing anything under
+so a pre-built binary is the code CuPy would have compiled for that GPU; a build in which ptxas spills registers for
+sm_90 (NO_SPILLS_ARCH) is refused, and reported for the others (NVRTC's code and nvcc's differ: a kernel that nvcc
+compiles without spills may spill here). Run it after editing anything under
 ``kernels/``: the keys cover the exact code, and ``tests/test_kernel_build.py`` fails while the index is stale.
 No GPU is needed.
 """
@@ -34,6 +36,8 @@ from sigconv.backends import prebuilt_modules  # noqa: E402
 #: Ampere (A100; A10, RTX 30), Ada (L4, L40, RTX 40), Hopper (H100, H200), Blackwell (B200; RTX 50). A cubin also
 #: runs on later minor versions of its major (sm_80's on sm_87), see sigconv._kernels.prebuilt_arch.
 ARCHS = ("80", "86", "89", "90", "100", "120")
+#: The architecture the kernels are tuned for, on which a build that spills registers is refused (others: reported).
+NO_SPILLS_ARCH = "90"
 _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)')
 
 
@@ -82,8 +86,9 @@ class NVRTC:
         self.lib.nvrtcGetProgramLog(prog, buf)
         return buf.value.decode(errors="replace")
 
-    def compile(self, code: str, options, exprs) -> tuple[bytes, dict]:
-        """(cubin, {name expression: lowered name}) of ``code``; ``options`` must hold an ``-arch=sm_XX``."""
+    def compile(self, code: str, options, exprs, log: list | None = None) -> tuple[bytes, dict]:
+        """(cubin, {name expression: lowered name}) of ``code``; ``options`` must hold an ``-arch=sm_XX``. ``log``:
+        a list the compiler's log is appended to."""
         prog = ctypes.c_void_p()
         self._ok(self.lib.nvrtcCreateProgram(ctypes.byref(prog), code.encode(), b"sigconv.cu", 0, None, None),
                  "create")
@@ -92,6 +97,8 @@ class NVRTC:
                 self._ok(self.lib.nvrtcAddNameExpression(prog, e.encode()), f"name expression {e!r}")
             opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
             self._ok(self.lib.nvrtcCompileProgram(prog, len(options), opts), "compile", prog)
+            if log is not None:
+                log.append(self._log(prog))
             n = ctypes.c_size_t()
             self._ok(self.lib.nvrtcGetCUBINSize(prog, ctypes.byref(n)), "cubin size")
             buf = ctypes.create_string_buffer(n.value)
@@ -104,6 +111,20 @@ class NVRTC:
             return buf.raw, lowered
         finally:
             self.lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def spills(log: str) -> dict:
+    """{function: (spill store bytes, spill load bytes)} of the functions that spill, from ptxas -v's report."""
+    out, fn = {}, None
+    for line in log.splitlines():
+        m = re.search(r"Function properties for (\S+)", line)
+        if m:
+            fn = m.group(1)
+            continue
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and fn and (m.group(1), m.group(2)) != ("0", "0"):
+            out[fn] = (int(m.group(1)), int(m.group(2)))
+    return out
 
 
 def _entry(spec: dict) -> dict:
@@ -123,7 +144,15 @@ def build(nvrtc: NVRTC, archs, out: Path) -> dict:
         sizes = {}
         for arch in archs:
             opts = ent["options"] + list(_kernels.CUPY_ADDED_OPTIONS) + [f"-arch=sm_{arch}"]
-            cubin, lowered = nvrtc.compile(code, opts, ent["name_expressions"])
+            log = []  # (ptxas's report: a kernel that spills on the architecture it is tuned for is not shipped)
+            cubin, lowered = nvrtc.compile(code, opts + ["--ptxas-options=-v"], ent["name_expressions"], log)
+            spilled = spills(log[0])
+            if spilled:
+                what = (f"register spills in {spec['name']} {list(ent['name_expressions'])} for sm_{arch} (NVRTC, as "
+                        f"CuPy compiles it): {spilled}")
+                if arch == NO_SPILLS_ARCH:
+                    raise SystemExit(what)
+                print(what, flush=True)
             name = f"{key}.sm_{arch}.cubin.xz"
             (out / name).write_bytes(lzma.compress(cubin, preset=9))
             keep.add(name)

@@ -156,6 +156,8 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
         N = tile
     V = N - K + 1
     ntiles = max(1, -(-out_len // V))
+    if ntiles >= 1 << 31:  # (the kernel counts a channel's tiles in 32 bits; 2^40 samples and more)
+        raise ValueError(f"fft_fused: {out_len} outputs a channel are {ntiles} tiles of {V}, more than 2^31 - 1")
     grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
     wide = block is not None and fused_wide(N, block)
     buffers = 1 if block is None or 32 * block >= N or wide else 2
