@@ -1439,7 +1439,8 @@ template <bool INV> __device__ __forceinline__ float2 ff_w32(float2 a, int k) {
     if (k == 8) return ff_mul_mi<INV>(a);
     return k < 8 ? ff_mulc<INV>(a, C[k], C[8 - k]) : ff_mulc<INV>(a, -C[16 - k], C[k - 8]);
 }
-// The DFT of 32 points, 2 x 16, decimated in time: in a[h][m] = x[2m + h], out a[h][k] = X[16h + k].
+// The last stage of a DFT of 32 points, 2 x 16, decimated in time: a[h] the DFT of 16 of the points x[2m + h] (with
+// their twiddles, where the pass has them), out a[h][k] = X[16h + k].
 template <bool INV> __device__ __forceinline__ void ff_dft32_join(float2 (&a)[2][16]) {
 #pragma unroll
     for (int k = 0; k < 16; ++k) {
