@@ -48,18 +48,14 @@ def _ptxas(cu: Path) -> str:
 
 
 def _spill_report(text: str) -> dict:
-    """{function: (spill store bytes, spill load bytes)} from ptxas -v output: entry functions and the device
-    functions compiled apart (__noinline__)."""
-    out, fn = {}, None
-    for line in text.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'|Function properties for (\S+)", line)
-        if m:
-            fn = m.group(1) or m.group(2)
-            continue
-        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and fn:
-            out[fn] = (int(m.group(1)), int(m.group(2)))
-    return out
+    """{function: (spill store bytes, spill load bytes)} from ptxas -v output (tools/prebuild_kernels.py's reading,
+    which refuses a pre-built module that spills)."""
+    sys.path.insert(0, str(KDIR.parent / "tools"))
+    try:
+        from prebuild_kernels import ptxas_report
+    finally:
+        sys.path.pop(0)
+    return ptxas_report(text)
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")

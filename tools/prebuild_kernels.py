@@ -113,18 +113,24 @@ class NVRTC:
             self.lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-def spills(log: str) -> dict:
-    """{function: (spill store bytes, spill load bytes)} of the functions that spill, from ptxas -v's report."""
+def ptxas_report(log: str) -> dict:
+    """{function: (spill store bytes, spill load bytes)} from ptxas -v's report (nvcc's or NVRTC's): entry functions
+    and the device functions compiled apart (__noinline__). tests/test_kernel_build.py reads nvcc's with it."""
     out, fn = {}, None
     for line in log.splitlines():
-        m = re.search(r"Function properties for (\S+)", line)
+        m = re.search(r"Compiling entry function '([^']+)'|Function properties for (\S+)", line)
         if m:
-            fn = m.group(1)
+            fn = m.group(1) or m.group(2)
             continue
         m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m and fn and (m.group(1), m.group(2)) != ("0", "0"):
+        if m and fn:
             out[fn] = (int(m.group(1)), int(m.group(2)))
     return out
+
+
+def spills(log: str) -> dict:
+    """The functions of :func:`ptxas_report` that spill."""
+    return {f: s for f, s in ptxas_report(log).items() if s != (0, 0)}
 
 
 def _entry(spec: dict) -> dict:
