@@ -78,12 +78,13 @@ def test_kernel_compiles_without_spills(cu):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH: kernel compile check skipped")
-@pytest.mark.parametrize("defines", ["FF_REFILL=1", "FF_REFILL=2", "FF_COLS32=1", "FF_COLS32=1,FF_REFILL=1",
-                                     "FF_COLS32=1,FF_REFILL=2"])
+@pytest.mark.parametrize("defines", [pytest.param(d, marks=pytest.mark.slow) if "," in d else d for d in (
+    "FF_REFILL=1", "FF_REFILL=2", "FF_COLS32=1", "FF_COLS32=1,FF_REFILL=1", "FF_COLS32=1,FF_REFILL=2")])
 def test_experiment_builds_compile_without_spills(tmp_path, defines):
     """The experiments' builds of the 32768 tile (FF_REFILL: its next tile copied by the bulk copy engine, 1, or by the
     threads, 2; FF_COLS32: the columns of the 512-thread kernel as 32 x 32), on 1024 threads (64 registers) and on
-    512: both compile for sm_90 with no spills, as a build must before it becomes a default."""
+    512: both compile for sm_90 with no spills, as a build must before it becomes a default (the two together: with
+    --runslow)."""
     src = tmp_path / "refill.cu"
     args = "const float*, float*, const float4*, const float2*, const float2*, int, sc_i64, int, sc_i64, sc_i64, " \
            "sc_i64, const int*, int"
