@@ -116,7 +116,7 @@ def test_kernel_compiles_without_spills(cu):
         report = _spill_report(_sm90(cu, {"SIGCONV_NVCC_CHECK": 1}))
     assert report, f"ptxas reported no entry functions for {cu.name}"
     spilled = {f: s for f, s in report.items() if s != (0, 0)}
-    assert not spilled, f"register spills in {cu.name}: {spilled}"
+    assert not spilled, f"register spills in {cu.name} ({COMPILER}): {spilled}"
     if cu.name == "conv1d.cu":
         tiled = [f for f in report if "conv1d_tiled" in f]
         assert any("conv1d_tiled_rt" in f for f in tiled) and len(tiled) >= 5, \
@@ -145,7 +145,7 @@ def test_experiment_builds_compile_without_spills(defines):
     fused = {f: s for f, s in report.items() if "conv1d_fft_fusedILi15ELb1ELb1E" in f}
     assert len(fused) == 2, f"both kernels of {defines} instantiated: {sorted(report)}"
     spilled = {f: s for f, s in fused.items() if s != (0, 0)}
-    assert not spilled, f"register spills in {defines}: {spilled}"
+    assert not spilled, f"register spills in {defines} ({COMPILER}): {spilled}"
 
 
 _MANGLED_ARGS = {"float": "f", "double": "d", "int": "i", "long long": "x"}
@@ -172,7 +172,7 @@ def test_gate_module_compiles_every_expression_without_spills():
     got = {(re.match(r"_Z\d+\w+?I[fd][ix]E", f) or re.match(".*", f)).group(0) for f in report}
     assert got == want and len(report) == len(exprs), f"entry functions {sorted(report)}, expected {sorted(want)}"
     spilled = {f: s for f, s in report.items() if s != (0, 0)}
-    assert not spilled, f"register spills in gate.cu: {spilled}"
+    assert not spilled, f"register spills in gate.cu ({COMPILER}): {spilled}"
 
 
 # The wrap/symm builds of strip and shfl, as the launcher compiles them (cuda2d._fused): held to the occupancy of
