@@ -13,7 +13,8 @@ magnitude, which their kernels scale by powers of two, and fft_fused also proble
 multiple of 32 threads.) Variant names as arguments (``sanitize.py fft``) restrict
 the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included;
 ``sanitize.py refill``: only the FF_REFILL builds of fft_fused's 32768 tile, an experiment's, REFILL_SHAPES;
-``sanitize.py cols32``: only its FF_COLS32 builds, COLS32_BUILDS);
+``sanitize.py cols32``: only its FF_COLS32 builds, COLS32_BUILDS; ``sanitize.py l2pf``: its FF_L2PF build,
+L2PF_SHAPES);
 ``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D
 boundary shapes, so that the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
@@ -197,6 +198,14 @@ REFILL_SHAPES = ((200000, 7921, 2, 0, 2, 1024), (150002, 7921, 3, 2, 1, 1024), (
 COLS32_BUILDS = ({"FF_COLS32": 1}, {"FF_COLS32": 1, "FF_REFILL": 1}, {"FF_COLS32": 1, "FF_REFILL": 2})
 
 
+#: FF_L2PF (an experiment's build of the 32768 tile, kernels/fft_fused.cuh): (L, K, C, x offset in floats, blocks,
+#: threads) on the launch's grid (a block a tile), so that a block's prefetch of the tile a wave on lands in a later
+#: channel (channels of 2 tiles: 66 channels on with 132 multiprocessors), past the last, or nowhere; points read as
+#: pairs and as floats (an odd offset), 1024 threads and 512.
+L2PF_SHAPES = ((30000, 7921, 200, 0, None, 1024), (30000, 7921, 160, 1, None, 1024), (40000, 7921, 2, 0, None, 512),
+               (60002, 8000, 90, 2, None, 512))
+
+
 def _experiment_launch(cupy, rng, defines: dict, L, K, C, off, blocks, threads, what: str) -> tuple:
     """(mismatches, checks) of fft_fused's 32768 tile built with ``defines`` (an experiment's, kernels/fft_fused.cuh;
     "same", the launcher's zero taps and 8-byte loads where they apply: benchmarks/fused_ab.py's launcher_case) on C
@@ -249,6 +258,15 @@ def cols32_checks(cupy, rng) -> tuple:
         for L, K, C, off, blocks, threads in shapes:
             b, m = _experiment_launch(cupy, rng, defines, L, K, C, off, blocks, threads, what)
             bad, n = bad + b, n + m
+    return bad, n
+
+
+def l2pf_checks(cupy, rng) -> tuple:
+    """(mismatches, checks) of the FF_L2PF build of fft_fused's 32768 tile on L2PF_SHAPES (_experiment_launch)."""
+    bad = n = 0
+    for L, K, C, off, blocks, threads in L2PF_SHAPES:
+        b, m = _experiment_launch(cupy, rng, {"FF_L2PF": 1}, L, K, C, off, blocks, threads, "FF_L2PF=1")
+        bad, n = bad + b, n + m
     return bad, n
 
 
@@ -352,6 +370,10 @@ def main(argv=None) -> int:
         b, m = cols32_checks(cupy, rng)
         bad, n = bad + b, n + m
         print("conv1d fft_fused FF_COLS32: done")
+    if general and "l2pf" in only:  # (the same)
+        b, m = l2pf_checks(cupy, rng)
+        bad, n = bad + b, n + m
+        print("conv1d fft_fused FF_L2PF: done")
     for v in _registry.entries("conv2d", "cuda", kind="variant") if general else ():
         if only and v.name not in only:
             continue

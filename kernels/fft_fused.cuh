@@ -1980,6 +1980,50 @@ __device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, flo
 }
 #endif
 
+// FF_L2PF (an experiment on the tiles of ff_tile_cols and ff_tile_wide, one block a multiprocessor:
+// benchmarks/fused_ab.py --extra "FF_L2PF=1"): at a tile's start the block has L2 fetch the input of the tile FF_L2PF
+// waves on in launch order (c * ntiles + t plus FF_L2PF times the multiprocessors: the tile a multiprocessor takes when
+// this wave is done, on the launcher's grid of a block a tile), a 128-byte line a thread, so that the tile's loads hit
+// L2 and the DRAM reads behind them overlap this wave's columns, which cross no memory (the loads took 2.0 us of a
+// 17.4 us tile at K = 7921 on an H200, 2026-12-04). The prefetches touch no line outside the tile's floats in x and
+// change no result. Without it nothing of this is compiled. (Host emulation: FF_L2PF_HOST_NSM multiprocessors, and
+// each prefetch a read of the line's first float, which AddressSanitizer checks lies in x.)
+#ifndef FF_L2PF  // (an experiment's define first: benchmarks/fused_ab.py --extra)
+#define FF_L2PF 0
+#endif
+#if FF_L2PF
+#ifdef SIGCONV_HOST_EMULATION
+#ifndef FF_L2PF_HOST_NSM
+#define FF_L2PF_HOST_NSM 3
+#endif
+__device__ __forceinline__ unsigned ff_nsm() { return FF_L2PF_HOST_NSM; }
+__device__ __forceinline__ void ff_prefetch_l2(const float* p) { (void)*reinterpret_cast<const volatile float*>(p); }
+#else
+__device__ __forceinline__ unsigned ff_nsm() {
+    unsigned n;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+    return n;
+}
+__device__ __forceinline__ void ff_prefetch_l2(const float* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+#endif
+template <int LOGN>
+__device__ __forceinline__ void ff_l2_prefetch(const float* __restrict__ x, int C, sc_i64 L, sc_i64 pad, sc_i64 V,
+                                               unsigned ntiles, int c, unsigned t) {
+    constexpr int N = 1 << LOGN;
+    unsigned tn = t + FF_L2PF * ff_nsm();  // (t < 2^31: no overflow)
+    int cn = c;
+    if (tn >= ntiles) {  // a channel on, or more (32-bit: once a tile)
+        cn += (int)(tn / ntiles);
+        tn %= ntiles;
+    }
+    if (cn >= C) return;
+    const sc_i64 s0 = (sc_i64)tn * V - pad, lo = s0 > 0 ? s0 : 0, hi = s0 + N < L ? s0 + N : L;
+    const float* const xc = x + (sc_i64)cn * L + lo;
+    const int n = (int)(hi - lo);  // (below N; none where the tile lies outside x)
+    for (int i = 32 * ff_tid(); i < n; i += 32 * ff_ntid()) ff_prefetch_l2(xc + i);
+}
+#endif
+
 template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
 __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
@@ -2014,6 +2058,9 @@ __global__ void __launch_bounds__(WIDE ? 512 : 1024)
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
+#if FF_L2PF
+        if constexpr (WIDE || (ONE && ff_cols(LOGN))) ff_l2_prefetch<LOGN>(x, C, L, pad, V, (unsigned)ntiles, c, t);
+#endif
         if constexpr (WIDE) {
             ff_tl_begin((sc_i64)c * ntiles + t);  // (FF_TIMELINE's row; nothing otherwise)
             ff_tile_wide<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);

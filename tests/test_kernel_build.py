@@ -131,19 +131,23 @@ def test_kernel_compiles_without_spills(cu):
 
 @needs_compiler
 @pytest.mark.parametrize("defines", [pytest.param(d, marks=pytest.mark.slow) if "," in d else d for d in (
-    "FF_REFILL=1", "FF_REFILL=2", "FF_COLS32=1", "FF_COLS32=1,FF_REFILL=1", "FF_COLS32=1,FF_REFILL=2")])
+    "FF_REFILL=1", "FF_REFILL=2", "FF_COLS32=1", "FF_L2PF=1", "FF_COLS32=1,FF_REFILL=1", "FF_COLS32=1,FF_REFILL=2",
+    "FF_COLS32=1,FF_L2PF=1")])
 def test_experiment_builds_compile_without_spills(defines):
     """The experiments' builds of the 32768 tile (FF_REFILL: its next tile copied by the bulk copy engine, 1, or by the
-    threads, 2; FF_COLS32: the columns of the 512-thread kernel as 32 x 32), on 1024 threads (64 registers) and on
-    512: both compile for sm_90 with no spills, as a build must before it becomes a default (the two together: with
-    --runslow)."""
+    threads, 2; FF_COLS32: the columns of the 512-thread kernel as 32 x 32; FF_L2PF: the input of the tile a wave on
+    fetched into L2), on 1024 threads (64 registers) and on 512: each compiles for sm_90 with no spills, as a build
+    must before it becomes a default (combinations: with --runslow). FF_REFILL's and FF_COLS32's kernels read pairs;
+    FF_L2PF's are checked both ways."""
     args = "const float*, float*, const float4*, const float2*, const float2*, int, sc_i64, int, sc_i64, sc_i64, " \
            "sc_i64, const int*, int"
+    pairs = ("true", "false") if "FF_L2PF" in defines else ("true",)
     src = '#include "fft_fused.cuh"\n' + "".join(
-        f"template __global__ void conv1d_fft_fused<15, true, true, {w}>({args});\n" for w in ("false", "true"))
+        f"template __global__ void conv1d_fft_fused<15, true, {p}, {w}>({args});\n" for p in pairs
+        for w in ("false", "true"))
     report = _spill_report(_sm90(src, dict(d.split("=") for d in defines.split(","))))
-    fused = {f: s for f, s in report.items() if "conv1d_fft_fusedILi15ELb1ELb1E" in f}
-    assert len(fused) == 2, f"both kernels of {defines} instantiated: {sorted(report)}"
+    fused = {f: s for f, s in report.items() if "conv1d_fft_fusedILi15ELb1E" in f}
+    assert len(fused) == 2 * len(pairs), f"every kernel of {defines} instantiated: {sorted(report)}"
     spilled = {f: s for f, s in fused.items() if s != (0, 0)}
     assert not spilled, f"register spills in {defines} ({COMPILER}): {spilled}"
 
@@ -1198,6 +1202,30 @@ def test_fft_fused_refill_kernel_on_host(host_build, tmp_path, K, L, mode, C, xo
         assert err <= 2e-6, f"channel {c} (2^{mags[c]}) off by {err:.2e} (K={K}, L={L}, {caps})"
 
 
+# (K, L, mode, C, xoff, block): FF_L2PF's prefetches of the tile a wave on (host emulation: 3 multiprocessors, a
+# prefetch a read that AddressSanitizer checks) on channels of 3 tiles (60000 samples) and of 2 (40001, its last tile
+# short): in the same channel, the next one, past the last; 8-byte loads and float loads (x one float off); 1024 threads
+# and 512.
+FFT_FUSED_L2PF_CASES = [(7921, 60000, "same", 4, 0, 1024), (8000, 40001, "full", 3, 1, 1024),
+                        (7921, 60000, "valid", 3, 0, 512)]
+
+
+@pytest.mark.parametrize("K,L,mode,C,xoff,block", FFT_FUSED_L2PF_CASES)
+def test_fft_fused_l2pf_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, block, rng):
+    """FF_L2PF (each block has L2 fetch the input of the tile a wave on, an experiment's build): every prefetched
+    line inside x, and every output written and equal to the float64 reference."""
+    exe = host_build(*_L2PF_BUILD)
+    x = rng.standard_normal((C, L)).astype(np.float32)
+    w = rng.standard_normal(K) / np.sqrt(K)
+    pad, out_len = window_1d(mode, L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, xoff, tile=32768)
+    assert plan["N"] == 32768 and plan["pairs"] == (xoff == 0 and L % 2 == 0)
+    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    for c, err in enumerate(_channel_errors(y, ref)):
+        assert err <= 2e-6, f"channel {c} off by {err:.2e} (K={K}, L={L}, block {block})"
+
+
 @pytest.mark.parametrize("K,L,mode,C,block,xoff", [(4095, 9000, "same", 2, 512, 1), (2048, 7001, "same", 1, 256, 0),
                                                    (7921, 20000, "full", 1, 1024, 0), (255, 3000, "valid", 3, 128, 2)])
 def test_fft_fused_kernel_runs_its_taps_as_given_on_host(host_build, tmp_path, K, L, mode, C, block, xoff, rng):
@@ -1592,6 +1620,7 @@ def test_shfl_applies_only_within_its_halos():
 _OS_BUILD = ("os_harness.cpp", None, "c++17")
 _CONV1D_BUILD = ("conv1d_harness.cpp", None, "c++20")
 _FUSED_BUILD = ("fft_fused_harness.cpp", None, "c++20")
+_L2PF_BUILD = ("fft_fused_harness.cpp", {"FF_L2PF": 1}, "c++20")
 
 
 def _wide_build(cols32: int) -> tuple:
@@ -1639,6 +1668,7 @@ _KEYS = {
     "test_fft_fused_wide_kernel_on_host": lambda **p: _build_key(*_wide_build(p["cols32"])),
     "test_fft_fused_refill_kernel_on_host": lambda **p: _build_key("fft_fused_harness.cpp", {"FF_REFILL": p["how"]},
                                                                    "c++20"),
+    "test_fft_fused_l2pf_kernel_on_host": lambda **_: _build_key(*_L2PF_BUILD),
     "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),
