@@ -348,6 +348,44 @@ def test_atomic_output_says_a_full_disk_for_any_writer(tmp_path):
     assert _only_files(tmp_path) == []
 
 
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_stop_signal_taken_by_another_thread_while_the_temporary_file_is_made(tmp_path, monkeypatch, signame):
+    """A stop signal that arrives while atomic_output makes its temporary file, delivered to another thread (the
+    kernel gives a process's signal to any thread that does not block it: a reader, FFT or BLAS worker), still
+    leaves no file: its handler runs in the main thread once the clean-up is in place, and the interruption goes
+    on from there."""
+    import signal
+    import tempfile
+
+    from sigconv._core import atomic
+    from sigconv._core.errors import raise_terminated
+
+    sig = getattr(signal, signame)
+    wait = threading.Event()
+    other = threading.Thread(target=wait.wait, daemon=True)  # (started before the hold: the signal open in it)
+    other.start()
+    real = tempfile.mkstemp
+    sent = []
+
+    def mkstemp(*args, **kw):
+        made = real(*args, **kw)
+        signal.pthread_kill(other.ident, sig)  # (its C handler runs there; the Python one waits for the main thread)
+        time.sleep(0.2)
+        sent.append(made[1])
+        return made
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", mkstemp)
+    before = signal.signal(sig, signal.default_int_handler if signame == "SIGINT" else raise_terminated)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with atomic_output(tmp_path / "out.bin"):
+                pytest.fail("the block ran: the signal was lost")
+    finally:
+        signal.signal(sig, before)
+        wait.set()
+    assert _only_files(tmp_path) == [] and len(sent) == 1, sent
+
+
 # --------------------------------------------------------------------------------- Ctrl-C between the starts
 
 def _interrupt_second_start(monkeypatch, how: str):

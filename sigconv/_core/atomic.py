@@ -7,8 +7,8 @@ that is a symbolic link to a regular file is written through: the link's target 
 ``with atomic_output(path) as tmp:`` yields a temporary file beside ``path`` (same folder, so the final
 rename is atomic); when the block completes the file gets an ordinary mode (0666 less the umask) and
 replaces ``path``; when it raises, KeyboardInterrupt (and :class:`Terminated`) included, the temporary file is removed. Ctrl-C,
-SIGTERM and SIGHUP are held back (blocked, not lost) from the moment the temporary file is created until the clean-up is in place, so
-no interruption can leave one behind.
+SIGTERM and SIGHUP are held back (recorded, not lost) from before the temporary file is created until the clean-up is in
+place, then handled, so no interruption can leave one behind.
 """
 
 from __future__ import annotations
@@ -93,18 +93,47 @@ def replace_problem(out) -> Optional[str]:
     return f"{out}: is a {kind}{via}, not a regular file; sigconv replaces regular files only, choose another output"
 
 
-def _hold_sigint() -> frozenset:
-    """Block the stop signals (SIGINT, SIGTERM, SIGHUP) in the main thread (they stay pending); the ones blocked
-    here."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        return frozenset()
-    return frozenset(STOP_SIGNALS) - signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
+class _Held:
+    """The stop signals (SIGINT, SIGTERM, SIGHUP) held back in the main thread: while held, each one that arrives is
+    recorded instead of handled. (Blocking them in the main thread would not do: the kernel gives a process's signal
+    to any thread that does not block it, a reader, an FFT or BLAS worker, whose C handler has Python run the handler
+    in the main thread all the same, at its next bytecode.) Elsewhere than the main thread nothing is held (a handler
+    can only be set there; a signal's handler never runs in another thread)."""
 
+    def __init__(self):
+        self.before: dict = {}
+        self.got: list = []
+        if threading.current_thread() is not threading.main_thread():
+            return
+        try:
+            for sig in STOP_SIGNALS:
+                h = signal.getsignal(sig)
+                if h is None or h is signal.SIG_IGN:  # (a handler set outside Python: left as it is; ignored: nothing)
+                    continue
+                self.before[sig] = signal.signal(sig, self._record)
+        except BaseException:  # (a signal whose handler was not yet swapped: the others put back before it goes on)
+            self.release()
+            raise
 
-def _release_sigint(held: frozenset) -> None:
-    """Unblock what _hold_sigint blocked; a pending signal's handler runs at the next bytecode."""
-    if held:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+    def _record(self, signum, frame) -> None:
+        self.got.append(signum)
+
+    def release(self) -> None:
+        """Put the handlers back (once) and handle what arrived meanwhile, the first signal as its handler would
+        have: a Python handler is called here (KeyboardInterrupt, :class:`Terminated`), the default action is
+        taken."""
+        before, self.before = self.before, {}
+        for sig, h in before.items():
+            signal.signal(sig, h)
+        if not self.got:
+            return
+        sig = self.got[0]
+        self.got = []
+        h = before.get(sig)
+        if callable(h):
+            h(sig, None)
+        elif h is signal.SIG_DFL:
+            signal.raise_signal(sig)
 
 
 def _read_umask() -> int:
@@ -138,7 +167,7 @@ def atomic_output(out, *, before_replace: Optional[Callable[[], None]] = None) -
         raise OutputError(why)
     out = Path(os.path.realpath(given)) if os.path.islink(given) else given  # a link: write its target
     folder = out.parent if str(out.parent) else Path(".")
-    held = _hold_sigint()
+    held = _Held()
     try:
         try:
             fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=PART_SUFFIX, dir=folder)
@@ -147,7 +176,7 @@ def atomic_output(out, *, before_replace: Optional[Callable[[], None]] = None) -
             raise OutputError(f"{folder}: output folder is not writable ({exc.strerror})") from None
         tmp = Path(name)
         try:
-            _release_sigint(held)
+            held.release()
             yield tmp
             if before_replace is not None:
                 before_replace()
@@ -165,4 +194,4 @@ def atomic_output(out, *, before_replace: Optional[Callable[[], None]] = None) -
                 raise write_error(exc, out) from None
             raise
     finally:
-        _release_sigint(held)
+        held.release()
