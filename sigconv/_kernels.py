@@ -30,7 +30,7 @@ from typing import Iterable, Mapping
 
 __all__ = ["kernel_dir", "source", "source_hash", "module", "module_key", "constants", "prebuilt_index",
            "prebuilt_arch", "prebuilt_problems", "origins", "constant_memory", "NVRTC_OPTIONS", "CUPY_ADDED_OPTIONS",
-           "LIMITS", "PREBUILT_DIR"]
+           "cupy_compile_options", "LIMITS", "PREBUILT_DIR"]
 
 #: Options for every NVRTC compile. No fast-math: results are checked against float64 references.
 NVRTC_OPTIONS = ("-std=c++17",)
@@ -39,6 +39,13 @@ NVRTC_OPTIONS = ("-std=c++17",)
 #: compile, ``--device-as-default-execution-space`` in its NVRTC call; ``-arch`` comes from the device). The pre-built
 #: binaries are compiled with the same, so that they hold the code CuPy would compile.
 CUPY_ADDED_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
+
+
+def cupy_compile_options(arch: str, options: Iterable[str] = ()) -> list:
+    """The NVRTC options of CuPy's compile for sm_``arch`` of a module with ``options`` (:data:`NVRTC_OPTIONS`, the
+    module's own, :data:`CUPY_ADDED_OPTIONS`, ``-arch``): what tools/prebuild_kernels.py builds with, and the kernel
+    build checks."""
+    return [*NVRTC_OPTIONS, *options, *CUPY_ADDED_OPTIONS, f"-arch=sm_{arch}"]
 
 #: The folder of ``kernel_dir()`` holding the pre-built binaries and their index.
 PREBUILT_DIR = "prebuilt"

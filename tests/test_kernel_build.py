@@ -80,8 +80,7 @@ def _sm90(src, defines=None, exprs=(), maxrreg: int | None = None) -> str:
         from sigconv import _kernels
 
         log = []
-        opts = [*_kernels.NVRTC_OPTIONS, *_kernels.CUPY_ADDED_OPTIONS, "-arch=sm_90", "--ptxas-options=-v",
-                f"--include-path={KDIR}", *flags]
+        opts = _kernels.cupy_compile_options("90", ["--ptxas-options=-v", f"--include-path={KDIR}", *flags])
         NVRTC.compile(text, opts, tuple(exprs), log)
         return log[0]
     if exprs:  # (referenced from a host function, so that nvcc emits them)

@@ -149,7 +149,7 @@ def build(nvrtc: NVRTC, archs, out: Path) -> dict:
         code = ent.pop("code")
         sizes = {}
         for arch in archs:
-            opts = ent["options"] + list(_kernels.CUPY_ADDED_OPTIONS) + [f"-arch=sm_{arch}"]
+            opts = _kernels.cupy_compile_options(arch, spec.get("options", ()))
             log = []  # (ptxas's report: a kernel that spills on the architecture it is tuned for is not shipped)
             cubin, lowered = nvrtc.compile(code, opts + ["--ptxas-options=-v"], ent["name_expressions"], log)
             spilled = spills(log[0])
