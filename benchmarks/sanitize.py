@@ -156,8 +156,10 @@ def _scaled_mismatch(y, ref, mag: int, what: str, tol: float = 1e-5) -> int:
 
 #: fft_fused's longest tile on 512 threads, two butterflies a thread (overlap_save.fused_wide; only with an explicit
 #: tile and block): (L, K, C, x offset in floats): 8-byte loads (L even, x aligned), 16-byte loads of a tile wholly
-#: inside x (60000 samples), float loads (L odd; x one float off).
-WIDE_SHAPES = ((40000, 7921, 2, 0), (60000, 7921, 1, 0), (40001, 8000, 1, 0), (40000, 7921, 1, 1))
+#: inside x (60000 samples), float loads (L odd; x one float off), a last tile of one output ("same" on 74545 samples)
+#: whose place in y is 16-byte aligned in one channel and not in the other.
+WIDE_SHAPES = ((40000, 7921, 2, 0), (60000, 7921, 1, 0), (40001, 8000, 1, 0), (40000, 7921, 1, 1),
+               (74545, 7921, 2, 0))
 
 
 def wide_tile_checks(cupy, rng) -> tuple:

@@ -1130,12 +1130,13 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
     if (pairs && es + et >= -126 && es + et <= 127) {
         const float fs = __int_as_float((127 + es + et) << 23);
         if (W == 2 && (reinterpret_cast<unsigned long long>(yo) & 15) == 0) {
+            const unsigned n4 = nv > 3 ? (unsigned)(nv - 3) : 0u;  // (d < n4: outputs d to d + 3 valid; none for nv < 4)
 #pragma unroll
             for (int m = 0; m < 16; ++m) {
                 const int f = 2 * (W * jt + m * B0);  // (a multiple of 4)
                 const unsigned d = (unsigned)(f - (K - 1));
                 const float2 p = v[m], q = v[16 * (W - 1) + m];
-                if (d < (unsigned)(nv - 3)) {
+                if (d < n4) {
                     *reinterpret_cast<float4*>(yo + f) = make_float4(p.x * fs, p.y * fs, q.x * fs, q.y * fs);
                 } else {
                     if (d < (unsigned)nv) yo[f] = p.x * fs;

@@ -559,13 +559,14 @@ def test_fft_fused_tiles_and_taps(rng, K):
 def test_fft_fused_longest_tile_on_512_threads(rng, K):
     """The 32768 tile on 512 threads (two butterflies a thread: overlap_save.fused_wide) against the float64
     reference and against the same tile on 1024 threads: every mode, one and two channels, an even length (8-byte
-    loads; 16-byte ones on the tiles wholly inside x) and an odd one (float loads), x one float off; poisoned outputs
+    loads; 16-byte ones on the tiles wholly inside x) and an odd one (float loads), x one float off, last tiles of
+    1, 2 and 3 outputs ("same" on 3 V + 1 to 3 V + 3 samples: fewer than a 16-byte store's four); poisoned outputs
     must all be written."""
     from sigconv.backends import overlap_save
 
     V = 32768 - K + 1
     failures, n = [], 0
-    for C, L, off in ((1, 5 * V, 0), (2, 3 * V + 1, 0), (1, 4 * V, 1)):
+    for C, L, off in ((1, 5 * V, 0), (2, 3 * V + 1, 0), (2, 3 * V + 2, 0), (2, 3 * V + 3, 0), (1, 4 * V, 1)):
         x0 = rng.standard_normal((C, L + off)).astype(np.float32)
         h = rng.standard_normal(K).astype(np.float32)
         full_corr = scipy.signal.oaconvolve(x0[:, off:].astype(np.float64), h.astype(np.float64)[::-1][None, :],

@@ -1122,10 +1122,13 @@ def test_fft_fused_pairs_kernel_on_host(host_build, tmp_path, K, L, mode, C, xof
 # loads of a point's samples (x aligned, L even) and 16-byte ones of a thread's two points where a tile lies wholly
 # inside x (60000 samples: the second tile of 7921 taps), float loads (L odd, x one float off), two channels, every
 # mode; x of 2^ex (a second channel 2^120: the tile's scaling), taps of 2^ew (-130: outputs scaled by a power of two
-# that is not a normal float).
-FFT_FUSED_WIDE_CASES = [(7921, 60000, "same", 1, 0, True, 0, 0), (8000, 60000, "same", 2, 0, True, -100, 0),
-                        (7921, 40001, "same", 1, 0, False, 0, -130), (7921, 40000, "full", 1, 1, False, 120, 0),
-                        (2047, 70000, "valid", 1, 0, True, 0, 0)]
+# that is not a normal float); last tiles of 1, 2 and 3 outputs whose place in y is 16-byte aligned (3 V + 1 to 3 V + 3
+# samples "same", V = 24848: fewer outputs than a 16-byte store's four), channel 1 of them at each alignment.
+FFT_FUSED_WIDE_CASES = _grid([(7921, 60000, "same", 1, 0, True, 0, 0), (8000, 60000, "same", 2, 0, True, -100, 0),
+                              (7921, 40001, "same", 1, 0, False, 0, -130), (7921, 40000, "full", 1, 1, False, 120, 0),
+                              (2047, 70000, "valid", 1, 0, True, 0, 0), (7921, 74545, "same", 2, 0, False, 0, 0),
+                              (7921, 74546, "same", 2, 0, True, 0, 0), (7921, 74547, "same", 2, 0, False, 0, 0)],
+                             {6, 7})
 
 
 @pytest.mark.parametrize("cols32", [0, 1], ids=["cols16", "cols32"])
