@@ -11,10 +11,7 @@ unaligned channel starts (L % 4 != 0) and several channels; the fft variants als
 magnitude, which their kernels scale by powers of two, and fft_fused also problems large enough for its own kernel;
 ``--blocks 96,992`` runs every variant with those blocks, any
 multiple of 32 threads.) Variant names as arguments (``sanitize.py fft``) restrict
-the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included;
-``sanitize.py refill``: only the FF_REFILL builds of fft_fused's 32768 tile, an experiment's, REFILL_SHAPES;
-``sanitize.py cols32``: only its FF_COLS32 builds, COLS32_BUILDS; ``sanitize.py l2pf``: its FF_L2PF build,
-L2PF_SHAPES);
+the run to those variants (``sanitize.py boundary strip shfl``: those two, their boundaries included);
 ``--shape I`` runs only the boundary checks of BOUNDARY_SHAPES[I] and ``--no-boundary`` everything but the 2-D
 boundary shapes, so that the parts can run as parallel processes (benchmarks/gpu_check.sh does: NVRTC builds dominate an instrumented run);
 ``boundary`` names the 2-D boundaries (fill 0 and 2.5, wrap, symm, on kernels larger than the image and 1xN /
@@ -186,103 +183,6 @@ def wide_tile_checks(cupy, rng) -> tuple:
     return bad, n
 
 
-#: FF_REFILL (an experiment's build of the 32768 tile, kernels/fft_fused.cuh): (L, K, C, x offset in floats, blocks,
-#: threads): a grid of fewer blocks than tiles, so that a block's next tile is copied into its buffer; tiles starting 0
-#: and 8 bytes past a 16-byte boundary, next tiles in another channel, x ending 8 bytes short of a tile (78502
-#: samples); 1024 threads and 512 (two butterflies a thread).
-REFILL_SHAPES = ((200000, 7921, 2, 0, 2, 1024), (150002, 7921, 3, 2, 1, 1024), (78502, 7921, 1, 0, 1, 1024),
-                 (78502, 7921, 1, 2, 1, 1024), (200000, 2047, 1, 2, 3, 1024), (200000, 7921, 2, 2, 2, 512),
-                 (78502, 8000, 1, 0, 1, 512))
-
-
-#: FF_COLS32 (an experiment's build of the 32768 tile on 512 threads, its columns as 32 x 32, kernels/fft_fused.cuh):
-#: the grid of the launch (a block a tile) on WIDE_SHAPES, and with FF_REFILL (1 and 2) on REFILL_SHAPES of 512 threads.
-COLS32_BUILDS = ({"FF_COLS32": 1}, {"FF_COLS32": 1, "FF_REFILL": 1}, {"FF_COLS32": 1, "FF_REFILL": 2})
-
-
-#: FF_L2PF (an experiment's build of the 32768 tile, kernels/fft_fused.cuh): (L, K, C, x offset in floats, blocks,
-#: threads) on the launch's grid (a block a tile), so that a block's prefetch of the tile a wave on lands in a later
-#: channel (channels of 2 tiles: 66 channels on with 132 multiprocessors), past the last, or nowhere; points read as
-#: pairs and as floats (an odd offset), 1024 threads and 512.
-L2PF_SHAPES = ((30000, 7921, 200, 0, None, 1024), (30000, 7921, 160, 1, None, 1024), (40000, 7921, 2, 0, None, 512),
-               (60002, 8000, 90, 2, None, 512))
-
-
-def _experiment_launch(cupy, rng, defines: dict, L, K, C, off, blocks, threads, what: str) -> tuple:
-    """(mismatches, checks) of fft_fused's 32768 tile built with ``defines`` (an experiment's, kernels/fft_fused.cuh;
-    "same", the launcher's zero taps and 8-byte loads where they apply: benchmarks/fused_ab.py's launcher_case) on C
-    channels of L samples from ``off`` floats in, ``blocks`` blocks (None: the plan's grid) of ``threads``, against the
-    float64 correlation, inputs of ordinary, huge and tiny magnitude."""
-    from fused_ab import launcher_case  # (this folder)
-    from sigconv import _kernels
-    from sigconv.backends import overlap_save as os_
-    from sigconv.backends.cpu import _window_from_full
-
-    code = "".join(f"#define {k} {v}\n" for k, v in defines.items()) + _kernels.source("conv1d.cu")
-    w0 = rng.standard_normal(K).astype(np.float32)
-    case = launcher_case(os_, w0, L, threads, 32768, floats=off % 2 == 1)  # (8-byte loads need x on 8 bytes)
-    if "FF_REFILL" in defines and not case["pairs"]:
-        raise SystemExit(f"sanitize: the 32768 tile of {K} taps on {L} samples does not read pairs")
-    w, Kr, pad, N, plan = (case[k] for k in ("w", "K", "pad", "N", "plan"))
-    expr = plan["expr"]
-    f = cupy.RawModule(code=code, options=_kernels.NVRTC_OPTIONS, name_expressions=(expr,)).get_function(expr)
-    f.max_dynamic_shared_size_bytes = plan["smem"]
-    H, ts = os_.host_spectrum(w, N)
-    table, ts, tw = cupy.asarray(os_.fused_table(H, N)), cupy.asarray(ts), os_._device_twiddles(N)
-    grid = (blocks, 1) if blocks else (plan["ntiles"], C)  # (the plan's tiles are a channel's)
-    x0 = rng.standard_normal(off + C * L).astype(np.float32)  # (channels L apart, from off floats in)
-    corr0 = scipy.signal.oaconvolve(x0[off:].reshape(C, L).astype(np.float64),
-                                    w0[::-1].astype(np.float64)[None, :], axes=-1)
-    room = int(np.floor(np.log2(np.finfo(np.float32).max / 4 / np.abs(corr0).max())))
-    bad = n = 0
-    for mag in (min(m, room) for m in FFT_MAGNITUDES["float32"]):
-        xg = cupy.asarray(np.ldexp(x0, mag))[off:]
-        y = cupy.full((C, L), np.nan, dtype=cupy.float32)
-        f(grid, (threads,), (xg, y, table, tw, tw, np.int32(C), np.int64(L), np.int32(Kr), np.int64(pad),
-                             np.int64(L), np.int64(plan["ntiles"]), ts, np.int32(os_.FFT_SAFE_EXPONENT["float32"])),
-          shared_mem=plan["smem"])
-        bad += _scaled_mismatch(cupy.asnumpy(y), _window_from_full(corr0, K, (K - 1) // 2, L), mag,
-                                f"conv1d fft_fused {what} L={L} K={K} C={C} off={off} {grid[0]}x{threads}")
-        n += 1
-    return bad, n
-
-
-def cols32_checks(cupy, rng) -> tuple:
-    """(mismatches, checks) of the FF_COLS32 builds (COLS32_BUILDS): WIDE_SHAPES on the launch's grid, and with
-    FF_REFILL the REFILL_SHAPES of 512 threads on theirs."""
-    bad = n = 0
-    for defines in COLS32_BUILDS:
-        what = ",".join(f"{k}={v}" for k, v in defines.items())
-        if "FF_REFILL" in defines:
-            shapes = [s for s in REFILL_SHAPES if s[5] == 512]
-        else:
-            shapes = [(L, K, C, off, None, 512) for L, K, C, off in WIDE_SHAPES]
-        for L, K, C, off, blocks, threads in shapes:
-            b, m = _experiment_launch(cupy, rng, defines, L, K, C, off, blocks, threads, what)
-            bad, n = bad + b, n + m
-    return bad, n
-
-
-def l2pf_checks(cupy, rng) -> tuple:
-    """(mismatches, checks) of the FF_L2PF build of fft_fused's 32768 tile on L2PF_SHAPES (_experiment_launch)."""
-    bad = n = 0
-    for L, K, C, off, blocks, threads in L2PF_SHAPES:
-        b, m = _experiment_launch(cupy, rng, {"FF_L2PF": 1}, L, K, C, off, blocks, threads, "FF_L2PF=1")
-        bad, n = bad + b, n + m
-    return bad, n
-
-
-def refill_checks(cupy, rng) -> tuple:
-    """(mismatches, checks) of the FF_REFILL builds of fft_fused's 32768 tile (1: the bulk copy engine's copies, 2:
-    the threads') on REFILL_SHAPES (_experiment_launch)."""
-    bad = n = 0
-    for how in (1, 2):
-        for L, K, C, off, blocks, threads in REFILL_SHAPES:
-            b, m = _experiment_launch(cupy, rng, {"FF_REFILL": how}, L, K, C, off, blocks, threads, f"FF_REFILL={how}")
-            bad, n = bad + b, n + m
-    return bad, n
-
-
 def main(argv=None) -> int:
     import argparse
 
@@ -364,18 +264,6 @@ def main(argv=None) -> int:
         b, m = wide_tile_checks(cupy, rng)
         bad, n = bad + b, n + m
         print("conv1d fft_fused 32768 tile on 512 threads: done")
-    if general and "refill" in only:  # (an experiment's build: asked for by name only)
-        b, m = refill_checks(cupy, rng)
-        bad, n = bad + b, n + m
-        print("conv1d fft_fused FF_REFILL: done")
-    if general and "cols32" in only:  # (the same)
-        b, m = cols32_checks(cupy, rng)
-        bad, n = bad + b, n + m
-        print("conv1d fft_fused FF_COLS32: done")
-    if general and "l2pf" in only:  # (the same)
-        b, m = l2pf_checks(cupy, rng)
-        bad, n = bad + b, n + m
-        print("conv1d fft_fused FF_L2PF: done")
     for v in _registry.entries("conv2d", "cuda", kind="variant") if general else ():
         if only and v.name not in only:
             continue

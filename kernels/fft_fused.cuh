@@ -51,9 +51,6 @@
 #include "common.cuh"
 #include "limits.cuh"  // SIGCONV_FFT_FUSED_*_LOGN
 #include "overlap_save.cuh"
-#if defined(FF_REFILL) && FF_REFILL == 2
-#include "async_copy.cuh"  // (FF_REFILL 2's copies)
-#endif
 
 __device__ __forceinline__ float2 ff_mul(float2 a, float2 b) {
     return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -724,182 +721,16 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
     __syncthreads();
 }
 
-// FF_REFILL 1 (an experiment on the PAIRS tile, ff_tile_cols and ff_tile_wide, behind a grid of fewer blocks than
-// pairs: benchmarks/fused_ab.py --extra "grid_x=132,FF_REFILL=1"): a block whose next pair lies wholly inside x has the bulk
-// copy engine bring it into the tile's own buffer, free once the outputs' points are read from it, while the threads
-// take their inverse DFTs and store the outputs; the next tile's first pass then reads its points from shared memory.
-// The tile's loads (2 us of a 16.6 us tile at K = 7921, H200, 2026-12-04) and the block's exit and start overlap the
-// last tile's outputs. FF_REFILL 2: the same with the block's threads copying the tile (cp.async) instead of the bulk
-// copy engine. Without either nothing of this is compiled.
-#ifndef FF_REFILL  // (an experiment's define first: benchmarks/fused_ab.py --extra)
-#define FF_REFILL 0
-#endif
-#if FF_REFILL
-// The block's state in shared memory, so that nothing of the loop is held in registers across a tile (on 1024
-// threads, 64 of them; ptxas spilled 40 bytes where the pair and the outputs' place were registers). Written by thread
-// 0 before the barrier that ends a tile's reads of the buffer (ff_refill_next) and read by every thread at the next
-// tile's start: bit 1 of ff_refill_st whether the tile's floats are in the buffer, bit 0 the parity of the mbarrier's
-// phase that their copies complete; ff_refill_n the copies issued; the block's pair (ff_refill_c, ff_refill_t); the
-// next tile's copy (ff_refill_src, ff_refill_nb: FF_REFILL 2's threads read it after that barrier). The tile's shift,
-// outputs and their count: ff_refill_keep.
-static __shared__ int ff_refill_es, ff_refill_st, ff_refill_n, ff_refill_c, ff_refill_nv;
-static __shared__ unsigned ff_refill_t, ff_refill_nb;
-static __shared__ const float* ff_refill_src;
-static __shared__ float* ff_refill_yt;
-static __shared__ sc_i64 ff_refill_pad;  // (thread 0's, for the next pair: a register held across the loop otherwise)
-// (thread 0, after the first pass's barrier) the tile's shift, outputs and their count, read back by every thread
-// for the outputs (ff_refill_take, before the barrier of ff_refill_next): registers not held through the columns.
-__device__ __forceinline__ void ff_refill_keep(int es, float* yt, int nv) {
-    if (ff_tid() == 0) {
-        ff_refill_es = es;
-        ff_refill_yt = yt;
-        ff_refill_nv = nv;
-    }
-}
-__device__ __forceinline__ void ff_refill_take(int& es, float* __restrict__& yt, int& nv) {
-    es = ff_refill_es;
-    yt = ff_refill_yt;
-    nv = ff_refill_nv;
-}
-#if FF_REFILL == 2
-// FF_REFILL 2: every thread copies 16-byte words of the next tile (cp.async, through the load path of L1) instead of
-// the bulk copy engine; a thread waits for its own copies and the block's barrier for the others'.
-__device__ __forceinline__ void ff_refill_init() {
-    if (ff_tid() == 0) ff_refill_st = ff_refill_n = 0;
-    __syncthreads();
-}
-__device__ __forceinline__ void ff_refill_wait(int) {
-    cp_async_wait_all();
-    __syncthreads();
-}
-#elif defined(SIGCONV_HOST_EMULATION)
-// The copies' mbarrier, emulated: the completed phases counted; the copy happens at once, where it is issued.
-static std::atomic<unsigned> ff_refill_done{0};
-__device__ __forceinline__ void ff_refill_init() {
-    if (ff_tid() == 0) {
-        ff_refill_done.store(0);
-        ff_refill_st = ff_refill_n = 0;
-    }
-    __syncthreads();
-}
-__device__ __forceinline__ void ff_refill_issue(float* dst, const float* src, unsigned bytes) {
-    sc_emu_check_aligned(dst, 16);
-    sc_emu_check_aligned(src, 16);
-    if (bytes % 16 != 0) {
-        std::fprintf(stderr, "bulk copy of %u bytes, not a multiple of 16\n", bytes);
-        std::exit(4);
-    }
-    std::memcpy(dst, src, bytes);
-    ff_refill_done.fetch_add(1, std::memory_order_release);
-}
-// (every thread that reads the copy) until the phase of the given parity has completed
-__device__ __forceinline__ void ff_refill_wait(int parity) {
-    while ((int)(ff_refill_done.load(std::memory_order_acquire) & 1u) == parity) std::this_thread::yield();
-}
-#else
-// The copies' mbarrier: one arrival a phase, the issuing thread's, with the bytes to expect.
-static __shared__ unsigned long long ff_refill_bar;
-__device__ __forceinline__ unsigned ff_refill_bar_at() {
-    return static_cast<unsigned>(__cvta_generic_to_shared(&ff_refill_bar));
-}
-__device__ __forceinline__ void ff_refill_init() {
-    if (ff_tid() == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(ff_refill_bar_at()) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        ff_refill_st = ff_refill_n = 0;
-    }
-    __syncthreads();
-}
-// (one thread, after the barrier that follows the block's last reads of dst) bytes of src to dst (both 16-byte
-// aligned, bytes a multiple of 16), in copies of 8 KB, completing the mbarrier's next phase
-__device__ __forceinline__ void ff_refill_issue(float* dst, const float* src, unsigned bytes) {
-    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst)), bar = ff_refill_bar_at();
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // (the generic reads of dst before the copies)
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-    for (unsigned o = 0; o < bytes; o += 8192) {
-        const unsigned n = bytes - o < 8192 ? bytes - o : 8192;
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                     ::"r"(d + o), "l"(reinterpret_cast<const char*>(src) + o), "r"(n), "r"(bar) : "memory");
-    }
-}
-__device__ __forceinline__ void ff_refill_wait(int parity) {
-    asm volatile("{\n .reg .pred p;\n FF_REFILL_WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 " @!p bra FF_REFILL_WAIT;\n}" ::"r"(ff_refill_bar_at()), "r"(parity) : "memory");
-}
-#endif
-#ifdef SIGCONV_HOST_EMULATION
-static std::atomic<unsigned> ff_refill_issued{0};  // (the launch's copies of a tile, for the tests)
-#endif
-// (every thread, once it has read the buffer for the last time in a tile) the block's next tile's floats, next(bytes)
-// (null: none; thread 0's call, which also moves the block's pair on), copied into the buffer after the block's
-// barrier; thread 0 keeps the block's state (ff_refill_st).
-template <int LOGN, typename Next> __device__ __forceinline__ void ff_refill_next(float2* buf, const Next& next) {
-    unsigned bytes = 0;
-    const float* src = nullptr;  // (thread 0's)
-    if (ff_tid() == 0) {
-        const int n = ff_refill_n;
-        src = next(bytes);
-        const bool go = src != nullptr;
-        ff_refill_st = go ? 2 | (n & 1) : 0;
-        ff_refill_n = n + (int)go;
-#if FF_REFILL == 2
-        ff_refill_src = src;
-        ff_refill_nb = bytes;
-#endif
-#ifdef SIGCONV_HOST_EMULATION
-        if (go) ff_refill_issued.fetch_add(1);
-#endif
-    }
-    __syncthreads();
-#if FF_REFILL == 2
-    src = ff_refill_src;
-    bytes = ff_refill_nb;
-    if (src != nullptr) {
-        char* const d = reinterpret_cast<char*>(buf);
-        const char* const g = reinterpret_cast<const char*>(src);
-        const int T = ff_ntid();
-        for (int o = 16 * ff_tid(); o < (int)bytes; o += 16 * T) cp_async16(d + o, g + o, 16);
-        cp_async_commit();
-    }
-#else
-    if (src != nullptr) ff_refill_issue(reinterpret_cast<float*>(buf), src, bytes);
-#endif
-}
-// A refilled tile's floats: from s0 less its misalignment to 16 bytes (skew: 0 or 2 floats on the PAIRS tile, x
-// 8-byte aligned), N of them and the 16 bytes past them where skewed. Whether the tile at s0 of xc lies wholly inside
-// [0, L) so; its skew.
-template <int LOGN>
-__device__ __forceinline__ bool ff_refill_fits(const float* xc, sc_i64 s0, sc_i64 L, int& skew) {
-    skew = (int)((reinterpret_cast<sc_u64>(xc + s0) >> 2) & 3);
-    return s0 - skew >= 0 && s0 - skew + (1 << LOGN) + (skew ? 4 : 0) <= L;
-}
-template <int LOGN> __host__ __device__ constexpr unsigned ff_refill_bytes(int skew) {
-    return 4u * (unsigned)((1 << LOGN) + (skew ? 4 : 0));
-}
-// (every thread, at a tile's start) the tile's floats in the buffer where the last tile had them copied there, else
-// null; the parity of the copies' phase.
-template <int LOGN>
-__device__ __forceinline__ const float* ff_refill_staged(const float* xc, sc_i64 s0, sc_i64 L, float2* buf,
-                                                         int& parity) {
-    int skew;
-    ff_refill_fits<LOGN>(xc, s0, L, skew);
-    const int st = ff_refill_st;
-    parity = st & 1;
-    return st & 2 ? reinterpret_cast<const float*>(buf) + skew : nullptr;
-}
-#endif
-
 // The first forward pass of ff_tile_one, ff_tile_cols and ff_tile_wide (radix 16, no twiddles), from x into
 // registers: v[16 u + r] gets the DFT of the points p = W jt + u + r M/16 of the tile (u < W: the thread's W
 // butterflies W jt + u), p = (x[s0 + 2p], x[s0 + 2p + 1]) (zero outside [0, L)); returns the tile's shift es
 // (ff_tile_shift) by which v is divided. Its barrier: every read of the last tile's shared memory done. PAIRS: the
 // launcher's promise that xc + s0 is 8-byte aligned and s0 and L are even (so are lo and hi below): a point's two
 // samples are one 8-byte load, inside x or not at all; with W = 2 a tile wholly inside x and 16-byte aligned reads
-// a thread's two points as one 16-byte load. (FF_REFILL: lin, where not null, the tile's floats in shared memory, the
-// bulk copies that bring them completing the phase of the given parity.)
+// a thread's two points as one 16-byte load.
 template <int LOGN, bool PAIRS = false, int W = 1>
 __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i64 L, sc_i64 s0, int jt, int safe,
-                                             int* red, float2* v, const float* lin = nullptr, int parity = 0) {
+                                             int* red, float2* v) {
     constexpr int N = 1 << LOGN, M = N / 2, B0 = M / 16;
     static_assert(W == 1 || W == 2, "one or two butterflies a thread");
     // 1. the points (a warp reads 256 W consecutive bytes per r); the peak as the largest bit pattern of |sample|
@@ -913,26 +744,6 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
         const float* const xt = xc + s0;  // float f of the tile (read only at f in [lo, hi))
         if constexpr (PAIRS) {
             const float2* const xp = reinterpret_cast<const float2*>(xt);
-#if FF_REFILL
-            if (lin != nullptr) {
-                ff_refill_wait(parity);
-                if (W == 2 && (reinterpret_cast<unsigned long long>(lin) & 15) == 0) {  // (a thread's two points)
-                    const float4* const sq = reinterpret_cast<const float4*>(lin);
-#pragma unroll
-                    for (int r = 0; r < 16; ++r) {
-                        const float4 q = sq[jt + r * (B0 / 2)];
-                        v[r] = make_float2(q.x, q.y);
-                        v[16 * (W - 1) + r] = make_float2(q.z, q.w);
-                    }
-                } else {
-                    const float2* const sp = reinterpret_cast<const float2*>(lin);
-#pragma unroll
-                    for (int u = 0; u < W; ++u)
-#pragma unroll
-                        for (int r = 0; r < 16; ++r) v[16 * u + r] = sp[W * jt + u + r * B0];
-                }
-            } else
-#endif
             if (W == 2 && hi - lo == N && (reinterpret_cast<unsigned long long>(xt) & 15) == 0) {
                 const float4* const xq = reinterpret_cast<const float4*>(xt);
 #pragma unroll
@@ -1191,21 +1002,13 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 // barrier, thread jt reads point jt of every column, multiplies by the conjugate twiddles and takes the inverse DFT
 // of 16 (ff_cols_twiddle_idft16): y at points jt + B0 m, straight to y. Three block barriers a tile (the peak's and
 // two) where ff_tile_one has fourteen. Threads past B0 (whole warps) wait at the block's barriers and store nothing.
-// (PAIRS: ff_first_pass's. REFILL (FF_REFILL, the PAIRS tile): the tile reads its floats from the buffer where the
-// last tile had them copied there (ff_refill_st); next(bytes), thread 0's, gives the floats of the block's next tile
-// to copy into the buffer once every thread has read the outputs' points (null: none) and their bytes.)
-struct ff_no_next {
-    __device__ const float* operator()(unsigned&) const { return nullptr; }
-};
-template <int LOGN, bool PAIRS = false, bool REFILL = false, typename Next = ff_no_next>
+// (PAIRS: ff_first_pass's.)
+template <int LOGN, bool PAIRS = false>
 __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
-                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red,
-                                             const Next& next = Next()) {
+                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
     constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CB = MB - 4, CM = 1 << CB, CP = ff_pad(CM), CT = CM / 16;
-    constexpr bool RF = REFILL;
-    static_assert(!RF || (PAIRS && FF_REFILL && B0 == 1024), "FF_REFILL: the PAIRS tile, every thread a butterfly's");
     constexpr int R1 = 1 << ff_bits(MB, 1);                  // column pass 1 (radix R1, NS 16): the transform's pass 1
     constexpr int TWB = ff_tw_offset(MB, 1);
     constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);  // its pass 2 (radix 8, NS2): exp(-2 pi i 2^a k / 8 NS2)
@@ -1220,17 +1023,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     const bool on = tid < B0;
     // 1. the first pass, twiddled into the columns
     float2 v[16];
-    const float* lin = nullptr;  // (FF_REFILL: the tile's floats in the buffer, their copies' phase of that parity)
-    int parity = 0;
-#if FF_REFILL
-    if constexpr (RF) lin = ff_refill_staged<LOGN>(xc, s0, L, buf, parity);
-#endif
-    int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v, lin, parity);
-#if FF_REFILL
-    if constexpr (RF) {
-        ff_refill_keep(es, yt, nv);
-    }
-#endif
+    const int es = ff_first_pass<LOGN, PAIRS>(xc, L, s0, jt, safe, red, v);
     if (on) {
         ff_cols_twiddle<MB>(tw, jt, v);
 #pragma unroll
@@ -1311,15 +1104,9 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     FF_MARK(3, 0);
     // 3. point jt of every column, the conjugate twiddles and the inverse DFT of 16: y[2p] + i y[2p+1] at p = jt + B0 m
     const int et = tap_shift ? __ldg(tap_shift) : 0;
-#if FF_REFILL
-    if constexpr (RF) ff_refill_take(es, yt, nv);
-#endif
     if (!on) return;  // (no barrier follows)
 #pragma unroll
     for (int s = 0; s < 16; ++s) v[s] = buf[s * CP + ff_pad(jt)];
-#if FF_REFILL
-    if constexpr (RF) ff_refill_next<LOGN>(buf, next);
-#endif
     ff_cols_twiddle_idft16<MB>(twi, jt, v);
     FF_MARK(4, __float_as_int(v[15].x) ^ __float_as_int(v[0].y));
     ff_tile_outputs_points<B0>(v, jt, yt - (K - 1), K, nv, es, et);
@@ -1345,72 +1132,6 @@ __device__ __forceinline__ void ff_ldg2(const float2* __restrict__ p, float2& a,
     b = make_float2(q.z, q.w);
 }
 
-// The 32 points a lane of ff_tile_wide's column holds in a radix-16 pass (butterflies j = 2l + u, u < 2), read from or
-// written to the column (STORE) as 16-byte slots: the pass's reads (FAR false: points j + 64 r, the butterflies' r-th
-// points a slot) or its writes (FAR: NS 1, 16 j + r, a butterfly's points r and r + 1 a slot; NS 16, (j - k) 16 + k +
-// 16 r with k = j mod 16, the butterflies' r-th points a slot).
-template <int NS, bool FAR, bool STORE> __device__ __forceinline__ void ff_wide_io(float2* col, int l, float2 (&a)[2][16]) {
-    auto io = [](float2* p, float2& x, float2& y) {
-        if constexpr (STORE) ff_sts2(p, x, y);
-        else ff_lds2(p, x, y);
-    };
-    if constexpr (!FAR) {
-        float2* const near = col + ff_pad2(2 * l);
-#pragma unroll
-        for (int r = 0; r < 16; ++r) io(near + ff_pad2(64 * r), a[0][r], a[1][r]);
-    } else if constexpr (NS == 1) {
-#pragma unroll
-        for (int u = 0; u < 2; ++u)
-#pragma unroll
-            for (int r = 0; r < 16; r += 2) io(col + ff_pad2(32 * l + 16 * u) + r, a[u][r], a[u][r + 1]);
-    } else {
-        // (j - k) 16 + k + 16 r = 32 l - 15 k0 + 16 r (+ u), k0 = 2l mod 16
-        float2* const far16 = col + ff_pad2(32 * l - 15 * ((2 * l) & 15));
-#pragma unroll
-        for (int r = 0; r < 16; ++r) io(far16 + ff_pad2(16 * r), a[0][r], a[1][r]);
-    }
-}
-// A radix-16 pass of ff_tile_wide's column (1024 points, ff_pad2), lane l taking the butterflies j = 2l + u, u < 2
-// (all 64 of them), in place: the lanes meet at __syncwarp between their reads and their writes, and after. Forward
-// (BACK false): butterfly j reads the points j + 64 r, NS 1: writes the DFT at 16 j + r; NS 16: multiplies point r by
-// w^r (k = j mod 16, rows at TWO: ff_twiddles's), and writes at (j - k) 16 + k + 16 r. BACK: the pass transposed
-// (ff_butterfly_back_w): reads where the forward writes, takes the inverse DFT, multiplies point r by conj w^r and
-// writes where the forward reads (ff_wide_io).
-template <int NS, bool BACK, int TWO>
-__device__ __forceinline__ void ff_wide_pass16(float2* col, const float2* __restrict__ tw, int l) {
-    static_assert(NS == 1 || NS == 16, "the column's first two passes");
-    float2 a[2][16];
-    ff_wide_io<NS, BACK, false>(col, l, a);
-    if constexpr (NS == 1) {
-#pragma unroll
-        for (int u = 0; u < 2; ++u) ff_dft<16, BACK>(a[u]);
-    } else {
-        const int k0 = (2 * l) & 15;  // the twiddles' k of butterfly 2l; 2l + 1 has k0 + 1
-        float2 t[4][2];               // w, w^2, w^4, w^8 of k0 and k0 + 1
-#pragma unroll
-        for (int b = 0; b < 4; ++b) ff_ldg2(tw + TWO + b * NS + k0, t[b][0], t[b][1]);
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-            float2 w[16];
-            w[1] = t[0][u];
-            w[2] = t[1][u];
-            w[4] = t[2][u];
-            w[8] = t[3][u];
-            ff_twiddle_powers<16>(w);
-            if constexpr (BACK) {
-                ff_dft<16, true>(a[u]);
-#pragma unroll
-                for (int r = 1; r < 16; ++r) a[u][r] = ff_mul(a[u][r], ff_conj(w[r]));
-            } else {
-                ff_dft_tw<16, false>(a[u], w);
-            }
-        }
-    }
-    __syncwarp();
-    ff_wide_io<NS, !BACK, true>(col, l, a);
-    __syncwarp();
-}
-
 // W^j, W^2j and W^4j of ff_cols_twiddle_w for j = 2t + u, u < 2 (ff_tile_wide's first and last steps): c[u][a] for
 // a = 0..2 (W^8j: ff_wide_w8).
 template <int MB>
@@ -1422,14 +1143,11 @@ template <int MB> __device__ __forceinline__ float2 ff_wide_w8(const float2* __r
     return __ldg(tw + ff_cols_row<MB>(2) + 4 * t + 2 * u);  // W^8j, j = 2t + u: the third row at 2j
 }
 
-#ifndef FF_COLS32  // (an experiment's define first: benchmarks/fused_ab.py --extra "block=512,FF_COLS32=1")
-#define FF_COLS32 0
-#endif
-#if FF_COLS32
-// FF_COLS32 (an experiment on ff_tile_wide): each column of 1024 points as 32 x 32, two passes of radix 32 where
-// ff_tile_wide has three (16, 16, 4), each lane one butterfly of 32 points a pass. A column crosses shared memory 8
-// times where it crosses 12 (reads and writes, each a column's bytes; the middle step's half reads and writes
-// counted), and the column phase's time is in moving shared memory (65% of its cycles on an H200 at K = 7921).
+// ff_tile_wide's columns: each of 1024 points as 32 x 32, two passes of radix 32, each lane one butterfly of 32 points
+// a pass. A column crosses shared memory 8 times where passes of radix 16, 16 and 4 cross it 12 (reads and writes, each
+// a column's bytes; the middle step's half reads and writes counted). On an H200 (benchmarks/fused_ab.py, L = 2^26, one
+// channel, 2026-12-05) the 32768 tile so took 0.345 ms at K = 7921 where those three passes on 512 threads took 0.377
+// and ff_tile_cols's on 1024 threads 0.373: its columns took 8.0 us of a 15.6 us tile, ff_tile_cols's 9.7 of 16.8.
 //
 // exp(-+2 pi i k / 32) times a (forward: minus), k < 16.
 template <bool INV> __device__ __forceinline__ float2 ff_w32(float2 a, int k) {
@@ -1495,7 +1213,7 @@ __device__ __forceinline__ float2 ff_col32_twiddles(const float2* __restrict__ t
 }
 // ff_tile_wide's step 2 as 32 x 32: warp s, column s of CM = 1024 points (ff_pad2), lane l. Pass 1: points l + 32 r,
 // their DFT of 32 to 32 l + r'. Pass 2: points l + 32 r times w^(r l), their DFT: bin c = l + 32 r' in registers,
-// s + 16 c of the transform. The middle step as ff_tile_wide's (bins c < 512 in registers, r' < 16; the upper half
+// s + 16 c of the transform. The middle step as ff_tile_cols's (bins c < 512 in registers, r' < 16; the upper half
 // through shared memory to the partner column 16 - s, ff_pair_sync), then both passes transposed and backwards.
 template <int MB>
 __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __restrict__ G,
@@ -1587,45 +1305,31 @@ __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __r
     __syncwarp();
     ff_col32_io<true>(col2, l2, a);
 }
-#endif
 
 // One tile of 2^15 samples on a block of B0/2 = M/32 = 512 threads, each taking two butterflies where ff_tile_cols's
 // take one (a register budget of 128 where that has 64): ff_tile_cols's four-step, its columns of CM = 1024 points
-// one warp's each (warp s, column s), in the layout of ff_pad2, every shared-memory access a 16-byte slot of two
-// points. Thread t takes the first pass's butterflies j = 2t + u (u < 2; ff_first_pass with W = 2), multiplies output
-// s by W^(j s) and stores the pair at points 2t, 2t + 1 of column s. Lane l of column s then runs the column's passes
-// of radix 16, 16 (ff_wide_pass16) and 4 on the butterflies j = 2l + u (+ 64 q in the radix-4 pass, q < 4), the middle
-// step with the partner column (ff_pair_sync: warps s and 16 - s) on the bins s + 16 c, c = j + 256 r of its lower
-// half, and the passes transposed and backwards; after the block's barrier thread t reads points 2t and 2t + 1 of
-// every column, multiplies by the conjugate twiddles, takes the inverse DFTs of 16 and writes y at the points
-// 2t + u + B0 m (ff_tile_outputs_points with W = 2). Barriers: the block's three (the peak's and two), the columns'
-// __syncwarp, and two of each pair of columns. (PAIRS: ff_first_pass's. REFILL: ff_tile_cols's.)
-template <int LOGN, bool PAIRS = false, bool REFILL = false, typename Next = ff_no_next>
+// one warp's each (warp s, column s), in the layout of ff_pad2. Thread t takes the first pass's butterflies j = 2t + u
+// (u < 2; ff_first_pass with W = 2), multiplies output s by W^(j s) and stores the pair at points 2t, 2t + 1 of column
+// s (a 16-byte slot). Warp s then transforms column s as 32 x 32, takes the middle step with the partner column
+// (ff_pair_sync: warps s and 16 - s) and runs both passes transposed and backwards (ff_wide_columns32); after the
+// block's barrier thread t reads points 2t and 2t + 1 of every column, multiplies by the conjugate twiddles, takes the
+// inverse DFTs of 16 and writes y at the points 2t + u + B0 m (ff_tile_outputs_points with W = 2). Barriers: the
+// block's three (the peak's and two), the columns' __syncwarp, and two of each pair of columns. (PAIRS:
+// ff_first_pass's.)
+template <int LOGN, bool PAIRS = false>
 __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
-                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red,
-                                             const Next& next = Next()) {
+                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
     constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CM = B0, CP = ff_pad2(CM);
-    constexpr int TWB = ff_tw_offset(MB, 1);                     // column pass 2 (radix 16, NS 16): pass 1's rows
-    constexpr int T2 = ff_tw_offset(MB, 2), NS2 = ff_ns(MB, 2);  // pass 2's rows (radix 8, NS2)
-    constexpr int TWC = T2 + NS2;  // column pass 3 (radix 4, NS CM/4 = NS2): rows 1 and 2 of pass 2's
-    static_assert(CM == 1024 && ff_bits(MB, 1) == 4 && ff_bits(MB, 2) == 3 && NS2 == CM / 4 && ff_ns(MB, 1) == 16,
-                  "columns of 1024 points: passes of radix 16, 16 and 4, their twiddles the transform's");
-    static_assert(16 * CP == ff_pad(M) && TWB % 2 == 0 && TWC % 2 == 0 && T2 % 2 == 0 && ff_cols_row<MB>(0) % 2 == 0 &&
-                      ff_cols_row<MB>(1) % 2 == 0 && ff_cols_row<MB>(2) % 2 == 0,
-                  "the columns' layout; twiddle rows whose pairs are 16-byte aligned");
-    static_assert(!REFILL || (PAIRS && FF_REFILL), "FF_REFILL: the PAIRS tile");
+    static_assert(CM == 1024 && 16 * CP == ff_pad(M) && ff_cols_row<MB>(0) % 2 == 0 && ff_cols_row<MB>(1) % 2 == 0 &&
+                      ff_cols_row<MB>(2) % 2 == 0,
+                  "columns of 1024 points; the columns' layout; twiddle rows whose pairs are 16-byte aligned");
     const int tid = ff_tid();
     // 1. the first pass, twiddled into the columns
     float2 v[32];
     {
-        const float* lin = nullptr;  // (FF_REFILL: as ff_tile_cols's)
-        int parity = 0;
-#if FF_REFILL
-        if constexpr (REFILL) lin = ff_refill_staged<LOGN>(xc, s0, L, buf, parity);
-#endif
-        const int es = ff_first_pass<LOGN, PAIRS, 2>(xc, L, s0, tid, safe, red, v, lin, parity);
+        const int es = ff_first_pass<LOGN, PAIRS, 2>(xc, L, s0, tid, safe, red, v);
         if (tid == 0) red[31] = es;  // (read back for the outputs: a register held across the columns otherwise)
     }
     {
@@ -1639,117 +1343,7 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
     __syncthreads();
     FF_MARK(2, 0);
     // 2. column s: forward, the middle step, inverse
-#if FF_COLS32
     ff_wide_columns32<MB>(buf, G, tw, twi, tid);
-#else
-    {
-        const int s = tid >> 5, l = tid & 31;
-        float2* const col = buf + s * CP;
-        float2* const near = col + ff_pad2(2 * l);  // the points 2l + 64 q + 256 r (+ 1): near + ff_pad2(64 q + 256 r)
-        ff_wide_pass16<1, false, 0>(col, tw, l);
-        ff_wide_pass16<16, false, TWB>(col, tw, l);
-        // the radix-4 pass's butterflies j = 2l + 64 q + u: bin s + 16 c of the transform at c = j + 256 r, z[q][u][r]
-        float2 z[4][2][4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            float2 w1[2], w2[2];
-            ff_ldg2(tw + TWC + 2 * l + 64 * q, w1[0], w1[1]);
-            ff_ldg2(tw + TWC + NS2 + 2 * l + 64 * q, w2[0], w2[1]);
-#pragma unroll
-            for (int r = 0; r < 4; ++r) ff_lds2(near + ff_pad2(64 * q + 256 * r), z[q][0][r], z[q][1][r]);
-#pragma unroll
-            for (int u = 0; u < 2; ++u) {
-                float2 w[4];
-                w[1] = w1[u];
-                w[2] = w2[u];
-                ff_twiddle_powers<4>(w);
-                ff_dft_tw<4, false>(z[q][u], w);
-            }
-        }
-        __syncwarp();
-        // the middle step (ff_tile_cols's): column s takes the pairs of its lower half (c < 512, r < 2) and the
-        // partner's upper half, p = 16 - s: c' = 1023 - c (column 0: 1024 - c; c = 0 and 512 their own partners).
-        // The partners of c and c + 1 (c even), 1023 - c and 1022 - c, are one slot; column 0's are two halves of two.
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-#pragma unroll
-            for (int r = 2; r < 4; ++r) ff_sts2(near + ff_pad2(64 * q + 256 * r), z[q][0][r], z[q][1][r]);
-        ff_pair_sync<32>(s);
-        {
-            float2* const theirs = buf + ((16 - s) & 15) * CP;
-            float2* const pnear = theirs + ff_pad2(62 - 2 * l);  // partners of c, c + 1: pnear + ff_pad2(960 - c + 2l)
-            const float4* const Pk = G + s * (CM / 2) + 2 * l;    // the pair table's entry of bin s + 16 c: Pk[c - 2l]
-            const float2 ws = __ldg(tw + s);                      // exp(-2 pi i s / N)
-            const float h = 0.70710678118654752440f;
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                float2 wq[2];  // exp(-2 pi i 16 j / N), j = 2l + 64 q + u
-                ff_ldg2(tw + T2 + 2 * l + 64 * q, wq[0], wq[1]);
-#pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    const int c0 = 2 * l + 64 * q + 256 * r;
-                    float2 zm[2];
-                    if (s != 0) {
-                        ff_lds2(pnear + ff_pad2(960 - 64 * q - 256 * r), zm[1], zm[0]);
-                    } else {
-                        zm[0] = theirs[ff_pad2((CM - c0) & (CM - 1))];
-                        zm[1] = theirs[ff_pad2(CM - 1 - c0)];
-                    }
-#pragma unroll
-                    for (int u = 0; u < 2; ++u) {
-                        float2 W = ff_mul(ws, wq[u]);
-                        if (r == 1) W = ff_mul(W, make_float2(h, -h));  // times exp(-2 pi i 256 16 / N)
-                        float4 gk, gm;
-                        ff_pair_coefs(__ldg(Pk + 64 * q + 256 * r + u), W, gk, gm);
-                        if (u == 0 && (s | l | q | r) == 0) ff_middle_self(z[q][u][r], gk);  // bin 0
-                        else ff_middle(z[q][u][r], zm[u], gk, gm);
-                    }
-                    if (s != 0) {
-                        ff_sts2(pnear + ff_pad2(960 - 64 * q - 256 * r), zm[1], zm[0]);
-                    } else {
-                        if ((l | q | r) != 0) theirs[ff_pad2((CM - c0) & (CM - 1))] = zm[0];
-                        theirs[ff_pad2(CM - 1 - c0)] = zm[1];
-                    }
-                }
-            }
-            if ((s | l) == 0) {  // bin M/2 = 16 CM/2 of column 0, its own partner (W = -i)
-                float4 gc, unused;
-                ff_pair_coefs(__ldg(G + M / 2), make_float2(0.0f, -1.0f), gc, unused);
-                float2 zc = z[0][0][2];
-                ff_middle_self(zc, gc);
-                col[ff_pad2(CM / 2)] = zc;
-            }
-        }
-        ff_pair_sync<32>(s);  // (the partner's results in this column's upper half)
-        // the radix-4 pass transposed (ff_back_regs), on the lower half in registers and the upper half read back
-        const int t2 = ff_tid(), l2 = t2 & 31;  // (read anew: its addresses not held through the step)
-        float2* const col2 = buf + (t2 >> 5) * CP;
-        float2* const near2 = col2 + ff_pad2(2 * l2);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            float2 w1[2], w2[2];
-            ff_ldg2(twi + TWC + 2 * l2 + 64 * q, w1[0], w1[1]);
-            ff_ldg2(twi + TWC + NS2 + 2 * l2 + 64 * q, w2[0], w2[1]);
-#pragma unroll
-            for (int r = 2; r < 4; ++r) ff_lds2(near2 + ff_pad2(64 * q + 256 * r), z[q][0][r], z[q][1][r]);
-#pragma unroll
-            for (int u = 0; u < 2; ++u) {
-                float2 w[4];
-                w[1] = w1[u];
-                w[2] = w2[u];
-                ff_twiddle_powers<4>(w);
-                ff_dft<4, true>(z[q][u]);
-#pragma unroll
-                for (int r = 1; r < 4; ++r) z[q][u][r] = ff_mul(z[q][u][r], ff_conj(w[r]));
-            }
-#pragma unroll
-            for (int r = 0; r < 4; ++r) ff_sts2(near2 + ff_pad2(64 * q + 256 * r), z[q][0][r], z[q][1][r]);
-        }
-        __syncwarp();
-        ff_wide_pass16<16, true, TWB>(col2, twi, l2);
-        ff_wide_pass16<1, true, 0>(col2, twi, l2);
-    }
-#endif
     __syncthreads();
     FF_MARK(3, 0);
     // 3. points 2t and 2t + 1 of every column, the conjugate twiddles and the inverse DFTs of 16: y[2p] + i y[2p+1] at
@@ -1757,9 +1351,6 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
     const int et = tap_shift ? __ldg(tap_shift) : 0, es = red[31];
 #pragma unroll
     for (int s = 0; s < 16; ++s) ff_lds2(buf + s * CP + ff_pad2(2 * tid), v[s], v[16 + s]);
-#if FF_REFILL
-    if constexpr (REFILL) ff_refill_next<LOGN>(buf, next);
-#endif
     {
         float2 c[2][3];
         ff_wide_cols_rows<MB>(twi, tid, c);
@@ -1917,114 +1508,8 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
 // with no spills. PAIRS (on tiles of 2^SIGCONV_FFT_FUSED_PAIRS_LOGN samples, ONE): every tile of every channel starts
 // on an 8-byte boundary of x and L is even (the launcher's choice: sigconv/backends/overlap_save.py, fused_pairs), and
 // the first pass reads a point's two samples as one 8-byte load (on an H200 4.7% faster at K = 7921; on the 16384
-// tile, where ptxas spills 20 bytes so, -1.3% to +2.2%: not built).
-#if FF_REFILL
-// The pair (c, t) that many pairs on, c * ntiles + t (t below ntiles on return; c may pass the last channel; ntiles and
-// many below 2^31): no division (a 64-bit one is a call), a step a channel.
-__device__ __forceinline__ void ff_pair_step(int& c, unsigned& t, unsigned many, unsigned ntiles, int C) {
-    t += many;
-    while (t >= ntiles && c < C) {
-        t -= ntiles;
-        ++c;
-    }
-}
-// FF_REFILL's loop over the PAIRS tile's pairs c * ntiles + t, the block's own first and then every nb-th (nb the
-// grid's blocks; fewer than 2^31 pairs a channel): each tile has the block's next pair copied into the buffer where
-// that lies wholly inside x (ff_refill_fits, ff_refill_next).
-template <int LOGN, bool WIDE>
-__device__ __forceinline__ void ff_pairs_refill(const float* __restrict__ x, float* __restrict__ y,
-                                                const float4* __restrict__ G, const float2* __restrict__ tw,
-                                                const float2* __restrict__ twi, int C, sc_i64 L, int K, sc_i64 pad,
-                                                sc_i64 out_len, sc_i64 ntiles, const int* __restrict__ tap_shift,
-                                                int safe, float2* buf, int* red) {
-    constexpr int N = 1 << LOGN;
-    const unsigned nt = (unsigned)ntiles;
-    if (ff_tid() == 0) {
-        int c = 0;
-        unsigned t = 0;
-        ff_pair_step(c, t, blockIdx.y * gridDim.x + blockIdx.x, nt, C);
-        ff_refill_c = c;
-        ff_refill_t = t;
-        ff_refill_pad = pad;
-    }
-    ff_refill_init();  // (its barrier)
-    for (;;) {
-        const int c = ff_refill_c;
-        const unsigned t = ff_refill_t;
-        if (c >= C) break;
-        const sc_i64 V = N - K + 1, t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;
-        // (thread 0, once every thread has read c and t) the block's pair moved on; that pair's floats where they lie
-        // wholly inside x
-        auto next = [x, C, L, K, nt](unsigned& bytes) -> const float* {
-            int cn = ff_refill_c;
-            unsigned tn = ff_refill_t;
-            ff_pair_step(cn, tn, gridDim.x * gridDim.y, nt, C);
-            ff_refill_c = cn;
-            ff_refill_t = tn;
-            if (cn >= C) return nullptr;
-            const float* const xn = x + (sc_i64)cn * L;
-            const sc_i64 sn = (sc_i64)tn * (N - K + 1) - ff_refill_pad;
-            int skew;
-            if (!ff_refill_fits<LOGN>(xn, sn, L, skew)) return nullptr;
-            bytes = ff_refill_bytes<LOGN>(skew);
-            return xn + sn - skew;
-        };
-        ff_tl_begin((sc_i64)c * ntiles + t);
-        if constexpr (WIDE)
-            ff_tile_wide<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw, twi, L, K, t0 - pad,
-                                           (int)nv, tap_shift, safe, buf, red, next);
-        else
-            ff_tile_cols<LOGN, true, true>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw, twi, L, K, t0 - pad,
-                                           (int)nv, tap_shift, safe, buf, red, next);
-        ff_tl_end();
-    }
-}
-#endif
-
-// FF_L2PF (an experiment on the tiles of ff_tile_cols and ff_tile_wide, one block a multiprocessor:
-// benchmarks/fused_ab.py --extra "FF_L2PF=1"): at a tile's start the block has L2 fetch the input of the tile FF_L2PF
-// waves on in launch order (c * ntiles + t plus FF_L2PF times the multiprocessors: the tile a multiprocessor takes when
-// this wave is done, on the launcher's grid of a block a tile), a 128-byte line a thread, so that the tile's loads hit
-// L2 and the DRAM reads behind them overlap this wave's columns, which cross no memory (the loads took 2.0 us of a
-// 17.4 us tile at K = 7921 on an H200, 2026-12-04). The prefetches touch no line outside the tile's floats in x and
-// change no result. Without it nothing of this is compiled. (Host emulation: FF_L2PF_HOST_NSM multiprocessors, and
-// each prefetch a read of the line's first float, which AddressSanitizer checks lies in x.)
-#ifndef FF_L2PF  // (an experiment's define first: benchmarks/fused_ab.py --extra)
-#define FF_L2PF 0
-#endif
-#if FF_L2PF
-#ifdef SIGCONV_HOST_EMULATION
-#ifndef FF_L2PF_HOST_NSM
-#define FF_L2PF_HOST_NSM 3
-#endif
-__device__ __forceinline__ unsigned ff_nsm() { return FF_L2PF_HOST_NSM; }
-__device__ __forceinline__ void ff_prefetch_l2(const float* p) { (void)*reinterpret_cast<const volatile float*>(p); }
-#else
-__device__ __forceinline__ unsigned ff_nsm() {
-    unsigned n;
-    asm("mov.u32 %0, %%nsmid;" : "=r"(n));
-    return n;
-}
-__device__ __forceinline__ void ff_prefetch_l2(const float* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-#endif
-template <int LOGN>
-__device__ __forceinline__ void ff_l2_prefetch(const float* __restrict__ x, int C, sc_i64 L, sc_i64 pad, sc_i64 V,
-                                               unsigned ntiles, int c, unsigned t) {
-    constexpr int N = 1 << LOGN;
-    unsigned tn = t + FF_L2PF * ff_nsm();  // (t < 2^31: no overflow)
-    int cn = c;
-    if (tn >= ntiles) {  // a channel on, or more (32-bit: once a tile)
-        cn += (int)(tn / ntiles);
-        tn %= ntiles;
-    }
-    if (cn >= C) return;
-    const sc_i64 s0 = (sc_i64)tn * V - pad, lo = s0 > 0 ? s0 : 0, hi = s0 + N < L ? s0 + N : L;
-    const float* const xc = x + (sc_i64)cn * L + lo;
-    const int n = (int)(hi - lo);  // (below N; none where the tile lies outside x)
-    for (int i = 32 * ff_tid(); i < n; i += 32 * ff_ntid()) ff_prefetch_l2(xc + i);
-}
-#endif
-
+// tile, where ptxas spills 20 bytes so, -1.3% to +2.2%: not built). WIDE: the longest tile on M/32 = 512 threads, two
+// butterflies a thread (ff_tile_wide; bounds of 512 threads, 128 registers).
 template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
 __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
@@ -2048,20 +1533,11 @@ __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     // spilled at the kernel's start; the launcher's grid has a block a tile, the inner loop one turn). The tile's index
     // in 32 bits (fewer than 2^31 tiles a channel: the launcher's fused_plan; in 64, nvcc's build of ff_tile_wide with
     // pairs spilled 4 bytes).
-#if FF_REFILL
-    if constexpr (PAIRS) {
-        ff_pairs_refill<LOGN, WIDE>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe, buf0, red);
-        return;
-    }
-#endif
     for (int c = (int)blockIdx.y; c < C; c += (int)gridDim.y)
     for (unsigned t = blockIdx.x; t < (unsigned)ntiles; t += gridDim.x) {
         const float* xc = x + (sc_i64)c * L;
         float* yc = y + (sc_i64)c * out_len;
         const sc_i64 t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
-#if FF_L2PF
-        if constexpr (WIDE || (ONE && ff_cols(LOGN))) ff_l2_prefetch<LOGN>(x, C, L, pad, V, (unsigned)ntiles, c, t);
-#endif
         if constexpr (WIDE) {
             ff_tl_begin((sc_i64)c * ntiles + t);  // (FF_TIMELINE's row; nothing otherwise)
             ff_tile_wide<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);

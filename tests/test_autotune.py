@@ -134,9 +134,9 @@ def test_cuda_conv1d_candidates_come_from_the_registry():
     assert {n for n, _ in _auto.conv1d_candidates("cuda", 1, 1 << 20, 1025, "float32")} == {"fft", "fft_fused"}
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, 255, "float32")[0] == ("fft_fused", 128)
     # the fused kernel at its tile's block first, then the neighbouring block, then cuFFT's (from
-    # FUSED_ONE_TILE_MIN_K taps: the 32768 tile on 1024 threads, then 16384 on 512)
+    # FUSED_ONE_TILE_MIN_K taps: the 32768 tile on 512 threads, then on 1024)
     assert _auto.conv1d_candidates("cuda", 1, 1 << 20, _auto.FUSED_ONE_TILE_MIN_K, "float32")[:3] == \
-        [("fft_fused", 1024), ("fft_fused", 512), ("fft", 256)]
+        [("fft_fused", 512), ("fft_fused", 1024), ("fft", 256)]
     for K in (4095, _auto.FUSED_ONE_TILE_MIN_K - 1):
         assert _auto.conv1d_candidates("cuda", 1, 1 << 20, K, "float32")[:3] == \
             [("fft_fused", 512), ("fft_fused", 1024), ("fft", 256)]

@@ -34,9 +34,8 @@ def numpy_as_cupy(monkeypatch):
 
 def test_fused_tiles_and_plan(numpy_as_cupy):
     """fft_fused's tile: the power of two above 16K within 1024..4096, 16384 (the column tile) where K - 1 is a
-    quarter of that or more, at least the one above 2K, and 32768 for the longest filters on 1024 threads; its block
-    one thread per 32
-    samples (64 at least); taps up to half the largest tile every block takes; shared memory for one buffer where
+    quarter of that or more, at least the one above 2K, and 32768 for the longest filters on 512 or 1024 threads; its
+    block one thread per 32 samples (64 at least), per 64 on 32768 (two butterflies a thread); taps up to half the largest tile every block takes; shared memory for one buffer where
     the block has N/32 threads or more, else two; a plan's grid covers every tile and channel up to the caps; a tile
     asked for must be a power of two in range, >= 2K; 32768 asked for runs on 512 threads too (two butterflies a
     thread, one buffer), on no other block below 1024."""
@@ -47,19 +46,22 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
     assert auto.FUSED_ONE_TILE_MIN_K == 6400
     assert [auto.fused_tile(K) for K in Ks] == \
         [1024, 1024, 2048, 2048, 4096, 4096, 4096, 4096, 16384, 16384, 16384, 16384, 32768, 32768, 32768]
-    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 128, 128, 512, 512, 512, 512, 1024, 1024,
-                                                 1024]
-    # the longest tile only on 1024 threads: any other block keeps 16384; the autotuner's K classes part there
+    assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 128, 128, 512, 512, 512, 512, 512, 512, 512]
+    # the longest tile only on 512 and 1024 threads: any other block keeps 16384; the autotuner's K classes part there
     K1 = auto.FUSED_ONE_TILE_MIN_K
     assert [auto.conv1d_shape_key(1, 1 << 26, K, "float32")[2] for K in (64, 65, 4097, K1 - 1, K1, 8192)] == \
         [64, 128, K1 - 1, K1 - 1, 8192, 8192]
-    assert [auto.fused_tile(K, b) for K, b in ((K1 - 1, None), (K1, None), (K1, 1024), (K1, 992), (8192, 32))] == \
-        [16384, 32768, 32768, 16384, 16384]
-    for block, N, smem in ((None, 32768, 8 * (16384 + 1024) + 128), (1024, 32768, 8 * (16384 + 1024) + 128),
-                           (512, 16384, 8 * (8192 + 512) + 128), (96, 16384, 2 * 8 * (8192 + 512) + 128)):
+    assert [auto.fused_tile(K, b) for K, b in ((K1 - 1, None), (K1, None), (K1, 1024), (K1, 512), (K1, 992),
+                                               (K1, 256), (8192, 32))] == \
+        [16384, 32768, 32768, 32768, 16384, 16384, 16384]
+    longest, wide = 8 * (16384 + 1024) + 128, "conv1d_fft_fused<15, true, false, true>"
+    for block, N, smem, expr in ((None, 32768, longest, wide), (512, 32768, longest, wide),
+                                 (1024, 32768, longest, "conv1d_fft_fused<15, true>"),
+                                 (256, 16384, 2 * 8 * (8192 + 512) + 128, "conv1d_fft_fused<14, false>"),
+                                 (96, 16384, 2 * 8 * (8192 + 512) + 128, "conv1d_fft_fused<14, false>")):
         p = c.fused_plan(K1, 1 << 20, 1, block)
-        assert (p["N"], p["smem"], p["expr"]) == (N, smem, f"conv1d_fft_fused<{N.bit_length() - 1}, "
-                                                             f"{'false' if block == 96 else 'true'}>"), block
+        assert (p["N"], p["smem"], p["expr"]) == (N, smem, expr), block
+    assert auto.fused_block(K1 - 1, 32768) == 512 and auto.fused_block(7921, 16384) == 512
     assert auto.fused_block(255, 2048) == 64 and auto.fused_block(255, 16384) == 512
     for K in (0, 8193):
         with pytest.raises(ValueError, match="fft_fused takes 1 to 8192 taps"):
@@ -156,7 +158,9 @@ def test_fused_pairs_only_where_every_tile_starts_on_an_8_byte_boundary(numpy_as
     assert c.fused_plan(7921, 1 << 26, 1, 1024, tile=32768)["expr"] == "conv1d_fft_fused<15, true>"
     with pytest.raises(ValueError, match="pairs"):
         c.fused_plan(4095, 1 << 26, 1, 512, pairs=True)
-    assert {"name": c._c1.SOURCE, "name_expressions": ("conv1d_fft_fused<15, true, true>",)} in c.prebuilt_modules()
+    for expr in ("conv1d_fft_fused<15, true, true>", "conv1d_fft_fused<15, true, false, true>",
+                 "conv1d_fft_fused<15, true, true, true>"):  # (the longest tile's default block: 512, both loads)
+        assert {"name": c._c1.SOURCE, "name_expressions": (expr,)} in c.prebuilt_modules(), expr
 
 
 def test_fused_alignment_starts_every_tile_on_an_even_sample(numpy_as_cupy):

@@ -128,29 +128,6 @@ def test_kernel_compiles_without_spills(cu):
             f"ffa kernels were not instantiated (SIGCONV_NVCC_CHECK): {sorted(report)}"
 
 
-@needs_compiler
-@pytest.mark.parametrize("defines", [pytest.param(d, marks=pytest.mark.slow) if "," in d else d for d in (
-    "FF_REFILL=1", "FF_REFILL=2", "FF_COLS32=1", "FF_L2PF=1", "FF_COLS32=1,FF_REFILL=1", "FF_COLS32=1,FF_REFILL=2",
-    "FF_COLS32=1,FF_L2PF=1")])
-def test_experiment_builds_compile_without_spills(defines):
-    """The experiments' builds of the 32768 tile (FF_REFILL: its next tile copied by the bulk copy engine, 1, or by the
-    threads, 2; FF_COLS32: the columns of the 512-thread kernel as 32 x 32; FF_L2PF: the input of the tile a wave on
-    fetched into L2), on 1024 threads (64 registers) and on 512: each compiles for sm_90 with no spills, as a build
-    must before it becomes a default (combinations: with --runslow). FF_REFILL's and FF_COLS32's kernels read pairs;
-    FF_L2PF's are checked both ways."""
-    args = "const float*, float*, const float4*, const float2*, const float2*, int, sc_i64, int, sc_i64, sc_i64, " \
-           "sc_i64, const int*, int"
-    pairs = ("true", "false") if "FF_L2PF" in defines else ("true",)
-    src = '#include "fft_fused.cuh"\n' + "".join(
-        f"template __global__ void conv1d_fft_fused<15, true, {p}, {w}>({args});\n" for p in pairs
-        for w in ("false", "true"))
-    report = _spill_report(_sm90(src, dict(d.split("=") for d in defines.split(","))))
-    fused = {f: s for f, s in report.items() if "conv1d_fft_fusedILi15ELb1E" in f}
-    assert len(fused) == 2 * len(pairs), f"every kernel of {defines} instantiated: {sorted(report)}"
-    spilled = {f: s for f, s in fused.items() if s != (0, 0)}
-    assert not spilled, f"register spills in {defines} ({COMPILER}): {spilled}"
-
-
 _MANGLED_ARGS = {"float": "f", "double": "d", "int": "i", "long long": "x"}
 
 
@@ -1018,14 +995,13 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
 # two, rfft / N).
 
 def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, prev=None,
-                       poison=False, flip=False, align=True, printed=None, **caps):
+                       poison=False, flip=False, align=True, **caps):
     """``device_spectrum``: the coefficient table from the float32 taps by conv1d_fft_fused_spectrum (the launcher's
     path for taps without a host copy), else from the host's float64 spectrum (fused_table). ``prev`` (with
     ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps
     (``flip``: with the other delay); ``poison``: the table refilled with NaN between the two runs. ``align``: the
     launcher's zero taps around the filter (fused_alignment) and its choice of the kernel that reads pairs of samples
-    (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads.
-    ``printed``: a list that gets what the harness printed."""
+    (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
     from sigconv.backends.overlap_save import fused_alignment, fused_pairs, fused_plan, fused_table, fused_twiddles
 
@@ -1047,11 +1023,9 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     if device_spectrum and prev is not None:
         np.asarray(prev, np.float32).tofile(tmp / "prev.bin")
         spectrum += f":{tmp / 'prev.bin'}" + (":poison" if poison else "") + (":flip" if flip else "")
-    out = _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K + z + d, pad + z, out_len,
-                    plan["ntiles"], FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin",
-                    tmp / "tap_shift.bin", tmp / "y.bin", d, int(pairs)], "conv1d_fft_fused")
-    if printed is not None:
-        printed.append(out)
+    _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K + z + d, pad + z, out_len, plan["ntiles"],
+              FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin", tmp / "tap_shift.bin",
+              tmp / "y.bin", d, int(pairs)], "conv1d_fft_fused")
     return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), {**plan, "z": z, "d": d, "pairs": pairs}
 
 
@@ -1131,14 +1105,12 @@ FFT_FUSED_WIDE_CASES = _grid([(7921, 60000, "same", 1, 0, True, 0, 0), (8000, 60
                              {6, 7})
 
 
-@pytest.mark.parametrize("cols32", [0, 1], ids=["cols16", "cols32"])
 @pytest.mark.parametrize("K,L,mode,C,xoff,pairs,ex,ew", FFT_FUSED_WIDE_CASES)
-def test_fft_fused_wide_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, pairs, ex, ew, cols32, rng):
+def test_fft_fused_wide_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, pairs, ex, ew, rng):
     """The 32768 tile on 512 threads (conv1d_fft_fused<15, true, PAIRS, true>): every output written and equal to the
     float64 reference, with and without 8-byte loads, with 16-byte loads and stores where a tile lies inside x and y is
-    aligned, on channels of ordinary, huge and tiny magnitude and taps whose outputs scale outside float32's normals;
-    its columns as passes of radix 16, 16 and 4 (the default build) and as 32 x 32 (FF_COLS32)."""
-    exe = host_build(*_wide_build(cols32))
+    aligned, on channels of ordinary, huge and tiny magnitude and taps whose outputs scale outside float32's normals."""
+    exe = host_build(*_FUSED_BUILD)
     x = np.ldexp(rng.standard_normal((C, L)), np.array([ex, 120][:C])[:, None]).astype(np.float32)
     w = np.ldexp(rng.standard_normal(K) / np.sqrt(K), ew).astype(np.float32).astype(np.float64)
     pad, out_len = window_1d(mode, L, K)
@@ -1148,84 +1120,6 @@ def test_fft_fused_wide_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff
     ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
     for c, err in enumerate(_channel_errors(y, ref)):
         assert err <= 2e-6, f"channel {c} off by {err:.2e} (K={K}, L={L}, pairs {pairs})"
-
-
-def _refills_expected(plan, C, L, xoff) -> int:
-    """The bulk copies FF_REFILL's loop issues on the plan's grid: one for each block's next pair wholly inside x from
-    its floats' 16-byte boundary on (x starting xoff floats after one), to the 16 bytes past its end where that is
-    skewed."""
-    gx, gy = plan["grid"]
-    nb, work, N, ntiles = gx * gy, C * plan["ntiles"], plan["N"], plan["ntiles"]
-    V, pad = plan["V"], plan["pad"]
-    count = 0
-    for b in range(nb):
-        for w in range(b + nb, work, nb):
-            c, t = divmod(w, ntiles)
-            s0 = t * V - pad
-            skew = (xoff + c * L + s0) % 4
-            count += s0 - skew >= 0 and s0 - skew + N + (4 if skew else 0) <= L
-    return count
-
-
-# (K, L, mode, C, xoff, caps, mags): the 32768 tile's pairs in one loop a block (a grid of fewer blocks than pairs),
-# each tile having the next tile's floats copied into its buffer (FF_REFILL): tiles starting 0 and 8 bytes past a
-# 16-byte boundary, x misaligned by two floats, blocks whose next pair is in another channel or past the grid's
-# width (more blocks than a channel's tiles), channels of ordinary, huge and tiny magnitude, every mode; x ending 8
-# bytes short of the third tile's end (78502 samples: that tile, skewed or not, is read from x).
-FFT_FUSED_REFILL_CASES = [(7921, 200000, "same", 2, 0, {"cap_x": 2, "cap_y": 1}, (0, 120), 1024),
-                          (7921, 150000, "valid", 3, 2, {"cap_x": 1, "cap_y": 1}, (-100, 0, 120), 1024),
-                          (8000, 90000, "full", 3, 0, {"cap_x": 3, "cap_y": 2}, (0, 0, 0), 1024),
-                          (2047, 200000, "same", 1, 2, {"cap_x": 3, "cap_y": 1}, (0,), 1024),
-                          (7921, 78502, "same", 1, 0, {"cap_x": 1}, (0,), 1024),
-                          (7921, 78502, "same", 1, 2, {"cap_x": 1}, (0,), 1024),
-                          (7921, 200000, "same", 2, 2, {"cap_x": 2, "cap_y": 1}, (0, 120), 512),
-                          (8000, 78502, "full", 1, 0, {"cap_x": 1}, (-100,), 512)]
-
-
-@pytest.mark.parametrize("how", [1, 2], ids=["bulk", "threads"])
-@pytest.mark.parametrize("K,L,mode,C,xoff,caps,mags,block", FFT_FUSED_REFILL_CASES)
-def test_fft_fused_refill_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, caps, mags, block, how, rng):
-    """FF_REFILL (a block's next tile copied into its buffer, an experiment's build: by the bulk copy engine, or by
-    the threads' cp.async), on 1024 threads and on 512 (two butterflies a thread): every output written and equal to
-    the float64 reference, and as many tiles copied as the grid has next tiles wholly inside x."""
-    exe = host_build("fft_fused_harness.cpp", {"FF_REFILL": how}, "c++20")
-    x = np.ldexp(rng.standard_normal((C, L)), np.array(mags)[:, None]).astype(np.float32)
-    w = rng.standard_normal(K) / np.sqrt(K)
-    pad, out_len = window_1d(mode, L, K)
-    printed = []
-    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, xoff, tile=32768, printed=printed, **caps)
-    assert ("true, true, true>" in plan["expr"]) == (block == 512)
-    assert plan["pairs"] and plan["N"] == 32768
-    expected = _refills_expected({**plan, "pad": pad + plan["z"]}, C, L, xoff)
-    assert expected > 0 and f"refills {expected}\n" in printed[0], (expected, printed)
-    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
-    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
-    for c, err in enumerate(_channel_errors(y, ref)):
-        assert err <= 2e-6, f"channel {c} (2^{mags[c]}) off by {err:.2e} (K={K}, L={L}, {caps})"
-
-
-# (K, L, mode, C, xoff, block): FF_L2PF's prefetches of the tile a wave on (host emulation: 3 multiprocessors, a
-# prefetch a read that AddressSanitizer checks) on channels of 3 tiles (60000 samples) and of 2 (40001, its last tile
-# short): in the same channel, the next one, past the last; 8-byte loads and float loads (x one float off); 1024 threads
-# and 512 (the prefetch is the loop's, the same for each kernel: the default run takes the first case).
-FFT_FUSED_L2PF_CASES = [(7921, 60000, "same", 4, 0, 1024), (8000, 40001, "full", 3, 1, 1024),
-                        (7921, 60000, "valid", 3, 0, 512)]
-
-
-@pytest.mark.parametrize("K,L,mode,C,xoff,block", _grid(FFT_FUSED_L2PF_CASES, {1, 2}))
-def test_fft_fused_l2pf_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff, block, rng):
-    """FF_L2PF (each block has L2 fetch the input of the tile a wave on, an experiment's build): every prefetched
-    line inside x, and every output written and equal to the float64 reference."""
-    exe = host_build(*_L2PF_BUILD)
-    x = rng.standard_normal((C, L)).astype(np.float32)
-    w = rng.standard_normal(K) / np.sqrt(K)
-    pad, out_len = window_1d(mode, L, K)
-    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, xoff, tile=32768)
-    assert plan["N"] == 32768 and plan["pairs"] == (xoff == 0 and L % 2 == 0)
-    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
-    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
-    for c, err in enumerate(_channel_errors(y, ref)):
-        assert err <= 2e-6, f"channel {c} off by {err:.2e} (K={K}, L={L}, block {block})"
 
 
 @pytest.mark.parametrize("K,L,mode,C,block,xoff", [(4095, 9000, "same", 2, 512, 1), (2048, 7001, "same", 1, 256, 0),
@@ -1622,12 +1516,6 @@ def test_shfl_applies_only_within_its_halos():
 _OS_BUILD = ("os_harness.cpp", None, "c++17")
 _CONV1D_BUILD = ("conv1d_harness.cpp", None, "c++20")
 _FUSED_BUILD = ("fft_fused_harness.cpp", None, "c++20")
-_L2PF_BUILD = ("fft_fused_harness.cpp", {"FF_L2PF": 1}, "c++20")
-
-
-def _wide_build(cols32: int) -> tuple:
-    """The fused harness's build for ff_tile_wide's columns: the default, or as 32 x 32 (FF_COLS32)."""
-    return ("fft_fused_harness.cpp", {"FF_COLS32": 1}, "c++20") if cols32 else _FUSED_BUILD
 
 
 def _boundary_define(boundary: str) -> dict:
@@ -1667,10 +1555,7 @@ _KEYS = {
     "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_kernel_runs_its_taps_as_given_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_pairs_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
-    "test_fft_fused_wide_kernel_on_host": lambda **p: _build_key(*_wide_build(p["cols32"])),
-    "test_fft_fused_refill_kernel_on_host": lambda **p: _build_key("fft_fused_harness.cpp", {"FF_REFILL": p["how"]},
-                                                                   "c++20"),
-    "test_fft_fused_l2pf_kernel_on_host": lambda **_: _build_key(*_L2PF_BUILD),
+    "test_fft_fused_wide_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_keeps_its_table_for_the_same_taps": lambda **_: _build_key(*_FUSED_BUILD),
     "test_strip_kernel_runs_on_host": lambda **p: _build_key(*_strip_build(**p)),

@@ -20,6 +20,7 @@ from sigconv._core.xp import FFT_SAFE_EXPONENT, peak_exponents
 from sigconv.backends import cuda1d as _c1
 from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry import auto as _auto
+from sigconv.registry.auto import fused_wide
 from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
@@ -132,7 +133,7 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x: int = _GRID_X_MAX,
                cap_y: int = _GRID_YZ_MAX, tile: int | None = None, pairs: bool = False) -> dict:
     """The launch of conv1d_fft_fused<logn, one> (``expr``) with ``block`` threads (None: the tile's own,
-    :func:`sigconv.registry.auto.fused_block`, N/32 or more): tile length N, valid outputs per tile V, tiles per
+    :func:`sigconv.registry.auto.fused_block`, N/32 or more, N/64 on the longest tile): tile length N, valid outputs per tile V, tiles per
     channel, grid (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the
     caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding per 16 (one where the
     block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``: N instead of
@@ -154,27 +155,21 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
                                 f" with {block} threads ({longest} samples only on {longest // 64} or "
                                 f"{longest // 32})"))
         N = tile
+    if block is None:
+        block = _auto.fused_block(K, N)
     V = N - K + 1
     ntiles = max(1, -(-out_len // V))
     if ntiles >= 1 << 31:  # (the kernel counts a channel's tiles in 32 bits; 2^40 samples and more)
         raise ValueError(f"fft_fused: {out_len} outputs a channel are {ntiles} tiles of {V}, more than 2^31 - 1")
     grid = (max(1, min(ntiles, cap_x)), max(1, min(C, cap_y, _GRID_YZ_MAX)))
-    wide = block is not None and fused_wide(N, block)
-    buffers = 1 if block is None or 32 * block >= N or wide else 2
+    wide = fused_wide(N, block)
+    buffers = 1 if 32 * block >= N or wide else 2
     logn = N.bit_length() - 1
     if pairs and not (buffers == 1 and logn == _kernels.constants()["SIGCONV_FFT_FUSED_PAIRS_LOGN"]):
         raise ValueError(f"fft_fused reads pairs of samples on tiles of "
                          f"{1 << _kernels.constants()['SIGCONV_FFT_FUSED_PAIRS_LOGN']} samples in place, not {N}")
     return {"N": N, "logn": logn, "V": V, "ntiles": ntiles, "grid": grid,
             "smem": _fused_smem(N, buffers), "expr": _fused_expr(logn, buffers == 1, pairs, wide)}
-
-
-def fused_wide(N: int, block: int) -> bool:
-    """Whether tiles of N samples on ``block`` threads run two butterflies a thread (conv1d_fft_fused<logn, true,
-    pairs, true>, kernels/fft_fused.cuh, ff_tile_wide): the longest tile (2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN) on N/64 =
-    512 threads, each with twice the registers of a thread of 1024, in place in one buffer as on N/32. Not the tile's
-    default block (:func:`sigconv.registry.auto.fused_block`): a launch asks for it with ``tile`` and ``block``."""
-    return N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"] and 64 * int(block) == N
 
 
 def fused_alignment(K: int, pad: int, N: int) -> tuple:
@@ -474,14 +469,17 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
 
 def prebuilt_modules() -> list[dict]:
     """:func:`sigconv._kernels.module`'s arguments of the fused kernel's modules (per tile length: the tile kernel in
-    place and through two buffers, and the spectrum kernel; the kernel that reads pairs of samples, of its tile; see
+    place and through two buffers, and the spectrum kernel; the kernel that reads pairs of samples, of its tile; the
+    longest tile's on 512 threads (:func:`fused_wide`, its default block), with pairs and without; see
     ``sigconv.backends.prebuilt_modules``); the
     overlap-save helpers are in :func:`sigconv.backends.cuda1d`'s base module."""
     lim = _kernels.constants()
-    logns = range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"] + 1)
+    longest = lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"]
+    logns = range(lim["SIGCONV_FFT_FUSED_MIN_LOGN"], longest + 1)
     return ([dict(name=_c1.SOURCE, name_expressions=(_fused_expr(n, one),)) for n in logns for one in (True, False)
              if one or n <= lim["SIGCONV_FFT_FUSED_MAX_LOGN"]]
             + [dict(name=_c1.SOURCE, name_expressions=(_fused_expr(lim["SIGCONV_FFT_FUSED_PAIRS_LOGN"], True, True),))]
+            + [dict(name=_c1.SOURCE, name_expressions=(_fused_expr(longest, True, p, True),)) for p in (False, True)]
             + [dict(name=_c1.SOURCE, name_expressions=(f"conv1d_fft_fused_spectrum<{n}>",)) for n in logns])
 
 

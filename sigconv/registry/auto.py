@@ -130,11 +130,12 @@ _FUSED_SHARED_TILE_MAX = 4096
 #: against 0.254 with 8192; K=1023 0.264 with 4096 against 0.270 with 8192 and 0.268 with 16384; K=1500 0.280 with
 #: 16384 against 0.287 with 8192; K=2047 0.284 against 0.308.
 _FUSED_MAX_OVERLAP = 1 / 4
-#: From this many taps on, fft_fused's tile is the one only a block of 1024 threads takes (2^15 samples, as 16 columns
-#: of 1024 points, two warps each: one block per multiprocessor, but three quarters of each tile valid at K=8192
-#: against half). On an H200 (benchmarks/fused_tiles.py, benchmarks/results/H200-2026-12-04-fused-columns-32768):
-#: K=6001 0.374 ms against 0.366 with 16384 at 512 threads, K=6401 0.376 against 0.377, K=6801 0.381 against 0.396,
-#: K=7921 0.395 against 0.444.
+#: From this many taps on, fft_fused's tile is the longest, 2^15 samples, which only blocks of 512 threads (two
+#: butterflies a thread, :func:`fused_wide`: its default) and 1024 take, as 16 columns of 1024 points: one block per
+#: multiprocessor, but three quarters of each tile valid at K=8192 against half. On an H200
+#: (benchmarks/fused_tiles.py, benchmarks/results/H200-2026-12-04-fused-columns-32768), on 1024 threads: K=6001 0.374
+#: ms against 0.366 with 16384 at 512 threads, K=6401 0.376 against 0.377, K=6801 0.381 against 0.396, K=7921 0.395
+#: against 0.444.
 FUSED_ONE_TILE_MIN_K = 6400
 
 
@@ -143,7 +144,7 @@ def fused_tile(K: int, block: Optional[int] = None) -> int:
     (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`; where K - 1 is :data:`_FUSED_MAX_OVERLAP` of that or
     more, the shortest column tile (2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN); at least the one above 2x K (up to
     2^SIGCONV_FFT_FUSED_MAX_LOGN); from :data:`FUSED_ONE_TILE_MIN_K` taps on 2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN, the
-    tile only a block of N/32 = 1024 threads takes (``block`` None or that). On an H200 (benchmarks/fused_tiles.py,
+    tile only blocks of N/64 = 512 threads (:func:`fused_wide`) and N/32 = 1024 take (``block`` None or either). On an H200 (benchmarks/fused_tiles.py,
     L=2^26, C=1, each tile at its best block; benchmarks/results/H200-2026-12-04-fused-columns/): K=255 0.219 ms with
     4096 against 0.249 with 8192 and 0.330 with 2048; K=1023 0.264 with 4096 against 0.268 with 16384; K=2047 0.284
     with 16384 against 0.308 with 8192; K=4095 0.325 with 16384 against 0.449 with 8192 (and 0.381 with 32768 in
@@ -156,7 +157,7 @@ def fused_tile(K: int, block: Optional[int] = None) -> int:
     if not 1 <= K <= hi // 2:
         raise ValueError(f"fft_fused takes 1 to {hi // 2} taps, got K={K}")
     one = 1 << lim["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"]
-    if K >= FUSED_ONE_TILE_MIN_K and (block is None or 32 * int(block) >= one):
+    if K >= FUSED_ONE_TILE_MIN_K and (block is None or 32 * int(block) >= one or fused_wide(one, block)):
         return one
     n = min(_FUSED_SHARED_TILE_MAX, max(lo, 1 << (16 * K - 1).bit_length()))
     if K - 1 >= n * _FUSED_MAX_OVERLAP:
@@ -164,12 +165,24 @@ def fused_tile(K: int, block: Optional[int] = None) -> int:
     return min(hi, max(n, 1 << (2 * K - 1).bit_length()))
 
 
+def fused_wide(N: int, block: int) -> bool:
+    """Whether tiles of N samples on ``block`` threads run two butterflies a thread (conv1d_fft_fused<logn, true,
+    pairs, true>, kernels/fft_fused.cuh, ff_tile_wide): the longest tile (2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN) on N/64 =
+    512 threads, each with twice the registers of a thread of 1024, in place in one buffer as on N/32."""
+    from sigconv import _kernels
+
+    return N == 1 << _kernels.constants()["SIGCONV_FFT_FUSED_ONE_MAX_LOGN"] and 64 * int(block) == N
+
+
 def fused_block(K: int, tile: Optional[int] = None) -> int:
     """fft_fused's block for K taps: one thread per 32 samples of its tile (``tile``, else :func:`fused_tile`), 64
     at least: the fewest threads that hold a transform's pass in registers, so that it runs in place in one buffer
-    (kernels/fft_fused.cuh)."""
+    (kernels/fft_fused.cuh); on the longest tile one per 64 samples, two butterflies a thread (:func:`fused_wide`),
+    whose columns run as 32 x 32. On an H200 (benchmarks/fused_ab.py, L=2^26, one channel,
+    benchmarks/results/H200-2026-12-05-fused-columns32/): K=7921 0.345 ms on 512 threads against 0.373 on 1024, K=8000
+    0.346 against 0.373."""
     n = fused_tile(K) if tile is None else int(tile)
-    return max(64, n // 32)
+    return n // 64 if fused_wide(n, n // 64) else max(64, n // 32)
 
 
 def _fft_f32(K: int) -> list:

@@ -3,7 +3,6 @@
 // sigconv.backends.overlap_save.fused_plan computes.
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
 //                     [DELAY [PAIRS]]
-// Built with FF_REFILL (fft_fused.cuh), it prints the tiles its PAIRS launch copied into shared memory ("refills N").
 // PAIRS 1: conv1d_fft_fused<LOGN, true, true> (a point's two samples as one 8-byte load), after checking the launcher's
 // promise that every tile of every channel starts on an 8-byte boundary of x and L is even. The longest tile on N/64
 // threads runs conv1d_fft_fused<LOGN, true, PAIRS, true> (ff_tile_wide).
@@ -156,9 +155,6 @@ int main(int argc, char** argv) {
         case 31: go(conv1d_fft_fused<15, true>); break;  // (in place only)
         default: std::fprintf(stderr, "no tile of 2^%d samples\n", logn); return 2;
     }
-#if FF_REFILL
-    std::printf("refills %u\n", ff_refill_issued.load());  // (the tests count the tiles read from shared memory)
-#endif
     FILE* f = std::fopen(argv[18], "wb");
     if (!f || std::fwrite(y, sizeof(float), (size_t)C * out_len, f) != (size_t)C * out_len) return 2;
     std::fclose(f);
