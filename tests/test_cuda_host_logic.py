@@ -42,8 +42,8 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
     from sigconv.registry import auto
 
     c = numpy_as_cupy
-    Ks = (1, 64, 65, 128, 129, 256, 257, 1024, 1025, 2049, 4097, 6399, 6400, 7921, 8192)
-    assert auto.FUSED_ONE_TILE_MIN_K == 6400
+    Ks = (1, 64, 65, 128, 129, 256, 257, 1024, 1025, 2049, 4097, 4799, 4800, 7921, 8192)
+    assert auto.FUSED_ONE_TILE_MIN_K == 4800
     assert [auto.fused_tile(K) for K in Ks] == \
         [1024, 1024, 2048, 2048, 4096, 4096, 4096, 4096, 16384, 16384, 16384, 16384, 32768, 32768, 32768]
     assert [auto.fused_block(K) for K in Ks] == [64, 64, 64, 64, 128, 128, 128, 128, 512, 512, 512, 512, 512, 512, 512]

@@ -132,11 +132,11 @@ _FUSED_SHARED_TILE_MAX = 4096
 _FUSED_MAX_OVERLAP = 1 / 4
 #: From this many taps on, fft_fused's tile is the longest, 2^15 samples, which only blocks of 512 threads (two
 #: butterflies a thread, :func:`fused_wide`: its default) and 1024 take, as 16 columns of 1024 points: one block per
-#: multiprocessor, but three quarters of each tile valid at K=8192 against half. On an H200
-#: (benchmarks/fused_tiles.py, benchmarks/results/H200-2026-12-04-fused-columns-32768), on 1024 threads: K=6001 0.374
-#: ms against 0.366 with 16384 at 512 threads, K=6401 0.376 against 0.377, K=6801 0.381 against 0.396, K=7921 0.395
-#: against 0.444.
-FUSED_ONE_TILE_MIN_K = 6400
+#: multiprocessor, but three quarters of each tile valid at K=8192 against half. On an H200 (benchmarks/fused_tiles.py,
+#: L=2^26, one channel, benchmarks/results/H200-2026-12-05-fused-columns32/), the 32768 tile on 512 threads against
+#: the 16384 tile on 512: K=4095 0.305 ms against 0.304, K=4501 0.333 against 0.320, K=4801 0.317 against 0.321,
+#: K=5001 0.316 against 0.330, K=6001 0.330 against 0.358, K=6399 0.328 against 0.367.
+FUSED_ONE_TILE_MIN_K = 4800
 
 
 def fused_tile(K: int, block: Optional[int] = None) -> int:
