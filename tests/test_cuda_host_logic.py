@@ -35,10 +35,10 @@ def numpy_as_cupy(monkeypatch):
 def test_fused_tiles_and_plan(numpy_as_cupy):
     """fft_fused's tile: the power of two above 16K within 1024..4096, 16384 (the column tile) where K - 1 is a
     quarter of that or more, at least the one above 2K, and 32768 for the longest filters on 512 or 1024 threads; its
-    block one thread per 32 samples (64 at least), per 64 on 32768 (two butterflies a thread); taps up to half the largest tile every block takes; shared memory for one buffer where
-    the block has N/32 threads or more, else two; a plan's grid covers every tile and channel up to the caps; a tile
-    asked for must be a power of two in range, >= 2K; 32768 asked for runs on 512 threads too (two butterflies a
-    thread, one buffer), on no other block below 1024."""
+    block one thread per 32 samples (64 at least), per 64 on 32768 (two butterflies a thread); taps up to half the
+    largest tile every block takes; shared memory for one buffer where the block has N/32 threads or more, else two; a
+    plan's grid covers every tile and channel up to the caps; a tile asked for must be a power of two in range, >= 2K;
+    32768 asked for runs on 512 threads too (two butterflies a thread, one buffer), on no other block below 1024."""
     from sigconv.registry import auto
 
     c = numpy_as_cupy

@@ -133,13 +133,13 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x: int = _GRID_X_MAX,
                cap_y: int = _GRID_YZ_MAX, tile: int | None = None, pairs: bool = False) -> dict:
     """The launch of conv1d_fft_fused<logn, one> (``expr``) with ``block`` threads (None: the tile's own,
-    :func:`sigconv.registry.auto.fused_block`, N/32 or more, N/64 on the longest tile): tile length N, valid outputs per tile V, tiles per
-    channel, grid (tiles, channels; the kernel walks the rest by grid-stride loops, ``cap_x``/``cap_y`` only lower the
-    caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding per 16 (one where the
-    block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``: N instead of
-    :func:`sigconv.registry.auto.fused_tile`'s (benchmarks compare tile lengths): a power of two in the kernel's
-    range (its largest only with N/32 threads, or N/64: :func:`fused_wide`), at least 2K. ``pairs``: the kernel that
-    reads a point's two samples as one 8-byte load, where :func:`fused_pairs` allows it (ValueError elsewhere)."""
+    :func:`sigconv.registry.auto.fused_block`, N/32 or more, N/64 on the longest tile): tile length N, valid outputs per
+    tile V, tiles per channel, grid (tiles, channels; the kernel walks the rest by grid-stride loops,
+    ``cap_x``/``cap_y`` only lower the caps) and dynamic shared memory: buffers of N/2 float2 with one float2 of padding
+    per 16 (one where the block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``:
+    N instead of :func:`sigconv.registry.auto.fused_tile`'s (benchmarks compare tile lengths): a power of two in the
+    kernel's range (its largest only with N/32 threads, or N/64: :func:`fused_wide`), at least 2K. ``pairs``: the kernel
+    that reads a point's two samples as one 8-byte load, where :func:`fused_pairs` allows it (ValueError elsewhere)."""
     if tile is None:
         N = _auto.fused_tile(K, block)
     else:

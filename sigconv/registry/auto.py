@@ -144,12 +144,13 @@ def fused_tile(K: int, block: Optional[int] = None) -> int:
     (kernels/limits.cuh) to :data:`_FUSED_SHARED_TILE_MAX`; where K - 1 is :data:`_FUSED_MAX_OVERLAP` of that or
     more, the shortest column tile (2^SIGCONV_FFT_FUSED_COLS_MIN_LOGN); at least the one above 2x K (up to
     2^SIGCONV_FFT_FUSED_MAX_LOGN); from :data:`FUSED_ONE_TILE_MIN_K` taps on 2^SIGCONV_FFT_FUSED_ONE_MAX_LOGN, the
-    tile only blocks of N/64 = 512 threads (:func:`fused_wide`) and N/32 = 1024 take (``block`` None or either). On an H200 (benchmarks/fused_tiles.py,
-    L=2^26, C=1, each tile at its best block; benchmarks/results/H200-2026-12-04-fused-columns/): K=255 0.219 ms with
-    4096 against 0.249 with 8192 and 0.330 with 2048; K=1023 0.264 with 4096 against 0.268 with 16384; K=2047 0.284
-    with 16384 against 0.308 with 8192; K=4095 0.325 with 16384 against 0.449 with 8192 (and 0.381 with 32768 in
-    columns: benchmarks/results/H200-2026-12-04-fused-columns-32768/); K=7921 0.395 with 32768 against 0.444 with
-    16384. ValueError for K above half the largest tile that every block takes."""
+    tile only blocks of N/64 = 512 threads (:func:`fused_wide`) and N/32 = 1024 take (``block`` None or either). On an
+    H200 (benchmarks/fused_tiles.py, L=2^26, C=1, each tile at its best block;
+    benchmarks/results/H200-2026-12-04-fused-columns/): K=255 0.219 ms with 4096 against 0.249 with 8192 and 0.330 with
+    2048; K=1023 0.264 with 4096 against 0.268 with 16384; K=2047 0.284 with 16384 against 0.308 with 8192; K=4095 0.325
+    with 16384 against 0.449 with 8192 (and 0.381 with 32768 in columns:
+    benchmarks/results/H200-2026-12-04-fused-columns-32768/); K=7921 0.395 with 32768 against 0.444 with 16384.
+    ValueError for K above half the largest tile that every block takes."""
     from sigconv import _kernels
 
     lim = _kernels.constants()
