@@ -151,8 +151,8 @@ def _scaled_mismatch(y, ref, mag: int, what: str, tol: float = 1e-5) -> int:
     return 1
 
 
-#: fft_fused's longest tile on 512 threads, two butterflies a thread (overlap_save.fused_wide; only with an explicit
-#: tile and block): (L, K, C, x offset in floats): 8-byte loads (L even, x aligned), 16-byte loads of a tile wholly
+#: fft_fused's longest tile on 512 threads, two butterflies a thread (overlap_save.fused_wide; that tile's default
+#: block, run here with the tile and block given, whatever K): (L, K, C, x offset in floats): 8-byte loads (L even, x aligned), 16-byte loads of a tile wholly
 #: inside x (60000 samples), float loads (L odd; x one float off), a last tile of one output ("same" on 74545 samples)
 #: whose place in y is 16-byte aligned in one channel and not in the other.
 WIDE_SHAPES = ((40000, 7921, 2, 0), (60000, 7921, 1, 0), (40001, 8000, 1, 0), (40000, 7921, 1, 1),
