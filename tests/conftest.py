@@ -21,6 +21,24 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 
 
+def pytest_configure(config):
+    """The tests keep sigconv's cache (autotune winners, unpacked kernels, file overviews) in a folder of their own,
+    removed at the end: a test run neither reads the user's tuned choices nor leaves its own in their place. The
+    pytest-xdist workers inherit the controller's folder."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import tempfile
+
+    config._sigconv_cache = tempfile.TemporaryDirectory(prefix="sigconv-test-cache-")
+    os.environ["SIGCONV_CACHE_DIR"] = config._sigconv_cache.name
+
+
+def pytest_unconfigure(config):
+    cache = getattr(config, "_sigconv_cache", None)
+    if cache is not None:
+        cache.cleanup()
+
+
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="also run tests marked slow")
 

@@ -248,3 +248,12 @@ def test_tune_command_without_gpu(monkeypatch, capsys):
     with pytest.raises(RuntimeError, match="no usable GPU"):
         monkeypatch.setattr("sigconv._core.devices.cuda_reason", lambda: "none")
         _auto.fill_autotune_cache(taps=(7,), conv2d=False)
+
+
+def test_the_test_run_keeps_its_own_cache_folder():
+    """Tuned choices written by the tests land in the run's own folder (tests/conftest.py), never in the user's."""
+    from sigconv._core.cache import cache_dir
+
+    d = cache_dir()
+    assert d.name.startswith("sigconv-test-cache-") and d.is_dir()
+    assert _autotune.cache_path().parent == d
