@@ -28,7 +28,7 @@ Cases, float32 (the benchmark's shapes):
   conv1d-k1023-fft    C=1, L=2^26, K=1023, variant fft, block 256: gather, rfft, product, irfft, scatter
   conv1d-k255-fft_fused / conv1d-k1023-fft_fused / conv1d-k4095-fft_fused / conv1d-k7921-fft_fused  C=1, L=2^26,
                       K=255 / 1023 / 4095 / 7921, variant fft_fused at its own tile and block (4096 / 8192 / 16384 /
-                      32768 samples, 128 / 256 / 512 / 1024 threads)
+                      32768 samples, 128 / 256 / 512 / 512 threads)
 Each case runs three times untimed (compile, autotune-free), then once between cudaProfilerStart and
 cudaProfilerStop, so ncu sees exactly one launch of each kernel of the case. Without ncu the script just
 runs (a smoke test) and prints each case's CUDA-event time. Needs a GPU.
