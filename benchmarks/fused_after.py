@@ -13,6 +13,7 @@ table from host taps, so that nothing else runs) timed alone and after each of t
   spectrum        the spectrum kernel (overlap_save's device-taps path; the taps the same as the last call's, so it
                   compares them and returns)
   spectrum-smem0  the same kernel launched without dynamic shared memory (its comparison path touches none)
+  spectrum-32-registers  the spectrum kernel built with at most 32 registers a thread (it takes 58)
   spectrum-same-module  the spectrum kernel and the kernel compiled into one module by NVRTC, the one after the other
 then the kernel alone under each shared-memory carveout preference of --carveouts (percent of the most; the driver's
 choice is the default). CUDA-event medians of 40 back-to-back calls, the best of 3 rounds; a row's extra is its time
@@ -146,6 +147,9 @@ def main(argv=None) -> int:
             one_mod = _kernels.module(cuda1d.SOURCE, defines={"SIGCONV_FUSED_AFTER_ONE_MODULE": 1},
                                       name_expressions=(plan["expr"], spec_expr))
             fn1, spec1 = one_mod.get_function(plan["expr"]), one_mod.get_function(spec_expr)
+            spec32 = _kernels.module(cuda1d.SOURCE, name_expressions=(spec_expr,),
+                                     options=("--maxrregcount=32",)).get_function(spec_expr)
+            spec32.max_dynamic_shared_size_bytes = ssmem
             fn1.max_dynamic_shared_size_bytes = plan["smem"]
             spec1.max_dynamic_shared_size_bytes = ssmem
             Gd = cupy.empty((N // 2, 4), cupy.float32)
@@ -173,6 +177,7 @@ def main(argv=None) -> int:
                 "compare-copy": lambda i: compare((1,), (sblock,), (w, np.int32(K), tag, last, flag), shared_mem=ssmem),
                 "spectrum": lambda i: spec((1,), (sblock,), spec_args, shared_mem=ssmem),
                 "spectrum-smem0": lambda i: spec((1,), (sblock,), spec_args, shared_mem=0),
+                "spectrum-32-registers": lambda i: spec32((1,), (sblock,), spec_args, shared_mem=ssmem),
                 "spectrum-same-module": lambda i: spec1((1,), (sblock,), spec_args, shared_mem=ssmem),
             }
             alone = _time(kernel)
