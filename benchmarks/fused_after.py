@@ -10,6 +10,7 @@ table from host taps, so that nothing else runs) timed alone and after each of t
   empty-smem      an empty kernel of the spectrum kernel's block (max(32, N/32) threads) and shared memory
   compare-copy    a kernel of the same block and shared memory that compares the taps with a record of them, as the
                   spectrum kernel's first lines do (they are the same: it returns)
+  compare-big-code  the same comparison with some 100 KB of code after it, which it skips
   spectrum        the spectrum kernel (overlap_save's device-taps path; the taps the same as the last call's, so it
                   compares them and returns)
   spectrum-smem0  the same kernel launched without dynamic shared memory (its comparison path touches none)
@@ -46,11 +47,25 @@ extern "C" __global__ void __launch_bounds__(1024) compare_taps(const float* w, 
     }
     if (threadIdx.x == 0) flag[0] = 1;
 }
+// the same comparison with some 100 KB of code after it that the comparison skips (the spectrum kernel's size)
+extern "C" __global__ void __launch_bounds__(1024) compare_taps_big(const float* w, int K, int tag, const int* last,
+                                                                    int* flag) {
+    extern __shared__ float smem[];
+    if (last[0] == tag) {
+        int differ = 0;
+        for (int j = threadIdx.x; j < K; j += blockDim.x) differ |= __float_as_int(w[j]) != last[1 + j];
+        if (!__syncthreads_or(differ)) return;
+    }
+    float a = w[threadIdx.x], b = w[threadIdx.x + 1];
+BIG_BODY
+    if (threadIdx.x == 0) flag[0] = 1 + (a + b == 12345.0f);
+}
 extern "C" __global__ void empty(int* flag) {
     extern __shared__ float unused[];
     if (threadIdx.x == 0 && blockIdx.x == 0x7fffffff) flag[0] = unused[0];
 }
-"""
+""".replace("BIG_BODY", "".join(f"    a = fmaf(a, smem[{(37 * i) % 1021}], b); b = fmaf(b, a, smem[{(53 * i + 7) % 1019}]);\n"
+                                 for i in range(3000)))
 
 
 def _time(fn, n: int = 40, rounds: int = 3) -> float:
@@ -161,7 +176,8 @@ def main(argv=None) -> int:
             tag = np.int32(int(last[0]))
             spec = os_._fused_function(spec_expr, ssmem)
             compare, empty = aux.get_function("compare_taps"), aux.get_function("empty")
-            for f in (compare, empty):
+            compare_big = aux.get_function("compare_taps_big")
+            for f in (compare, compare_big, empty):
                 f.max_dynamic_shared_size_bytes = ssmem
 
             def kernel(i, f=fn):
@@ -175,6 +191,8 @@ def main(argv=None) -> int:
                 "add16M": lambda i: cupy.add(big_a, big_a, out=big_b),
                 "empty-smem": lambda i: empty((1,), (sblock,), (flag,), shared_mem=ssmem),
                 "compare-copy": lambda i: compare((1,), (sblock,), (w, np.int32(K), tag, last, flag), shared_mem=ssmem),
+                "compare-big-code": lambda i: compare_big((1,), (sblock,), (w, np.int32(K), tag, last, flag),
+                                                          shared_mem=ssmem),
                 "spectrum": lambda i: spec((1,), (sblock,), spec_args, shared_mem=ssmem),
                 "spectrum-smem0": lambda i: spec((1,), (sblock,), spec_args, shared_mem=0),
                 "spectrum-32-registers": lambda i: spec32((1,), (sblock,), spec_args, shared_mem=ssmem),
