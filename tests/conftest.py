@@ -29,14 +29,21 @@ def pytest_configure(config):
         return
     import tempfile
 
-    config._sigconv_cache = tempfile.TemporaryDirectory(prefix="sigconv-test-cache-")
-    os.environ["SIGCONV_CACHE_DIR"] = config._sigconv_cache.name
+    config._sigconv_cache = (tempfile.TemporaryDirectory(prefix="sigconv-test-cache-"),
+                             os.environ.get("SIGCONV_CACHE_DIR"))
+    os.environ["SIGCONV_CACHE_DIR"] = config._sigconv_cache[0].name
 
 
 def pytest_unconfigure(config):
+    """The folder removed and the caller's $SIGCONV_CACHE_DIR back as it was."""
     cache = getattr(config, "_sigconv_cache", None)
     if cache is not None:
-        cache.cleanup()
+        folder, before = cache
+        folder.cleanup()
+        if before is None:
+            os.environ.pop("SIGCONV_CACHE_DIR", None)
+        else:
+            os.environ["SIGCONV_CACHE_DIR"] = before
 
 
 def pytest_addoption(parser):
