@@ -780,9 +780,17 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
                                                 (unsigned)(f + 1 - lo) < (unsigned)(hi - lo) ? xt[f + 1] : 0.0f);
                 }
         }
+        // (the largest pattern as a signed int, the positive samples', and as an unsigned one, the negative samples'
+        // with the sign bit set: two maxima and no mask a sample)
+        int sp = 0;
+        unsigned un = 0u;
 #pragma unroll
-        for (int i = 0; i < 16 * W; ++i)
-            mb = max(mb, max(__float_as_int(v[i].x) & 0x7fffffff, __float_as_int(v[i].y) & 0x7fffffff));
+        for (int i = 0; i < 16 * W; ++i) {
+            const int a = __float_as_int(v[i].x), b = __float_as_int(v[i].y);
+            sp = max(sp, max(a, b));
+            un = max(un, max((unsigned)a, (unsigned)b));
+        }
+        mb = max(sp, (int)(un & 0x7fffffffu));
         FF_MARK(1, mb);
     }
     int es;
@@ -864,8 +872,9 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     constexpr int R = RL, NS = M / R, Q = 16 / R, TWO = ff_tw_offset(MB, P - 1);
     static_assert(Q * B0 == NS, "the last pass's butterflies, Q per thread");
     const int et = tap_shift ? __ldg(tap_shift) : 0;  // (read here, not held across the tile)
-    const OsScale<float> up(es + et);
-    const bool scaled = es + et != 0;
+    const OsScale<float> up(es + et);  // (one multiply an output where 2^(es + et) is a normal float)
+    const bool two = up.f2 != 1.0f;
+    const float fs = two ? up.f2 : up.f1;
     float* const yo = yt - (K - 1);  // y of tile float f (only ever written at f >= K-1)
     if (!on) return;                 // (no barrier follows)
 #pragma unroll
@@ -876,7 +885,9 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int f = 2 * (j + r * NS);
-            const float a = scaled ? up(w[r].x) : w[r].x, b = scaled ? up(w[r].y) : w[r].y;
+            float2 p = w[r];
+            if (two) p = make_float2(os_mul(p.x, up.f1), os_mul(p.y, up.f1));
+            const float a = os_mul(p.x, fs), b = os_mul(p.y, fs);
             if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
             if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
         }
@@ -931,30 +942,32 @@ __device__ __forceinline__ void ff_cols_twiddle_idft16(const float2* __restrict_
 }
 // The outputs of a tile whose y[2p] + i y[2p+1] at point p = W jt + u + B0 m is v[16 u + m] (ff_tile_cols, W = 1;
 // ff_tile_wide, W = 2): float f = 2p of the tile is output f - (K-1) when that is in [0, nv), multiplied by
-// 2^(es + et) (es the tile's shift, et the taps'). Where y's pair is 8-byte aligned, both outputs of a point valid and
-// 2^(es + et) a normal float, one 8-byte store and one multiply an output; with W = 2, where y is 16-byte aligned and
-// the four outputs of a thread's two points valid, one 16-byte store.
+// 2^(es + et) (es the tile's shift, et the taps'; where that is not a normal float, v is multiplied by OsScale's first
+// factor here and the outputs by its second). A thread's outputs go out in groups of G floats, one store each: the
+// points of its two butterflies (G = 4, with W = 2 where y is 16-byte aligned), or a point (G = 2, where 8-byte
+// aligned). Only the groups that hold the tile's first or last output can lie partly outside [0, nv): the threads of
+// those two (the points (K-1)/2 and (K-2+nv)/2) store float by float; every other thread stores a group whole or not
+// at all, by its first float, one compare and one predicated store a group.
 template <int B0, int W = 1>
-__device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, float* yo, int K, int nv, int es,
-                                                       int et) {
-    const bool pairs = (reinterpret_cast<unsigned long long>(yo) & 7) == 0;  // (f is even)
-    if (pairs && es + et >= -126 && es + et <= 127) {
-        const float fs = __int_as_float((127 + es + et) << 23);
-        if (W == 2 && (reinterpret_cast<unsigned long long>(yo) & 15) == 0) {
-            const unsigned n4 = nv > 3 ? (unsigned)(nv - 3) : 0u;  // (d < n4: outputs d to d + 3 valid; none for nv < 4)
+__device__ __forceinline__ void ff_tile_outputs_points(float2* v, int jt, float* yo, int K, int nv, int es, int et) {
+    const OsScale<float> up(es + et);
+    if (up.f2 != 1.0f) {  // (not a normal float: its first factor here)
+#pragma unroll
+        for (int i = 0; i < 16 * W; ++i) v[i] = make_float2(os_mul(v[i].x, up.f1), os_mul(v[i].y, up.f1));
+    }
+    const float fs = up.f2 != 1.0f ? up.f2 : up.f1;
+    const unsigned long long ya = reinterpret_cast<unsigned long long>(yo);  // (a group's f: a multiple of G)
+    const int ps = (K - 1) >> 1, pe = (K - 2 + nv) >> 1;
+    const bool edge = (ps & (B0 - 1)) / W == jt || (pe & (B0 - 1)) / W == jt;
+    if (!edge && (ya & 7) == 0) {
+        if (W == 2 && (ya & 15) == 0) {
 #pragma unroll
             for (int m = 0; m < 16; ++m) {
                 const int f = 2 * (W * jt + m * B0);  // (a multiple of 4)
-                const unsigned d = (unsigned)(f - (K - 1));
                 const float2 p = v[m], q = v[16 * (W - 1) + m];
-                if (d < n4) {
-                    *reinterpret_cast<float4*>(yo + f) = make_float4(p.x * fs, p.y * fs, q.x * fs, q.y * fs);
-                } else {
-                    if (d < (unsigned)nv) yo[f] = p.x * fs;
-                    if (d + 1 < (unsigned)nv) yo[f + 1] = p.y * fs;
-                    if (d + 2 < (unsigned)nv) yo[f + 2] = q.x * fs;
-                    if (d + 3 < (unsigned)nv) yo[f + 3] = q.y * fs;
-                }
+                if ((unsigned)(f - (K - 1)) < (unsigned)nv)
+                    *reinterpret_cast<float4*>(yo + f) =
+                        make_float4(os_mul(p.x, fs), os_mul(p.y, fs), os_mul(q.x, fs), os_mul(q.y, fs));
             }
             return;
         }
@@ -963,30 +976,20 @@ __device__ __forceinline__ void ff_tile_outputs_points(const float2* v, int jt, 
 #pragma unroll
             for (int m = 0; m < 16; ++m) {
                 const int f = 2 * (W * jt + u + m * B0);
-                const unsigned d = (unsigned)(f - (K - 1));  // (output f + 1: d + 1)
-                const float a = v[16 * u + m].x * fs, b = v[16 * u + m].y * fs;
-                if (d < (unsigned)(nv - 1)) {
-                    *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
-                } else {
-                    if (d < (unsigned)nv) yo[f] = a;
-                    if (d + 1 < (unsigned)nv) yo[f + 1] = b;
-                }
+                const float2 p = v[16 * u + m];
+                if ((unsigned)(f - (K - 1)) < (unsigned)nv)
+                    *reinterpret_cast<float2*>(yo + f) = make_float2(os_mul(p.x, fs), os_mul(p.y, fs));
             }
         return;
     }
-    const OsScale<float> up(es + et);
 #pragma unroll
     for (int u = 0; u < W; ++u)
 #pragma unroll
         for (int m = 0; m < 16; ++m) {
             const int f = 2 * (W * jt + u + m * B0);
-            const float a = up(v[16 * u + m].x), b = up(v[16 * u + m].y);
-            if (pairs && (unsigned)(f - (K - 1)) < (unsigned)(nv - 1)) {
-                *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
-            } else {
-                if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
-                if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
-            }
+            const float2 p = v[16 * u + m];
+            if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = os_mul(p.x, fs);
+            if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = os_mul(p.y, fs);
         }
 }
 
@@ -1188,13 +1191,15 @@ template <bool STORE> __device__ __forceinline__ void ff_col32_io(float2* col, i
         else a[r & 1][r >> 1] = *p;
     }
 }
-// Lane l's points 32 l + 16 h + k at a[h][k] (16-byte slots), read or written (STORE).
+// Lane l's points 32 l + 16 h + k at a[h][k] (16-byte slots), read or written (STORE). (The 32 points of a row have
+// no padding among them: ff_pad2(32 l + i) = ff_pad2(32 l) + i for i < 32, one base and constant offsets.)
 template <bool STORE> __device__ __forceinline__ void ff_col32_rows(float2* col, int l, float2 (&a)[2][16]) {
+    float2* const row = col + ff_pad2(32 * l);
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int k = 0; k < 16; k += 2) {
-            float2* const p = col + ff_pad2(32 * l + 16 * h + k);
+            float2* const p = row + 16 * h + k;
             if constexpr (STORE) ff_sts2(p, a[h][k], a[h][k + 1]);
             else ff_lds2(p, a[h][k], a[h][k + 1]);
         }
@@ -1250,21 +1255,26 @@ __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __r
     for (int k = 0; k < 16; ++k) col[ff_pad2(l + 32 * (16 + k))] = a[1][k];
     ff_pair_sync<32>(s);
     {
-        float2* const theirs = buf + ((16 - s) & 15) * CP;
+        // the partner c' = lp + 32 (31 - k), lp = 31 - l (column 0: 32 - l), at ff_pad2(lp) + 34 (31 - k) (lp <= 32):
+        // one base, offsets that are constants
+        const int lp = s == 0 ? 32 - l : 31 - l;
+        float2* const theirs = buf + ((16 - s) & 15) * CP + ff_pad2(lp) + ff_pad2(32 * 31);
         const float4* const Pk = G + s * (CM / 2) + l;  // the pair table's entry of bin s + 16 c: Pk[32 k]
         const float2 ws = __ldg(tw + s);                // exp(-2 pi i s / N)
+        const float2* const twl = tw + T2 + l;          // exp(-2 pi i 16 (l + 32 k') / N), k' < 8: twl[32 k']
         const float h = 0.70710678118654752440f;
 #pragma unroll
         for (int k = 0; k < 16; ++k) {
-            const int c = l + 32 * k;  // W = exp(-2 pi i (s + 16 c) / N): c mod 256 from pass 2's row 0, c >= 256
-            float2 W = ff_mul(ws, __ldg(tw + T2 + c - (k >= 8 ? 256 : 0)));  // times exp(-2 pi i / 8)
+            // W = exp(-2 pi i (s + 16 c) / N), c = l + 32 k: c mod 256 from pass 2's row 0, c >= 256 times
+            // exp(-2 pi i / 8)
+            float2 W = ff_mul(ws, __ldg(twl + 32 * (k & 7)));
             if (k >= 8) W = ff_mul(W, make_float2(h, -h));
             float4 gk, gm;
             ff_pair_coefs(__ldg(Pk + 32 * k), W, gk, gm);
             if (k == 0 && (s | l) == 0) {  // bin 0
                 ff_middle_self(a[0][0], gk);
             } else {
-                float2* const pm = theirs + ff_pad2(s == 0 ? CM - c : CM - 1 - c);
+                float2* const pm = theirs - ff_pad2(32 * k);
                 float2 zm = *pm;
                 ff_middle(a[0][k], zm, gk, gm);
                 *pm = zm;

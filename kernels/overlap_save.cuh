@@ -59,18 +59,43 @@ __device__ __forceinline__ int os_exponent(const int* __restrict__ shift, sc_i64
     return (e == SC_OS_NO_PEAK || e == SC_OS_NONFINITE || (e >= -safe && e <= safe)) ? 0 : e;
 }
 
-// Multiplying by 2^e: by the factor f = 2^e when it is a normal number (one multiply, exact but for a result
-// below the normal range, as ldexp), else by ldexp itself.
-template <typename T> struct OsScale;
-template <> struct OsScale<float> {
-    int e; float f;
-    __device__ __forceinline__ explicit OsScale(int e_) : e(e_), f(e_ >= -126 && e_ <= 127 ? ldexpf(1.0f, e_) : 0.0f) {}
-    __device__ __forceinline__ float operator()(float v) const { return f != 0.0f ? v * f : ldexpf(v, e); }
+// a b rounded once, with subnormal operands and results kept whatever the build's -ftz (float: PTX mul.rn.f32, which
+// has no .ftz; double is never flushed).
+template <typename T> __device__ __forceinline__ T os_mul(T a, T b) { return a * b; }
+#ifndef SIGCONV_HOST_EMULATION
+template <> __device__ __forceinline__ float os_mul<float>(float a, float b) {
+    float r;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+#endif
+// 2^a for a within T's normal exponents [LO, HI] (float: [-126, 127]; double: [-1022, 1023]).
+template <typename T> struct OsPow2;
+template <> struct OsPow2<float> {
+    static constexpr int LO = -126, HI = 127;
+    static __device__ __forceinline__ float of(int a) { return __int_as_float((a + 127) << 23); }
 };
-template <> struct OsScale<double> {
-    int e; double f;
-    __device__ __forceinline__ explicit OsScale(int e_) : e(e_), f(e_ >= -1022 && e_ <= 1023 ? ldexp(1.0, e_) : 0.0) {}
-    __device__ __forceinline__ double operator()(double v) const { return f != 0.0 ? v * f : ldexp(v, e); }
+template <> struct OsPow2<double> {
+    static constexpr int LO = -1022, HI = 1023;
+    static __device__ __forceinline__ double of(int a) { return __longlong_as_double((long long)(a + 1023) << 52); }
+};
+
+// Multiplying by 2^e, as two products by normal powers of two, v 2^a 2^b with a + b = e (os_mul: subnormals kept):
+// within the normal range a = e and f2 = 2^b = 1; above it a = HI; below it b = LO, so that v 2^a is exact wherever
+// the result is not zero and only the second product rounds. The result is ldexp's for e within [2 LO, 2 HI]
+// (float: [-252, 254]); beyond, e counts as that range's end, which still gives ldexp's zero or infinity for every
+// normal v below 2^102 in magnitude (double: 2^969; the values scaled here lie near 1). Two multiplies and no branch,
+// so that code scaling many registers stays small; a caller that can do with one multiply where f2 is 1 reads f1 and
+// f2 itself.
+template <typename T> struct OsScale {
+    T f1, f2;
+    __device__ __forceinline__ explicit OsScale(int e) {
+        constexpr int LO = OsPow2<T>::LO, HI = OsPow2<T>::HI;
+        const int a = e > HI ? HI : e >= LO ? e : max(e - LO, LO);
+        f1 = OsPow2<T>::of(a);
+        f2 = OsPow2<T>::of(min(max(e - a, LO), HI));
+    }
+    __device__ __forceinline__ T operator()(T v) const { return os_mul(os_mul(v, f1), f2); }
 };
 
 template <typename T> __device__ __forceinline__ int os_frexp_exp(T v);

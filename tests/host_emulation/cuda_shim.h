@@ -38,9 +38,12 @@ inline int atomicMax(int* p, int v) { const int old = *p; if (v > old) *p = v; r
 // The bit casts of the device's intrinsics.
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, sizeof i); return i; }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, sizeof f); return f; }
+inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, sizeof d); return d; }
 
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 
 // A vector store to an address the hardware would refuse (misaligned) ends the run with exit code 3.
 inline void sc_emu_check_aligned(const void* p, int bytes) {
