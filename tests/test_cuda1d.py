@@ -631,7 +631,8 @@ def test_fft_fused_device_taps_kept_and_changed(rng):
 @pytest.mark.parametrize("variant, dtype, mags, K", [("fft", "float32", (120, -100), 1023),
                                                       ("fft", "float64", (1000, -1000), 1023),
                                                       ("fft_fused", "float32", (120, -100), 1023),
-                                                      ("fft_fused", "float32", (116, -100), 4095)])
+                                                      ("fft_fused", "float32", (116, -100), 4095),
+                                                      ("fft_fused", "float32", (116, -100), 7921)])
 def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, mags, K, rng):
     """The fft variants' kernels scale each segment of extreme magnitude by a power of two: a signal whose parts
     lie at 2^mag for mag in {0, huge, tiny} (one part per stretch of a channel, so segments of each kind and
@@ -663,6 +664,25 @@ def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, 
         got = np.ldexp(y[:, inner].astype(np.float64), -int(scale[inner[0]]))
         err = np.linalg.norm(got - ref[:, inner]) / np.linalg.norm(ref[:, inner])
         assert err <= TOL[dtype] * 10, f"part {k} (2^{int(scale[inner[0]])}): rel err {err:.2e}"
+
+
+@pytest.mark.parametrize("variant, K", [("fft", 1023), ("fft_fused", 1023), ("fft_fused", 4095),
+                                        ("fft_fused", 7921)])
+def test_fft_variants_keep_outputs_below_the_normal_range(variant, K, rng):
+    """Taps of some 2^-130 on a signal of unit scale: the outputs lie below float32's normal range (2^-126), where
+    the kernels' scaling by a power of two (2^tap_shift, not a normal float) must round each output once rather than
+    flush it to zero. Brought back by 2^130 they are the float64 reference's to the subnormals' precision (2^-149 on
+    outputs of some 2^-130). The longest tile on its 512 threads (7921 taps), the column tile (4095) and the in-place
+    one (1023)."""
+    C, L = 2, 3 * 32768 + 5
+    x = rng.standard_normal((C, L)).astype(np.float32)
+    h = np.ldexp(rng.standard_normal(K) / np.sqrt(K), -130).astype(np.float32)  # (subnormal taps, exact inputs)
+    y = cupy.asnumpy(sigconv.convolve(cupy.asarray(x), h, "same", axis=-1, backend="cuda", variant=variant))
+    ref = np.stack([scipy.signal.oaconvolve(r, h.astype(np.float64), "same") for r in x.astype(np.float64)])
+    assert np.count_nonzero(y) >= 0.99 * y.size, f"{y.size - np.count_nonzero(y)} outputs flushed to zero"
+    got, want = np.ldexp(y.astype(np.float64), 130), np.ldexp(ref, 130)
+    err = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert err <= TOL["float32"], f"rel err {err:.2e} (K={K}, {variant})"
 
 
 # ----------------------------------------------------------------------------------- exact integers
