@@ -537,7 +537,8 @@ __device__ __forceinline__ void ff_tl_end() {}
 // longest tile on 512 threads asks L2 for the block's next tile (t + gridDim.x, the same channel) once its own samples
 // are in shared memory, so that the next tile's loads find them there: 1, a prefetch of a 128-byte line a thread for
 // every 32 floats; 2, one bulk prefetch of the tile's bytes (sm_90 on: cp.async.bulk.prefetch.L2) by thread 0.
-// Floats [s, s + N) of the channel xc, clipped to [0, L).
+// Floats [s, s + N) of the channel xc, clipped to [0, L). (A prefetch of the tile a wave on at the tile's start, a line
+// a thread, on 1024 threads, made the tile 8% slower on an H200: benchmarks/results/H200-2026-12-05-fused-columns32/.)
 #ifdef FF_PREFETCH
 template <int N>
 __device__ __forceinline__ void ff_prefetch_tile(const float* __restrict__ xc, sc_i64 L, sc_i64 s, int tid, int T) {

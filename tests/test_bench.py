@@ -422,3 +422,62 @@ def test_fused_timeline_summary_of_recorded_tiles():
     phases = {k: v["median"] for k, v in got["phases_us"].items()}
     assert phases == {"loads": pytest.approx(1.0), "first pass": pytest.approx(2.0), "columns": pytest.approx(6.0),
                       "outputs": pytest.approx(3.0), "outputs before stores": pytest.approx(1.0)}
+
+
+def _benchmark_module(name: str):
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_kernel_code_reads_each_functions_code_from_the_section_headers():
+    """benchmarks/kernel_code.py's size of a function's code: the size of its .text.<name> section, read from an
+    ELF64 file's section headers (here one made by hand: a name table, two functions' code and a data section)."""
+    import struct
+
+    text_sections = _benchmark_module("kernel_code").text_sections
+    names = b"\0.shstrtab\0.text.kernel_a\0.text.kernel_b\0.nv.info\0"
+    body = names + bytes(16 * 7 + 16 * 3)  # (the sections' contents: only their sizes are read)
+    shoff = 64 + len(body)
+
+    def header(name: str, offset: int, size: int) -> bytes:  # (sh_name, type, flags, addr, offset, size, ...)
+        return struct.pack("<IIQQQQIIQQ", names.index(name.encode() + b"\0") if name else 0, 1, 0, 0, offset, size,
+                           0, 0, 1, 0)
+
+    sections = [header("", 0, 0), header(".shstrtab", 64, len(names)),
+                header(".text.kernel_a", 64 + len(names), 16 * 7), header(".text.kernel_b", 64 + len(names), 16 * 3),
+                header(".nv.info", 64, 4)]
+    elf = bytearray(64)
+    elf[:4] = b"\x7fELF"
+    struct.pack_into("<Q", elf, 0x28, shoff)
+    struct.pack_into("<HHH", elf, 0x3A, 64, len(sections), 1)
+    cubin = bytes(elf) + body + b"".join(sections)
+    assert text_sections(cubin) == {"kernel_a": 112, "kernel_b": 48}
+
+
+def test_kernel_code_builds_a_kernel_as_the_prebuild_does(tmp_path):
+    """benchmarks/kernel_code.py on the spectrum kernel of the 4096 tile: its code in whole instructions of 16 bytes,
+    the registers ptxas reports for it (the pre-built index's build is the same compile), no spills on sm_90, and
+    the JSON and markdown files."""
+    kernel_code = _benchmark_module("kernel_code")
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import prebuild_kernels as pk
+
+        pk.NVRTC(pk.find_nvrtc(None))
+    except (SystemExit, OSError) as e:
+        pytest.skip(f"no NVRTC: {e}")
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    expr = "conv1d_fft_fused_spectrum<12>"
+    assert kernel_code.main(["--expr", expr, "--out", str(tmp_path)]) == 0
+    (js,) = tmp_path.glob("kernel-code-sm_90-*.json")
+    (row,) = json.loads(js.read_text())["kernels"]
+    assert row["expr"] == expr and row["side"] == "tree" and row["name"].startswith("_Z25conv1d_fft_fused_spectrum")
+    assert row["bytes"] > 0 and row["bytes"] % 16 == 0 and row["instructions"] == row["bytes"] // 16
+    assert 16 <= row["registers"] <= 255 and row["spill_bytes"] == [0, 0]
+    assert f"| `{expr}` | tree | {row['instructions']} |" in js.with_suffix(".md").read_text()
