@@ -6,7 +6,7 @@
 
 The old kernels come from ``git archive REV kernels`` into a temporary folder, or from a folder given as --old that
 holds them (a copy of the tree without its git history, as on the device machine). Each side is compiled from source by
-NVRTC, as CuPy compiles it, and gets the table its source reads: overlap_save.fused_table, the same twiddles. With
+NVRTC, as CuPy compiles it, and gets the table its source reads: overlap_save.fused_host_table, the same twiddles. With
 --old-natural-h the old side reads H in natural order on those tiles (none given: 16384), as commits before the column
 tiles do; with --old-column-h it reads H by column (bin s + 16 c at s N/32 + c, H[N/2] last; none given: 16384 and
 32768), as commits before the pair table do.
@@ -145,14 +145,17 @@ def main(argv=None) -> int:
         case = launcher_case(os_, np.ldexp(w, e).astype(np.float32), L, block, tile, a.floats)
         w, Kr, pad, N, b, plan, pairs = (case[k] for k in ("w", "K", "pad", "N", "block", "plan", "pairs"))
         z, d = case["zeros"]
-        H, ts = os_.host_spectrum(w, N)
+        H, ts0 = os_.host_spectrum(w, N)
+        folded, ts = os_.fused_host_table(w, N)  # (the launcher's table from host taps, the same for both sides)
+        if ts[0] != ts0[0]:  # (the taps' power of two folded into it: the old layouts below the same)
+            H = H * 2.0 ** int(ts0[0])
         M = N // 2
         h = H[: M + 1]
         if N in column_tiles:  # bin s + 16 c at s M/16 + c, H[M] last
             h = np.concatenate([h[:M].reshape(M // 16, 16).T.reshape(-1), h[M:]])
         old_h = np.zeros((M, 4), dtype=np.float32)
         old_h.reshape(-1, 2)[: M + 1] = np.stack([h.real, h.imag], axis=1)
-        table = cupy.asarray(os_.fused_table(H, N))
+        table = cupy.asarray(folded)
         tables = {k: cupy.asarray(old_h) if k == "old" and N in natural_tiles | column_tiles else table for k in src}
         ts, tw = cupy.asarray(ts), os_._device_twiddles(N)
         fns, grids, smems, blocks = {}, {}, {}, {}

@@ -89,8 +89,8 @@ def main(argv=None) -> int:
         if plan["logn"] < _kernels.constants()["SIGCONV_FFT_FUSED_COLS_MIN_LOGN"]:
             print(f"K={K}: its tile of {N} samples is not transformed by columns (no timeline)")
             continue
-        H, ts = os_.host_spectrum(w, N)
-        table, ts, tw = cupy.asarray(os_.fused_table(H, N)), cupy.asarray(ts), os_._device_twiddles(N)
+        table, ts = os_.fused_host_table(w, N)  # (the launcher's table from host taps)
+        table, ts, tw = cupy.asarray(table), cupy.asarray(ts), os_._device_twiddles(N)
         for variant in a.variant:
             defines, launch = parse_variant(variant)
             smem = plan["smem"] + launch.get("smem_extra", 0)

@@ -9,7 +9,8 @@
 //
 // The real tile is transformed as M = N/2 complex samples z[n] = x[2n] + i x[2n+1] (one complex FFT of half the
 // length); the middle step unpacks the real spectrum X[k], k <= M, multiplies it by H[k] (the rfft of h divided by N,
-// and by 2^tap_shift, as the fft variant's spectrum: sigconv/backends/overlap_save.py) and packs it again so that
+// and by 2^tap_shift, as the fft variant's spectrum: sigconv/backends/overlap_save.py; or, where the taps' exponent is
+// within +-SIGCONV_FFT_FUSED_FOLD_MAX, not divided by it and a tap shift of 0) and packs it again so that
 // the inverse complex FFT gives y[2n] + i y[2n+1]: one linear map of the bins k and M-k (ff_middle). The launcher's
 // table holds its coefficients G (16 bytes a bin) on tiles shorter than 2^SIGCONV_FFT_FUSED_H_MIN_LOGN samples, and on
 // the longer ones, whose tiles otherwise spend a tenth of their time waiting for G from L2, a pair table of half those
@@ -36,9 +37,9 @@
 //
 // Scaling as the fft variant's (overlap_save.cuh, "Scaling"): the block reduces the tile's peak exponent; a
 // tile of extreme magnitude (exponent outside [-safe, safe]) is divided by 2^e before the transform and its
-// outputs multiplied by 2^e; every output is multiplied by 2^tap_shift[0]. A tile holding inf or NaN is not
-// scaled (its outputs are NaN, as an FFT's are). (On the tiles of FF_EARLY_DFT_*, the first radix-16 DFT runs on
-// each thread's own scaling and is brought to the tile's after it: the same values.)
+// outputs multiplied by 2^e; every output is multiplied by 2^tap_shift[0] (neither where both are 0). A tile holding
+// inf or NaN is not scaled (its outputs are NaN, as an FFT's are). (On the tiles of FF_EARLY_DFT_*, the first
+// radix-16 DFT runs on each thread's own scaling and is brought to the tile's after it: the same values.)
 //
 // Launch: grid (tiles, channels), any caps (block (x, y) takes tiles x, x + gridDim.x, ... of channels y, y + gridDim.y,
 // ...; fewer than 2^31 tiles a channel);
@@ -898,9 +899,8 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     constexpr int R = RL, NS = M / R, Q = 16 / R, TWO = ff_tw_offset(MB, P - 1);
     static_assert(Q * B0 == NS, "the last pass's butterflies, Q per thread");
     const int et = tap_shift ? __ldg(tap_shift) : 0;  // (read here, not held across the tile)
-    const OsScale<float> up(es + et);  // (one multiply an output where 2^(es + et) is a normal float)
-    const bool two = up.f2 != 1.0f;
-    const float fs = two ? up.f2 : up.f1;
+    const OsScale<float> up(es + et);
+    const bool scaled = es + et != 0;  // (none on a tile of ordinary magnitude, the taps' exponent in the table)
     float* const yo = yt - (K - 1);  // y of tile float f (only ever written at f >= K-1)
     if (!on) return;                 // (no barrier follows)
 #pragma unroll
@@ -911,9 +911,7 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int f = 2 * (j + r * NS);
-            float2 p = w[r];
-            if (two) p = make_float2(os_mul(p.x, up.f1), os_mul(p.y, up.f1));
-            const float a = os_mul(p.x, fs), b = os_mul(p.y, fs);
+            const float a = scaled ? up(w[r].x) : w[r].x, b = scaled ? up(w[r].y) : w[r].y;
             if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
             if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
         }
@@ -969,11 +967,27 @@ __device__ __forceinline__ void ff_cols_twiddle_idft16(const float2* __restrict_
 // The outputs of a tile whose y[2p] + i y[2p+1] at point p = W jt + u + B0 m is v[16 u + m] (ff_tile_cols, W = 1;
 // ff_tile_wide, W = 2): float f = 2p of the tile is output f - (K-1) when that is in [0, nv), multiplied by
 // 2^(es + et) (es the tile's shift, et the taps'; where that is not a normal float, v is multiplied by OsScale's first
-// factor here and the outputs by its second). A thread's outputs go out in groups of G floats, one store each: the
+// factor here and the outputs by its second; where it is 1, the usual case with the taps' exponent in the table,
+// SIGCONV_FFT_FUSED_FOLD_MAX, not multiplied). A thread's outputs go out in groups of G floats, one store each: the
 // points of its two butterflies (G = 4, with W = 2 where y is 16-byte aligned), or a point (G = 2, where 8-byte
 // aligned). Only the groups that hold the tile's first or last output can lie partly outside [0, nv): the threads of
 // those two (the points (K-1)/2 and (K-2+nv)/2) store float by float; every other thread stores a group whole or not
 // at all, by its first float, one compare and one predicated store a group.
+// The groups of the widest store (W = 2: the thread's two points, 16 bytes; W = 1: a point, 8 bytes), y aligned for it
+// and no group of the thread partly outside [0, nv); times fs (SCALE) or as they are.
+template <int B0, int W, bool SCALE>
+__device__ __forceinline__ void ff_store_groups(const float2* v, int jt, float* yo, int K, int nv, float fs) {
+    const auto up = [fs](float a) { return SCALE ? os_mul(a, fs) : a; };
+#pragma unroll
+    for (int m = 0; m < 16; ++m) {
+        const int f = 2 * (W * jt + m * B0);  // (a multiple of 2 W)
+        const float2 p = v[m], q = v[16 * (W - 1) + m];
+        if ((unsigned)(f - (K - 1)) < (unsigned)nv) {
+            if constexpr (W == 2) *reinterpret_cast<float4*>(yo + f) = make_float4(up(p.x), up(p.y), up(q.x), up(q.y));
+            else *reinterpret_cast<float2*>(yo + f) = make_float2(up(p.x), up(p.y));
+        }
+    }
+}
 template <int B0, int W = 1>
 __device__ __forceinline__ void ff_tile_outputs_points(float2* v, int jt, float* yo, int K, int nv, int es, int et) {
     const OsScale<float> up(es + et);
@@ -982,30 +996,12 @@ __device__ __forceinline__ void ff_tile_outputs_points(float2* v, int jt, float*
         for (int i = 0; i < 16 * W; ++i) v[i] = make_float2(os_mul(v[i].x, up.f1), os_mul(v[i].y, up.f1));
     }
     const float fs = up.f2 != 1.0f ? up.f2 : up.f1;
-    const unsigned long long ya = reinterpret_cast<unsigned long long>(yo);  // (a group's f: a multiple of G)
+    const unsigned long long ya = reinterpret_cast<unsigned long long>(yo);  // (a group's f: a multiple of 2 W)
     const int ps = (K - 1) >> 1, pe = (K - 2 + nv) >> 1;
-    const bool edge = (ps & (B0 - 1)) / W == jt || (pe & (B0 - 1)) / W == jt;
-    if (!edge && (ya & 7) == 0) {
-        if (W == 2 && (ya & 15) == 0) {
-#pragma unroll
-            for (int m = 0; m < 16; ++m) {
-                const int f = 2 * (W * jt + m * B0);  // (a multiple of 4)
-                const float2 p = v[m], q = v[16 * (W - 1) + m];
-                if ((unsigned)(f - (K - 1)) < (unsigned)nv)
-                    *reinterpret_cast<float4*>(yo + f) =
-                        make_float4(os_mul(p.x, fs), os_mul(p.y, fs), os_mul(q.x, fs), os_mul(q.y, fs));
-            }
-            return;
-        }
-#pragma unroll
-        for (int u = 0; u < W; ++u)
-#pragma unroll
-            for (int m = 0; m < 16; ++m) {
-                const int f = 2 * (W * jt + u + m * B0);
-                const float2 p = v[16 * u + m];
-                if ((unsigned)(f - (K - 1)) < (unsigned)nv)
-                    *reinterpret_cast<float2*>(yo + f) = make_float2(os_mul(p.x, fs), os_mul(p.y, fs));
-            }
+    const bool grouped = (ps & (B0 - 1)) / W != jt && (pe & (B0 - 1)) / W != jt;
+    if (grouped && (ya & (8 * W - 1)) == 0) {
+        if (fs == 1.0f) ff_store_groups<B0, W, false>(v, jt, yo, K, nv, fs);
+        else ff_store_groups<B0, W, true>(v, jt, yo, K, nv, fs);
         return;
     }
 #pragma unroll
@@ -1013,9 +1009,13 @@ __device__ __forceinline__ void ff_tile_outputs_points(float2* v, int jt, float*
 #pragma unroll
         for (int m = 0; m < 16; ++m) {
             const int f = 2 * (W * jt + u + m * B0);
-            const float2 p = v[16 * u + m];
-            if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = os_mul(p.x, fs);
-            if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = os_mul(p.y, fs);
+            const float a = os_mul(v[16 * u + m].x, fs), b = os_mul(v[16 * u + m].y, fs);
+            if (grouped && (ya & 7) == 0) {  // (W = 2, y 8-byte but not 16-byte aligned: a point a store)
+                if ((unsigned)(f - (K - 1)) < (unsigned)nv) *reinterpret_cast<float2*>(yo + f) = make_float2(a, b);
+            } else {
+                if ((unsigned)(f - (K - 1)) < (unsigned)nv) yo[f] = a;
+                if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
+            }
         }
 }
 
@@ -1469,8 +1469,10 @@ __device__ __forceinline__ void ff_tile_two(const float* __restrict__ xc, float*
 
 // The filter's coefficient table for conv1d_fft_fused<LOGN, *> from taps on the device, in one launch (the
 // launcher's path for taps it has no host copy of; sigconv/backends/overlap_save.py computes the same in float64
-// from host taps): tap_shift[0] = e, the exponent of the taps' peak (max |w| = m 2^e, 0.5 <= m < 1; 0 when the taps
-// are all zero or one is inf/NaN); H[k] = rfft(h)[k] / N for k <= M, h[i] = w[K-1-(i-delay)] 2^-e for delay <= i <
+// from host taps, overlap_save.fused_host_table): e, the exponent of the taps' peak (max |w| = m 2^e, 0.5 <= m < 1; 0
+// when the taps are all zero or one is inf/NaN), is folded into the table where |e| <= SIGCONV_FFT_FUSED_FOLD_MAX
+// (limits.cuh), which then holds H times 2^e, and tap_shift[0] = 0; else tap_shift[0] = e and the table holds H:
+// H[k] = rfft(h)[k] / N for k <= M, h[i] = w[K-1-(i-delay)] 2^-e for delay <= i <
 // K + delay, zero elsewhere up to N (the fft variant's spectrum, delayed by `delay` samples: that of the taps with
 // `delay` zeros after them, which the launcher adds so that its tiles start on even samples, see
 // sigconv/backends/overlap_save.py, fused_alignment), and from it G[k] = (a[k], b[k]), k < M (ff_middle), all in
@@ -1515,7 +1517,10 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
     }
     __syncthreads();
     ff_passes_inplace<false, MB, 1, ff_passes(MB)>(buf, tw, tid & (B0 - 1), tid < B0);
-    const float sc = 1.0f / N;  // exact
+    // 1/N, times 2^e where |e| <= SIGCONV_FFT_FUSED_FOLD_MAX (the table of the taps' own spectrum and a tap shift of
+    // 0: overlap_save.fused_host_table's rule): exact powers of two
+    const int fold = e >= -SIGCONV_FFT_FUSED_FOLD_MAX && e <= SIGCONV_FFT_FUSED_FOLD_MAX ? e : 0;
+    const float sc = __int_as_float((127 + fold - LOGN) << 23);
     for (int k = tid; k <= M / 2; k += T) {
         const float2 za = buf[ff_pad(k)], zb = buf[ff_pad((M - k) & (M - 1))];
         const float2 E = make_float2(0.5f * (za.x + zb.x), 0.5f * (za.y - zb.y));
@@ -1535,7 +1540,7 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
             if (k != 0 && 2 * k != M) G[M - k] = gm;
         }
     }
-    if (tid == 0) tap_shift[0] = e;
+    if (tid == 0) tap_shift[0] = e - fold;
     if (last != nullptr) {
         for (int j = tid; j < K; j += T) last[1 + j] = __float_as_int(w[j]);
         if (tid == 0) last[0] = tag;

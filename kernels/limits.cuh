@@ -36,6 +36,10 @@
 // fft_fused.cuh: the tile whose in-place kernel has a variant that reads a point's two samples as one 8-byte
 // load (conv1d_fft_fused<LOGN, true, true>), for launches whose every tile starts on an 8-byte boundary of x.
 #define SIGCONV_FFT_FUSED_PAIRS_LOGN 15
+// fft_fused.cuh: where the taps' exponent (tap_shift) lies within +-this, the fused table holds the filter's spectrum
+// times 2^tap_shift (an exact power of two) and the kernel's tap shift is 0, so that a tile of ordinary magnitude
+// writes its outputs without a multiply; beyond it the table holds the spectrum of the taps divided by 2^tap_shift.
+#define SIGCONV_FFT_FUSED_FOLD_MAX 32
 // conv1d_ffa.cu: taps per sub-filter (a quarter of the shifted, padded filter): nine sub-filters in __constant__ memory.
 #define SIGCONV_FFA_MAX_KQ 32
 

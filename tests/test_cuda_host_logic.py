@@ -219,6 +219,32 @@ def test_fused_table_is_g_below_the_pair_tiles_and_pairs_from_them(numpy_as_cupy
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("N", [4096, 32768])
+def test_fused_host_table_folds_a_small_tap_shift_into_the_table(numpy_as_cupy, dtype, N, rng):
+    """The fused launcher's table from host taps: where the taps' exponent lies within +-SIGCONV_FFT_FUSED_FOLD_MAX,
+    the table of their spectrum times that power of two, bit for bit (an exact scaling), and a tap shift of 0;
+    beyond it, the table of the spectrum of the taps divided by it, and that tap shift (host_spectrum's)."""
+    from sigconv import _kernels
+
+    c = numpy_as_cupy
+    fold = _kernels.constants()["SIGCONV_FFT_FUSED_FOLD_MAX"]
+    base = rng.standard_normal(301)
+    base *= 0.75 / np.abs(base).max()  # (a peak of 0.75: the exponent is 0 before the scaling below)
+    for e in (0, -5, 7, fold, -fold, fold + 1, -fold - 1, -130):
+        w = np.ldexp(base, e).astype(dtype)
+        H, ts = c.host_spectrum(w, N)
+        assert int(ts[0]) == e
+        table, tap_shift = c.fused_host_table(w, N)
+        assert tap_shift.dtype == np.int32 and tap_shift.shape == (1,)
+        if abs(e) <= fold:
+            assert int(tap_shift[0]) == 0, e
+            assert np.array_equal(table, np.ldexp(c.fused_table(H, N), e)), e
+        else:
+            assert int(tap_shift[0]) == e
+            assert np.array_equal(table, c.fused_table(H, N)), e
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_filter_spectrum_values_and_cache(numpy_as_cupy, dtype, rng):
     c = numpy_as_cupy
     w = rng.standard_normal(1023).astype(dtype)

@@ -991,19 +991,19 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
 # ---------------------------------------------- the fused overlap-save kernel (fft_fused.cuh) on the host
 # fft_fused_harness.cpp compiles kernels/fft_fused.cuh for the host (threads and barriers as above, warp shuffles
 # for the block's exponent reduction) and launches it with sigconv.backends.overlap_save.fused_plan's geometry;
-# the table is fused_table of the fft variant's spectrum (the taps reversed, divided by their peak's power of
-# two, rfft / N).
+# the table is the launcher's from host taps (fused_host_table: fused_table of the fft variant's spectrum, the taps
+# reversed and divided by their peak's power of two, rfft / N, times that power of two where it is small).
 
 def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, prev=None,
                        poison=False, flip=False, align=True, **caps):
     """``device_spectrum``: the coefficient table from the float32 taps by conv1d_fft_fused_spectrum (the launcher's
-    path for taps without a host copy), else from the host's float64 spectrum (fused_table). ``prev`` (with
+    path for taps without a host copy), else from the host's float64 spectrum (fused_host_table). ``prev`` (with
     ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps
     (``flip``: with the other delay); ``poison``: the table refilled with NaN between the two runs. ``align``: the
     launcher's zero taps around the filter (fused_alignment) and its choice of the kernel that reads pairs of samples
     (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
-    from sigconv.backends.overlap_save import fused_alignment, fused_pairs, fused_plan, fused_table, fused_twiddles
+    from sigconv.backends.overlap_save import fused_alignment, fused_host_table, fused_pairs, fused_plan, fused_twiddles
 
     C, L = x.shape
     K = w.size
@@ -1011,12 +1011,11 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     z, d = fused_alignment(K, pad, N) if align else (0, 0)
     pairs = align and fused_pairs(N, block, K + z + d, pad + z, L, xoff % 2 == 0)
     plan = fused_plan(K + z + d, out_len, C, block, **{**caps, "tile": N}, pairs=pairs)
-    tap_shift = int(np.frexp(np.abs(w).max())[1])
-    h = np.concatenate([np.zeros(d), np.ldexp(w[::-1], -tap_shift)])  # (the reversed taps after d zeros)
-    fused_table(np.fft.rfft(h, N) / N, N).tofile(tmp / "G.bin")
+    table, tap_shift = fused_host_table(np.concatenate([w, np.zeros(d)]), N)  # (the taps, d zeros after them)
+    table.tofile(tmp / "G.bin")
     w.astype(np.float32).tofile(tmp / "w.bin")
     fused_twiddles(N).tofile(tmp / "tw.bin")
-    np.array([tap_shift], np.int32).tofile(tmp / "tap_shift.bin")
+    tap_shift.astype(np.int32).tofile(tmp / "tap_shift.bin")
     x.astype(np.float32).tofile(tmp / "x.bin")
     np.full((C, out_len), np.nan, np.float32).tofile(tmp / "y.bin")
     spectrum = f"taps:{tmp / 'w.bin'}" if device_spectrum else tmp / "G.bin"

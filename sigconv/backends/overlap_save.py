@@ -25,7 +25,7 @@ from sigconv.registry.table import BLOCKS_1D, Variant, register
 
 __all__ = ["launch_fft", "launch_fft_fused", "fft_size", "os_grid", "host_taps_key", "host_spectrum", "fused_plan",
            "fused_wide", "fused_radix_bits", "fused_twiddles", "fused_coefficients", "fused_pair_table", "fused_table",
-           "fused_alignment", "fused_pairs", "prebuilt_modules", "irfft_destroying"]
+           "fused_host_table", "fused_alignment", "fused_pairs", "prebuilt_modules", "irfft_destroying"]
 
 
 def fft_size(K: int) -> int:
@@ -400,14 +400,27 @@ def fused_table(H: np.ndarray, N: int) -> np.ndarray:
     return fused_pair_table(H, N)
 
 
+def fused_host_table(w: np.ndarray, N: int) -> tuple:
+    """(table, tap_shift) of conv1d_fft_fused for host taps ``w`` (correlation form, the launcher's zero taps
+    included), NumPy: :func:`fused_table` of :func:`host_spectrum`'s H, and its tap shift; where that lies within
+    +-SIGCONV_FFT_FUSED_FOLD_MAX (kernels/limits.cuh) the table of H times 2^tap_shift (the same table times that
+    exact power of two) and a tap shift of 0, which spares a tile of ordinary magnitude a multiply an output. The
+    outputs are the same either way."""
+    H, tap_shift = host_spectrum(w, N)
+    if abs(int(tap_shift[0])) <= _kernels.constants()["SIGCONV_FFT_FUSED_FOLD_MAX"]:
+        H = H * H.real.dtype.type(2.0 ** int(tap_shift[0]))
+        tap_shift = np.zeros(1, dtype=np.int32)
+    return fused_table(H, N), tap_shift
+
+
 _FUSED_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
 _FUSED_DEVICE_TABLES: "OrderedDict[tuple, tuple]" = OrderedDict()
 
 
 def _fused_spectrum(w, N: int, key=None, delay: int = 0) -> tuple:
     """(table, tap_shift) for conv1d_fft_fused, the taps followed by ``delay`` zeros (:func:`fused_alignment`): with
-    ``key`` (:func:`host_taps_key`) the table from the host's float64 spectrum (:func:`host_spectrum`,
-    :func:`fused_table`), once per (key, N, delay, device); without one computed on
+    ``key`` (:func:`host_taps_key`) the table from the host's float64 spectrum (:func:`fused_host_table`), once per
+    (key, N, delay, device); without one computed on
     the device by conv1d_fft_fused_spectrum (in float32, as the fused kernel's transforms are): the path for taps
     without a host copy, one launch where the fft variant takes several small ones. That table lives per (N,
     device, stream, host thread) with the record of the taps it was made from, so that a call with taps bit for bit
@@ -417,8 +430,8 @@ def _fused_spectrum(w, N: int, key=None, delay: int = 0) -> tuple:
     if key is not None:
         def make():
             wh = cupy.asnumpy(w)
-            H, tap_shift = host_spectrum(np.concatenate([wh, np.zeros(delay, wh.dtype)]), N)
-            return cupy.asarray(fused_table(H, N)), cupy.asarray(tap_shift)
+            table, tap_shift = fused_host_table(np.concatenate([wh, np.zeros(delay, wh.dtype)]), N)
+            return cupy.asarray(table), cupy.asarray(tap_shift)
 
         return _cached(_FUSED_TABLES, (key, int(N), int(delay), cupy.cuda.Device().id), make)
     stream = cupy.cuda.get_current_stream()
