@@ -189,7 +189,8 @@ def main(argv=None) -> int:
         a.out.mkdir(parents=True, exist_ok=True)
         stem = f"kernel-code-sm_{a.arch}-{datetime.date.today().isoformat()}"
         meta = {"arch": a.arch, "defines": a.define, "old": a.old, "compiler": nvrtc.version(),
-                "options": _kernels.cupy_compile_options(a.arch, ["-lineinfo"]), "date": datetime.date.today().isoformat()}
+                "options": _kernels.cupy_compile_options(a.arch, ["-lineinfo"]),
+                "date": datetime.date.today().isoformat()}
         (a.out / f"{stem}.json").write_text(json.dumps({**meta, "kernels": rows,
                                                         "lines": [{"where": w, "instructions": n, "classes": c}
                                                                   for w, n, c in lines]}, indent=1))
