@@ -76,6 +76,33 @@ def launcher_case(os_, w, L: int, block=None, tile=None, floats: bool = False) -
             "plan": os_.fused_plan(K + z + d, L, 1, block, tile=N, pairs=pairs)}
 
 
+def conv1d_source(old: str | None = None) -> str:
+    """conv1d.cu with its includes inlined (sigconv._kernels.source), of the working tree's kernels/, or with ``old`` of
+    a commit's (git archive REV kernels) or of the kernels/ in the folder ``old`` (a machine without the history)."""
+    sys.path.insert(0, str(ROOT))
+    from sigconv import _kernels
+
+    def read(kdir: Path) -> str:
+        orig = _kernels.kernel_dir
+        _kernels.kernel_dir = lambda: kdir
+        _kernels.source.cache_clear()
+        try:
+            return _kernels.source("conv1d.cu")
+        finally:
+            _kernels.kernel_dir = orig
+            _kernels.source.cache_clear()
+
+    if old is None:
+        return read(_kernels.kernel_dir())
+    if (Path(old) / "kernels").is_dir():
+        return read(Path(old) / "kernels")
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", old, "kernels"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        return read(Path(tmp) / "kernels")
+
+
 def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -103,25 +130,7 @@ def main(argv=None) -> int:
     from sigconv import _kernels
     from sigconv.backends import overlap_save as os_
 
-    def source(kdir: Path) -> str:
-        orig = _kernels.kernel_dir
-        _kernels.kernel_dir = lambda: kdir
-        _kernels.source.cache_clear()
-        try:
-            return _kernels.source("conv1d.cu")
-        finally:
-            _kernels.kernel_dir = orig
-            _kernels.source.cache_clear()
-
-    new = source(_kernels.kernel_dir())
-    if (Path(a.old) / "kernels").is_dir():  # a folder holding the old kernels/ (a machine without the git history)
-        src = {"old": source(Path(a.old) / "kernels"), "new": new}
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", a.old, "kernels"], check=True,
-                                     capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-            src = {"old": source(Path(tmp) / "kernels"), "new": new}
+    src = {"old": conv1d_source(a.old), "new": conv1d_source()}
     launch = {}  # variant -> its launch entries (lower-case names)
     for extra in [e for e in a.extra.split(";") if e]:
         defines, launch[extra] = parse_variant(extra)

@@ -142,26 +142,12 @@ def main(argv=None) -> int:
         print(f"kernel_code: no NVRTC ({e})")
         return 2
 
-    def source(kdir: Path) -> str:
-        orig = _kernels.kernel_dir
-        _kernels.kernel_dir = lambda: kdir
-        _kernels.source.cache_clear()
-        try:
-            return _kernels.source("conv1d.cu")
-        finally:
-            _kernels.kernel_dir = orig
-            _kernels.source.cache_clear()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from fused_ab import conv1d_source  # (this folder)
 
-    sides = {"tree": source(_kernels.kernel_dir())}
+    sides = {"tree": conv1d_source()}
     if a.old:
-        if (Path(a.old) / "kernels").is_dir():
-            sides["old"] = source(Path(a.old) / "kernels")
-        else:
-            with tempfile.TemporaryDirectory() as tmp:
-                archive = subprocess.run(["git", "-C", str(ROOT), "archive", a.old, "kernels"], check=True,
-                                         capture_output=True).stdout
-                subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-                sides["old"] = source(Path(tmp) / "kernels")
+        sides["old"] = conv1d_source(a.old)
     rows, builds = [], {}
     for expr in a.expr:
         for side, code in sides.items():
