@@ -964,15 +964,6 @@ __device__ __forceinline__ void ff_cols_twiddle_idft16(const float2* __restrict_
     ff_cols_twiddle_idft16_w(v, __ldg(tw + ff_cols_row<MB>(0) + j), __ldg(tw + ff_cols_row<MB>(1) + j),
                              __ldg(tw + ff_cols_row<MB>(2) + j), __ldg(tw + ff_cols_row<MB>(2) + 2 * j));
 }
-// The outputs of a tile whose y[2p] + i y[2p+1] at point p = W jt + u + B0 m is v[16 u + m] (ff_tile_cols, W = 1;
-// ff_tile_wide, W = 2): float f = 2p of the tile is output f - (K-1) when that is in [0, nv), multiplied by
-// 2^(es + et) (es the tile's shift, et the taps'; where that is not a normal float, v is multiplied by OsScale's first
-// factor here and the outputs by its second; where it is 1, the usual case with the taps' exponent in the table,
-// SIGCONV_FFT_FUSED_FOLD_MAX, not multiplied). A thread's outputs go out in groups of G floats, one store each: the
-// points of its two butterflies (G = 4, with W = 2 where y is 16-byte aligned), or a point (G = 2, where 8-byte
-// aligned). Only the groups that hold the tile's first or last output can lie partly outside [0, nv): the threads of
-// those two (the points (K-1)/2 and (K-2+nv)/2) store float by float; every other thread stores a group whole or not
-// at all, by its first float, one compare and one predicated store a group.
 // The groups of the widest store (W = 2: the thread's two points, 16 bytes; W = 1: a point, 8 bytes), y aligned for it
 // and no group of the thread partly outside [0, nv); times fs (SCALE) or as they are.
 template <int B0, int W, bool SCALE>
@@ -988,6 +979,15 @@ __device__ __forceinline__ void ff_store_groups(const float2* v, int jt, float* 
         }
     }
 }
+// The outputs of a tile whose y[2p] + i y[2p+1] at point p = W jt + u + B0 m is v[16 u + m] (ff_tile_cols, W = 1;
+// ff_tile_wide, W = 2): float f = 2p of the tile is output f - (K-1) when that is in [0, nv), multiplied by
+// 2^(es + et) (es the tile's shift, et the taps'; where that is not a normal float, v is multiplied by OsScale's first
+// factor here and the outputs by its second; where it is 1, the usual case with the taps' exponent in the table,
+// SIGCONV_FFT_FUSED_FOLD_MAX, not multiplied). A thread's outputs go out in groups of G floats, one store each: the
+// points of its two butterflies (G = 4, with W = 2 where y is 16-byte aligned), or a point (G = 2, where 8-byte
+// aligned). Only the groups that hold the tile's first or last output can lie partly outside [0, nv): the threads of
+// those two (the points (K-1)/2 and (K-2+nv)/2) store float by float; every other thread stores a group whole or not
+// at all, by its first float, one compare and one predicated store a group.
 template <int B0, int W = 1>
 __device__ __forceinline__ void ff_tile_outputs_points(float2* v, int jt, float* yo, int K, int nv, int es, int et) {
     const OsScale<float> up(es + et);
@@ -1357,7 +1357,7 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
                                              const int* __restrict__ tap_shift, int safe, float2* buf, int* red,
-                                             sc_i64 sn = 0, bool more = false) {
+                                             sc_i64 sn = 0, bool more = false) {  // (sn, more: FF_PREFETCH's)
     constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CM = B0, CP = ff_pad2(CM);
     static_assert(CM == 1024 && 16 * CP == ff_pad(M) && ff_cols_row<MB>(0) % 2 == 0 && ff_cols_row<MB>(1) % 2 == 0 &&
                       ff_cols_row<MB>(2) % 2 == 0,
