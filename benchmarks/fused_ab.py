@@ -79,7 +79,8 @@ def launcher_case(os_, w, L: int, block=None, tile=None, floats: bool = False) -
 def conv1d_source(old: str | None = None) -> str:
     """conv1d.cu with its includes inlined (sigconv._kernels.source), of the working tree's kernels/, or with ``old`` of
     a commit's (git archive REV kernels) or of the kernels/ in the folder ``old`` (a machine without the history)."""
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from sigconv import _kernels
 
     def read(kdir: Path) -> str:
