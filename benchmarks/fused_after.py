@@ -16,7 +16,10 @@ table from host taps, so that nothing else runs) timed alone and after each of t
   spectrum-smem0  the same kernel launched without dynamic shared memory (its comparison path touches none)
   spectrum-32-registers  the spectrum kernel built with at most 32 registers a thread (it takes 58)
   spectrum-same-module  the spectrum kernel and the kernel compiled into one module by NVRTC, the one after the other
-then the kernel alone under each shared-memory carveout preference of --carveouts (percent of the most; the driver's
+then the kernel launched to start while the spectrum kernel runs (programmatic dependent launch,
+sigconv._kernels.launch_after) after it, and the launcher's calls (overlap_save.launch_fft_fused) with host taps,
+with device taps launched plainly (SIGCONV_PDL=0) and with device taps so; then the kernel alone under each
+shared-memory carveout preference of --carveouts (percent of the most; the driver's
 choice is the default). CUDA-event medians of 40 back-to-back calls, the best of 3 rounds; a row's extra is its time
 less the kernel alone's (the earlier launch's own time is in it: printed beside it, timed alone the same way, which
 for a launch shorter than Python's time to issue it measures the host). With torch installed, the kernels' own durations as CUPTI records them
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -214,6 +218,36 @@ def main(argv=None) -> int:
                 print(f"  after {name:22s} {both:.4f} ms (that launch alone {own:.4f}; kernel alone {base:.4f}): "
                       f"+{(both - base) * 1e3:.1f} us", flush=True)
             assert int(flag[0]) == 0, "the comparison copy found the taps changed"
+            # the kernel launched to start while the spectrum kernel runs (programmatic dependent launch), and the
+            # launcher's three paths: host taps (no spectrum kernel), device taps with the plain launch and with that
+            kargs = (xs[0], out, G, tw, tw, np.int32(1), np.int64(L), np.int32(K + z + d), np.int64(pad + z),
+                     np.int64(L), np.int64(plan["ntiles"]), ts, np.int32(os_.FFT_SAFE_EXPONENT["float32"]))
+
+            def pdl(i):
+                if not _kernels.launch_after(fn, plan["grid"], (block,), kargs, plan["smem"]):
+                    raise RuntimeError("no programmatic dependent launch here (compute capability 9.0 and "
+                                       "cuda-bindings needed, SIGCONV_PDL not 0)")
+
+            def launcher(env, taps_key=None):
+                def call(i):
+                    os.environ[_kernels.PDL_ENV] = env
+                    os_.launch_fft_fused(xs[i % 2], w, pad, L, block, out=out, taps_key=taps_key)
+                return call
+
+            row["paths"] = {}
+            paths = {"spectrum, then the kernel (PDL)": lambda i: (spec((1,), (sblock,), spec_args, shared_mem=ssmem),
+                                                                    pdl(i)),
+                     "launcher, host taps": launcher("1", key), "launcher, device taps (plain)": launcher("0"),
+                     "launcher, device taps (PDL)": launcher("1")}
+            for name, g in paths.items():
+                try:
+                    row["paths"][name] = _time(g)
+                except RuntimeError as exc:
+                    print(f"  {name}: {exc}", flush=True)
+                    continue
+                print(f"  {name:34s} {row['paths'][name]:.4f} ms: +{(row['paths'][name] - alone) * 1e3:.1f} us "
+                      f"over the kernel alone", flush=True)
+            os.environ.pop(_kernels.PDL_ENV, None)
             for pc in a.carveouts:
                 fn.preferred_shared_memory_carveout = pc
                 row["carveout"][pc] = _time(kernel)
@@ -235,6 +269,13 @@ def main(argv=None) -> int:
         for r in rows:
             md.append(f"| {r['K']} | {r['block']} | {r['kernel_ms']:.4f} | "
                       + " | ".join(f"{r['after'][n]['extra_ms'] * 1e3:.1f}" for n in names) + " |")
+        pnames = sorted({n for r in rows for n in r["paths"]}, key=[n for r in rows for n in r["paths"]].index)
+        md += ["", "Whole calls (ms; PDL: the kernel starts while the spectrum kernel runs, sigconv._kernels."
+               "launch_after):", "", "| K | block | alone | " + " | ".join(pnames) + " |",
+               "|---:|---:|---:|" + "---:|" * len(pnames)]
+        for r in rows:
+            md.append(f"| {r['K']} | {r['block']} | {r['kernel_ms']:.4f} | "
+                      + " | ".join(f"{r['paths'][n]:.4f}" if n in r["paths"] else "-" for n in pnames) + " |")
         (a.out / f"{stem}.md").write_text("\n".join(md) + "\n")
         print(f"wrote {a.out / stem}.json and .md")
     return 0

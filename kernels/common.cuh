@@ -53,4 +53,21 @@ __device__ __forceinline__ void sc_store_outputs(float* __restrict__ yc, sc_i64 
     }
 }
 
+// Programmatic dependent launch (compute capability 9.0 and later; nothing on earlier GPUs and in the host
+// emulation). A kernel launched with programmatic stream serialization (sigconv/_kernels.py, launch_after) may start
+// while the kernel before it on its stream still runs, once every block of that one has executed
+// sc_launch_dependents (or ended). sc_grid_wait returns when the kernel before has ended and its writes are
+// visible: every thread calls it before its first read of what that kernel writes. Launched without the attribute,
+// a kernel starts after the one before it has ended and sc_grid_wait returns at once.
+__device__ __forceinline__ void sc_grid_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void sc_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 #endif  // SIGCONV_COMMON_CUH

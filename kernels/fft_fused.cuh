@@ -878,6 +878,7 @@ __device__ __forceinline__ void ff_tile_one(const float* __restrict__ xc, float*
     const int es = ff_first_pass<LOGN>(xc, L, s0, jt, safe, red, v);
     if (on) ff_store<16, 1>(buf, jt, v);
     __syncthreads();
+    sc_grid_wait();  // (G and tap_shift ready: conv1d_fft_fused's launch)
     // 2. the other forward passes and the middle step
     constexpr int RL = 1 << ff_bits(MB, P - 1);
     if constexpr (RL < 16) {
@@ -1060,6 +1061,7 @@ __device__ __forceinline__ void ff_tile_cols(const float* __restrict__ xc, float
     }
     __syncthreads();
     FF_MARK(2, 0);
+    sc_grid_wait();  // (G and tap_shift ready: conv1d_fft_fused's launch)
     // 2. column s: forward, the middle step, inverse
     if (on) {
         const int s = tid >> (CB - 4), l = tid & (CT - 1);
@@ -1379,6 +1381,7 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
     }
     __syncthreads();
     FF_MARK(2, 0);
+    sc_grid_wait();  // (G and tap_shift ready: conv1d_fft_fused's launch)
 #ifdef FF_PREFETCH
     if (more) ff_prefetch_tile<1 << LOGN>(xc, L, sn, tid, B0 / 2);
 #endif
@@ -1494,6 +1497,7 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
     float2* const buf = reinterpret_cast<float2*>(sc_smem4);
     int* const red = reinterpret_cast<int*>(buf + MP);
     const int T = (int)blockDim.x, tid = (int)threadIdx.x;
+    sc_launch_dependents();  // (the tile kernel after it may start its loads: it waits for G, conv1d_fft_fused)
     const int tag = K | (delay << 24);  // (the record's first entry: the count and the delay, K < 2^24)
     if (last != nullptr && last[0] == tag) {  // (the same in every thread)
         int differ = 0;
@@ -1554,7 +1558,11 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
 // on an 8-byte boundary of x and L is even (the launcher's choice: sigconv/backends/overlap_save.py, fused_pairs), and
 // the first pass reads a point's two samples as one 8-byte load (on an H200 4.7% faster at K = 7921; on the 16384
 // tile, where ptxas spills 20 bytes so, -1.3% to +2.2%: not built). WIDE: the longest tile on M/32 = 512 threads, two
-// butterflies a thread (ff_tile_wide; bounds of 512 threads, 128 registers).
+// butterflies a thread (ff_tile_wide; bounds of 512 threads, 128 registers). G and tap_shift may be the output of the
+// kernel before it on the stream (conv1d_fft_fused_spectrum, which lets it start early: sc_launch_dependents): a tile
+// in place reads them only after its first pass and sc_grid_wait, the two-buffer tile before anything else, so that
+// under the launcher's programmatic dependent launch the first blocks load and transform their tiles while that
+// kernel runs.
 template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
 __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
@@ -1572,6 +1580,7 @@ __global__ void __launch_bounds__(WIDE ? 512 : 1024)
     float2* const buf0 = reinterpret_cast<float2*>(sc_smem4);
     int* red = reinterpret_cast<int*>(buf0 + (ONE ? MP : 2 * MP));
     const sc_i64 V = N - K + 1;
+    if constexpr (!ONE) sc_grid_wait();  // (the tile kernels in place wait after their first pass)
     const int et = ONE || !tap_shift ? 0 : tap_shift[0];  // (ff_tile_one reads it itself)
     // block (x, y) takes tiles x, x + gridDim.x, ... of channels y, y + gridDim.y, ...: nothing per channel held
     // across tiles, and no division (the 64-bit one is a call, whose clobbered registers NVRTC's build of the 1024 tile

@@ -30,7 +30,7 @@ from typing import Iterable, Mapping
 
 __all__ = ["kernel_dir", "source", "source_hash", "module", "module_key", "constants", "prebuilt_index",
            "prebuilt_arch", "prebuilt_problems", "origins", "constant_memory", "NVRTC_OPTIONS", "CUPY_ADDED_OPTIONS",
-           "cupy_compile_options", "LIMITS", "PREBUILT_DIR"]
+           "cupy_compile_options", "LIMITS", "PREBUILT_DIR", "launch_after", "kernel_params", "PDL_ENV"]
 
 #: Options for every NVRTC compile. No fast-math: results are checked against float64 references.
 NVRTC_OPTIONS = ("-std=c++17",)
@@ -334,3 +334,85 @@ def _order_after_readers(readers: dict, key, stream) -> None:
     if prev is not None and prev.ptr != stream.ptr:
         stream.wait_event(prev.record())
     readers[key] = stream
+
+
+# ------------------------------------------------------------------------- launches that start before the last ends
+
+#: The environment variable that turns launch_after off (``SIGCONV_PDL=0``): every kernel then waits for the one
+#: before it to end, as a plain launch does.
+PDL_ENV = "SIGCONV_PDL"
+_PDL_OFF: set = set()  # devices whose driver refused a launch with the attribute (plain launches from then on)
+
+
+def kernel_params(args) -> tuple:
+    """CUDA's kernel parameters of ``args`` as a plain CuPy launch takes them (device arrays, NumPy scalars, None
+    for a null pointer), in cuda-bindings' form: (values, ctypes types)."""
+    import ctypes
+
+    import numpy as np
+
+    kinds = {np.dtype(np.int32): ctypes.c_int, np.dtype(np.int64): ctypes.c_longlong,
+             np.dtype(np.uint32): ctypes.c_uint, np.dtype(np.uint64): ctypes.c_ulonglong,
+             np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}
+    values, types = [], []
+    for a in args:
+        if a is None:
+            values.append(0)
+            types.append(ctypes.c_void_p)
+        elif isinstance(a, np.generic) and a.dtype in kinds:
+            values.append(a.item())
+            types.append(kinds[a.dtype])
+        elif hasattr(a, "data") and hasattr(a.data, "ptr"):  # (a device array)
+            values.append(int(a.data.ptr))
+            types.append(ctypes.c_void_p)
+        else:
+            raise TypeError(f"kernel argument of type {type(a).__name__}: give a device array, a NumPy scalar of a "
+                            f"fixed size or None")
+    return tuple(values), tuple(types)
+
+
+def launch_after(fn, grid, block, args, shared_mem: int = 0) -> bool:
+    """Launch CuPy's kernel ``fn`` on the current stream with programmatic stream serialization (CUDA's
+    programmatic dependent launch, compute capability 9.0 and later, through cuda-bindings' cuLaunchKernelEx): its
+    blocks may start while the kernel before it on the stream still runs, once every block of that one has executed
+    ``sc_launch_dependents`` (kernels/common.cuh), and must call ``sc_grid_wait`` before reading what that kernel
+    writes. Everything queued before that kernel has ended by then (it started only after), so ``fn`` may read it
+    before the wait. The launcher calls this only right after launching such a kernel on the same stream. False,
+    with nothing launched, where it cannot: no cuda-bindings, an older GPU, ``SIGCONV_PDL=0``, or a driver that
+    refuses the attribute (then never again on that device); the caller launches ``fn`` as usual."""
+    if os.environ.get(PDL_ENV, "1") == "0":
+        return False
+    import cupy
+
+    dev = cupy.cuda.Device()
+    if dev.id in _PDL_OFF or int(dev.compute_capability) < 90:
+        return False
+    cu = _cuda_driver()
+    if cu is None:
+        return False
+    grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+    attr = cu.CUlaunchAttribute()
+    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.programmaticStreamSerializationAllowed = 1
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = (int(g) for g in grid)
+    config.blockDimX, config.blockDimY, config.blockDimZ = (int(b) for b in block)
+    config.sharedMemBytes = int(shared_mem)
+    config.hStream = cu.CUstream(cupy.cuda.get_current_stream().ptr)
+    config.attrs = [attr]
+    config.numAttrs = 1
+    err, = cu.cuLaunchKernelEx(config, cu.CUfunction(fn.kernel.ptr), kernel_params(args), 0)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        _PDL_OFF.add(dev.id)
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_driver():
+    """cuda-bindings' driver module, or None where it is not installed (the ``cuda`` extras install it)."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return None
+    return driver

@@ -628,6 +628,49 @@ def test_fft_fused_device_taps_kept_and_changed(rng):
     _assert_grid(failures, 10)
 
 
+@pytest.mark.parametrize("K, C, block", [(100, 1, None), (255, 2, 96), (2047, 1, None), (7921, 1, None),
+                                         (7921, 2, 1024)])
+@pytest.mark.parametrize("pdl", ["on", "off"])
+def test_fft_fused_tiles_start_while_the_spectrum_kernel_runs(rng, monkeypatch, K, C, block, pdl):
+    """Taps on the device: the tile kernel goes out right after the spectrum kernel with programmatic stream
+    serialization (compute capability 9.0 and later, with cuda-bindings: sigconv._kernels.launch_after), its first
+    tiles loading and taking their first pass while the spectrum kernel runs (the 2048 tile in place, the 4096 tile
+    through two buffers, the 16384 and 32768 column tiles, the last on 512 and 1024 threads). New taps on every call but one,
+    which the spectrum kernel transforms for far longer than a first pass takes: each call's outputs must be its own
+    filter's, against the float64 reference. SIGCONV_PDL=0: the plain launch, the same outputs."""
+    from sigconv.backends import overlap_save
+
+    if pdl == "off":
+        monkeypatch.setenv(_kernels.PDL_ENV, "0")
+    else:
+        monkeypatch.delenv(_kernels.PDL_ENV, raising=False)
+    expect = (pdl == "on" and int(cupy.cuda.Device().compute_capability) >= 90
+              and _kernels._cuda_driver() is not None and cupy.cuda.Device().id not in _kernels._PDL_OFF)
+    print(f"programmatic launch expected: {expect}")
+    got, real = [], _kernels.launch_after
+
+    def spy(*args, **kw):
+        got.append(real(*args, **kw))
+        return got[-1]
+
+    monkeypatch.setattr(_kernels, "launch_after", spy)
+    L = 40 * (overlap_save.fused_plan(K, 1 << 20, C, block)["N"] - K + 1) + 3
+    x = rng.standard_normal((C, L)).astype(np.float32)
+    xg, x64 = cupy.asarray(x), x.astype(np.float64)
+    pad, out_len = window_1d("same", L, K)
+    failures = []
+    taps = [rng.standard_normal(K).astype(np.float32) for _ in range(3)]
+    for i, h in enumerate(taps + [taps[-1]]):  # (the last call: the same taps, the table kept)
+        y = overlap_save.launch_fft_fused(xg, cupy.asarray(h), pad, out_len, block)
+        ref = _window_from_full(scipy.signal.oaconvolve(x64, h.astype(np.float64)[None, ::-1], axes=-1), K, pad,
+                                out_len)
+        err, where = _rel_err(cupy.asnumpy(y), ref)
+        if not err <= TOL["float32"]:
+            failures.append(f"call {i} (K={K} C={C} block={block} pdl={pdl}): rel err {err:.3g} ({where})")
+    _assert_grid(failures, 4)
+    assert got == [expect] * 4
+
+
 @pytest.mark.parametrize("variant, dtype, mags, K", [("fft", "float32", (120, -100), 1023),
                                                       ("fft", "float64", (1000, -1000), 1023),
                                                       ("fft_fused", "float32", (120, -100), 1023),

@@ -814,3 +814,89 @@ def test_the_gpu_file_filter_writes_by_the_files_own_rule(monkeypatch, subtype):
                                                                      spec.align)
     if subtype == "PCM_24":
         assert (rule.scale, rule.align, rule.hi) == (2.0**23, 256, 2.0**23 - 1)
+
+
+def _fake_cupy_device(monkeypatch, cc, stream_ptr):
+    class Device:
+        id = 0
+        compute_capability = cc
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Device=Device, get_current_stream=lambda: types.SimpleNamespace(ptr=stream_ptr)))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+
+def test_kernel_params_are_a_plain_launchs_arguments():
+    """Device arrays go as their addresses, NumPy scalars as C values of their own size, None as a null pointer;
+    anything else is refused by name."""
+    import ctypes
+
+    from sigconv import _kernels
+
+    arr = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x7F0000001000))
+    values, kinds = _kernels.kernel_params((arr, np.int32(-3), np.int64(1 << 40), None, np.float32(0.5),
+                                            np.float64(2.0), np.uint32(7)))
+    assert values == (0x7F0000001000, -3, 1 << 40, 0, 0.5, 2.0, 7)
+    assert kinds == (ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_float,
+                     ctypes.c_double, ctypes.c_uint)
+    for bad in (3, 2.5, np.int16(1), "x"):
+        with pytest.raises(TypeError, match="kernel argument of type"):
+            _kernels.kernel_params((arr, bad))
+
+
+@pytest.mark.parametrize("cc, env, launched", [("90", None, True), ("100", "1", True), ("89", None, False),
+                                               ("80", None, False), ("90", "0", False)])
+def test_launch_after_uses_the_driver_where_it_can(monkeypatch, cc, env, launched):
+    """launch_after launches through cuda-bindings' cuLaunchKernelEx (the real structures; the driver call itself
+    stood in for) with programmatic stream serialization, the grid, block, shared memory, current stream, function
+    and parameters of the plain launch, on compute capability 9.0 and later unless SIGCONV_PDL=0; elsewhere it
+    launches nothing and says so. A driver that refuses the launch turns it off for that device."""
+    driver = pytest.importorskip("cuda.bindings.driver")
+    from sigconv import _kernels
+
+    _fake_cupy_device(monkeypatch, cc, 0xABC0)
+    monkeypatch.setattr(_kernels, "_PDL_OFF", set())
+    if env is None:
+        monkeypatch.delenv(_kernels.PDL_ENV, raising=False)
+    else:
+        monkeypatch.setenv(_kernels.PDL_ENV, env)
+    calls, result = [], [driver.CUresult.CUDA_SUCCESS]
+
+    def launch(config, f, params, extra):
+        calls.append((config, f, params, extra))
+        return (result[0],)
+
+    monkeypatch.setattr(driver, "cuLaunchKernelEx", launch)
+    fn = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=0x5000))
+    x = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x9000))
+    args = (x, np.int32(4), np.int64(5))
+    assert _kernels.launch_after(fn, (7, 2), (512,), args, 139392) is launched
+    if not launched:
+        assert calls == []
+        return
+    (config, f, params, extra), = calls
+    assert (config.gridDimX, config.gridDimY, config.gridDimZ) == (7, 2, 1)
+    assert (config.blockDimX, config.blockDimY, config.blockDimZ) == (512, 1, 1)
+    assert config.sharedMemBytes == 139392 and int(config.hStream) == 0xABC0 and config.numAttrs == 1
+    attr, = config.attrs
+    assert attr.id == driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert attr.value.programmaticStreamSerializationAllowed == 1
+    assert int(f) == 0x5000 and params == _kernels.kernel_params(args) and extra == 0
+    # a refusal: nothing launched, and the device's later launches go the plain way without asking again
+    result[0] = driver.CUresult.CUDA_ERROR_NOT_SUPPORTED
+    assert _kernels.launch_after(fn, (7,), (512,), args) is False
+    assert _kernels.launch_after(fn, (7,), (512,), args) is False
+    assert len(calls) == 2
+
+
+def test_launch_after_without_cuda_bindings(monkeypatch):
+    """Without cuda-bindings (the ``cuda`` extras bring it) launch_after launches nothing: the caller's plain
+    launch runs."""
+    from sigconv import _kernels
+
+    _fake_cupy_device(monkeypatch, "90", 0)
+    monkeypatch.setattr(_kernels, "_PDL_OFF", set())
+    monkeypatch.delenv(_kernels.PDL_ENV, raising=False)
+    monkeypatch.setattr(_kernels, "_cuda_driver", lambda: None)
+    fn = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=0x5000))
+    assert _kernels.launch_after(fn, (1,), (32,), ()) is False

@@ -454,7 +454,9 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
     """Overlap-save in one kernel (float32, kernels/fft_fused.cuh): each block filters one tile of
     :func:`sigconv.registry.auto.fused_tile` samples (or ``tile``, see :func:`fused_plan`) in shared memory; the
     filter's spectrum is the fft variant's (as :func:`fused_table`'s), cached under ``taps_key``, else
-    computed on the device in one launch (:func:`_fused_spectrum`). ``block`` None: the tile's own
+    computed on the device in one launch (:func:`_fused_spectrum`), which the tile kernel's launch overlaps where
+    it can (:func:`sigconv._kernels.launch_after`: its first tiles load and take their first pass meanwhile).
+    ``block`` None: the tile's own
     (:func:`sigconv.registry.auto.fused_block`). Tiny problems go to :func:`launch_fft`, which transforms them in
     float64."""
     if block is None and 1 <= np.size(w) <= _c1._get_variant("conv1d", "cuda", "fft_fused").max_taps:
@@ -470,13 +472,15 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
     z, d = fused_alignment(K, pad, N)  # (the kernel runs the taps with z zeros before them and d after)
     pairs = fused_pairs(N, block, K + z + d, pad + z, L, x.data.ptr % 8 == 0)
     plan = fused_plan(K + z + d, out_len, C, block, tile=N, pairs=pairs)
-    G, tap_shift = _fused_spectrum(w, N, taps_key, d)
     fn = _fused_function(plan["expr"], plan["smem"])
     tw = _device_twiddles(N)  # (twice: the forward and the inverse transform's table, see kernels/fft_fused.cuh)
-    fn(plan["grid"], (block,),
-       (x, out, G, tw, tw, np.int32(C), np.int64(L), np.int32(K + z + d), np.int64(pad + z),
-        np.int64(out_len), np.int64(plan["ntiles"]), tap_shift, np.int32(FFT_SAFE_EXPONENT["float32"])),
-       shared_mem=plan["smem"])
+    G, tap_shift = _fused_spectrum(w, N, taps_key, d)
+    args = (x, out, G, tw, tw, np.int32(C), np.int64(L), np.int32(K + z + d), np.int64(pad + z), np.int64(out_len),
+            np.int64(plan["ntiles"]), tap_shift, np.int32(FFT_SAFE_EXPONENT["float32"]))
+    # (after the spectrum kernel, launched just before on this stream: the tiles' loads and first passes run beside
+    # it, kernels/fft_fused.cuh; nothing is queued between the two)
+    if taps_key is not None or not _kernels.launch_after(fn, plan["grid"], (block,), args, plan["smem"]):
+        fn(plan["grid"], (block,), args, shared_mem=plan["smem"])
     return out
 
 
