@@ -347,28 +347,33 @@ _PDL_OFF: set = set()  # devices whose driver refused a launch with the attribut
 def kernel_params(args) -> tuple:
     """CUDA's kernel parameters of ``args`` as a plain CuPy launch takes them (device arrays, NumPy scalars, None
     for a null pointer), in cuda-bindings' form: (values, ctypes types)."""
+    kinds = _param_kinds()
+    values, types = [], []
+    for a in args:
+        kind = kinds.get(type(a))
+        if kind is not None:
+            values.append(0 if a is None else a.item())
+            types.append(kind)
+            continue
+        ptr = getattr(getattr(a, "data", None), "ptr", None)  # (a device array)
+        if ptr is None:
+            raise TypeError(f"kernel argument of type {type(a).__name__}: give a device array, a NumPy scalar of a "
+                            f"fixed size or None")
+        values.append(int(ptr))
+        types.append(kinds["pointer"])
+    return tuple(values), tuple(types)
+
+
+@functools.lru_cache(maxsize=None)
+def _param_kinds() -> dict:
+    """{Python type: ctypes type} of :func:`kernel_params` ("pointer": a device array's)."""
     import ctypes
 
     import numpy as np
 
-    kinds = {np.dtype(np.int32): ctypes.c_int, np.dtype(np.int64): ctypes.c_longlong,
-             np.dtype(np.uint32): ctypes.c_uint, np.dtype(np.uint64): ctypes.c_ulonglong,
-             np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}
-    values, types = [], []
-    for a in args:
-        if a is None:
-            values.append(0)
-            types.append(ctypes.c_void_p)
-        elif isinstance(a, np.generic) and a.dtype in kinds:
-            values.append(a.item())
-            types.append(kinds[a.dtype])
-        elif hasattr(a, "data") and hasattr(a.data, "ptr"):  # (a device array)
-            values.append(int(a.data.ptr))
-            types.append(ctypes.c_void_p)
-        else:
-            raise TypeError(f"kernel argument of type {type(a).__name__}: give a device array, a NumPy scalar of a "
-                            f"fixed size or None")
-    return tuple(values), tuple(types)
+    return {np.int32: ctypes.c_int, np.int64: ctypes.c_longlong, np.uint32: ctypes.c_uint,
+            np.uint64: ctypes.c_ulonglong, np.float32: ctypes.c_float, np.float64: ctypes.c_double,
+            type(None): ctypes.c_void_p, "pointer": ctypes.c_void_p}
 
 
 def launch_after(fn, grid, block, args, shared_mem: int = 0) -> bool:
@@ -390,22 +395,28 @@ def launch_after(fn, grid, block, args, shared_mem: int = 0) -> bool:
     cu = _cuda_driver()
     if cu is None:
         return False
-    grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
-    attr = cu.CUlaunchAttribute()
-    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-    attr.value.programmaticStreamSerializationAllowed = 1
     config = cu.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = (int(g) for g in grid)
-    config.blockDimX, config.blockDimY, config.blockDimZ = (int(b) for b in block)
+    config.gridDimX, config.gridDimY, config.gridDimZ = (tuple(int(g) for g in grid) + (1, 1))[:3]
+    config.blockDimX, config.blockDimY, config.blockDimZ = (tuple(int(b) for b in block) + (1, 1))[:3]
     config.sharedMemBytes = int(shared_mem)
     config.hStream = cu.CUstream(cupy.cuda.get_current_stream().ptr)
-    config.attrs = [attr]
+    config.attrs = [_serialization_attribute()]
     config.numAttrs = 1
     err, = cu.cuLaunchKernelEx(config, cu.CUfunction(fn.kernel.ptr), kernel_params(args), 0)
     if err != cu.CUresult.CUDA_SUCCESS:
         _PDL_OFF.add(dev.id)
         return False
     return True
+
+
+@functools.lru_cache(maxsize=None)
+def _serialization_attribute():
+    """The launch attribute of :func:`launch_after` (made once, only read: a launch copies it into its config)."""
+    cu = _cuda_driver()
+    attr = cu.CUlaunchAttribute()
+    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.programmaticStreamSerializationAllowed = 1
+    return attr
 
 
 @functools.lru_cache(maxsize=None)
