@@ -384,7 +384,8 @@ def launch_after(fn, grid, block, args, shared_mem: int = 0) -> bool:
     writes. Everything queued before that kernel has ended by then (it started only after), so ``fn`` may read it
     before the wait. The launcher calls this only right after launching such a kernel on the same stream. False,
     with nothing launched, where it cannot: no cuda-bindings, an older GPU, ``SIGCONV_PDL=0``, or a driver that
-    refuses the attribute (then never again on that device); the caller launches ``fn`` as usual."""
+    refuses the launch or that the bindings cannot use (then never again on that device); the caller launches ``fn``
+    as usual."""
     if os.environ.get(PDL_ENV, "1") == "0":
         return False
     import cupy
@@ -402,7 +403,11 @@ def launch_after(fn, grid, block, args, shared_mem: int = 0) -> bool:
     config.hStream = cu.CUstream(cupy.cuda.get_current_stream().ptr)
     config.attrs = [_serialization_attribute()]
     config.numAttrs = 1
-    err, = cu.cuLaunchKernelEx(config, cu.CUfunction(fn.kernel.ptr), kernel_params(args), 0)
+    params, func = kernel_params(args), cu.CUfunction(fn.kernel.ptr)
+    try:
+        err, = cu.cuLaunchKernelEx(config, func, params, 0)
+    except Exception:  # noqa: BLE001 - bindings that cannot use this driver (another CUDA major): nothing launched
+        err = None
     if err != cu.CUresult.CUDA_SUCCESS:
         _PDL_OFF.add(dev.id)
         return False

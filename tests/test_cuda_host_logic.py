@@ -850,7 +850,8 @@ def test_launch_after_uses_the_driver_where_it_can(monkeypatch, cc, env, launche
     """launch_after launches through cuda-bindings' cuLaunchKernelEx (the real structures; the driver call itself
     stood in for) with programmatic stream serialization, the grid, block, shared memory, current stream, function
     and parameters of the plain launch, on compute capability 9.0 and later unless SIGCONV_PDL=0; elsewhere it
-    launches nothing and says so. A driver that refuses the launch turns it off for that device."""
+    launches nothing and says so. A driver that refuses the launch, or bindings that cannot use it, turn it off for
+    that device; a wrong argument is an error."""
     driver = pytest.importorskip("cuda.bindings.driver")
     from sigconv import _kernels
 
@@ -887,6 +888,21 @@ def test_launch_after_uses_the_driver_where_it_can(monkeypatch, cc, env, launche
     assert _kernels.launch_after(fn, (7,), (512,), args) is False
     assert _kernels.launch_after(fn, (7,), (512,), args) is False
     assert len(calls) == 2
+    # bindings that cannot use the driver raise: the same
+    monkeypatch.setattr(_kernels, "_PDL_OFF", set())
+
+    def unusable(*a):
+        calls.append(a)
+        raise RuntimeError("Function \"cuLaunchKernelEx\" not found")
+
+    monkeypatch.setattr(driver, "cuLaunchKernelEx", unusable)
+    assert _kernels.launch_after(fn, (7,), (512,), args) is False
+    assert _kernels.launch_after(fn, (7,), (512,), args) is False
+    assert len(calls) == 3
+    # a caller's mistake in the arguments is its own error, not a refusal
+    monkeypatch.setattr(_kernels, "_PDL_OFF", set())
+    with pytest.raises(TypeError, match="kernel argument"):
+        _kernels.launch_after(fn, (7,), (512,), (x, 3))
 
 
 def test_launch_after_without_cuda_bindings(monkeypatch):
