@@ -50,24 +50,15 @@ def main(argv=None) -> int:
         plan = cuda2d.igemm_plan(block, k, k, (1, 1), tf32)
         d = {**plan["defines"], "IG_MASK": int(cuda2d.igemm_masked(k, k, "fill")), **over}
         tab = tabs[bool(d["IG_MASK"])]
-        bk, stages = d.get("IG_BK", cuda2d.IGEMM_BK), d["IG_STAGES"]
-        if tf32:
-            bm, bn = 16 * d["IG_MT"] * d["IG_WARPS_M"], 8 * d["IG_NT8"] * d["IG_WARPS_N"]
-        else:
-            bm, bn = d["IG_TM"] * d["BY"], d["IG_TN"] * d["BX"]
-        plan = {**plan, "tile": (bm, bn)}
-        apitch = bm + (8 if tf32 else 4)
-        bpitch = (bn + 8 if bn % 16 == 0 else bn) if tf32 else bn
-        smem = stages * bk * (apitch + bpitch) * 4
+        lay = cuda2d.igemm_layout(d)  # (the overrides' tile and stage)
+        bm, bn = lay["tile"]
+        plan = {**plan, "tile": lay["tile"]}
+        smem = d["IG_STAGES"] * lay["stage"]
         mod = _kernels.module("conv2d.cu", d)
         f = mod.get_function("conv2d_igemm")
         if smem > 48 * 1024:
             f.max_dynamic_shared_size_bytes = smem
-        ktot = Cin * k * k
-        coutp, ktp = -(-Cout // 4) * 4, -(-ktot // bk) * bk
-        wt = cupy.empty((ktp, coutp), cupy.float32)
-        mod.get_function("conv2d_igemm_wt")((min(-(-wt.size // 256), 4096),), (256,),
-                                            (w, wt, np.int32(Cout), np.int32(ktot), np.int32(coutp), np.int32(ktp)))
+        wt, coutp = cuda2d.igemm_weights(mod, w, lay["bk"])
         grid = cuda2d.igemm_grid(plan, N, Cout, Ho, Wo)
         args = (x, wt, tab, x, y) + tuple(np.int32(v) for v in (N, Cin, H, W, Cout, coutp, pad, pad, Ho, Wo, 0,
                                                                -(-Cout // bm), int(Ho * Wo % 4 == 0))) \

@@ -635,9 +635,9 @@ def test_fft_fused_tiles_start_while_the_spectrum_kernel_runs(rng, monkeypatch, 
     """Taps on the device: the tile kernel goes out right after the spectrum kernel with programmatic stream
     serialization (compute capability 9.0 and later, with cuda-bindings: sigconv._kernels.launch_after), its first
     tiles loading and taking their first pass while the spectrum kernel runs (the 2048 tile in place, the 4096 tile
-    through two buffers, the 16384 and 32768 column tiles, the last on 512 and 1024 threads). New taps on every call but one,
-    which the spectrum kernel transforms for far longer than a first pass takes: each call's outputs must be its own
-    filter's, against the float64 reference. SIGCONV_PDL=0: the plain launch, the same outputs."""
+    through two buffers, the 16384 and 32768 column tiles, the last on 512 and 1024 threads). New taps on every call
+    but one, which the spectrum kernel transforms for far longer than a first pass takes: each call's outputs must be
+    its own filter's, against the float64 reference. SIGCONV_PDL=0: the plain launch, the same outputs."""
     from sigconv.backends import overlap_save
 
     if pdl == "off":

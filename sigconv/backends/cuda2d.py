@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Mapping
 
 import numpy as np
 
@@ -29,7 +30,8 @@ from sigconv.registry.table import Conv2dJob, Variant, dtype_name, get as _get_v
 
 __all__ = ["corr2d", "resolve_auto", "launch_naive", "launch_shared", "launch_regblock", "launch_prefetch",
            "launch_strip", "launch_shfl", "launch_separable", "launch_igemm", "launch_igemm_tf32", "igemm_plan",
-           "igemm_grid", "igemm_table", "igemm_refusal", "launch_extend", "extend_grid",
+           "igemm_layout", "igemm_weights", "igemm_grid", "igemm_table", "igemm_refusal", "launch_extend",
+           "extend_grid",
            "separable_factors", "strip_applies", "shfl_applies", "prebuilt_modules", "VARIANTS", "BOUNDARIES",
            "EXACT_DTYPE"]
 
@@ -504,27 +506,52 @@ def igemm_plan(block, kH: int, kW: int, stride, tf32: bool, limit: int = 200 * 1
         nw = nt // 32
         mt, nt8 = (4, 4) if nw <= 8 else (4, 2) if nw <= 16 else (2, 2)
         wm = 4 if nw == 8 else 2 if nw % 2 == 0 else 1
-        wn = nw // wm
-        bm, bn = 16 * mt * wm, 8 * nt8 * wn
-        apitch, bpitch = bm + 8, (bn + 8 if bn % 16 == 0 else bn)
-        d.update(BX=nt, BY=1, IG_TF32=1, IG_WARPS_M=wm, IG_WARPS_N=wn, IG_MT=mt, IG_NT8=nt8)
+        d.update(BX=nt, BY=1, IG_TF32=1, IG_WARPS_M=wm, IG_WARPS_N=nw // wm, IG_MT=mt, IG_NT8=nt8)
         launch = (nt, 1, 1)
     else:
         tm, tn = (8, 8) if nt <= 256 else (8, 4) if nt <= 512 else (4, 4)
-        bm, bn = tm * by, tn * bx
-        apitch, bpitch = bm + 4, bn
         d.update(BX=bx, BY=by, IG_TM=tm, IG_TN=tn)
         launch = (bx, by, 1)
-    bk = IGEMM_BK if nt <= 512 else IGEMM_BK // 2
-    if bk != IGEMM_BK:
-        d["IG_BK"] = bk
-    stage = bk * (apitch + bpitch) * 4
+    if nt > 512:
+        d["IG_BK"] = IGEMM_BK // 2
+    lay = igemm_layout(d)
+    stage = lay["stage"]
     keep = tf32 or (8 <= bx <= 64 and by >= 2 and nt <= 512)
     if (2 * stage > limit or not keep) and (bx, by) != (16, nt // 16):
         return igemm_plan((16, nt // 16), kH, kW, stride, tf32, limit)
     stages = 4 if 4 * stage <= min(IGEMM_FOUR_STAGES_MAX, limit) else 3 if 3 * stage <= limit else 2
     d["IG_STAGES"] = stages
-    return dict(defines=d, smem=stages * stage, tile=(bm, bn), launch=launch)
+    return dict(defines=d, smem=stages * stage, tile=lay["tile"], launch=launch)
+
+
+def igemm_layout(defines: Mapping) -> dict:
+    """The output tile (bm channels, bn pixels), rows of k per step (bk) and bytes of shared memory per pipeline stage
+    (an A tile of bk x bm and a B tile of bk x bn, each row padded as kernels/conv2d_igemm.cuh pads it) of the
+    implicit GEMM's build for ``defines`` (:func:`igemm_plan`'s, or a benchmark's variations of them: the thread tile
+    IG_TM x IG_TN on a BX x BY block; on tensor cores IG_WARPS_M x IG_WARPS_N warps of IG_MT x IG_NT8 fragments)."""
+    bk = int(defines.get("IG_BK", IGEMM_BK))
+    if defines.get("IG_TF32"):
+        bm = 16 * int(defines["IG_MT"]) * int(defines["IG_WARPS_M"])
+        bn = 8 * int(defines["IG_NT8"]) * int(defines["IG_WARPS_N"])
+        apitch, bpitch = bm + 8, (bn + 8 if bn % 16 == 0 else bn)
+    else:
+        bm, bn = int(defines["IG_TM"]) * int(defines["BY"]), int(defines["IG_TN"]) * int(defines["BX"])
+        apitch, bpitch = bm + 4, bn
+    return dict(tile=(bm, bn), bk=bk, stage=bk * (apitch + bpitch) * 4)
+
+
+def igemm_weights(mod, w, bk: int):
+    """The weights (Cout, Cin, kH, kW) as the implicit GEMM's B operand, on the current stream: (Cin kH kW rounded up
+    to a multiple of ``bk``) x (Cout rounded up to a multiple of 4), zero-padded, by ``mod``'s conv2d_igemm_wt (one
+    launch); returns (that array, its padded Cout)."""
+    import cupy
+
+    Cout, ktot = int(w.shape[0]), int(w.shape[1] * w.shape[2] * w.shape[3])
+    coutp, ktp = -(-Cout // 4) * 4, -(-ktot // bk) * bk
+    wt = cupy.empty((ktp, coutp), dtype=cupy.float32)
+    mod.get_function("conv2d_igemm_wt")((min(-(-wt.size // 256), 4096),), (256,),
+                                        (w, wt) + _i32(Cout, ktot, coutp, ktp))
+    return wt, coutp
 
 
 def igemm_grid(plan: dict, N: int, Cout: int, Ho: int, Wo: int) -> tuple:
@@ -622,12 +649,7 @@ def _launch_igemm(name, x, w, bias, stride, pad, out_hw, block, out, tf32, bound
     elif fillvalue != 0:
         defines["IG_FILLC"] = 1
     mod = _igemm_module(cupy.cuda.Device().id, tuple(sorted(defines.items())))
-    ktot = Cin * kH * kW
-    bk = defines.get("IG_BK", IGEMM_BK)
-    coutp, ktp = -(-Cout // 4) * 4, -(-ktot // bk) * bk
-    wt = cupy.empty((ktp, coutp), dtype=cupy.float32)
-    mod.get_function("conv2d_igemm_wt")((min(-(-wt.size // 256), 4096),), (256,),
-                                        (w, wt) + _i32(Cout, ktot, coutp, ktp))
+    wt, coutp = igemm_weights(mod, w, igemm_layout(defines)["bk"])
     tab = _igemm_table_on(cupy.cuda.Device().id, Cin, H, W, kH, kW, masked)
     f = mod.get_function("conv2d_igemm")
     _set_smem(f, plan["smem"])
