@@ -644,9 +644,11 @@ def test_fft_fused_tiles_start_while_the_spectrum_kernel_runs(rng, monkeypatch, 
         monkeypatch.setenv(_kernels.PDL_ENV, "0")
     else:
         monkeypatch.delenv(_kernels.PDL_ENV, raising=False)
+    # (a driver that refused the launch, here or earlier in this process, fails the test: on compute capability 9.0
+    # with cuda-bindings it must take it)
     expect = (pdl == "on" and int(cupy.cuda.Device().compute_capability) >= 90
-              and _kernels._cuda_driver() is not None and cupy.cuda.Device().id not in _kernels._PDL_OFF)
-    print(f"programmatic launch expected: {expect}")
+              and _kernels._cuda_driver() is not None)
+    print(f"programmatic launch expected: {expect}; devices that refused it: {sorted(_kernels._PDL_OFF)}")
     got, real = [], _kernels.launch_after
 
     def spy(*args, **kw):
