@@ -53,15 +53,18 @@ __device__ __forceinline__ void sc_store_outputs(float* __restrict__ yc, sc_i64 
     }
 }
 
-// Programmatic dependent launch (compute capability 9.0 and later; nothing on earlier GPUs and in the host
-// emulation). A kernel launched with programmatic stream serialization (sigconv/_kernels.py, launch_after) may start
-// while the kernel before it on its stream still runs, once every block of that one has executed
-// sc_launch_dependents (or ended). sc_grid_wait returns when the kernel before has ended and its writes are
-// visible: every thread calls it before its first read of what that kernel writes. Launched without the attribute,
-// a kernel starts after the one before it has ended and sc_grid_wait returns at once.
+// Programmatic dependent launch (compute capability 9.0 and later; nothing on earlier GPUs). A kernel launched with
+// programmatic stream serialization (sigconv/_kernels.py, launch_after) may start while the kernel before it on its
+// stream still runs, once every block of that one has executed sc_launch_dependents (or ended). sc_grid_wait returns
+// when the kernel before has ended and its writes are visible: every thread calls it before its first read of what that
+// kernel writes. Launched without the attribute, a kernel starts after the one before it has ended and sc_grid_wait
+// returns at once. (The host emulation's stand-in, tests/host_emulation/cuda_shim_threads.h, keeps what the kernel
+// before writes unreadable until every thread of the block has called it.)
 __device__ __forceinline__ void sc_grid_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#elif defined(SIGCONV_HOST_EMULATION)
+    sc_emu_grid_wait();
 #endif
 }
 __device__ __forceinline__ void sc_launch_dependents() {

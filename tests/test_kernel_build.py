@@ -995,13 +995,16 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
 # reversed and divided by their peak's power of two, rfft / N, times that power of two where it is small).
 
 def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, prev=None,
-                       poison=False, flip=False, align=True, **caps):
+                       poison=False, flip=False, align=True, after=0, **caps):
     """``device_spectrum``: the coefficient table from the float32 taps by conv1d_fft_fused_spectrum (the launcher's
     path for taps without a host copy), else from the host's float64 spectrum (fused_host_table). ``prev`` (with
     ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps
     (``flip``: with the other delay); ``poison``: the table refilled with NaN between the two runs. ``align``: the
     launcher's zero taps around the filter (fused_alignment) and its choice of the kernel that reads pairs of samples
-    (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads."""
+    (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads.
+    ``after``: 1, the tile kernel launched as after the kernel that writes the table (programmatic dependent launch:
+    the table and tap shift unreadable in a block until all its threads have called sc_grid_wait); 2, unreadable
+    throughout (the control)."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
     from sigconv.backends.overlap_save import fused_alignment, fused_host_table, fused_pairs, fused_plan, fused_twiddles
 
@@ -1024,7 +1027,7 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
         spectrum += f":{tmp / 'prev.bin'}" + (":poison" if poison else "") + (":flip" if flip else "")
     _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K + z + d, pad + z, out_len, plan["ntiles"],
               FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin", tmp / "tap_shift.bin",
-              tmp / "y.bin", d, int(pairs)], "conv1d_fft_fused")
+              tmp / "y.bin", d, int(pairs), after], "conv1d_fft_fused")
     return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), {**plan, "z": z, "d": d, "pairs": pairs}
 
 
@@ -1200,6 +1203,62 @@ def test_fft_fused_spectrum_kernel_zero_and_nonfinite_taps(host_build, tmp_path,
     w[5] = np.nan
     y, _ = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 64, device_spectrum=True)
     assert np.isnan(y).all()
+
+
+# The tile kernels launched as the launcher launches them after the spectrum kernel of device taps (programmatic
+# dependent launch, sigconv._kernels.launch_after): what that kernel writes (the table G and the tap shift) is
+# unreadable in each block until every thread has called sc_grid_wait. (K, L, mode, C, block, xoff, device spectrum):
+# ff_tile_one, the two-buffer tile (its wait before the tile loop; the host's table, with its tap shift), ff_tile_wide
+# with pairs; ff_tile_one on the host's table, ff_tile_cols on 16384 and on 32768 (float loads), ff_tile_wide with
+# floats, the 4096 tile in place.
+FUSED_AFTER_CASES = [
+    (127, 3001, "same", 2, 64, 1, True),
+    (4095, 5000, "valid", 1, 256, 0, False),
+    (7921, 40000, "same", 1, 512, 0, True),
+    (300, 5000, "valid", 3, 128, 2, False),
+    (4095, 9000, "same", 2, 1024, 0, True),
+    (7921, 40000, "same", 1, 1024, 1, True),
+    (7921, 30000, "full", 2, 512, 1, True),
+    (1023, 30000, "same", 1, 256, 1, True),
+]
+
+
+@pytest.mark.parametrize("K,L,mode,C,block,xoff,device", _grid(FUSED_AFTER_CASES, {3, 4, 5, 6, 7}),
+                         ids=[f"K{c[0]}-{c[2]}-C{c[3]}-b{c[4]}-o{c[5]}" + ("-spectrum" if c[6] else "-host")
+                              for c in FUSED_AFTER_CASES])
+def test_fft_fused_tiles_read_the_table_only_after_the_grid_wait_on_host(host_build, tmp_path, K, L, mode, C, block,
+                                                                         xoff, device, rng):
+    """Launched as the kernel after the one that writes its table, every tile kernel reads the table and the tap shift
+    only after sc_grid_wait (any read before it meets AddressSanitizer's poison, or NaN) and its outputs equal the
+    float64 reference."""
+    exe = host_build(*_FUSED_BUILD)
+    x = rng.standard_normal((C, L)).astype(np.float32)
+    w = rng.standard_normal(K)
+    if device:
+        w = w.astype(np.float32).astype(np.float64)
+    pad, out_len = window_1d(mode, L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, xoff, device_spectrum=device, after=1)
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    errs = _channel_errors(y, ref)
+    assert max(errs) <= 4e-6, f"off by {max(errs):.2e} (N={plan['N']}, grid {plan['grid']}, pairs {plan['pairs']})"
+
+
+@pytest.mark.parametrize("K,block,device", [(127, 64, True), (4095, 256, False), (7921, 512, True)],
+                         ids=["one", "two-buffer", "wide"])
+def test_fft_fused_table_kept_from_a_tile_kernel_fails_it_on_host(host_build, tmp_path, K, block, device, rng):
+    """The control of the test above: with the table unreadable all through the launch, the tile kernel's first read
+    of it is AddressSanitizer's use-after-poison (a sanitized build) or its outputs are NaN."""
+    exe = host_build(*_FUSED_BUILD)
+    L = K + 3000
+    x = rng.standard_normal((1, L)).astype(np.float32)
+    w = rng.standard_normal(K).astype(np.float32).astype(np.float64)
+    pad, out_len = window_1d("same", L, K)
+    if b"__asan_init" in Path(exe).read_bytes():
+        with pytest.raises(AssertionError, match="use-after-poison"):
+            _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, device_spectrum=device, after=2)
+    else:
+        y, _ = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, block, device_spectrum=device, after=2)
+        assert np.isnan(y).all(), "outputs from a table that was never readable"
 
 
 def test_fft_fused_nan_stays_in_its_tiles(host_build, tmp_path, rng):
@@ -1551,6 +1610,8 @@ _KEYS = {
     "test_fft_fused_kernel_runs_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_ffa_kernel_runs_on_host": lambda **p: _build_key(*_ffa_build(_ffa_launches(**p)[0][0]["expr"])),
     "test_fft_fused_nan_stays_in_its_tiles": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_tiles_read_the_table_only_after_the_grid_wait_on_host": lambda **_: _build_key(*_FUSED_BUILD),
+    "test_fft_fused_table_kept_from_a_tile_kernel_fails_it_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_spectrum_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_kernel_runs_its_taps_as_given_on_host": lambda **_: _build_key(*_FUSED_BUILD),
     "test_fft_fused_pairs_kernel_on_host": lambda **_: _build_key(*_FUSED_BUILD),

@@ -32,6 +32,13 @@ inline double2 make_double2(double a, double b) { return double2{a, b}; }
 struct alignas(8) int2 { int x, y; };
 inline int2 make_int2(int a, int b) { return int2{a, b}; }
 
+// kernels/common.cuh's sc_grid_wait (programmatic dependent launch) calls this: nothing unless a harness models such a
+// launch (cuda_shim_threads.h, emu_after_writer).
+static void (*sc_emu_grid_wait_hook)() = nullptr;
+inline void sc_emu_grid_wait() {
+    if (sc_emu_grid_wait_hook) sc_emu_grid_wait_hook();
+}
+
 // Blocks and threads run one at a time here, so an atomic is a plain read-modify-write.
 inline int atomicMax(int* p, int v) { const int old = *p; if (v > old) *p = v; return old; }
 

@@ -164,6 +164,52 @@ inline void ig_mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]
     sc_emu_warp_bars[w]->arrive_and_wait();
 }
 
+// Programmatic dependent launch (kernels/common.cuh: sc_grid_wait). emu_after_writer(regions) makes the next
+// emu_launch_threads the launch of a kernel that may start while the kernel writing `regions` still runs: each block
+// starts with their bytes overwritten by 0xFF (NaN in every float, -1 in every int) and poisoned under
+// AddressSanitizer, and gets them back (unpoisoned, as they were before the launch) once every thread of the block has
+// called sc_grid_wait. A thread that reads them before its own wait reads poison: AddressSanitizer's report, else
+// NaN. give_back false keeps them poisoned all through the launch (the control: the kernel's first read must fail).
+// After the launch they hold their bytes again and the setting is gone.
+struct EmuRegion {
+    void* p;
+    size_t n;
+};
+static std::vector<EmuRegion> sc_emu_pdl_regions;
+static std::vector<std::vector<char>> sc_emu_pdl_saved;
+static bool sc_emu_pdl_give_back = true;
+static std::atomic<bool> sc_emu_pdl_open{true};
+
+inline void emu_after_writer(std::vector<EmuRegion> regions, bool give_back = true) {
+    sc_emu_pdl_regions = std::move(regions);
+    sc_emu_pdl_give_back = give_back;
+    sc_emu_pdl_saved.clear();
+    for (const EmuRegion& r : sc_emu_pdl_regions) {
+        const char* b = static_cast<const char*>(r.p);
+        sc_emu_pdl_saved.emplace_back(b, b + r.n);
+    }
+}
+inline void sc_emu_pdl_close() {  // (a block's start: the writer still runs)
+    for (const EmuRegion& r : sc_emu_pdl_regions) {
+        SC_EMU_UNPOISON(r.p, r.n);  // (still poisoned where the block before never waited)
+        std::memset(r.p, 0xFF, r.n);
+        SC_EMU_POISON(r.p, r.n);
+    }
+    sc_emu_pdl_open = false;
+}
+inline void sc_emu_pdl_reopen() {
+    for (size_t k = 0; k < sc_emu_pdl_regions.size(); ++k) {
+        SC_EMU_UNPOISON(sc_emu_pdl_regions[k].p, sc_emu_pdl_regions[k].n);
+        std::memcpy(sc_emu_pdl_regions[k].p, sc_emu_pdl_saved[k].data(), sc_emu_pdl_regions[k].n);
+    }
+    sc_emu_pdl_open = true;
+}
+inline void sc_emu_pdl_wait() {
+    sc_emu_barrier->arrive_and_wait();  // every thread of the block has come to its wait
+    if (sc_emu_pdl_give_back && !sc_emu_pdl_open.exchange(true)) sc_emu_pdl_reopen();
+    sc_emu_barrier->arrive_and_wait();
+}
+
 // Run body() for every thread of every block; `smem`/`smem_cap` is the shared-memory stand-in, of which the
 // first `smem_bytes` are usable by this launch (the rest is poisoned while it runs).
 template <class F>
@@ -176,11 +222,13 @@ void emu_launch_threads(dim3 g, dim3 b, void* smem, size_t smem_cap, size_t smem
     blockDim = b;
     const unsigned nt = b.x * b.y * b.z;
     SC_EMU_POISON(static_cast<char*>(smem) + smem_bytes, smem_cap - smem_bytes);
+    sc_emu_grid_wait_hook = sc_emu_pdl_regions.empty() ? nullptr : sc_emu_pdl_wait;
     for (unsigned bz = 0; bz < g.z; ++bz)
         for (unsigned by = 0; by < g.y; ++by)
             for (unsigned bx = 0; bx < g.x; ++bx) {
                 blockIdx = uint3{bx, by, bz};
                 std::memset(smem, 0xFF, smem_bytes);  // NaN in every float/double: reads before writes show
+                if (!sc_emu_pdl_regions.empty()) sc_emu_pdl_close();
                 std::barrier<> bar(nt);
                 sc_emu_barrier = &bar;
                 const unsigned nw = (nt + 31) / 32;
@@ -208,4 +256,10 @@ void emu_launch_threads(dim3 g, dim3 b, void* smem, size_t smem_cap, size_t smem
                 sc_emu_barrier = nullptr;
             }
     SC_EMU_UNPOISON(static_cast<char*>(smem) + smem_bytes, smem_cap - smem_bytes);
+    if (!sc_emu_pdl_regions.empty()) {
+        if (!sc_emu_pdl_open) sc_emu_pdl_reopen();
+        sc_emu_pdl_regions.clear();
+        sc_emu_pdl_saved.clear();
+        sc_emu_grid_wait_hook = nullptr;
+    }
 }

@@ -2,7 +2,7 @@
 // thread (cuda_shim_threads.h: barriers for __syncthreads, warp shuffles), with the launch that
 // sigconv.backends.overlap_save.fused_plan computes.
 //   fft_fused_harness LOGN GX GY BLOCK SMEM  C L K pad out_len ntiles safe XOFF  FILE_X FILE_G FILE_TW FILE_TAPSHIFT FILE_Y
-//                     [DELAY [PAIRS]]
+//                     [DELAY [PAIRS [AFTER]]]
 // PAIRS 1: conv1d_fft_fused<LOGN, true, true> (a point's two samples as one 8-byte load), after checking the launcher's
 // promise that every tile of every channel starts on an 8-byte boundary of x and L is even. The longest tile on N/64
 // threads runs conv1d_fft_fused<LOGN, true, PAIRS, true> (ff_tile_wide).
@@ -13,6 +13,10 @@
 // kernel's (the launcher's, with the zero taps it adds: overlap_save.fused_alignment); FILE_TW:
 // ff_twiddle_count(LOGN - 1) complex64 twiddles (fft_fused.cuh);
 // FILE_TAPSHIFT: one int32, or "-" for a null pointer.
+// AFTER 1: the tile kernel launched as the launcher launches it after the spectrum kernel (programmatic dependent
+// launch): G and the tap shift unreadable in each block until all its threads have called sc_grid_wait
+// (cuda_shim_threads.h, emu_after_writer); 2: unreadable all through (the control, which must fail); 0 (default): a
+// plain launch.
 // XOFF: x starts XOFF floats after a 256-byte boundary (a misaligned view). FILE_Y is read first (the test poisons it
 // with NaN) and rewritten after the launch. Shared memory starts filled with NaN for every block; the bytes past
 // SMEM are poisoned under AddressSanitizer.
@@ -30,12 +34,13 @@ constexpr size_t SMEM_CAP = SC_EMU_SMEM_CAP;
 alignas(256) float4 sc_smem4[SMEM_CAP / sizeof(float4)];
 
 int main(int argc, char** argv) {
-    if (argc < 19 || argc > 21) {
-        std::fprintf(stderr, "fft_fused_harness: expected 18 to 20 arguments, got %d\n", argc - 1);
+    if (argc < 19 || argc > 22) {
+        std::fprintf(stderr, "fft_fused_harness: expected 18 to 21 arguments, got %d\n", argc - 1);
         return 2;
     }
     const int delay = argc >= 20 ? std::atoi(argv[19]) : 0;
     const bool pairs = argc >= 21 && std::atoi(argv[20]) != 0;
+    const int after = argc >= 22 ? std::atoi(argv[21]) : 0;
     auto I = [&](int k) { return std::atoll(argv[k]); };
     const int logn = (int)I(1);
     dim3 g, b;
@@ -123,6 +128,11 @@ int main(int argc, char** argv) {
     }
     float* y = load<float>(argv[18], (size_t)C * out_len);
     auto go = [&](auto kern) {
+        if (after) {
+            std::vector<EmuRegion> written{{G, (N / 2) * sizeof(float4)}};
+            if (tap_shift) written.push_back({tap_shift, sizeof(int)});
+            emu_after_writer(written, after == 1);
+        }
         emu_launch_threads(g, b, sc_smem4, SMEM_CAP, smem,
                            [&] { kern(x, y, G, tw, tw, C, L, K, pad, out_len, ntiles, tap_shift, safe); });
     };
