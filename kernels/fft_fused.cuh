@@ -1509,12 +1509,13 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
     mb = ff_block_max(mb, red);
     const int e = mb >= 0x7f800000 || mb == 0 ? 0 : os_frexp_exp<float>(__int_as_float(mb));
     if (tid < B0) {  // the first pass's butterfly tid from the taps, reversed, delayed and scaled
+        const OsScale<float> down(-e);  // (subnormal taps too: ldexpf under -ftz=true flushes them)
         float2 v[16];
 #pragma unroll
         for (int r = 0; r < 16; ++r) {
             const int g = 2 * (tid + r * B0) - delay;  // h[f] = w[K - 1 - g], g = f - delay in [0, K)
-            v[r] = make_float2((unsigned)g < (unsigned)K ? ldexpf(w[K - 1 - g], -e) : 0.0f,
-                               (unsigned)(g + 1) < (unsigned)K ? ldexpf(w[K - 2 - g], -e) : 0.0f);
+            v[r] = make_float2((unsigned)g < (unsigned)K ? down(w[K - 1 - g]) : 0.0f,
+                               (unsigned)(g + 1) < (unsigned)K ? down(w[K - 2 - g]) : 0.0f);
         }
         ff_dft<16, false>(v);
         ff_store<16, 1>(buf, tid, v);

@@ -98,8 +98,13 @@ template <typename T> struct OsScale {
     __device__ __forceinline__ T operator()(T v) const { return os_mul(os_mul(v, f1), f2); }
 };
 
+// frexp's exponent e of a finite v != 0 (v = m 2^e, m in [0.5, 1)). Float from its bits, so that a subnormal v has its
+// own whatever the build's -ftz (frexpf under -ftz=true takes a subnormal for zero: e = 0); double is never flushed.
 template <typename T> __device__ __forceinline__ int os_frexp_exp(T v);
-template <> __device__ __forceinline__ int os_frexp_exp<float>(float v) { int e; frexpf(v, &e); return e; }
+template <> __device__ __forceinline__ int os_frexp_exp<float>(float v) {
+    const int b = __float_as_int(v) & 0x7fffffff;
+    return b >= 0x00800000 ? (b >> 23) - 126 : -117 - __clz(b);  // (a subnormal is b 2^-149)
+}
 template <> __device__ __forceinline__ int os_frexp_exp<double>(double v) { int e; frexp(v, &e); return e; }
 
 // The peak exponent of four samples: SC_OS_NONFINITE when one is inf/NaN, SC_OS_NO_PEAK when all are zero.
@@ -107,6 +112,12 @@ template <typename T> __device__ __forceinline__ int os_exponent4(T v0, T v1, T 
     if (!(isfinite(v0) && isfinite(v1) && isfinite(v2) && isfinite(v3))) return SC_OS_NONFINITE;
     const T m = fmax(fmax(fabs(v0), fabs(v1)), fmax(fabs(v2), fabs(v3)));
     return m != T(0) ? os_frexp_exp<T>(m) : SC_OS_NO_PEAK;
+}
+// (float: the largest magnitude as the largest bit pattern, so that subnormal samples count under -ftz as well)
+template <> __device__ __forceinline__ int os_exponent4<float>(float v0, float v1, float v2, float v3) {
+    const int m = max(max(__float_as_int(v0) & 0x7fffffff, __float_as_int(v1) & 0x7fffffff),
+                      max(__float_as_int(v2) & 0x7fffffff, __float_as_int(v3) & 0x7fffffff));
+    return m >= 0x7f800000 ? SC_OS_NONFINITE : m != 0 ? os_frexp_exp<float>(__int_as_float(m)) : SC_OS_NO_PEAK;
 }
 
 // *slot = max(*slot, e over the warp): one atomic per warp. Every lane of the warp must call it (gather's lanes

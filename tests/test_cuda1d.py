@@ -711,6 +711,18 @@ def test_fft_variants_keep_huge_and_tiny_signals_exact_in_scale(variant, dtype, 
         assert err <= TOL[dtype] * 10, f"part {k} (2^{int(scale[inner[0]])}): rel err {err:.2e}"
 
 
+def test_device_peak_exponents_and_float64_copies_keep_float32_subnormals(rng):
+    """CuPy builds every kernel with -ftz=true, where a float32 subnormal converted to float64 becomes zero (its own
+    astype does so): the device's peak exponents and exact_float64 keep them, equal to NumPy's."""
+    from sigconv._core.xp import exact_float64, peak_exponents
+
+    a = np.ldexp(rng.standard_normal((4, 257)), np.array([[-130], [-146], [-126], [0]])).astype(np.float32)
+    assert np.count_nonzero(np.abs(a) < np.finfo(np.float32).tiny) > 500  # (mostly subnormal rows)
+    d = cupy.asarray(a)
+    assert np.array_equal(cupy.asnumpy(exact_float64(d)), a.astype(np.float64))
+    assert np.array_equal(cupy.asnumpy(peak_exponents(d)), peak_exponents(a))
+
+
 @pytest.mark.parametrize("variant, K", [("fft", 1023), ("fft_fused", 1023), ("fft_fused", 4095),
                                         ("fft_fused", 7921)])
 def test_fft_variants_keep_outputs_below_the_normal_range(variant, K, rng):

@@ -748,6 +748,32 @@ def test_overlap_save_exponents_of_zero_and_non_finite_segments(os_harness, tmp_
     assert np.array_equal(plain, segs)
 
 
+def test_overlap_save_exponent_of_every_float32_magnitude(os_harness, tmp_path):
+    """gather's segment exponent is frexp's for a peak in every binade of float32, each subnormal one included, at
+    its bottom and its top, either sign (the kernels read it from the bits: under CuPy's -ftz=true, frexpf takes a
+    subnormal for zero)."""
+    from sigconv.backends.overlap_save import os_grid
+
+    one = np.float32(1.0)
+    low = [np.ldexp(one, k) for k in range(-149, 128)]
+    high = [np.nextafter(np.ldexp(one, k), np.float32(0)) for k in range(-148, 128)] + [np.finfo(np.float32).max]
+    vals = np.array([v if i % 2 else -v for i, v in enumerate(low + high)], np.float32)
+    K, block = 1, 256
+    _, _, N, M, _ = _os_reference_geometry(K, 1, "valid")
+    L = len(vals) * M
+    pad, out_len, N, M, nseg = _os_reference_geometry(K, L, "valid")
+    assert nseg == len(vals) and M == N
+    x = np.zeros((1, L), np.float32)
+    x[0, np.arange(nseg) * M + 7] = vals  # (segment b's only sample)
+    shift = np.full(nseg, _NO_PEAK, np.int32)
+    _emu(os_harness, tmp_path, "gather", np.float32, os_grid("gather", block, N=N, nseg=nseg), block,
+         (1, L, pad, M, N, nseg), [x, shift], np.full((1, nseg, N), np.nan, np.float32))
+    shift = np.fromfile(tmp_path / "gather_in1.bin", np.int32)
+    want = np.frexp(np.abs(vals).astype(np.float64))[1]
+    bad = np.flatnonzero(shift != want)
+    assert not bad.size, f"{bad.size} exponents differ, first {vals[bad[0]]!r}: {shift[bad[0]]} not {want[bad[0]]}"
+
+
 def test_os_grid_caps_and_hardware_limits():
     from sigconv.backends.overlap_save import os_grid
 

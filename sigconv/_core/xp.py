@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["is_cupy", "array_namespace", "namespace_of_backend", "to_backend", "like", "to_host", "peak_exponents",
-           "FFT_SAFE_EXPONENT"]
+           "exact_float64", "FFT_SAFE_EXPONENT"]
 
 
 def is_cupy(a) -> bool:
@@ -78,17 +78,36 @@ def peak_exponents(a, axis=-1):
 
 
 _PEAK_KERNEL = []
+_WIDEN_KERNEL = []
+
+#: CuPy compiles every kernel with -ftz=true, under which a float32 converted to float64 (``astype``, or a cast in a
+#: kernel) loses its subnormals to zero; PTX's cvt.f64.f32 without .ftz keeps them (double is never flushed).
+_EXACT_F64 = ("__device__ double sigconv_f64(float v) { double d; asm(\"cvt.f64.f32 %0, %1;\" : \"=d\"(d) : \"f\"(v));"
+              " return d; }\n"
+              "template <typename T> __device__ double sigconv_f64(T v) { return (double)v; }\n")
 
 
 def _device_peak_exponents():
     """The cupy reduction of :func:`peak_exponents`: |x| reduced by max, then the exponent of the peak (0 for a
-    zero or non-finite peak), built on first use."""
+    zero or non-finite peak), built on first use; float32 subnormals count (:data:`_EXACT_F64`)."""
     if not _PEAK_KERNEL:
         import cupy
 
         _PEAK_KERNEL.append(cupy.ReductionKernel(
-            "T val_in", "int32 pexp_out", "abs((double)val_in)", "max(a, b)", "pexp_out = sigconv_peak_exp(a)", "0.0",
-            "sigconv_peak_exponent", reduce_type="double",
-            preamble="__device__ int sigconv_peak_exp(double a) {"
-                     " int ex = 0; if (isfinite(a) && a != 0.0) frexp(a, &ex); return ex; }"))
+            "T val_in", "int32 pexp_out", "abs(sigconv_f64(val_in))", "max(a, b)", "pexp_out = sigconv_peak_exp(a)",
+            "0.0", "sigconv_peak_exponent", reduce_type="double",
+            preamble=_EXACT_F64 + "__device__ int sigconv_peak_exp(double a) {"
+                                  " int ex = 0; if (isfinite(a) && a != 0.0) frexp(a, &ex); return ex; }"))
     return _PEAK_KERNEL[0]
+
+
+def exact_float64(a):
+    """``a`` as a C-contiguous float64 array of its namespace, every value exact: on cupy, float32 subnormals kept,
+    which CuPy's own ``astype`` flushes to zero (:data:`_EXACT_F64`)."""
+    xp = array_namespace(a)
+    if xp is np or a.dtype != xp.float32:
+        return xp.ascontiguousarray(a, dtype=xp.float64)
+    if not _WIDEN_KERNEL:
+        _WIDEN_KERNEL.append(xp.ElementwiseKernel("float32 v", "float64 d", "d = sigconv_f64(v)",
+                                                  "sigconv_exact_float64", preamble=_EXACT_F64))
+    return _WIDEN_KERNEL[0](a)

@@ -16,7 +16,7 @@ from collections import OrderedDict
 import numpy as np
 
 from sigconv import _kernels
-from sigconv._core.xp import FFT_SAFE_EXPONENT, peak_exponents
+from sigconv._core.xp import FFT_SAFE_EXPONENT, exact_float64, peak_exponents
 from sigconv.backends import cuda1d as _c1
 from sigconv.backends.cuda1d import host_taps_key
 from sigconv.registry import auto as _auto
@@ -52,9 +52,10 @@ def _filter_spectrum(w, N: int, key=None):
     reading them back, which waits for the GPU on every call."""
     cupy = _c1._cupy()
     cdt = cupy.complex64 if w.dtype == cupy.float32 else cupy.complex128
-    if key is None:
-        tap_shift = peak_exponents(w[None])
-        wd = cupy.ldexp(cupy.ascontiguousarray(w[::-1], dtype=cupy.float64), -tap_shift.astype(cupy.int32))
+    if key is None:  # (in float64 from the start: float32 subnormal taps exact, exact_float64)
+        wd = exact_float64(w[::-1])
+        tap_shift = peak_exponents(wd[None])
+        wd = cupy.ldexp(wd, -tap_shift.astype(cupy.int32))
         Hd = cupy.fft.rfft(wd, n=N)
         Hd *= 1.0 / N
         return Hd.astype(cdt, copy=False), tap_shift

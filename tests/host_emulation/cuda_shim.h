@@ -44,6 +44,7 @@ inline int atomicMax(int* p, int v) { const int old = *p; if (v > old) *p = v; r
 
 // The bit casts of the device's intrinsics.
 inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, sizeof i); return i; }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, sizeof f); return f; }
 inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, sizeof d); return d; }
 
