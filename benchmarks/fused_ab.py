@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     for extra in [e for e in a.extra.split(";") if e]:
         defines, launch[extra] = parse_variant(extra)
         # (a comment naming the variant: its own module, whose function's shared-memory limit is its own)
-        src[extra] = f"// {extra}\n" + defines + new
+        src[extra] = f"// {extra}\n" + defines + src["new"]
 
     L = 1 << a.L
     x = cupy.random.default_rng(0).standard_normal((1, L), dtype=cupy.float32)
