@@ -68,7 +68,9 @@ def launcher_case(os_, w, L: int, block=None, tile=None, floats: bool = False) -
     K = len(w)
     pad = (K - 1) // 2
     N = os_.fused_plan(K, L, 1, block, tile=tile)["N"]
-    b = block or N // 32
+    from sigconv.registry import auto as _auto
+
+    b = block or _auto.fused_block(K, N)  # (the launcher's block: N/64 on the longest tile, whose kernel bounds it)
     z, d = (0, 0) if floats else os_.fused_alignment(K, pad, N)
     w = np.concatenate([np.zeros(z), w, np.zeros(d)]).astype(np.float32)
     pairs = not floats and os_.fused_pairs(N, b, K + z + d, pad + z, L, True)
@@ -188,7 +190,15 @@ def main(argv=None) -> int:
 
         outs = {k: cupy.empty_like(x) for k in fns}
         for k in fns:
-            call(k, outs[k])
+            try:
+                call(k, outs[k])
+            except cupy.cuda.driver.CUDADriverError as err:  # which side, and what the driver was asked for
+                f = fns[k]
+                print(f"fused_ab: K={K} side {k!r} refused ({err}): grid {grids[k]} block {blocks[k]} smem {smems[k]}; "
+                      f"function: {f.num_regs} registers, {f.shared_size_bytes} B static shared, "
+                      f"{f.max_dynamic_shared_size_bytes} B dynamic allowed, {f.max_threads_per_block} threads at most",
+                      file=sys.stderr)
+                return 1
         times = {k: [] for k in fns}
         for _ in range(4):
             for k in fns:
