@@ -1,6 +1,6 @@
 """fft_fused of another commit against the working tree's, side by side in one process.
 
-    python benchmarks/fused_ab.py --old REV [--case K[/BLOCK][:TILE][@E] ...] [--extra NAME=V,NAME2;...]
+    python benchmarks/fused_ab.py --old REV [--new REV] [--case K[/BLOCK][:TILE][@E] ...] [--extra NAME=V,NAME2;...]
                                   [--old-natural-h [TILE ...]] [--old-column-h [TILE ...]] [--peak-one] [--L 26]
                                   [--out DIR]
 
@@ -17,7 +17,9 @@ by 2^E; --peak-one scales the taps to a peak of 0.75 first (their power of two, 
 outputs are compared with the old side's (largest difference over the old peak). Then come 4 interleaved
 rounds of CUDA-event medians of 30 calls each, and the best round of each side is kept.
 
---extra adds variants of the working tree's source with those defines in front: experiments behind an #ifdef.
+--new REV|DIR takes the new side's kernels from a commit or folder instead of the working tree (the launch arithmetic
+stays the tree's). --extra adds variants of the new side's source with those defines in front: experiments behind an
+#ifdef.
 Variants are separated by ';', defines within one by ','. A lower-case entry is the variant's launch instead:
 grid_x=N launches N blocks a row of the grid (the kernel's grid-stride loop takes the other tiles);
 smem_extra=N gives each block N bytes more of shared memory; block=N runs the variant on N threads, the launcher's
@@ -112,6 +114,8 @@ def main(argv=None) -> int:
     p.add_argument("--old", required=True,
                    help="the commit whose kernels/ is the old side, or a folder holding that kernels/ (git archive REV "
                         "kernels | tar -x -C DIR, for a machine without the history)")
+    p.add_argument("--new", default=None,
+                   help="the new side's kernels: a commit or a folder holding kernels/, as --old (default: the tree's)")
     p.add_argument("--case", nargs="+", default=list(DEFAULT_CASES), help="K[/BLOCK][:TILE][@E] (default: %(default)s)")
     p.add_argument("--extra", default="", help="variants of the new source: defines NAME=V joined by ',', ';' apart")
     p.add_argument("--old-natural-h", type=int, nargs="*", default=None, metavar="TILE",
@@ -133,7 +137,7 @@ def main(argv=None) -> int:
     from sigconv import _kernels
     from sigconv.backends import overlap_save as os_
 
-    src = {"old": conv1d_source(a.old), "new": conv1d_source()}
+    src = {"old": conv1d_source(a.old), "new": conv1d_source(a.new)}
     launch = {}  # variant -> its launch entries (lower-case names)
     for extra in [e for e in a.extra.split(";") if e]:
         defines, launch[extra] = parse_variant(extra)

@@ -481,3 +481,22 @@ def test_kernel_code_builds_a_kernel_as_the_prebuild_does(tmp_path):
     assert row["bytes"] > 0 and row["bytes"] % 16 == 0 and row["instructions"] == row["bytes"] // 16
     assert 16 <= row["registers"] <= 255 and row["spill_bytes"] == [0, 0]
     assert f"| `{expr}` | tree | {row['instructions']} |" in js.with_suffix(".md").read_text()
+
+
+@pytest.mark.parametrize("K", [255, 1023, 4095, 7921])
+def test_fused_ab_launches_a_case_on_the_launchers_block(K):
+    """benchmarks/fused_ab.py's case without a block runs on the launcher's: the block the plan's kernel was chosen
+    for (N/64 on the longest tile, whose kernel is bounded at that; 1024 threads there fail at launch), and the 8-byte
+    loads the launcher would take on it."""
+    from sigconv.backends import overlap_save as os_
+    from sigconv.registry import auto
+
+    fused_ab = _benchmark_module("fused_ab")
+    L = 1 << 26
+    case = fused_ab.launcher_case(os_, np.ones(K, dtype=np.float32), L)
+    N = case["N"]
+    assert case["block"] == auto.fused_block(K, N)
+    assert case["plan"]["expr"] == os_.fused_plan(case["K"], L, 1, case["block"], tile=N, pairs=case["pairs"])["expr"]
+    assert case["pairs"] == os_.fused_pairs(N, case["block"], case["K"], case["pad"], L, True)
+    if N == 1 << 15:
+        assert case["block"] == N // 64 and case["plan"]["expr"] == "conv1d_fft_fused<15, true, true, true>"
