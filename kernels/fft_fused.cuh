@@ -534,32 +534,6 @@ __device__ __forceinline__ void ff_tl_end() {}
 #define FF_EARLY_DFT_MAX_LOGN 15
 #endif
 
-// FF_PREFETCH (an experiment: benchmarks/fused_ab.py --extra, with a grid of fewer blocks than tiles, grid_x=N): the
-// longest tile on 512 threads asks L2 for the block's next tile (t + gridDim.x, the same channel) once its own samples
-// are in shared memory, so that the next tile's loads find them there: 1, a prefetch of a 128-byte line a thread for
-// every 32 floats; 2, one bulk prefetch of the tile's bytes (sm_90 on: cp.async.bulk.prefetch.L2) by thread 0.
-// Floats [s, s + N) of the channel xc, clipped to [0, L). (A prefetch of the tile a wave on at the tile's start, a line
-// a thread, on 1024 threads, made the tile 8% slower on an H200: benchmarks/results/H200-2026-12-05-fused-columns32/.)
-#ifdef FF_PREFETCH
-template <int N>
-__device__ __forceinline__ void ff_prefetch_tile(const float* __restrict__ xc, sc_i64 L, sc_i64 s, int tid, int T) {
-#ifndef SIGCONV_HOST_EMULATION
-    const sc_i64 lo = s > 0 ? s : 0, hi = s + N < L ? s + N : L;
-    if (FF_PREFETCH == 2) {
-#if __CUDA_ARCH__ >= 900
-        const unsigned long long a = reinterpret_cast<unsigned long long>(xc + lo) & ~15ull;
-        const unsigned long long e = (reinterpret_cast<unsigned long long>(xc + hi) + 15) & ~15ull;
-        if (tid == 0 && e > a)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"((unsigned)(e - a)) : "memory");
-#endif
-    } else {
-        for (sc_i64 i = lo + 32 * (sc_i64)tid; i < hi; i += 32 * (sc_i64)T)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(xc + i));
-    }
-#endif
-}
-#endif
-
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
 // tile is divided by before its transform: 0 unless its magnitude is extreme (outside [-safe, safe]) and finite.
 __device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
@@ -1354,12 +1328,14 @@ __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __r
 // inverse DFTs of 16 and writes y at the points 2t + u + B0 m (ff_tile_outputs_points with W = 2). Barriers: the
 // block's three (the peak's and two), the columns' __syncwarp, and two of each pair of columns. (PAIRS:
 // ff_first_pass's.)
+// (L2 prefetches of the block's next tile after the first pass, on a grid of one block a multiprocessor, a line a
+// thread or one bulk prefetch, made it 5-7% slower on an H100: benchmarks/results/H100-2026-12-05-fused-since-bfe2a10/;
+// a prefetch a wave on at the tile's start, 8% on an H200.)
 template <int LOGN, bool PAIRS = false>
 __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
-                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red,
-                                             sc_i64 sn = 0, bool more = false) {  // (sn, more: FF_PREFETCH's)
+                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
     constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CM = B0, CP = ff_pad2(CM);
     static_assert(CM == 1024 && 16 * CP == ff_pad(M) && ff_cols_row<MB>(0) % 2 == 0 && ff_cols_row<MB>(1) % 2 == 0 &&
                       ff_cols_row<MB>(2) % 2 == 0,
@@ -1382,9 +1358,6 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
     __syncthreads();
     FF_MARK(2, 0);
     sc_grid_wait();  // (G and tap_shift ready: conv1d_fft_fused's launch)
-#ifdef FF_PREFETCH
-    if (more) ff_prefetch_tile<1 << LOGN>(xc, L, sn, tid, B0 / 2);
-#endif
     // 2. column s: forward, the middle step, inverse
     ff_wide_columns32<MB>(buf, G, tw, twi, tid);
     __syncthreads();
@@ -1595,12 +1568,7 @@ __global__ void __launch_bounds__(WIDE ? 512 : 1024)
         const sc_i64 t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
         if constexpr (WIDE) {
             ff_tl_begin((sc_i64)c * ntiles + t);  // (FF_TIMELINE's row; nothing otherwise)
-#ifdef FF_PREFETCH
-            ff_tile_wide<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red,
-                                      t0 - pad + (sc_i64)gridDim.x * V, t + gridDim.x < (unsigned)ntiles);
-#else
             ff_tile_wide<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
-#endif
             ff_tl_end();
         } else if constexpr (ONE && ff_cols(LOGN)) {
             ff_tl_begin((sc_i64)c * ntiles + t);
