@@ -1329,7 +1329,7 @@ __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __r
 // block's three (the peak's and two), the columns' __syncwarp, and two of each pair of columns. (PAIRS:
 // ff_first_pass's.)
 // (L2 prefetches of the block's next tile after the first pass, on a grid of one block a multiprocessor, a line a
-// thread or one bulk prefetch, made it 5-7% slower on an H100: benchmarks/results/H100-2026-12-05-fused-since-bfe2a10/;
+// thread or one bulk prefetch, made it 5-9% slower on an H100: benchmarks/results/H100-2026-12-05-fused-since-bfe2a10/;
 // a prefetch a wave on at the tile's start, 8% on an H200.)
 template <int LOGN, bool PAIRS = false>
 __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float* __restrict__ yt,
