@@ -1,6 +1,6 @@
 """fft_fused of another commit against the working tree's, side by side in one process.
 
-    python benchmarks/fused_ab.py --old REV [--new REV] [--case K[/BLOCK][:TILE][@E] ...] [--extra NAME=V,NAME2;...]
+    python benchmarks/fused_ab.py --old REV [--new REV|DIR ...] [--case K[/BLOCK][:TILE][@E] ...] [--extra NAME=V,NAME2;...]
                                   [--old-natural-h [TILE ...]] [--old-column-h [TILE ...]] [--peak-one] [--L 26]
                                   [--out DIR]
 
@@ -18,8 +18,10 @@ outputs are compared with the old side's (largest difference over the old peak).
 rounds of CUDA-event medians of 30 calls each, and the best round of each side is kept.
 
 --new REV|DIR takes the new side's kernels from a commit or folder instead of the working tree (the launch arithmetic
-stays the tree's). --extra adds variants of the new side's source with those defines in front: experiments behind an
-#ifdef.
+stays the tree's). Given several, each is a side of its own, named by its folder or commit ("tree" for the working
+tree's), all timed against the old side in the same interleaved rounds: one process, one compile of the old side, for
+a bisection over several commits or copies. --extra adds variants of the (first) new side's source with those defines
+in front: experiments behind an #ifdef.
 Variants are separated by ';', defines within one by ','. A lower-case entry is the variant's launch instead:
 grid_x=N launches N blocks a row of the grid (the kernel's grid-stride loop takes the other tiles);
 smem_extra=N gives each block N bytes more of shared memory; block=N runs the variant on N threads, the launcher's
@@ -108,14 +110,32 @@ def conv1d_source(old: str | None = None) -> str:
         return read(Path(tmp) / "kernels")
 
 
+def side_sources(old: str, new: list | None) -> dict:
+    """{side: conv1d.cu source}: "old" first, then the new sides (``new``: commits or folders as ``--old``, "tree" for
+    the working tree's; none: the tree's alone, as "new"). One new side is named "new"; several are named by their
+    folder's name or commit, made unique."""
+    src = {"old": conv1d_source(old)}
+    news = list(new or [None])
+    if len(news) == 1:
+        src["new"] = conv1d_source(None if news[0] in (None, "tree") else news[0])
+        return src
+    for n in news:
+        label = "tree" if n in (None, "tree") else Path(str(n).rstrip("/")).name or str(n)
+        while label in src:
+            label += "'"
+        src[label] = conv1d_source(None if n in (None, "tree") else n)
+    return src
+
+
 def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--old", required=True,
                    help="the commit whose kernels/ is the old side, or a folder holding that kernels/ (git archive REV "
                         "kernels | tar -x -C DIR, for a machine without the history)")
-    p.add_argument("--new", default=None,
-                   help="the new side's kernels: a commit or a folder holding kernels/, as --old (default: the tree's)")
+    p.add_argument("--new", nargs="+", default=None, metavar="REV|DIR",
+                   help="the new side's kernels: a commit or a folder holding kernels/, as --old, or 'tree' (default: "
+                        "the tree's); several: each its own side, named by its folder or commit")
     p.add_argument("--case", nargs="+", default=list(DEFAULT_CASES), help="K[/BLOCK][:TILE][@E] (default: %(default)s)")
     p.add_argument("--extra", default="", help="variants of the new source: defines NAME=V joined by ',', ';' apart")
     p.add_argument("--old-natural-h", type=int, nargs="*", default=None, metavar="TILE",
@@ -137,12 +157,13 @@ def main(argv=None) -> int:
     from sigconv import _kernels
     from sigconv.backends import overlap_save as os_
 
-    src = {"old": conv1d_source(a.old), "new": conv1d_source(a.new)}
+    src = side_sources(a.old, a.new)
+    first = list(src)[1]  # (the side that --extra's variants build on)
     launch = {}  # variant -> its launch entries (lower-case names)
     for extra in [e for e in a.extra.split(";") if e]:
         defines, launch[extra] = parse_variant(extra)
         # (a comment naming the variant: its own module, whose function's shared-memory limit is its own)
-        src[extra] = f"// {extra}\n" + defines + src["new"]
+        src[extra] = f"// {extra}\n" + defines + src[first]
 
     L = 1 << a.L
     x = cupy.random.default_rng(0).standard_normal((1, L), dtype=cupy.float32)
@@ -226,7 +247,7 @@ def main(argv=None) -> int:
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
         path = a.out / f"fused-ab-{name.replace(' ', '-')}-{datetime.date.today().isoformat()}.json"
-        path.write_text(json.dumps({"device": name, "old": a.old, "copy_ms": copy_ms, "rows": rows}, indent=1))
+        path.write_text(json.dumps({"device": name, "old": a.old, "new": a.new, "copy_ms": copy_ms, "rows": rows}, indent=1))
         print("wrote", path)
     return 0
 

@@ -500,3 +500,26 @@ def test_fused_ab_launches_a_case_on_the_launchers_block(K):
     assert case["pairs"] == os_.fused_pairs(N, case["block"], case["K"], case["pad"], L, True)
     if N == 1 << 15:
         assert case["block"] == N // 64 and case["plan"]["expr"] == "conv1d_fft_fused<15, true, true, true>"
+
+
+def test_fused_ab_times_several_new_sides_against_one_old(tmp_path):
+    """benchmarks/fused_ab.py --new with several folders: the old side first, then one side each, named by its folder
+    ("tree" for the working tree's), each holding its own folder's kernels; one --new keeps the name "new"."""
+    import shutil
+
+    fused_ab = _benchmark_module("fused_ab")
+    ignore = shutil.ignore_patterns("prebuilt")
+    for side in ("a", "b"):
+        shutil.copytree(ROOT / "kernels", tmp_path / side / "kernels", ignore=ignore)
+        with open(tmp_path / side / "kernels" / "fft_fused.cuh", "a") as f:
+            f.write(f"\n// side {side}\n")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    src = fused_ab.side_sources(a, [b, "tree", a + "/"])
+    assert list(src) == ["old", "b", "tree", "a"]
+    assert "// side a" in src["old"] and "// side a" in src["a"] and "// side b" not in src["a"]
+    assert "// side b" in src["b"] and "// side a" not in src["b"]
+    assert "// side" not in src["tree"] and "conv1d_fft_fused" in src["tree"]
+    assert list(fused_ab.side_sources(a, [b])) == ["old", "new"]
+    assert list(fused_ab.side_sources(a, None)) == ["old", "new"]
+    assert "// side" not in fused_ab.side_sources(a, None)["new"]
+    assert list(fused_ab.side_sources(a, [b, b])) == ["old", "b", "b'"]
