@@ -1,8 +1,8 @@
 """fft_fused of another commit against the working tree's, side by side in one process.
 
-    python benchmarks/fused_ab.py --old REV [--new REV|DIR ...] [--case K[/BLOCK][:TILE][@E] ...] [--extra NAME=V,NAME2;...]
-                                  [--old-natural-h [TILE ...]] [--old-column-h [TILE ...]] [--peak-one] [--L 26]
-                                  [--out DIR]
+    python benchmarks/fused_ab.py --old REV [--new REV|DIR ...] [--case K[/BLOCK][:TILE][@E] ...]
+                                  [--extra NAME=V,NAME2;...] [--old-natural-h [TILE ...]] [--old-column-h [TILE ...]]
+                                  [--peak-one] [--L 26] [--out DIR]
 
 The old kernels come from ``git archive REV kernels`` into a temporary folder, or from a folder given as --old that
 holds them (a copy of the tree without its git history, as on the device machine). Each side is compiled from source by
@@ -247,7 +247,8 @@ def main(argv=None) -> int:
     if a.out:
         a.out.mkdir(parents=True, exist_ok=True)
         path = a.out / f"fused-ab-{name.replace(' ', '-')}-{datetime.date.today().isoformat()}.json"
-        path.write_text(json.dumps({"device": name, "old": a.old, "new": a.new, "copy_ms": copy_ms, "rows": rows}, indent=1))
+        path.write_text(json.dumps({"device": name, "old": a.old, "new": a.new, "copy_ms": copy_ms, "rows": rows},
+                                   indent=1))
         print("wrote", path)
     return 0
 
