@@ -93,6 +93,50 @@ def test_pick_takes_the_fastest_skips_refused_and_caches(fake_cupy):
     assert _autotune.pick("conv1d", key, cands, runner, sources=("conv1d.cu",)) == got and len(calls) == n
 
 
+def test_pick_is_not_decided_by_a_slowdown_while_the_first_candidate_is_timed(fake_cupy):
+    """The device 10% slower for its first 10 ms of work (clocks rising, a first call's extra work): the candidates'
+    rounds alternate, so the slowdown cannot fall on the first candidate's alone and hand the pick to the second (the
+    512-thread fft_fused at 0.398 ms against the 1024-thread one at 0.410 ms for 7921 taps, an H100's figures)."""
+    cost = {("fft_fused", 512): 0.398, ("fft_fused", 1024): 0.410}
+    order = []
+
+    def runner(v, b):
+        order.append((v, b))
+        fake_cupy.clock += cost[(v, b)] * (1.1 if fake_cupy.clock < 10.0 else 1.0)
+
+    cands = list(cost)
+    assert _autotune.pick("conv1d", (1, 26, 8192, "float32"), cands, runner) == ("fft_fused", 512)
+    (rec,) = next(iter(json.loads(_autotune.cache_path().read_text())["sections"].values())).values()
+    assert rec["timed"] == {"fft_fused@512": pytest.approx(0.398), "fft_fused@1024": pytest.approx(0.410)}
+    # warm-up and probe of each, then rounds in turn, each starting one candidate later
+    probes = 2 * (_autotune.WARMUP + 1)
+    assert order[:probes] == [cands[0]] * (_autotune.WARMUP + 1) + [cands[1]] * (_autotune.WARMUP + 1)
+    firsts = [order[probes + r * 2 * _autotune.REPS] for r in range(_autotune.ROUNDS)]
+    assert firsts == [cands[r % 2] for r in range(_autotune.ROUNDS)]
+    assert len(order) == probes + _autotune.ROUNDS * 2 * _autotune.REPS
+
+
+def test_pick_leaves_out_a_candidate_that_refuses_in_a_round(fake_cupy):
+    """A candidate whose launch fails with a refusal (ValueError, out of memory) after its probe is dropped from
+    the timing, and the others still decide; any other error propagates."""
+    launches = {"n": 0}
+
+    def runner(v, b):
+        launches["n"] += 1
+        if v == "flaky" and launches["n"] > 2 * (_autotune.WARMUP + 1):
+            raise ValueError("refused on a later launch")
+        fake_cupy.clock += {"flaky": 0.1, "steady": 0.3}[v]
+
+    assert _autotune.pick("conv1d", (1, 20, 9, "float32"), [("flaky", 64), ("steady", 64)], runner) == ("steady", 64)
+
+    def broken(v, b):
+        raise RuntimeError("a bug, not a refusal")
+
+    _autotune.clear_memo()
+    with pytest.raises(RuntimeError, match="a bug"):
+        _autotune.pick("conv1d", (1, 20, 10, "float32"), [("steady", 64)], broken)
+
+
 # ------------------------------------------------------------------------------------ the auto chooser
 # sigconv.registry.auto is the only place where auto's rules live; these check them on the CPU.
 

@@ -1,10 +1,10 @@
 """Autotuner: time candidate (variant, block) pairs once per shape class, remember the winner.
 
 ``pick(op, key, candidates, runner)`` is what the ``auto`` chooser (:mod:`sigconv.registry.auto`) calls. The first
-time an (op, key) is seen it times every candidate with CUDA events (warm-up, several runs, median),
-skipping candidates that raise ``ValueError``, and stores the winner in ``autotune.json`` under the
-cache folder ($SIGCONV_CACHE_DIR, else $XDG_CACHE_HOME/sigconv, else ~/.cache/sigconv), in a section
-keyed by GPU name, driver version and the kernel source hash, so a new GPU, driver or kernel source
+time an (op, key) is seen it times every candidate with CUDA events (warm-up, then rounds that take the
+candidates in turn, median), skipping candidates that raise ``ValueError``, and stores the winner in
+``autotune.json`` under the cache folder ($SIGCONV_CACHE_DIR, else $XDG_CACHE_HOME/sigconv, else ~/.cache/sigconv),
+in a section keyed by GPU name, driver version and the kernel source hash, so a new GPU, driver or kernel source
 re-times. An in-process memo sits in front. A corrupt or unreadable file is ignored and rewritten
 (atomically: temp file + rename); an unwritable folder only means no persistence.
 ``SIGCONV_AUTOTUNE=0`` disables timing: the first (heuristic) candidate is used.
@@ -26,7 +26,7 @@ __all__ = ["pick", "cache_path", "clear_memo", "enabled", "WARMUP", "REPS"]
 
 WARMUP = 2
 REPS = 7       # launches per timed round at most
-ROUNDS = 3     # timed rounds per candidate (the median is kept)
+ROUNDS = 5     # timed rounds per candidate, the candidates in turn (the median is kept)
 ROUND_MS = 4.0  # about this much GPU work per round
 _FORMAT = 1
 
@@ -98,21 +98,25 @@ def _save(data: dict) -> None:
         pass
 
 
-def _time(runner, variant, block) -> float:
-    """Median over ROUNDS of the mean ms per launch of back-to-back launches (CUDA events around each
-    round, after WARMUP), the regime of use: the bench, the file engine and array calls queue launches
-    without waiting. Timing single launches, each after a sync, ranks candidates differently (it once
-    preferred strip for the 3x3 spectrogram, which is slower than regblock back to back). A round holds up
-    to REPS launches, fewer for slow candidates (about ROUND_MS of work per round)."""
+def _time_all(runner, candidates, *, skip: bool = True) -> list:
+    """[(ms, variant, block)] of the candidates that run, each the median over ROUNDS of the mean ms per launch of
+    back-to-back launches (CUDA events around each round), the regime of use: the bench, the file engine and array
+    calls queue launches without waiting. Timing single launches, each after a sync, ranks candidates differently (it
+    once preferred strip for the 3x3 spectrogram, which is slower than regblock back to back). A round holds up to
+    REPS launches, fewer for slow candidates (about ROUND_MS of work per round). Every candidate is warmed up (WARMUP
+    launches) and probed before the first round, and the rounds take the candidates in turn, each round starting one
+    candidate later: a slowdown of the device while tuning (clocks still rising, a filter's spectrum computed on the
+    first call) then falls on every candidate's rounds alike, not on all of the first one's. Timed one after the
+    other, the 512-thread fft_fused (0.398 ms for 7921 taps on an H100) lost to the 1024-thread one (0.410 ms) in two
+    of seven fresh tunings. A candidate that refuses the job (:func:`_skippable`) is left out (``skip``; else its
+    error propagates)."""
     import statistics
 
     import cupy
 
-    for _ in range(WARMUP):
-        runner(variant, block)
     stream = cupy.cuda.get_current_stream()
 
-    def round_ms(n):
+    def round_ms(variant, block, n):
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record(stream)
         for _ in range(n):
@@ -121,9 +125,40 @@ def _time(runner, variant, block) -> float:
         end.synchronize()
         return cupy.cuda.get_elapsed_time(start, end) / n
 
-    one = round_ms(1)
-    n = max(1, min(REPS, int(ROUND_MS / max(one, 1e-3))))
-    return statistics.median([round_ms(n) for _ in range(ROUNDS)])
+    def attempt(fn):
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001
+            if not (skip and _skippable(exc)):
+                raise
+            return None
+
+    reps = {}
+    for variant, block in candidates:
+        def probe(variant=variant, block=block):
+            for _ in range(WARMUP):
+                runner(variant, block)
+            return round_ms(variant, block, 1)
+
+        one = attempt(probe)
+        if one is not None:
+            reps[(variant, block)] = max(1, min(REPS, int(ROUND_MS / max(one, 1e-3))))
+    times = {c: [] for c in reps}
+    order = list(reps)
+    for r in range(ROUNDS if order else 0):
+        for c in order[r % len(order):] + order[: r % len(order)]:
+            if c in times:
+                ms = attempt(lambda c=c: round_ms(c[0], c[1], reps[c]))
+                if ms is None:
+                    del times[c]
+                else:
+                    times[c].append(ms)
+    return [(statistics.median(t), v, b) for (v, b), t in times.items()]
+
+
+def _time(runner, variant, block) -> float:
+    """One candidate's time (:func:`_time_all`); a refusal raises."""
+    return _time_all(runner, [(variant, block)], skip=False)[0][0]
 
 
 def _skippable(exc) -> bool:
@@ -181,13 +216,7 @@ def pick(op: str, key: tuple, candidates: list, runner, *, sources=("conv1d.cu",
             with _LOCK:
                 _MEMO[memo_key] = got
             return got
-    results = []
-    for v, b in cands:
-        try:
-            results.append((_time(runner, v, b), v, b))
-        except Exception as exc:  # noqa: BLE001
-            if not _skippable(exc):
-                raise
+    results = _time_all(runner, cands)
     if results:
         ms, v, b = min(results, key=lambda r: r[0])
         best = (v, b)
