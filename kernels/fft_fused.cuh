@@ -534,6 +534,14 @@ __device__ __forceinline__ void ff_tl_end() {}
 #define FF_EARLY_DFT_MAX_LOGN 15
 #endif
 
+// ff_tile_wide's register cap (its kernel: 512 threads, one block a multiprocessor by its shared memory, so any cap
+// up to 128 keeps its occupancy). ptxas takes all 128 uncapped; on an H100 (2026-12-05, benchmarks/fused_ab.py,
+// K = 7921, L = 2^26) the kernel capped at 104 was 1.9-3.4% faster in six runs, at 112 1.8-2.1%, at 120 level, at
+// 96 and 100 level: no spills at 96 and above.
+#ifndef FF_WIDE_MAX_REGISTERS  // (an experiment's define first: benchmarks/fused_ab.py --extra)
+#define FF_WIDE_MAX_REGISTERS 104
+#endif
+
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
 // tile is divided by before its transform: 0 unless its magnitude is extreme (outside [-safe, safe]) and finite.
 __device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
@@ -1532,16 +1540,17 @@ __global__ void __launch_bounds__(LOGN > SIGCONV_FFT_FUSED_MAX_LOGN ? 1024 : 512
 // on an 8-byte boundary of x and L is even (the launcher's choice: sigconv/backends/overlap_save.py, fused_pairs), and
 // the first pass reads a point's two samples as one 8-byte load (on an H200 4.7% faster at K = 7921; on the 16384
 // tile, where ptxas spills 20 bytes so, -1.3% to +2.2%: not built). WIDE: the longest tile on M/32 = 512 threads, two
-// butterflies a thread (ff_tile_wide; bounds of 512 threads, 128 registers). G and tap_shift may be the output of the
-// kernel before it on the stream (conv1d_fft_fused_spectrum, which lets it start early: sc_launch_dependents): a tile
-// in place reads them only after its first pass and sc_grid_wait, the two-buffer tile before anything else, so that
-// under the launcher's programmatic dependent launch the first blocks load and transform their tiles while that
-// kernel runs.
-template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
-__global__ void __launch_bounds__(WIDE ? 512 : 1024)
-    conv1d_fft_fused(const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G,
-                     const float2* __restrict__ tw, const float2* __restrict__ twi, int C, sc_i64 L, int K,
-                     sc_i64 pad, sc_i64 out_len, sc_i64 ntiles, const int* __restrict__ tap_shift, int safe) {
+// butterflies a thread (ff_tile_wide; FF_WIDE_MAX_REGISTERS registers, the kernels below). G and tap_shift may be the
+// output of the kernel before it on the stream (conv1d_fft_fused_spectrum, which lets it start early:
+// sc_launch_dependents): a tile in place reads them only after its first pass and sc_grid_wait, the two-buffer tile
+// before anything else, so that under the launcher's programmatic dependent launch the first blocks load and
+// transform their tiles while that kernel runs.
+template <int LOGN, bool ONE, bool PAIRS, bool WIDE>
+__device__ __forceinline__ void ff_fused_kernel(const float* __restrict__ x, float* __restrict__ y,
+                                                const float4* __restrict__ G, const float2* __restrict__ tw,
+                                                const float2* __restrict__ twi, int C, sc_i64 L, int K, sc_i64 pad,
+                                                sc_i64 out_len, sc_i64 ntiles, const int* __restrict__ tap_shift,
+                                                int safe) {
     static_assert(LOGN >= SIGCONV_FFT_FUSED_MIN_LOGN &&
                       LOGN <= (ONE ? SIGCONV_FFT_FUSED_ONE_MAX_LOGN : SIGCONV_FFT_FUSED_MAX_LOGN),
                   "tile length");
@@ -1580,5 +1589,24 @@ __global__ void __launch_bounds__(WIDE ? 512 : 1024)
             ff_tile_two<LOGN>(xc, yc, G, tw, L, K, t0 - pad, t0, nv, et, safe, buf0, buf0 + MP, red);
     }
 }
+
+// The kernels: ff_fused_kernel under bounds of 1024 threads, and WIDE under a cap of FF_WIDE_MAX_REGISTERS registers
+// (two templates of one name, the WIDE parameter picking one: ff_enable_if; __maxnreg__ and __launch_bounds__ do not
+// combine, the first overriding the second).
+template <bool B> struct ff_enable_if {};
+template <> struct ff_enable_if<true> { using type = void; };
+#define FF_FUSED_PARAMS                                                                                              \
+    const float* __restrict__ x, float* __restrict__ y, const float4* __restrict__ G, const float2* __restrict__ tw, \
+        const float2* __restrict__ twi, int C, sc_i64 L, int K, sc_i64 pad, sc_i64 out_len, sc_i64 ntiles,          \
+        const int* __restrict__ tap_shift, int safe
+template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
+__global__ typename ff_enable_if<!WIDE>::type __launch_bounds__(1024) conv1d_fft_fused(FF_FUSED_PARAMS) {
+    ff_fused_kernel<LOGN, ONE, PAIRS, false>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe);
+}
+template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
+__global__ typename ff_enable_if<WIDE>::type __maxnreg__(FF_WIDE_MAX_REGISTERS) conv1d_fft_fused(FF_FUSED_PARAMS) {
+    ff_fused_kernel<LOGN, ONE, PAIRS, true>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe);
+}
+#undef FF_FUSED_PARAMS
 
 #endif  // SIGCONV_FFT_FUSED_CUH

@@ -29,6 +29,7 @@ constexpr size_t SC_EMU_SMEM_CAP = 232448;
 
 #define __shared__
 #define __launch_bounds__(...)
+#define __maxnreg__(...)
 #define __align__(n) __attribute__((aligned(n)))
 
 // cp.async stand-ins (kernels/conv2d.cu leaves its asm versions out under SIGCONV_HOST_EMULATION): the copy
