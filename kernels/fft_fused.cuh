@@ -535,11 +535,18 @@ __device__ __forceinline__ void ff_tl_end() {}
 #endif
 
 // ff_tile_wide's register cap (its kernel: 512 threads, one block a multiprocessor by its shared memory, so any cap
-// up to 128 keeps its occupancy). ptxas takes all 128 uncapped; on an H100 (2026-12-05, benchmarks/fused_ab.py,
-// K = 7921, L = 2^26) the kernel capped at 104 was 1.9-3.4% faster in six runs, at 112 1.8-2.1%, at 120 level, at
-// 96 and 100 level: no spills at 96 and above.
+// up to 128 keeps its occupancy). ptxas takes all 128 uncapped. On an H100 (2026-12-05, benchmarks/fused_ab.py,
+// L = 2^26, benchmarks/results/H100-2026-12-05-tuner-wide-registers/) the kernel capped at 104 ran 0.1-3.4% faster
+// than uncapped at K = 7921 and 8000 in each of 22 comparisons over five runs (the same code each time; the last
+// three runs 0.1-1.2%), at 108 and 112 1.5-2.1%, at 96, 100 and 120 level (+0.9 to -0.6%); no spills at 96 and up. On
+// sm_90 only (ptxas spills 4 to 16 bytes at 104 for sm_100 and sm_120, unmeasured there): 0 elsewhere, the kernel's
+// bounds of 512 threads as before.
 #ifndef FF_WIDE_MAX_REGISTERS  // (an experiment's define first: benchmarks/fused_ab.py --extra)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
 #define FF_WIDE_MAX_REGISTERS 104
+#else
+#define FF_WIDE_MAX_REGISTERS 0
+#endif
 #endif
 
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
@@ -1591,8 +1598,8 @@ __device__ __forceinline__ void ff_fused_kernel(const float* __restrict__ x, flo
 }
 
 // The kernels: ff_fused_kernel under bounds of 1024 threads, and WIDE under a cap of FF_WIDE_MAX_REGISTERS registers
-// (two templates of one name, the WIDE parameter picking one: ff_enable_if; __maxnreg__ and __launch_bounds__ do not
-// combine, the first overriding the second).
+// where that is set, else bounds of 512 threads (two templates of one name, the WIDE parameter picking one:
+// ff_enable_if; __maxnreg__ and __launch_bounds__ do not combine, the first overriding the second).
 template <bool B> struct ff_enable_if {};
 template <> struct ff_enable_if<true> { using type = void; };
 #define FF_FUSED_PARAMS                                                                                              \
@@ -1603,10 +1610,16 @@ template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
 __global__ typename ff_enable_if<!WIDE>::type __launch_bounds__(1024) conv1d_fft_fused(FF_FUSED_PARAMS) {
     ff_fused_kernel<LOGN, ONE, PAIRS, false>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe);
 }
+#if FF_WIDE_MAX_REGISTERS
+#define FF_WIDE_BOUNDS __maxnreg__(FF_WIDE_MAX_REGISTERS)
+#else
+#define FF_WIDE_BOUNDS __launch_bounds__(512)
+#endif
 template <int LOGN, bool ONE, bool PAIRS = false, bool WIDE = false>
-__global__ typename ff_enable_if<WIDE>::type __maxnreg__(FF_WIDE_MAX_REGISTERS) conv1d_fft_fused(FF_FUSED_PARAMS) {
+__global__ typename ff_enable_if<WIDE>::type FF_WIDE_BOUNDS conv1d_fft_fused(FF_FUSED_PARAMS) {
     ff_fused_kernel<LOGN, ONE, PAIRS, true>(x, y, G, tw, twi, C, L, K, pad, out_len, ntiles, tap_shift, safe);
 }
 #undef FF_FUSED_PARAMS
+#undef FF_WIDE_BOUNDS
 
 #endif  // SIGCONV_FFT_FUSED_CUH
