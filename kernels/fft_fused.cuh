@@ -96,25 +96,57 @@ template <bool INV> __device__ __forceinline__ float2 ff_mulc(float2 a, float c,
     // a * (c - i s) forward, a * (c + i s) inverse: exp(-+2 pi i m / 16) with c = cos(2 pi m / 16), s = sin
     return INV ? make_float2(a.x * c - a.y * s, a.x * s + a.y * c) : make_float2(a.x * c + a.y * s, a.y * c - a.x * s);
 }
-// 16 points as 4 x 4: DFTs of 4 over n1 (x[4 n1 + n2]), twiddles exp(-+2 pi i n2 k1 / 16), DFTs of 4 over n2;
-// X[k1 + 4 k2] comes out at v[4 k1 + k2] and is put back in order.
+// The multiplies of a butterfly's twiddles fused into the first stage of its DFT (ff_dft_tw, ff_dft4_tw,
+// ff_dft32_join): c = t + u w as FMAs (w conjugated for the inverse), and 2 t - c = t - u w from it: four and two
+// instructions where a product and a sum and a difference take eight. On an H200 (2026-12-04) ff_dft_tw's were 0.7-1.9%
+// faster on the column tile (K = 3001 to 7921), within 1% either way on the others; ff_dft4_tw's and ff_dft32_join's
+// 1.3-1.5% on the 32768 tile on 512 threads with ff_wide_columns32's inverse (H100, 2026-12-05).
+template <bool INV> __device__ __forceinline__ float2 ff_fma_cw(float2 t, float2 u, float2 w) {
+    const float wy = INV ? -w.y : w.y;
+    return make_float2(fmaf(u.x, w.x, fmaf(-u.y, wy, t.x)), fmaf(u.x, wy, fmaf(u.y, w.x, t.y)));
+}
+__device__ __forceinline__ float2 ff_twice_minus(float2 t, float2 c) {
+    return make_float2(fmaf(2.0f, t.x, -c.x), fmaf(2.0f, t.y, -c.y));
+}
+template <bool INV> __device__ __forceinline__ float2 ff_tw(float2 v, float2 w) { return ff_mul(v, INV ? ff_conj(w) : w); }
+
+// A DFT of 4 on u1 w1, u2 w2 and u3 w3 (conjugated for the inverse; W2_MI: w2 = -i, the forward's exp(-2 pi i / 4)),
+// the products fused into its first stage (ff_fma_cw): u0 + u2 w2 and u0 - u2 w2 in six instructions, u1 w1 + u3 w3
+// and u1 w1 - u3 w3 in ten, where products, sums and differences take eight and twelve.
+template <bool INV, bool W2_MI = false>
+__device__ __forceinline__ void ff_dft4_tw(float2& u0, float2& u1, float2& u2, float2& u3, float2 w1, float2 w2,
+                                           float2 w3) {
+    float2 c0, c1;
+    if constexpr (W2_MI) {
+        const float2 t2 = ff_mul_mi<INV>(u2);
+        c0 = ff_add(u0, t2);
+        c1 = ff_sub(u0, t2);
+    } else {
+        c0 = ff_fma_cw<INV>(u0, u2, w2);
+        c1 = ff_twice_minus(u0, c0);
+    }
+    const float2 t1 = ff_tw<INV>(u1, w1);
+    const float2 c2 = ff_fma_cw<INV>(t1, u3, w3), c3 = ff_mul_mi<INV>(ff_twice_minus(t1, c2));
+    u0 = ff_add(c0, c2);
+    u2 = ff_sub(c0, c2);
+    u1 = ff_add(c1, c3);
+    u3 = ff_sub(c1, c3);
+}
+// 16 points as 4 x 4: DFTs of 4 over n1 (x[4 n1 + n2]), twiddles exp(-+2 pi i n2 k1 / 16) fused into the DFTs of 4
+// over n2 (ff_dft4_tw); X[k1 + 4 k2] comes out at v[4 k1 + k2] and is put back in order.
 template <bool INV, bool FIRST = true> __device__ __forceinline__ void ff_dft16(float2* v) {
     const float c1 = 0.92387953251128675613f, s1 = 0.38268343236508977173f, h = 0.70710678118654752440f;
     if constexpr (FIRST) {
 #pragma unroll
         for (int n2 = 0; n2 < 4; ++n2) ff_dft4<INV>(v[n2], v[4 + n2], v[8 + n2], v[12 + n2]);
     }
-    v[5] = ff_mulc<INV>(v[5], c1, s1);     // m = 1
-    v[6] = ff_mulc<INV>(v[6], h, h);       // 2
-    v[7] = ff_mulc<INV>(v[7], s1, c1);     // 3
-    v[9] = ff_mulc<INV>(v[9], h, h);       // 2
-    v[10] = ff_mul_mi<INV>(v[10]);         // 4
-    v[11] = ff_mulc<INV>(v[11], -h, h);    // 6
-    v[13] = ff_mulc<INV>(v[13], s1, c1);   // 3
-    v[14] = ff_mulc<INV>(v[14], -h, h);    // 6
-    v[15] = ff_mulc<INV>(v[15], -c1, -s1); // 9
-#pragma unroll
-    for (int k1 = 0; k1 < 4; ++k1) ff_dft4<INV>(v[4 * k1], v[4 * k1 + 1], v[4 * k1 + 2], v[4 * k1 + 3]);
+    // exp(-2 pi i m / 16) as (cos, -sin), m = 1, 2, 3, 6, 9 (m = 4: -i)
+    const float2 w1 = make_float2(c1, -s1), w2 = make_float2(h, -h), w3 = make_float2(s1, -c1);
+    const float2 w6 = make_float2(-h, -h), w9 = make_float2(-c1, s1);
+    ff_dft4<INV>(v[0], v[1], v[2], v[3]);
+    ff_dft4_tw<INV>(v[4], v[5], v[6], v[7], w1, w2, w3);
+    ff_dft4_tw<INV, true>(v[8], v[9], v[10], v[11], w2, w2, w6);
+    ff_dft4_tw<INV>(v[12], v[13], v[14], v[15], w3, w6, w9);
     float2 o[16];
 #pragma unroll
     for (int k1 = 0; k1 < 4; ++k1)
@@ -129,19 +161,6 @@ template <int R, bool INV> __device__ __forceinline__ void ff_dft(float2* v) {
     else if constexpr (R == 8) ff_dft8<INV>(v);
     else ff_dft16<INV>(v);
 }
-
-// The multiplies of a butterfly's twiddles fused into the first stage of its DFT (ff_dft_tw): c = t + u w as FMAs (w
-// conjugated for the inverse), and 2 t - c = t - u w from it: four and two instructions where a product and a sum
-// and a difference take eight. On an H200 (2026-12-04) 0.7-1.9% faster on the column tile (K = 3001 to 7921), whose
-// time is in issuing instructions; within 1% either way on the others.
-template <bool INV> __device__ __forceinline__ float2 ff_fma_cw(float2 t, float2 u, float2 w) {
-    const float wy = INV ? -w.y : w.y;
-    return make_float2(fmaf(u.x, w.x, fmaf(-u.y, wy, t.x)), fmaf(u.x, wy, fmaf(u.y, w.x, t.y)));
-}
-__device__ __forceinline__ float2 ff_twice_minus(float2 t, float2 c) {
-    return make_float2(fmaf(2.0f, t.x, -c.x), fmaf(2.0f, t.y, -c.y));
-}
-template <bool INV> __device__ __forceinline__ float2 ff_tw(float2 v, float2 w) { return ff_mul(v, INV ? ff_conj(w) : w); }
 
 // ff_dft16's first DFTs of 4 (over v[n2 + 4 m], m < 4), for column n2, on v[n2 + 4 m] times its twiddle (a, b, c, d
 // for m = 0..3; a unread for n2 = 0, where it is 1), the products fused into the first stage (ff_fma_cw).
@@ -1169,57 +1188,63 @@ template <int MB> __device__ __forceinline__ float2 ff_wide_w8(const float2* __r
 // channel, 2026-12-05) the 32768 tile so took 0.345 ms at K = 7921 where those three passes on 512 threads took 0.377
 // and ff_tile_cols's on 1024 threads 0.373: its columns took 8.0 us of a 15.6 us tile, ff_tile_cols's 9.7 of 16.8.
 //
-// exp(-+2 pi i k / 32) times a (forward: minus), k < 16.
-template <bool INV> __device__ __forceinline__ float2 ff_w32(float2 a, int k) {
+// exp(-2 pi i k / 32) as (cos, -sin), k < 16.
+__device__ __forceinline__ float2 ff_w32c(int k) {
     constexpr float C[9] = {1.0f, 0.98078528040323044913f, 0.92387953251128675613f, 0.83146961230254523708f,
                             0.70710678118654752440f, 0.55557023301960222474f, 0.38268343236508977173f,
                             0.19509032201612826785f, 0.0f};  // cos(2 pi k / 32), k <= 8
+    return k < 8 ? make_float2(C[k], -C[8 - k]) : make_float2(-C[16 - k], -C[k - 8]);
+}
+// exp(-+2 pi i k / 32) times a (forward: minus), k < 16.
+template <bool INV> __device__ __forceinline__ float2 ff_w32(float2 a, int k) {
     if (k == 0) return a;
     if (k == 8) return ff_mul_mi<INV>(a);
-    return k < 8 ? ff_mulc<INV>(a, C[k], C[8 - k]) : ff_mulc<INV>(a, -C[16 - k], C[k - 8]);
+    return ff_tw<INV>(a, ff_w32c(k));
 }
 // The last stage of a DFT of 32 points, 2 x 16, decimated in time: a[h] the DFT of 16 of the points x[2m + h] (with
-// their twiddles, where the pass has them), out a[h][k] = X[16h + k].
+// their twiddles, where the pass has them), out a[h][k] = X[16h + k]; the twiddles' products fused into the sums and
+// differences (ff_fma_cw: six instructions a pair where eight take them apart).
 template <bool INV> __device__ __forceinline__ void ff_dft32_join(float2 (&a)[2][16]) {
 #pragma unroll
     for (int k = 0; k < 16; ++k) {
-        const float2 e = a[0][k], t = ff_w32<INV>(a[1][k], k);
-        a[0][k] = ff_add(e, t);
-        a[1][k] = ff_sub(e, t);
+        const float2 e = a[0][k];
+        if (k == 0 || k == 8) {
+            const float2 t = ff_w32<INV>(a[1][k], k);
+            a[0][k] = ff_add(e, t);
+            a[1][k] = ff_sub(e, t);
+        } else {
+            const float2 c = ff_fma_cw<INV>(e, a[1][k], ff_w32c(k));
+            a[0][k] = c;
+            a[1][k] = ff_twice_minus(e, c);
+        }
     }
 }
-// The same decimated in frequency: in a[h][k] = x[16h + k], out a[h][m] = X[2m + h].
-template <bool INV> __device__ __forceinline__ void ff_dft32_dif(float2 (&a)[2][16]) {
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-        const float2 e = a[0][k], o = a[1][k];
-        a[0][k] = ff_add(e, o);
-        a[1][k] = ff_w32<INV>(ff_sub(e, o), k);
-    }
-    ff_dft16<INV>(a[0]);
-    ff_dft16<INV>(a[1]);
-}
-// Lane l's points l + 32 r of a column (ff_pad2), r = 2m + h at a[h][m], read or written (STORE).
-template <bool STORE> __device__ __forceinline__ void ff_col32_io(float2* col, int l, float2 (&a)[2][16]) {
+// Lane l's points l + 32 r of a column (ff_pad2), read or written (STORE): r = 2m + h at a[h][m] (EVEN_ODD: the
+// inputs of ff_dft32_join's DFTs of 16), else r = 16h + k at a[h][k] (its outputs).
+template <bool STORE, bool EVEN_ODD = true>
+__device__ __forceinline__ void ff_col32_io(float2* col, int l, float2 (&a)[2][16]) {
 #pragma unroll
     for (int r = 0; r < 32; ++r) {
         float2* const p = col + ff_pad2(l + 32 * r);
-        if constexpr (STORE) *p = a[r & 1][r >> 1];
-        else a[r & 1][r >> 1] = *p;
+        float2& v = EVEN_ODD ? a[r & 1][r >> 1] : a[r >> 4][r & 15];
+        if constexpr (STORE) *p = v;
+        else v = *p;
     }
 }
-// Lane l's points 32 l + 16 h + k at a[h][k] (16-byte slots), read or written (STORE). (The 32 points of a row have
-// no padding among them: ff_pad2(32 l + i) = ff_pad2(32 l) + i for i < 32, one base and constant offsets.)
-template <bool STORE> __device__ __forceinline__ void ff_col32_rows(float2* col, int l, float2 (&a)[2][16]) {
+// Lane l's points 32 l + i of a column in 16-byte slots, read or written (STORE): i = 16h + k at a[h][k], or i = 2m + h
+// at a[h][m] (EVEN_ODD). (The 32 points of a row have no padding among them: ff_pad2(32 l + i) = ff_pad2(32 l) + i for
+// i < 32, one base and constant offsets.)
+template <bool STORE, bool EVEN_ODD = false>
+__device__ __forceinline__ void ff_col32_rows(float2* col, int l, float2 (&a)[2][16]) {
     float2* const row = col + ff_pad2(32 * l);
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int k = 0; k < 16; k += 2) {
-            float2* const p = row + 16 * h + k;
-            if constexpr (STORE) ff_sts2(p, a[h][k], a[h][k + 1]);
-            else ff_lds2(p, a[h][k], a[h][k + 1]);
-        }
+    for (int i = 0; i < 32; i += 2) {
+        float2* const p = row + i;
+        float2& v0 = EVEN_ODD ? a[0][i >> 1] : a[i >> 4][i & 15];
+        float2& v1 = EVEN_ODD ? a[1][i >> 1] : a[i >> 4][(i & 15) + 1];
+        if constexpr (STORE) ff_sts2(p, v0, v1);
+        else ff_lds2(p, v0, v1);
+    }
 }
 // Lane l's twiddles of the second pass, u[m] = w^2m (u[0] unread), w = exp(-2 pi i l / 1024): w, w^2 and w^4 from
 // the rows of the transform's pass 2 (T2, NS2: exp(-2 pi i 2^a k / 2048), a < 3), w^8 and w^16 by squares.
@@ -1236,7 +1261,14 @@ __device__ __forceinline__ float2 ff_col32_twiddles(const float2* __restrict__ t
 // ff_tile_wide's step 2 as 32 x 32: warp s, column s of CM = 1024 points (ff_pad2), lane l. Pass 1: points l + 32 r,
 // their DFT of 32 to 32 l + r'. Pass 2: points l + 32 r times w^(r l), their DFT: bin c = l + 32 r' in registers,
 // s + 16 c of the transform. The middle step as ff_tile_cols's (bins c < 512 in registers, r' < 16; the upper half
-// through shared memory to the partner column 16 - s, ff_pair_sync), then both passes transposed and backwards.
+// through shared memory to the partner column 16 - s, ff_pair_sync), then the inverse as the forward: the lane's DFT
+// of its bins, to l + 32 m1; the points 32 l + r times conj w^(r l) and their DFT, to point m1 + 32 m2 (both passes
+// transposed, the twiddles moved across the transposition, from the first one's outputs to the second one's inputs,
+// where ff_dft_tw fuses their products). With ff_dft4_tw and ff_dft32_join's fused twiddles, the kernel of the
+// 32768 tile on 512 threads so executes 5.2% fewer instructions at K = 7921 (Nsight Compute on an H100, 2026-12-05:
+// 187.5 M to 177.9 M; FP32 4.95 G to 4.64 G thread instructions) and runs 1.3-1.5% faster at K = 5001 to 8000
+// (fused_ab.py): its time is in latency (no eligible warp in 52% of the cycles, four warps a scheduler), not in
+// issuing.
 template <int MB>
 __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __restrict__ G,
                                                   const float2* __restrict__ tw, const float2* __restrict__ twi,
@@ -1310,27 +1342,32 @@ __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __r
     float2* const col2 = buf + (t2 >> 5) * CP;
 #pragma unroll
     for (int k = 0; k < 16; ++k) a[1][k] = col2[ff_pad2(l2 + 32 * (16 + k))];
-    // pass 2 transposed: the inverse DFT, points r = 2m + h times conj w^(r l), to l + 32 r
-    ff_dft32_dif<true>(a);
+    // the inverse as the forward, decimated in time: a lane's bins c = l + 32 r' (r' = 16h + k at a[h][k]), their
+    // DFT over r' to l + 32 m1; lane l then takes the points 32 l + r, r = 2m + h, times conj w^(r l) (the twiddles
+    // on this side, where ff_dft_tw fuses them), their DFT to l + 32 m2: point m1 + 32 m2 (pass 2, then pass 1,
+    // transposed, with the twiddles moved from the outputs of the first to the inputs of the second)
+    {
+        float2 b[2][16];
+#pragma unroll
+        for (int r = 0; r < 32; ++r) b[r & 1][r >> 1] = a[r >> 4][r & 15];
+        ff_dft16<true>(b[0]);
+        ff_dft16<true>(b[1]);
+        ff_dft32_join<true>(b);
+        ff_col32_io<true, false>(col2, l2, b);
+    }
+    __syncwarp();
+    ff_col32_rows<false, true>(col2, l2, a);
     {
         float2 u[16];
         const float2 w = ff_col32_twiddles<T2, NS2>(twi, l2, u);
 #pragma unroll
-        for (int m = 0; m < 16; ++m) {
-            if (m > 0) {
-                a[0][m] = ff_tw<true>(a[0][m], u[m]);
-                a[1][m] = ff_tw<true>(a[1][m], u[m]);
-            }
-            a[1][m] = ff_tw<true>(a[1][m], w);
-        }
+        for (int m = 0; m < 16; ++m) a[1][m] = ff_tw<true>(a[1][m], w);
+        ff_dft_tw<16, true>(a[0], u);
+        ff_dft_tw<16, true>(a[1], u);
     }
-    ff_col32_io<true>(col2, l2, a);
+    ff_dft32_join<true>(a);
     __syncwarp();
-    // pass 1 transposed: points 32 l + r', the inverse DFT, to l + 32 r
-    ff_col32_rows<false>(col2, l2, a);
-    ff_dft32_dif<true>(a);
-    __syncwarp();
-    ff_col32_io<true>(col2, l2, a);
+    ff_col32_io<true, false>(col2, l2, a);
 }
 
 // One tile of 2^15 samples on a block of B0/2 = M/32 = 512 threads, each taking two butterflies where ff_tile_cols's
@@ -1338,10 +1375,10 @@ __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __r
 // one warp's each (warp s, column s), in the layout of ff_pad2. Thread t takes the first pass's butterflies j = 2t + u
 // (u < 2; ff_first_pass with W = 2), multiplies output s by W^(j s) and stores the pair at points 2t, 2t + 1 of column
 // s (a 16-byte slot). Warp s then transforms column s as 32 x 32, takes the middle step with the partner column
-// (ff_pair_sync: warps s and 16 - s) and runs both passes transposed and backwards (ff_wide_columns32); after the
-// block's barrier thread t reads points 2t and 2t + 1 of every column, multiplies by the conjugate twiddles, takes the
-// inverse DFTs of 16 and writes y at the points 2t + u + B0 m (ff_tile_outputs_points with W = 2). Barriers: the
-// block's three (the peak's and two), the columns' __syncwarp, and two of each pair of columns. (PAIRS:
+// (ff_pair_sync: warps s and 16 - s) and runs the inverse through both passes again, transposed (ff_wide_columns32);
+// after the block's barrier thread t reads points 2t and 2t + 1 of every column, multiplies by the conjugate twiddles,
+// takes the inverse DFTs of 16 and writes y at the points 2t + u + B0 m (ff_tile_outputs_points with W = 2). Barriers:
+// the block's three (the peak's and two), the columns' __syncwarp, and two of each pair of columns. (PAIRS:
 // ff_first_pass's.)
 // (L2 prefetches of the block's next tile after the first pass, on a grid of one block a multiprocessor, a line a
 // thread or one bulk prefetch, made it 5-9% slower on an H100: benchmarks/results/H100-2026-12-05-fused-since-bfe2a10/;
