@@ -568,6 +568,47 @@ __device__ __forceinline__ void ff_tl_end() {}
 #endif
 #endif
 
+// ff_tile_wide's staggered start. Its kernel runs one block a multiprocessor, and every tile of it takes the same
+// time: the first wave's blocks start together, and so do the later waves' (each where one before it ends). All
+// multiprocessors then read their tiles at once, DRAM-bound (a tile's loads took 3.9 us of 15.9 on an H100 where the
+// kernel's DRAM throughput is 40% of peak), and compute together while DRAM idles. Block b < (multiprocessors) of the
+// first wave waits (b mod FF_STAGGER_PHASES) * FF_STAGGER_STEP clock cycles before its first tile, so that the
+// multiprocessors' load phases are spread over a tile's time (some 31,000 cycles) from then on; only on grids of
+// FF_STAGGER_MIN_WAVES waves or more, which the delay (at most 25,000 cycles, some 13 us, on one multiprocessor in six)
+// costs little. On an H100 (2026-12-05, benchmarks/fused_ab.py, L = 2^26, against FF_STAGGER_PHASES=1 in the same
+// rounds) 7.7-9.1% faster at K = 4800 to 8000 (K = 7921: 0.3658 to 0.3365 ms); 8 phases of 4000 cycles 5.9-9.8%, 4 of
+// 8000 5.0-6.2%, 5 of 6000 6.7-8.0%. A tile's loads took 2.26 us instead of 3.94, its columns the same 7.3
+// (benchmarks/fused_timeline.py). On sm_90 only (unmeasured elsewhere): 1 phase, no delay.
+#ifndef FF_STAGGER_PHASES  // (an experiment's define first: benchmarks/fused_ab.py --extra)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+#define FF_STAGGER_PHASES 6
+#else
+#define FF_STAGGER_PHASES 1
+#endif
+#endif
+#ifndef FF_STAGGER_STEP
+#define FF_STAGGER_STEP 5000
+#endif
+#ifndef FF_STAGGER_MIN_WAVES
+#define FF_STAGGER_MIN_WAVES 8
+#endif
+__device__ __forceinline__ void ff_stagger() {
+#if FF_STAGGER_PHASES > 1 && !defined(SIGCONV_HOST_EMULATION)
+    unsigned nsm;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
+    const unsigned b = blockIdx.y * gridDim.x + blockIdx.x;  // (the first wave: b < nsm, when there are more)
+    if ((unsigned long long)gridDim.x * gridDim.y >= (unsigned long long)FF_STAGGER_MIN_WAVES * nsm && b < nsm &&
+        b % FF_STAGGER_PHASES != 0) {
+        if (threadIdx.x == 0) {
+            const long long s0 = clock64(), d = (long long)FF_STAGGER_STEP * (b % FF_STAGGER_PHASES);
+            while (clock64() - s0 < d) {
+            }
+        }
+        __syncthreads();
+    }
+#endif
+}
+
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
 // tile is divided by before its transform: 0 unless its magnitude is extreme (outside [-safe, safe]) and finite.
 __device__ __forceinline__ int ff_tile_shift(int mb, int safe) {
@@ -1614,6 +1655,7 @@ __device__ __forceinline__ void ff_fused_kernel(const float* __restrict__ x, flo
     // spilled at the kernel's start; the launcher's grid has a block a tile, the inner loop one turn). The tile's index
     // in 32 bits (fewer than 2^31 tiles a channel: the launcher's fused_plan; in 64, nvcc's build of ff_tile_wide with
     // pairs spilled 4 bytes).
+    if constexpr (WIDE) ff_stagger();
     for (int c = (int)blockIdx.y; c < C; c += (int)gridDim.y)
     for (unsigned t = blockIdx.x; t < (unsigned)ntiles; t += gridDim.x) {
         const float* xc = x + (sc_i64)c * L;
