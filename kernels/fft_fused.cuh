@@ -92,10 +92,6 @@ template <bool INV> __device__ __forceinline__ void ff_dft8(float2* v) {
     v[1] = b0; v[3] = b1; v[5] = b2; v[7] = b3;
 }
 
-template <bool INV> __device__ __forceinline__ float2 ff_mulc(float2 a, float c, float s) {
-    // a * (c - i s) forward, a * (c + i s) inverse: exp(-+2 pi i m / 16) with c = cos(2 pi m / 16), s = sin
-    return INV ? make_float2(a.x * c - a.y * s, a.x * s + a.y * c) : make_float2(a.x * c + a.y * s, a.y * c - a.x * s);
-}
 // The multiplies of a butterfly's twiddles fused into the first stage of its DFT (ff_dft_tw, ff_dft4_tw,
 // ff_dft32_join): c = t + u w as FMAs (w conjugated for the inverse), and 2 t - c = t - u w from it: four and two
 // instructions where a product and a sum and a difference take eight. On an H200 (2026-12-04) ff_dft_tw's were 0.7-1.9%
