@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings as warnings_module
 from pathlib import Path
 
 import numpy as np
@@ -254,6 +255,21 @@ def test_irregular_timestamps_still_warned_and_refused():
     back[[10, 11]] = back[[11, 10]]
     with pytest.raises(InputError, match="non-monotonic timestamps.*pass --fs"):
         logs.infer_rate(back, "log.csv")
+
+
+def test_nonfinite_timestamps_are_reported_without_numpy_warnings():
+    """Infinite and missing timestamps (inf - inf between neighbours) are the error or the warning that names them,
+    and no NumPy RuntimeWarning reaches the user's stderr."""
+    t = _ticks(100.0, 20)
+    t[[3, 4]] = np.inf
+    t[[9, 10]] = -np.inf
+    t[15] = np.nan
+    with warnings_module.catch_warnings():
+        warnings_module.simplefilter("error")
+        with pytest.raises(InputError, match="5 missing timestamp\\(s\\), first at row 3; cannot infer the rate"):
+            logs.infer_rate(t, "log.csv")
+        fs, warned = logs.infer_rate(t, "log.csv", fs=100.0)
+    assert fs == 100 and warned[0] == "5 missing timestamp(s), first at row 3"
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 999, 1000])

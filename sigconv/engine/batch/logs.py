@@ -380,7 +380,8 @@ def infer_rate(t: np.ndarray, path, fs: Optional[float] = None) -> tuple[float, 
     bad = ~np.isfinite(t)
     if bad.any():
         problems.append(f"{int(bad.sum())} missing timestamp(s), first at row {int(np.argmax(bad))}")
-    d = np.diff(t)
+    with np.errstate(invalid="ignore", over="ignore"):  # (steps next to missing or huge stamps: not finite, left out)
+        d = np.diff(t)
     ok = np.isfinite(d)
     back = np.flatnonzero(ok & (d <= 0))
     if back.size:
