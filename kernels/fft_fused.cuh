@@ -1232,12 +1232,6 @@ __device__ __forceinline__ float2 ff_w32c(int k) {
                             0.19509032201612826785f, 0.0f};  // cos(2 pi k / 32), k <= 8
     return k < 8 ? make_float2(C[k], -C[8 - k]) : make_float2(-C[16 - k], -C[k - 8]);
 }
-// exp(-+2 pi i k / 32) times a (forward: minus), k < 16.
-template <bool INV> __device__ __forceinline__ float2 ff_w32(float2 a, int k) {
-    if (k == 0) return a;
-    if (k == 8) return ff_mul_mi<INV>(a);
-    return ff_tw<INV>(a, ff_w32c(k));
-}
 // The last stage of a DFT of 32 points, 2 x 16, decimated in time: a[h] the DFT of 16 of the points x[2m + h] (with
 // their twiddles, where the pass has them), out a[h][k] = X[16h + k]; the twiddles' products fused into the sums and
 // differences (ff_fma_cw: six instructions a pair where eight take them apart).
@@ -1246,7 +1240,7 @@ template <bool INV> __device__ __forceinline__ void ff_dft32_join(float2 (&a)[2]
     for (int k = 0; k < 16; ++k) {
         const float2 e = a[0][k];
         if (k == 0 || k == 8) {
-            const float2 t = ff_w32<INV>(a[1][k], k);
+            const float2 t = k == 0 ? a[1][k] : ff_mul_mi<INV>(a[1][k]);  // (twiddle 1, or -i forward)
             a[0][k] = ff_add(e, t);
             a[1][k] = ff_sub(e, t);
         } else {
