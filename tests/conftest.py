@@ -124,15 +124,30 @@ def write_audio(path, data, fs=48000, subtype="PCM_16", format=None):
 
 
 def run_cli(*args, cwd=None, env=None, timeout=300):
-    """Run `python -m sigconv ARGS` in a subprocess; returns CompletedProcess (text)."""
+    """Run `python -m sigconv ARGS` in a subprocess; returns CompletedProcess (text). A command still running after
+    ``timeout`` seconds is sent SIGABRT, which Python's fault handler (PYTHONFAULTHANDLER, on here) answers by printing
+    every thread's stack: the test fails with where the command hung, not a bare timeout."""
+    import signal
     import subprocess
 
     e = dict(os.environ)
     e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e.setdefault("PYTHONFAULTHANDLER", "1")
     if env:
         e.update(env)
-    return subprocess.run([sys.executable, "-m", "sigconv", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=e, timeout=timeout)
+    cmd = [sys.executable, "-m", "sigconv", *map(str, args)]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=e) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGABRT)
+            try:
+                out, err = p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+            raise AssertionError(f"{' '.join(cmd)}: still running after {timeout} s; its stacks:\n{err[-12000:]}")
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def terminal_signals() -> None:
