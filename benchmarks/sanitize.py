@@ -166,19 +166,26 @@ WIDE_SHAPES = ((40000, 7921, 2, 0), (60000, 7921, 1, 0), (40001, 8000, 1, 0), (4
 
 def wide_tile_checks(cupy, rng) -> tuple:
     """(mismatches, checks) of fft_fused's 32768 tile on 512 threads (overlap_save.launch_fft_fused with that tile
-    and block) against the float64 correlation, every mode, inputs of ordinary, huge and tiny magnitude."""
+    and block) against the float64 correlation, every mode, inputs of ordinary, huge and tiny magnitude; also on
+    more tiles than the device has multiprocessors (the grid of one block a multiprocessor that prefetches its next
+    tile and stores through bulk copies, overlap_save.fused_persistent, on compute capability 9.0), x two floats off a
+    16-byte boundary in one of them."""
     from sigconv.backends import overlap_save
     from sigconv.backends.cpu import _window_from_full
     from sigconv.engine.ops import window_1d
 
+    sms = overlap_save._device_geometry()[0]
+    many = [(2 * (-(-(sms + 3) * (32768 - K + 1) // C) // 2), K, C, off) for K, C, off in ((7921, 1, 0), (7922, 2, 2))]
     bad = n = 0
-    for L, K, C, off in WIDE_SHAPES:
-        x0 = rng.standard_normal((C, L + off)).astype(np.float32)
+    for L, K, C, off in WIDE_SHAPES + tuple(many):
+        x0 = rng.standard_normal((C, L)).astype(np.float32)
         w = rng.standard_normal(K).astype(np.float32)
-        corr0 = scipy.signal.oaconvolve(x0[:, off:].astype(np.float64), w[::-1].astype(np.float64)[None, :], axes=-1)
+        corr0 = scipy.signal.oaconvolve(x0.astype(np.float64), w[::-1].astype(np.float64)[None, :], axes=-1)
         room = int(np.floor(np.log2(np.finfo(np.float32).max / 4 / np.abs(corr0).max())))  # (as main's)
         for mag in (min(m, room) for m in FFT_MAGNITUDES["float32"]):
-            xg = cupy.asarray(np.ldexp(x0, mag))[:, off:]
+            # (x off floats past an allocation's start, contiguous)
+            flat = cupy.concatenate([cupy.zeros(off, np.float32), cupy.asarray(np.ldexp(x0, mag)).ravel()])
+            xg = flat[off:].reshape(C, L)
             for mode in ("full", "same", "valid"):
                 pad, out_len = window_1d(mode, L, K)
                 y = cupy.asnumpy(overlap_save.launch_fft_fused(xg, cupy.asarray(w), pad, out_len, 512, tile=32768))

@@ -42,16 +42,19 @@
 // radix-16 DFT runs on each thread's own scaling and is brought to the tile's after it: the same values.)
 //
 // Launch: grid (tiles, channels), any caps (block (x, y) takes tiles x, x + gridDim.x, ... of channels y, y + gridDim.y,
-// ...; fewer than 2^31 tiles a channel);
+// ...; fewer than 2^31 tiles a channel; the longest tile on 512 threads with 8-byte loads, on a grid of one row, walks
+// every channel's tiles as one sequence instead);
 // block: any multiple of 32 up to 1024 (conv1d_fft_fused<LOGN, ONE>, ONE for M/16 threads or more; tiles of 2^15
 // samples, SIGCONV_FFT_FUSED_ONE_MAX_LOGN, only in place: 1024 threads); dynamic shared memory: 8*ff_pad(M) + 128
 // bytes for a block of M/16 threads or more (one buffer and the reduction's 32 slots), else 16*ff_pad(M) + 128 (two
-// buffers).
+// buffers); on the longest tile on 512 threads, 16 + SIGCONV_FFT_FUSED_PREFETCH_ROWS * N/4 bytes more for the prefetch
+// of a block's next tile (ff_prefetch_on).
 #ifndef SIGCONV_FFT_FUSED_CUH
 #define SIGCONV_FFT_FUSED_CUH
 #include "common.cuh"
 #include "limits.cuh"  // SIGCONV_FFT_FUSED_*_LOGN
 #include "overlap_save.cuh"
+#include "async_copy.cuh"  // bulk_bar_init, bulk_load, bulk_wait
 
 __device__ __forceinline__ float2 ff_mul(float2 a, float2 b) {
     return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -574,7 +577,10 @@ __device__ __forceinline__ void ff_tl_end() {}
 // costs little. On an H100 (2026-12-05, benchmarks/fused_ab.py, L = 2^26, against FF_STAGGER_PHASES=1 in the same
 // rounds) 7.7-9.1% faster at K = 4800 to 8000 (K = 7921: 0.3658 to 0.3365 ms); 8 phases of 4000 cycles 5.9-9.8%, 4 of
 // 8000 5.0-6.2%, 5 of 6000 6.7-8.0%. A tile's loads took 2.26 us instead of 3.94, its columns the same 7.3
-// (benchmarks/fused_timeline.py). On sm_90 only (unmeasured elsewhere): 1 phase, no delay.
+// (benchmarks/fused_timeline.py). On sm_90 only (unmeasured elsewhere): 1 phase, no delay. Returns the block's rank:
+// on a grid of one block a multiprocessor or fewer (each block several tiles, all starting at once) its place when
+// the blocks are ordered by their delay, phase 0's first, so that the blocks that start first (ff_fused_kernel: rank r
+// takes items r, r + G, ...) take the tiles of the last partial wave; else b.
 #ifndef FF_STAGGER_PHASES  // (an experiment's define first: benchmarks/fused_ab.py --extra)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
 #define FF_STAGGER_PHASES 6
@@ -588,21 +594,29 @@ __device__ __forceinline__ void ff_tl_end() {}
 #ifndef FF_STAGGER_MIN_WAVES
 #define FF_STAGGER_MIN_WAVES 8
 #endif
-__device__ __forceinline__ void ff_stagger() {
+__device__ __forceinline__ unsigned ff_stagger(unsigned long long total, unsigned b, unsigned long long G) {
 #if FF_STAGGER_PHASES > 1 && !defined(SIGCONV_HOST_EMULATION)
     unsigned nsm;
     asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
-    const unsigned b = blockIdx.y * gridDim.x + blockIdx.x;  // (the first wave: b < nsm, when there are more)
-    if ((unsigned long long)gridDim.x * gridDim.y >= (unsigned long long)FF_STAGGER_MIN_WAVES * nsm && b < nsm &&
-        b % FF_STAGGER_PHASES != 0) {
-        if (threadIdx.x == 0) {
-            const long long s0 = clock64(), d = (long long)FF_STAGGER_STEP * (b % FF_STAGGER_PHASES);
-            while (clock64() - s0 < d) {
-            }
+    if (total >= (unsigned long long)FF_STAGGER_MIN_WAVES * nsm && b < nsm) {  // (the first wave: b < nsm)
+        const unsigned p = b % FF_STAGGER_PHASES;
+        unsigned r = b;
+        if (G <= nsm) {  // (every block at once, each of several tiles: rank by delay, phase 0's blocks first)
+            r = b / FF_STAGGER_PHASES;
+            for (unsigned q = 0; q < p; ++q) r += ((unsigned)G - q + FF_STAGGER_PHASES - 1) / FF_STAGGER_PHASES;
         }
-        __syncthreads();
+        if (p != 0) {
+            if (threadIdx.x == 0) {
+                const long long s0 = clock64(), d = (long long)FF_STAGGER_STEP * p;
+                while (clock64() - s0 < d) {
+                }
+            }
+            __syncthreads();
+        }
+        return r;
     }
 #endif
+    return b;
 }
 
 // The tile's peak exponent from the block's largest sample bit pattern `mb` (ff_block_max), and the power of two the
@@ -793,6 +807,37 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
     __syncthreads();
 }
 
+// ff_tile_wide's prefetch of the next tile (FF_PREFETCH_ROWS): where the launch gives the block shared memory past its
+// buffer and reduction slots for an mbarrier (16 bytes) and FF_PREFETCH_ROWS rows of a tile (row r: float4 jt + r M/32
+// of ff_first_pass's 16-byte loads, 8 KB; the first rows are one run of x), ff_fused_kernel's loop has thread 0 hand
+// those rows of the block's next tile to the tensor memory accelerator (one bulk copy, kernels/async_copy.cuh) after
+// the first pass, and the next tile's first pass read them there. Only with PAIRS, on sm_90 and later. On an H100
+// (2026-12-05, benchmarks/fused_ab.py, L = 2^26, a grid of 132 blocks, with ff_outputs_bulk; benchmarks/results/
+// H100-2026-12-05-wide-tile-prefetch/) 4.0-8.2% faster than the kernel before it on a block a tile at K = 4800 to
+// 8000 (K = 7921: 0.3339 to 0.3131 ms); 6 rows (the L1 cache 60 KB instead of 28) 5.0-8.5%, 8 rows 2.2-6.1%, 5 rows
+// 3.5-8.3%; without the bulk stores 1.3-2.9% (11 rows); the same rows by cp.async, 16 bytes a thread, without the
+// bulk stores, 2.3-8.3% slower than that kernel (their issue stalls the first pass). On an H200 (the same day,
+// benchmarks/results/H200-2026-12-05-wide-tile-prefetch/) 4.7-8.4% faster (6 rows 5.5-7.3%): K = 7921 from 0.3234 to
+// 0.2966 ms.
+#ifndef FF_PREFETCH_ROWS  // (an experiment's define first: benchmarks/fused_ab.py --extra)
+#define FF_PREFETCH_ROWS SIGCONV_FFT_FUSED_PREFETCH_ROWS
+#endif
+template <int LOGN, bool PAIRS>
+__device__ __forceinline__ bool ff_prefetch_on() {
+    if constexpr (!PAIRS || FF_PREFETCH_ROWS <= 0 || !SC_BULK_COPY) {
+        return false;
+    } else {
+        constexpr unsigned M = 1u << (LOGN - 1), need = 8u * ff_pad((int)M) + 128u + 16u + FF_PREFETCH_ROWS * (M / 2u);
+#ifdef SIGCONV_HOST_EMULATION
+        const unsigned dyn = (unsigned)sc_emu_dynamic_smem;
+#else
+        unsigned dyn;
+        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+#endif
+        return dyn >= need;
+    }
+}
+
 // The first forward pass of ff_tile_one, ff_tile_cols and ff_tile_wide (radix 16, no twiddles), from x into
 // registers: v[16 u + r] gets the DFT of the points p = W jt + u + r M/16 of the tile (u < W: the thread's W
 // butterflies W jt + u), p = (x[s0 + 2p], x[s0 + 2p + 1]) (zero outside [0, L)); returns the tile's shift es
@@ -802,7 +847,8 @@ __device__ __forceinline__ void ff_last_forward_middle(float2* buf, const float4
 // a thread's two points as one 16-byte load.
 template <int LOGN, bool PAIRS = false, int W = 1>
 __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i64 L, sc_i64 s0, int jt, int safe,
-                                             int* red, float2* v) {
+                                             int* red, float2* v, const float4* pre = nullptr,
+                                             unsigned long long* bar = nullptr, unsigned phase = 0) {
     constexpr int N = 1 << LOGN, M = N / 2, B0 = M / 16;
     static_assert(W == 1 || W == 2, "one or two butterflies a thread");
     // 1. the points (a warp reads 256 W consecutive bytes per r); the peak as the largest bit pattern of |sample|
@@ -818,11 +864,21 @@ __device__ __forceinline__ int ff_first_pass(const float* __restrict__ xc, sc_i6
             const float2* const xp = reinterpret_cast<const float2*>(xt);
             if (W == 2 && hi - lo == N && (reinterpret_cast<unsigned long long>(xt) & 15) == 0) {
                 const float4* const xq = reinterpret_cast<const float4*>(xt);
+                if (pre != nullptr) {  // (its first FF_PREFETCH_ROWS rows in `pre` once `bar` completes: ff_prefetch_on)
+                    bulk_wait(bar, phase);
 #pragma unroll
-                for (int r = 0; r < 16; ++r) {
-                    const float4 q = xq[jt + r * (B0 / 2)];
-                    v[r] = make_float2(q.x, q.y);
-                    v[16 * (W - 1) + r] = make_float2(q.z, q.w);
+                    for (int r = 0; r < 16; ++r) {
+                        const float4 q = r < FF_PREFETCH_ROWS ? pre[jt + r * (B0 / 2)] : xq[jt + r * (B0 / 2)];
+                        v[r] = make_float2(q.x, q.y);
+                        v[16 * (W - 1) + r] = make_float2(q.z, q.w);
+                    }
+                } else {
+#pragma unroll
+                    for (int r = 0; r < 16; ++r) {
+                        const float4 q = xq[jt + r * (B0 / 2)];
+                        v[r] = make_float2(q.x, q.y);
+                        v[16 * (W - 1) + r] = make_float2(q.z, q.w);
+                    }
                 }
             } else {
 #pragma unroll
@@ -1063,6 +1119,59 @@ __device__ __forceinline__ void ff_tile_outputs_points(float2* v, int jt, float*
                 if ((unsigned)(f + 1 - (K - 1)) < (unsigned)nv) yo[f + 1] = b;
             }
         }
+}
+
+// ff_tile_wide's outputs through shared memory and one bulk copy (FF_BULK_STORE, on a block of several tiles:
+// ff_fused_kernel's): the tile's floats, multiplied as ff_tile_outputs_points multiplies them, are written in order
+// into the buffer (float f at f, a warp's 16-byte groups side by side), and thread 0 hands the valid ones that fill
+// whole 16-byte groups of y to the tensor memory accelerator (bulk_store, one instruction), which drains them while
+// the block starts its next tile; threads 0-3 store the at most 3 floats before y's first 16-byte boundary, 4-7 those
+// after the last group. Thread 0 waits until the copy has read the buffer (ff_bulk_wait) before the next tile's
+// first write to it (ff_tile_wide) or the block's end. Only where the valid floats and y share their alignment: float
+// K - 1 + a of the tile on a multiple of 4, where y + a is the first 16-byte boundary of the tile's outputs (y + t0);
+// else false, and ff_tile_outputs_points stores them from registers. On an H100 (2026-12-05, benchmarks/fused_ab.py,
+// L = 2^26, a grid of one block a multiprocessor) with the prefetch of ff_prefetch_on, 3.9-5.0% faster than with
+// stores from registers at K = 5001 to 8000; alone level with them (-0.4 to +1.6%), the outputs' drain then slowing
+// the next tile's loads (benchmarks/results/H100-2026-12-05-wide-tile-stores/).
+#ifndef FF_BULK_STORE  // (an experiment's define first: benchmarks/fused_ab.py --extra)
+#define FF_BULK_STORE 1
+#endif
+__device__ __forceinline__ void ff_bulk_wait() {  // (thread 0: its bulk copies have read the buffer)
+    if constexpr (FF_BULK_STORE && SC_BULK_COPY) {
+        if (threadIdx.x == 0) bulk_store_wait_read();
+    }
+}
+template <int B0>
+__device__ __forceinline__ bool ff_outputs_bulk(float2* v, int jt, float* yt, int K, int nv, int es, int et,
+                                                float2* buf) {
+    if constexpr (!FF_BULK_STORE || !SC_BULK_COPY) {
+        return false;
+    } else {
+        const unsigned long long ya = reinterpret_cast<unsigned long long>(yt);
+        const int a = (int)(((16u - (unsigned)(ya & 15u)) & 15u) >> 2);  // (floats before y's first 16-byte boundary)
+        if ((ya & 3u) != 0 || ((K - 1 + a) & 3) != 0 || nv - a < 4) return false;
+        const int n4 = (nv - a) >> 2;  // (16-byte groups in the bulk copy)
+        const OsScale<float> up(es + et);
+        if (up.f2 != 1.0f) {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) v[i] = make_float2(os_mul(v[i].x, up.f1), os_mul(v[i].y, up.f1));
+        }
+        const float fs = up.f2 != 1.0f ? up.f2 : up.f1;
+        float* const sb = reinterpret_cast<float*>(buf);
+        __syncthreads();  // (every thread's reads of the columns done)
+#pragma unroll
+        for (int m = 0; m < 16; ++m)
+            *reinterpret_cast<float4*>(sb + 4 * jt + 2 * B0 * m) = make_float4(
+                os_mul(v[m].x, fs), os_mul(v[m].y, fs), os_mul(v[16 + m].x, fs), os_mul(v[16 + m].y, fs));
+        bulk_fence();  // (the writes visible to the copy)
+        __syncthreads();
+        if (jt == 0) bulk_store(yt + a, sb + (K - 1 + a), 16u * (unsigned)n4);
+        if (jt < 8) {
+            const int i = jt < 4 ? jt : a + 4 * n4 + (jt - 4);
+            if (jt < 4 ? i < a : i < nv) yt[i] = sb[K - 1 + i];
+        }
+        return true;
+    }
 }
 
 // One tile of 2^14 or 2^15 samples on a block of B0 = M/16 threads or more, its M-point transforms as 16 columns of
@@ -1411,14 +1520,21 @@ __device__ __forceinline__ void ff_wide_columns32(float2* buf, const float4* __r
 // takes the inverse DFTs of 16 and writes y at the points 2t + u + B0 m (ff_tile_outputs_points with W = 2). Barriers:
 // the block's three (the peak's and two), the columns' __syncwarp, and two of each pair of columns. (PAIRS:
 // ff_first_pass's.)
-// (L2 prefetches of the block's next tile after the first pass, on a grid of one block a multiprocessor, a line a
-// thread or one bulk prefetch, made it 5-9% slower on an H100: benchmarks/results/H100-2026-12-05-fused-since-bfe2a10/;
-// a prefetch a wave on at the tile's start, 8% on an H200.)
+// On a block of several tiles (ff_fused_kernel's grid of one block a multiprocessor) the first pass may read the
+// tile's first rows from shared memory, where the last tile put them (ff_prefetch_on: `have`, `pre`, `bar` and
+// `phase`), thread 0 then hands the first rows of the next tile (from `xn`, where not null) to a bulk copy, and the
+// outputs leave through one (ff_outputs_bulk, `bulk`), whose read of the buffer thread 0 waits for before the next
+// tile's first write to it. (L2 prefetches of the block's next tile instead, a line a thread or one bulk prefetch,
+// made it 5-9% slower on an H100: benchmarks/results/H100-2026-12-05-fused-since-bfe2a10/; a prefetch a wave on at
+// the tile's start, 8% on an H200.)
 template <int LOGN, bool PAIRS = false>
 __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float* __restrict__ yt,
                                              const float4* __restrict__ G, const float2* __restrict__ tw,
                                              const float2* __restrict__ twi, sc_i64 L, int K, sc_i64 s0, int nv,
-                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red) {
+                                             const int* __restrict__ tap_shift, int safe, float2* buf, int* red,
+                                             bool bulk, bool have = false, float4* pre = nullptr,
+                                             unsigned long long* bar = nullptr, unsigned phase = 0,
+                                             const float* __restrict__ xn = nullptr) {
     constexpr int MB = LOGN - 1, M = 1 << MB, B0 = M / 16, CM = B0, CP = ff_pad2(CM);
     static_assert(CM == 1024 && 16 * CP == ff_pad(M) && ff_cols_row<MB>(0) % 2 == 0 && ff_cols_row<MB>(1) % 2 == 0 &&
                       ff_cols_row<MB>(2) % 2 == 0,
@@ -1427,8 +1543,16 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
     // 1. the first pass, twiddled into the columns
     float2 v[32];
     {
-        const int es = ff_first_pass<LOGN, PAIRS, 2>(xc, L, s0, tid, safe, red, v);
+        const int es = ff_first_pass<LOGN, PAIRS, 2>(xc, L, s0, tid, safe, red, v, have ? pre : nullptr, bar,
+                                                     phase);
         if (tid == 0) red[31] = es;  // (read back for the outputs: a register held across the columns otherwise)
+    }
+    // the next tile's first rows into `pre` while this one computes (ff_prefetch_on; every thread's reads of them
+    // done: the first pass's barrier)
+    if (xn != nullptr && tid == 0) bulk_load(pre, xn, FF_PREFETCH_ROWS * 16u * (B0 / 2), bar);
+    if (bulk) {  // (the last tile's bulk copy has read the buffer before anything is written to it)
+        ff_bulk_wait();
+        __syncthreads();
     }
     {
         float2 c[2][3];
@@ -1458,7 +1582,8 @@ __device__ __forceinline__ void ff_tile_wide(const float* __restrict__ xc, float
             ff_cols_twiddle_idft16_w(v + 16 * u, c[u][0], c[u][1], c[u][2], ff_wide_w8<MB>(twi, tid, u));
     }
     FF_MARK(4, __float_as_int(v[31].x) ^ __float_as_int(v[0].y));
-    ff_tile_outputs_points<B0, 2>(v, tid, yt - (K - 1), K, nv, es, et);
+    if (!bulk || !ff_outputs_bulk<B0>(v, tid, yt, K, nv, es, et, buf))
+        ff_tile_outputs_points<B0, 2>(v, tid, yt - (K - 1), K, nv, es, et);
 }
 
 // The same on a block of fewer than M/16 threads, through two buffers: the tile loaded into shared memory, the
@@ -1645,7 +1770,62 @@ __device__ __forceinline__ void ff_fused_kernel(const float* __restrict__ x, flo
     // spilled at the kernel's start; the launcher's grid has a block a tile, the inner loop one turn). The tile's index
     // in 32 bits (fewer than 2^31 tiles a channel: the launcher's fused_plan; in 64, nvcc's build of ff_tile_wide with
     // pairs spilled 4 bytes).
-    if constexpr (WIDE) ff_stagger();
+    if constexpr (WIDE && PAIRS) {
+        // a grid of one row walks the tiles of every channel as one sequence (item c * ntiles + t), so that a grid of
+        // one block a multiprocessor (the launcher's for many tiles: overlap_save.fused_persistent) shares them
+        // evenly; else as below. A block of several tiles prefetches the next one (ff_prefetch_on) and stores through
+        // bulk copies (ff_outputs_bulk). (Not with float loads: their tiles' alignments alternate where the stride V is
+        // odd, and a block of 132 would take tiles of one kind only, the blocks of the unaligned ones the kernel's
+        // time, 17.5% slower at K = 8000 on an H100, and the code here is 2.5-3.0% slower on a grid of a block a tile
+        // than the loop below: benchmarks/results/H100-2026-12-05-wide-tile-prefetch/.)
+        const unsigned nt = (unsigned)ntiles, gx = gridDim.x;
+        const bool flat = gridDim.y == 1;
+        const unsigned long long total = (unsigned long long)ntiles * (unsigned)C, g = (unsigned long long)gx * gridDim.y;
+        const unsigned r = ff_stagger(total, blockIdx.y * gx + blockIdx.x, g);
+        const bool bulk = total > g;  // (a block of several tiles: ff_outputs_bulk)
+        unsigned c = flat ? r / nt : blockIdx.y, t = flat ? r - c * nt : blockIdx.x;
+        if (t >= nt) c = (unsigned)C;  // (a block past the tiles: the launcher's grids have none)
+        const bool pf = ff_prefetch_on<LOGN, PAIRS>();
+        unsigned long long* const bar = reinterpret_cast<unsigned long long*>(red + 32);
+        float4* const pre = reinterpret_cast<float4*>(bar + 2);
+        if (pf && threadIdx.x == 0) bulk_bar_init(bar);  // (used after the first tile's first barrier)
+        bool have = false;    // (this tile's first rows in `pre`)
+        unsigned phase = 0;   // (the parity of the mbarrier's phase that its copy completes)
+        while (c < (unsigned)C) {
+            const sc_i64 t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
+            unsigned cn = c, tn = t + gx;  // the block's next tile (t < 2^31 and gx < 2^31)
+            if (tn >= nt) {
+                if (flat) {
+                    const unsigned q = tn / nt;
+                    cn += q;
+                    tn -= q * nt;
+                } else {
+                    cn += gridDim.y;
+                    tn = blockIdx.x;
+                }
+            }
+            // its first rows prefetched where it lies wholly inside x, 16-byte aligned (ff_first_pass's 16-byte path)
+            const float* xn = nullptr;
+            if (pf && cn < (unsigned)C) {
+                const sc_i64 sn = (sc_i64)tn * V - pad;
+                const float* const p = x + (sc_i64)cn * L + sn;
+                if (sn >= 0 && L - sn >= N && (reinterpret_cast<unsigned long long>(p) & 15) == 0) xn = p;
+            }
+            ff_tl_begin((sc_i64)c * ntiles + t);  // (FF_TIMELINE's row; nothing otherwise)
+            ff_tile_wide<LOGN, PAIRS>(x + (sc_i64)c * L, y + (sc_i64)c * out_len + t0, G, tw, twi, L, K, t0 - pad,
+                                      (int)nv, tap_shift, safe, buf0, red, bulk, have, pre, bar, phase, xn);
+            ff_tl_end();
+            if (have) phase ^= 1u;
+            have = xn != nullptr;
+            c = cn;
+            t = tn;
+        }
+        ff_bulk_wait();  // (the block's last copy has read the buffer before the block ends)
+        return;
+    }
+    if constexpr (WIDE)
+        ff_stagger((unsigned long long)ntiles * (unsigned)C, blockIdx.y * gridDim.x + blockIdx.x,
+                   (unsigned long long)gridDim.x * gridDim.y);
     for (int c = (int)blockIdx.y; c < C; c += (int)gridDim.y)
     for (unsigned t = blockIdx.x; t < (unsigned)ntiles; t += gridDim.x) {
         const float* xc = x + (sc_i64)c * L;
@@ -1653,7 +1833,8 @@ __device__ __forceinline__ void ff_fused_kernel(const float* __restrict__ x, flo
         const sc_i64 t0 = (sc_i64)t * V, nv = out_len - t0 < V ? out_len - t0 : V;  // (nv <= V < N)
         if constexpr (WIDE) {
             ff_tl_begin((sc_i64)c * ntiles + t);  // (FF_TIMELINE's row; nothing otherwise)
-            ff_tile_wide<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red);
+            ff_tile_wide<LOGN, PAIRS>(xc, yc + t0, G, tw, twi, L, K, t0 - pad, (int)nv, tap_shift, safe, buf0, red,
+                                      false);
             ff_tl_end();
         } else if constexpr (ONE && ff_cols(LOGN)) {
             ff_tl_begin((sc_i64)c * ntiles + t);

@@ -40,6 +40,10 @@
 // times 2^tap_shift (an exact power of two) and the kernel's tap shift is 0, so that a tile of ordinary magnitude
 // writes its outputs without a multiply; beyond it the table holds the spectrum of the taps divided by 2^tap_shift.
 #define SIGCONV_FFT_FUSED_FOLD_MAX 32
+// fft_fused.cuh: rows of the next tile (N/4 bytes each, after a 16-byte mbarrier) that the longest tile's block
+// prefetches into the shared memory past its buffer, where the launch gives it 16 + this * N/4 bytes more (ff_prefetch_on;
+// sigconv/backends/overlap_save.py, fused_plan).
+#define SIGCONV_FFT_FUSED_PREFETCH_ROWS 11
 // conv1d_ffa.cu: taps per sub-filter (a quarter of the shifted, padded filter): nine sub-filters in __constant__ memory.
 #define SIGCONV_FFA_MAX_KQ 32
 

@@ -586,6 +586,43 @@ def test_fft_fused_longest_tile_on_512_threads(rng, K):
     _assert_grid(failures, n)
 
 
+@pytest.mark.parametrize("K, C, off, yoff", [(7921, 1, 0, 0), (7922, 3, 2, 1), (8000, 2, 0, 3), (5001, 4, 2, 2)])
+def test_fft_fused_longest_tile_on_one_block_a_multiprocessor(rng, K, C, off, yoff):
+    """The launcher's grid of one block a multiprocessor for more tiles than multiprocessors (overlap_save.
+    fused_persistent: compute capability 9.0), each block prefetching its next tile and writing its outputs through
+    bulk copies, against the float64 reference and the same tiles on a block a tile (1024 threads): tiles of several
+    channels in one sequence, x two floats off a 16-byte boundary (every other tile prefetched where the stride is 2
+    mod 4 floats), outputs 1 to 3 floats off one (the bulk copies' head and tail floats); poisoned outputs must all be
+    written."""
+    from sigconv.backends import overlap_save
+
+    sms, optin, cc = overlap_save._device_geometry()
+    V = 32768 - K + 1
+    L = 2 * (-(-(sms + 37) * V // C) // 2)  # (even: 8-byte loads)
+    x = rng.standard_normal((C, L)).astype(np.float32)
+    h = rng.standard_normal(K).astype(np.float32)
+    full_corr = scipy.signal.oaconvolve(x.astype(np.float64), h.astype(np.float64)[::-1][None, :], axes=-1)
+    xg = cupy.concatenate([cupy.zeros(off, np.float32), cupy.asarray(x).ravel()])[off:].reshape(C, L)  # (contiguous)
+    failures, n = [], 0
+    for mode, pad, out_len in _cases(L, K):
+        z, d = overlap_save.fused_alignment(K, pad, 32768)
+        pairs = overlap_save.fused_pairs(32768, 512, K + z + d, pad + z, L, xg.data.ptr % 8 == 0)
+        plan = overlap_save.fused_plan(K + z + d, out_len, C, 512, tile=32768, pairs=pairs,
+                                       device=(sms, optin, cc))
+        assert plan["persistent"] == (cc == 90), plan
+        outs = {}
+        for block in (512, 1024):
+            buf = cupy.full(C * out_len + yoff, np.nan, dtype=np.float32)
+            outs[block] = buf[yoff:].reshape(C, out_len)  # (contiguous, yoff floats past the allocation's start)
+            overlap_save.launch_fft_fused(xg, cupy.asarray(h), pad, out_len, block, out=outs[block], tile=32768)
+        err, where = _rel_err(cupy.asnumpy(outs[512]), _window_from_full(full_corr, K, pad, out_len))
+        diff = float(cupy.abs(outs[512] - outs[1024]).max() / cupy.abs(outs[1024]).max())
+        n += 1
+        if not (err <= TOL["float32"] and diff <= TOL["float32"]):
+            failures.append(f"K={K} C={C} L={L} {mode}: rel err {err:.3g} ({where}), against 1024 threads {diff:.3g}")
+    _assert_grid(failures, n)
+
+
 def test_fft_fused_device_taps_kept_and_changed(rng):
     """Taps that exist only on the device: the launcher keeps the table made from the last taps and skips the
     transform for taps bit for bit the same; the same array changed in place, another array one tap apart, the

@@ -98,6 +98,34 @@ def test_fused_tiles_and_plan(numpy_as_cupy):
             c.fused_plan(4095, 1 << 20, 1, block, tile=32768)
 
 
+def test_fused_plan_takes_one_block_a_multiprocessor_for_many_longest_tiles(numpy_as_cupy):
+    """The longest tile on 512 threads with 8-byte loads runs on a grid of one block a multiprocessor (in one row,
+    every channel's tiles as one sequence) with the shared memory for its prefetch where there are more tiles than
+    multiprocessors, on compute capability 9.0 with room for it; a block a tile elsewhere."""
+    c = numpy_as_cupy
+    h100 = (132, 232448, 90)
+    longest = 8 * (16384 + 1024) + 128
+    prefetch = 16 + 11 * 8192  # an mbarrier and 11 rows of 8 KB
+    V = 32768 - 7921 + 1
+    p = c.fused_plan(7921, 1 << 26, 1, 512, tile=32768, pairs=True, device=h100)
+    assert (p["grid"], p["smem"], p["persistent"]) == ((132, 1), longest + prefetch, True)
+    assert p["expr"] == "conv1d_fft_fused<15, true, true, true>" and p["ntiles"] == -(-(1 << 26) // V)
+    p = c.fused_plan(7921, 1 << 23, 8, 512, tile=32768, pairs=True, device=h100)
+    assert (p["grid"], p["smem"], p["persistent"]) == ((132, 1), longest + prefetch, True)
+    # 66 tiles in each of 2 channels: as many as multiprocessors, a block a tile
+    p = c.fused_plan(7921, 66 * V, 2, 512, tile=32768, pairs=True, device=h100)
+    assert (p["grid"], p["smem"], p["persistent"]) == ((66, 2), longest, False)
+    assert c.fused_plan(7921, 66 * V + 1, 2, 512, tile=32768, pairs=True, device=h100)["grid"] == (132, 1)
+    for kw, why in ((dict(pairs=False, device=h100), "float loads"), (dict(pairs=True), "no device"),
+                    (dict(pairs=True, device=(132, 232448, 100)), "compute capability 10.0"),
+                    (dict(pairs=True, device=(132, longest + prefetch - 1, 90)), "16 bytes short")):
+        p = c.fused_plan(7921, 1 << 26, 1, 512, tile=32768, **kw)
+        assert (p["grid"], p["smem"], p["persistent"]) == ((p["ntiles"], 1), longest, False), why
+    p = c.fused_plan(7921, 1 << 26, 1, 1024, tile=32768, pairs=True, device=h100)  # (not the 512-thread kernel)
+    assert (p["grid"][0], p["persistent"]) == (p["ntiles"], False)
+    assert c.fused_plan(4095, 1 << 26, 1, device=h100)["persistent"] is False  # (the 16384 tile)
+
+
 def test_fused_passes_and_twiddle_table(numpy_as_cupy):
     """fft_fused's passes: radix 16 first, the rest of log2(N/2) spread evenly, larger first; the twiddle table is
     exp(-2 pi i k / N) for k < N/2, then per later pass log2(R) rows of NS entries exp(-2 pi i 2^a k / (NS R))."""

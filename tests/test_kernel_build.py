@@ -1021,7 +1021,7 @@ def test_ffa_launches_align_every_block_and_cover_every_channel():
 # reversed and divided by their peak's power of two, rfft / N, times that power of two where it is small).
 
 def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spectrum=False, prev=None,
-                       poison=False, flip=False, align=True, after=0, **caps):
+                       poison=False, flip=False, align=True, after=0, smem_extra=0, **caps):
     """``device_spectrum``: the coefficient table from the float32 taps by conv1d_fft_fused_spectrum (the launcher's
     path for taps without a host copy), else from the host's float64 spectrum (fused_host_table). ``prev`` (with
     ``device_spectrum``): taps the spectrum kernel runs on first, with the same table and record of its last taps
@@ -1030,7 +1030,9 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     (fused_pairs: x starts xoff floats after a 256-byte boundary), else the taps as they are and float loads.
     ``after``: 1, the tile kernel launched as after the kernel that writes the table (programmatic dependent launch:
     the table and tap shift unreadable in a block until all its threads have called sc_grid_wait); 2, unreadable
-    throughout (the control)."""
+    throughout (the control). ``smem_extra``: bytes of shared memory beyond the plan's (the longest tile's prefetch
+    rows). The plan returned holds the bytes the tile kernel copied into shared memory (``cp_async``) and out of it by
+    bulk copies (``bulk_store``)."""
     from sigconv._core.xp import FFT_SAFE_EXPONENT
     from sigconv.backends.overlap_save import fused_alignment, fused_host_table, fused_pairs, fused_plan, fused_twiddles
 
@@ -1051,10 +1053,13 @@ def _fft_fused_on_host(exe, tmp, x, w, pad, out_len, block, xoff=0, device_spect
     if device_spectrum and prev is not None:
         np.asarray(prev, np.float32).tofile(tmp / "prev.bin")
         spectrum += f":{tmp / 'prev.bin'}" + (":poison" if poison else "") + (":flip" if flip else "")
-    _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"], C, L, K + z + d, pad + z, out_len, plan["ntiles"],
-              FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum, tmp / "tw.bin", tmp / "tap_shift.bin",
-              tmp / "y.bin", d, int(pairs), after], "conv1d_fft_fused")
-    return np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len), {**plan, "z": z, "d": d, "pairs": pairs}
+    out = _emu_run([exe, plan["logn"], *plan["grid"], block, plan["smem"] + smem_extra, C, L, K + z + d, pad + z,
+                    out_len, plan["ntiles"], FFT_SAFE_EXPONENT["float32"], xoff, tmp / "x.bin", spectrum,
+                    tmp / "tw.bin", tmp / "tap_shift.bin", tmp / "y.bin", d, int(pairs), after], "conv1d_fft_fused")
+    copied = int(re.search(r"cp\.async bytes (\d+)", out).group(1))
+    stored = int(re.search(r"bulk store bytes (\d+)", out).group(1))
+    return (np.fromfile(tmp / "y.bin", np.float32).reshape(C, out_len),
+            {**plan, "z": z, "d": d, "pairs": pairs, "cp_async": copied, "bulk_store": stored})
 
 
 # (K, L, mode, C, block, xoff, caps): every tile length (K of 1 to 8000: N = 1024 to 32768; 2047 taps on 32768 too,
@@ -1148,6 +1153,53 @@ def test_fft_fused_wide_kernel_on_host(host_build, tmp_path, K, L, mode, C, xoff
     ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
     for c, err in enumerate(_channel_errors(y, ref)):
         assert err <= 2e-6, f"channel {c} off by {err:.2e} (K={K}, L={L}, pairs {pairs})"
+
+
+# (K, L, mode, C, gx, extra, xoff): the longest tile on a grid of gx blocks in one row, each walking several tiles of
+# every channel as one sequence (item c * tiles + t), with `extra` bytes of shared memory past its buffer: an mbarrier
+# and 11 rows of the next tile need 11 * 8192 + 16 (none with 16 fewer, or none at all). A block's next tile is
+# prefetched where it lies wholly inside x, 16-byte aligned: not the first and last of a channel, and with x two
+# floats off a 16-byte boundary (7922 taps: a stride V of 2 mod 4 floats) only every other tile.
+_PREFETCH = 11 * 8192 + 16
+FFT_FUSED_PREFETCH_CASES = [(7921, 180000, "same", 2, 3, _PREFETCH, 0), (7921, 150002, "full", 1, 2, _PREFETCH - 16, 0),
+                            (7922, 160000, "same", 2, 5, _PREFETCH + 1000, 2), (7921, 120000, "valid", 1, 1, 0, 0),
+                            (7921, 130000, "valid", 1, 1, _PREFETCH, 0)]
+
+
+@pytest.mark.parametrize("K,L,mode,C,gx,extra,xoff", FFT_FUSED_PREFETCH_CASES)
+def test_fft_fused_wide_kernel_prefetches_next_tiles_on_host(host_build, tmp_path, K, L, mode, C, gx, extra, xoff,
+                                                              rng):
+    """The 32768 tile's prefetch of a block's next tile into the shared memory past its buffer (ff_prefetch_on) and
+    its outputs through one bulk copy a tile (ff_outputs_bulk, on a block of several tiles): every output equal to the
+    float64 reference, exactly the rows of the tiles that qualify copied, and the 16-byte groups of outputs that lie
+    on y's 16-byte boundaries stored by bulk copies where y and the tile's floats share their alignment."""
+    exe = host_build(*_FUSED_BUILD)
+    x = rng.standard_normal((C, L)).astype(np.float32)
+    w = (rng.standard_normal(K) / np.sqrt(K)).astype(np.float32).astype(np.float64)
+    pad, out_len = window_1d(mode, L, K)
+    y, plan = _fft_fused_on_host(exe, tmp_path, x, w, pad, out_len, 512, xoff, tile=32768, cap_x=gx, cap_y=1,
+                                 smem_extra=extra)
+    assert plan["pairs"] and plan["grid"] == (gx, 1) and plan["ntiles"] * C > 2 * gx
+    ref = cpu_backend.corr1d_direct(x.astype(np.float64), w, pad, out_len)
+    assert not np.isnan(y).any(), f"unwritten or NaN outputs, first at {np.argwhere(np.isnan(y))[:3].tolist()}"
+    for c, err in enumerate(_channel_errors(y, ref)):
+        assert err <= 2e-6, f"channel {c} off by {err:.2e} (K={K}, L={L}, grid {gx}, {extra} bytes more)"
+    nt, N, V, padp = plan["ntiles"], plan["N"], plan["V"], pad + plan["z"]
+    qualify = {c * nt + t for c in range(C) for t in range(nt)
+               if t * V - padp >= 0 and L - (t * V - padp) >= N and (xoff + c * L + t * V - padp) % 4 == 0}
+    copies = sum(1 for i in range(C * nt) if i + gx < C * nt and i + gx in qualify)
+    expect = copies * 11 * 8192 if extra >= _PREFETCH else 0
+    assert plan["cp_async"] == expect, f"copied {plan['cp_async']} bytes, expected {expect}"
+    assert copies > 0
+    Kp = plan["N"] - V + 1
+    stores = 0  # (y 256-byte aligned, channel c at c * out_len floats)
+    for c in range(C):
+        for t in range(nt):
+            nv = min(V, out_len - t * V)
+            a = -(c * out_len + t * V) % 4
+            if (Kp - 1 + a) % 4 == 0 and nv - a >= 4:
+                stores += 16 * ((nv - a) // 4)
+    assert plan["bulk_store"] == stores and stores > 0, f"bulk stores {plan['bulk_store']}, expected {stores}"
 
 
 @pytest.mark.parametrize("K,L,mode,C,block,xoff", [(4095, 9000, "same", 2, 512, 1), (2048, 7001, "same", 1, 256, 0),

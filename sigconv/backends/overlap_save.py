@@ -132,7 +132,8 @@ def os_grid(kind: str, block: int, *, N: int, C: int = 1, nseg: int = 1, M: int 
 
 
 def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x: int = _GRID_X_MAX,
-               cap_y: int = _GRID_YZ_MAX, tile: int | None = None, pairs: bool = False) -> dict:
+               cap_y: int = _GRID_YZ_MAX, tile: int | None = None, pairs: bool = False,
+               device: tuple | None = None) -> dict:
     """The launch of conv1d_fft_fused<logn, one> (``expr``) with ``block`` threads (None: the tile's own,
     :func:`sigconv.registry.auto.fused_block`, N/32 or more, N/64 on the longest tile): tile length N, valid outputs per
     tile V, tiles per channel, grid (tiles, channels; the kernel walks the rest by grid-stride loops,
@@ -140,7 +141,9 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     per 16 (one where the block has N/32 threads or more and transforms in place, else two), and 32 int slots. ``tile``:
     N instead of :func:`sigconv.registry.auto.fused_tile`'s (benchmarks compare tile lengths): a power of two in the
     kernel's range (its largest only with N/32 threads, or N/64: :func:`fused_wide`), at least 2K. ``pairs``: the kernel
-    that reads a point's two samples as one 8-byte load, where :func:`fused_pairs` allows it (ValueError elsewhere)."""
+    that reads a point's two samples as one 8-byte load, where :func:`fused_pairs` allows it (ValueError elsewhere).
+    ``device``: (multiprocessors, opt-in shared memory per block, compute capability as 10 major + minor) of the GPU
+    the launch runs on, for :func:`fused_persistent`'s grid of one block a multiprocessor (``persistent`` in the plan)."""
     if tile is None:
         N = _auto.fused_tile(K, block)
     else:
@@ -169,8 +172,32 @@ def fused_plan(K: int, out_len: int, C: int, block: int | None = None, *, cap_x:
     if pairs and not (buffers == 1 and logn == _kernels.constants()["SIGCONV_FFT_FUSED_PAIRS_LOGN"]):
         raise ValueError(f"fft_fused reads pairs of samples on tiles of "
                          f"{1 << _kernels.constants()['SIGCONV_FFT_FUSED_PAIRS_LOGN']} samples in place, not {N}")
-    return {"N": N, "logn": logn, "V": V, "ntiles": ntiles, "grid": grid,
-            "smem": _fused_smem(N, buffers), "expr": _fused_expr(logn, buffers == 1, pairs, wide)}
+    smem = _fused_smem(N, buffers)
+    persistent = device is not None and fused_persistent(N, block, pairs, C * ntiles, *device)
+    if persistent:
+        grid = (device[0], 1)
+        smem += _fused_prefetch_smem(N)
+    return {"N": N, "logn": logn, "V": V, "ntiles": ntiles, "grid": grid, "smem": smem,
+            "expr": _fused_expr(logn, buffers == 1, pairs, wide), "persistent": persistent}
+
+
+def _fused_prefetch_smem(N: int) -> int:
+    """The shared memory a block of the longest tile takes past its buffer for the prefetch of its next tile: an
+    mbarrier (16 bytes) and SIGCONV_FFT_FUSED_PREFETCH_ROWS rows of N/4 bytes (kernels/fft_fused.cuh, ff_prefetch_on)."""
+    return 16 + _kernels.constants()["SIGCONV_FFT_FUSED_PREFETCH_ROWS"] * N // 4
+
+
+def fused_persistent(N: int, block: int, pairs: bool, tiles: int, sms: int, smem_optin: int, cc: int) -> bool:
+    """Whether the launch of ``tiles`` tiles (every channel's) of the longest tile on 512 threads (:func:`fused_wide`)
+    with 8-byte loads (``pairs``) runs on a grid of one block a multiprocessor (``sms`` blocks in one row, each walking
+    the tiles of every channel as one sequence), each block with the shared memory to prefetch its next tile while it
+    computes one (:func:`_fused_prefetch_smem`) and writing its outputs through bulk copies (kernels/fft_fused.cuh:
+    ff_prefetch_on, ff_outputs_bulk): where there are more tiles than multiprocessors, on compute capability 9.0 (the
+    only one measured: 2026-12-05, K = 4800 to 8000, 4.0-8.2% faster than a block a tile on an H100 and 4.7-8.4% on an
+    H200, benchmarks/results/*-2026-12-05-wide-tile-prefetch/) with room for it (``smem_optin`` bytes a block). Not
+    with float loads (kernels/fft_fused.cuh, ff_fused_kernel)."""
+    return (fused_wide(N, block) and pairs and cc == 90 and tiles > sms
+            and _fused_smem(N, 1) + _fused_prefetch_smem(N) <= smem_optin)
 
 
 def fused_alignment(K: int, pad: int, N: int) -> tuple:
@@ -342,16 +369,16 @@ _FUSED_FNS: dict = {}
 
 def _fused_function(expr: str, smem: int):
     """The kernel ``expr`` of conv1d.cu on the current device, its dynamic shared memory limit raised to ``smem``
-    (the most any launch of that instantiation asks for), looked up once per (expr, device)."""
+    where that is more than any launch of it has asked for yet, looked up once per (expr, device)."""
     cupy = _c1._cupy()
     key = (expr, cupy.cuda.Device().id)
     fn = _FUSED_FNS.get(key)
     if fn is None:
-        fn = _c1._module(name_expressions=(expr,)).get_function(expr)
-        if smem > 48 * 1024:
-            fn.max_dynamic_shared_size_bytes = smem
-        fn = _FUSED_FNS.setdefault(key, fn)
-    return fn
+        fn = _FUSED_FNS.setdefault(key, [_c1._module(name_expressions=(expr,)).get_function(expr), 48 * 1024])
+    if smem > fn[1]:  # (raised, never lowered: launches of one instantiation ask for more or less)
+        fn[0].max_dynamic_shared_size_bytes = smem
+        fn[1] = smem
+    return fn[0]
 
 
 def _fused_smem(N: int, buffers: int) -> int:
@@ -451,6 +478,22 @@ def _fused_spectrum(w, N: int, key=None, delay: int = 0) -> tuple:
     return G, tap_shift
 
 
+def _device_geometry() -> tuple:
+    """(multiprocessors, opt-in shared memory per block, compute capability as 10 major + minor) of the current
+    device: :func:`fused_plan`'s ``device``."""
+    cupy = _c1._cupy()
+    return _device_geometry_of(cupy.cuda.Device().id)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_geometry_of(device: int) -> tuple:
+    """Memoised per device (``Device.attributes`` queries every attribute, tens of microseconds)."""
+    cupy = _c1._cupy()
+    dev = cupy.cuda.Device(device)
+    attrs = dev.attributes
+    return (int(attrs["MultiProcessorCount"]), int(attrs["MaxSharedMemoryPerBlockOptin"]), int(dev.compute_capability))
+
+
 def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile=None):
     """Overlap-save in one kernel (float32, kernels/fft_fused.cuh): each block filters one tile of
     :func:`sigconv.registry.auto.fused_tile` samples (or ``tile``, see :func:`fused_plan`) in shared memory; the
@@ -472,7 +515,7 @@ def launch_fft_fused(x, w, pad, out_len, block, out=None, taps_key=None, *, tile
     N = fused_plan(K, out_len, C, block, tile=tile)["N"]
     z, d = fused_alignment(K, pad, N)  # (the kernel runs the taps with z zeros before them and d after)
     pairs = fused_pairs(N, block, K + z + d, pad + z, L, x.data.ptr % 8 == 0)
-    plan = fused_plan(K + z + d, out_len, C, block, tile=N, pairs=pairs)
+    plan = fused_plan(K + z + d, out_len, C, block, tile=N, pairs=pairs, device=_device_geometry())
     fn = _fused_function(plan["expr"], plan["smem"])
     tw = _device_twiddles(N)  # (twice: the forward and the inverse transform's table, see kernels/fft_fused.cuh)
     G, tap_shift = _fused_spectrum(w, N, taps_key, d)

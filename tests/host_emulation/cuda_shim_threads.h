@@ -34,22 +34,54 @@ constexpr size_t SC_EMU_SMEM_CAP = 232448;
 
 // cp.async stand-ins (kernels/conv2d.cu leaves its asm versions out under SIGCONV_HOST_EMULATION): the copy
 // happens at once, `src_bytes` bytes then zeros up to the size, with the device's alignment rules checked.
+static std::atomic<unsigned long long> sc_emu_cp_async_bytes{0};  // (bytes copied by cp.async stand-ins so far)
 inline void cp_async16(void* dst, const void* src, int src_bytes) {
+    sc_emu_cp_async_bytes += (unsigned)src_bytes;
     sc_emu_check_aligned(dst, 16);
     if (src_bytes) sc_emu_check_aligned(src, 16);
     std::memcpy(dst, src, src_bytes);
     std::memset(static_cast<char*>(dst) + src_bytes, 0, 16 - src_bytes);
 }
 inline void cp_async4(void* dst, const void* src, int src_bytes) {
+    sc_emu_cp_async_bytes += (unsigned)src_bytes;
     sc_emu_check_aligned(dst, 4);
     std::memcpy(dst, src, src_bytes);
     std::memset(static_cast<char*>(dst) + src_bytes, 0, 4 - src_bytes);
 }
+// The bulk copies (kernels/async_copy.cuh) at once, the load's mbarrier unused.
+#define SC_BULK_COPY 1
+inline void bulk_bar_init(unsigned long long*) {}
+inline void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long*) {
+    sc_emu_cp_async_bytes += bytes;
+    sc_emu_check_aligned(dst, 16);
+    sc_emu_check_aligned(src, 16);
+    if (bytes % 16 != 0) {
+        std::fprintf(stderr, "bulk copy of %u bytes, not a multiple of 16\n", bytes);
+        std::exit(4);
+    }
+    std::memcpy(dst, src, bytes);
+}
+inline void bulk_wait(unsigned long long*, unsigned) {}
+static std::atomic<unsigned long long> sc_emu_bulk_store_bytes{0};  // (bytes stored by bulk_store so far)
+inline void bulk_fence() {}
+inline void bulk_store(void* dst, const void* src, unsigned bytes) {
+    sc_emu_bulk_store_bytes += bytes;
+    sc_emu_check_aligned(dst, 16);
+    sc_emu_check_aligned(src, 16);
+    if (bytes % 16 != 0) {
+        std::fprintf(stderr, "bulk copy of %u bytes, not a multiple of 16\n", bytes);
+        std::exit(4);
+    }
+    std::memcpy(dst, src, bytes);
+}
+inline void bulk_store_wait_read() {}
 inline void cp_async_commit() {}
 inline void cp_async_wait_all() {}
 template <int Pending> inline void cp_async_wait_pending() {}
 
 static std::barrier<>* sc_emu_barrier = nullptr;
+// The launch's dynamic shared memory in bytes (%dynamic_smem_size on the device).
+static size_t sc_emu_dynamic_smem = 0;
 inline void __syncthreads() { sc_emu_barrier->arrive_and_wait(); }
 
 // Warp shuffles: the lanes of a warp meet at the warp's own barrier, each publishes its value, they meet
@@ -221,6 +253,7 @@ void emu_launch_threads(dim3 g, dim3 b, void* smem, size_t smem_cap, size_t smem
     }
     gridDim = g;
     blockDim = b;
+    sc_emu_dynamic_smem = smem_bytes;
     const unsigned nt = b.x * b.y * b.z;
     SC_EMU_POISON(static_cast<char*>(smem) + smem_bytes, smem_cap - smem_bytes);
     sc_emu_grid_wait_hook = sc_emu_pdl_regions.empty() ? nullptr : sc_emu_pdl_wait;

@@ -18,7 +18,8 @@
 // (cuda_shim_threads.h, emu_after_writer); 2: unreadable all through (the control, which must fail); 0 (default): a
 // plain launch.
 // XOFF: x starts XOFF floats after a 256-byte boundary (a misaligned view). FILE_Y is read first (the test poisons it
-// with NaN) and rewritten after the launch. Shared memory starts filled with NaN for every block; the bytes past
+// with NaN) and rewritten after the launch; the harness prints the bytes the tile kernel copied into shared memory
+// ("cp.async bytes N") and out of it by bulk copies ("bulk store bytes N"). Shared memory starts filled with NaN for every block; the bytes past
 // SMEM are poisoned under AddressSanitizer.
 #include "cuda_shim_threads.h"
 #include "fft_fused.cuh"
@@ -165,6 +166,9 @@ int main(int argc, char** argv) {
         case 31: go(conv1d_fft_fused<15, true>); break;  // (in place only)
         default: std::fprintf(stderr, "no tile of 2^%d samples\n", logn); return 2;
     }
+    // (ff_tile_wide's prefetch of next tiles, and its outputs through bulk copies)
+    std::printf("cp.async bytes %llu\nbulk store bytes %llu\n", sc_emu_cp_async_bytes.load(),
+                sc_emu_bulk_store_bytes.load());
     FILE* f = std::fopen(argv[18], "wb");
     if (!f || std::fwrite(y, sizeof(float), (size_t)C * out_len, f) != (size_t)C * out_len) return 2;
     std::fclose(f);
