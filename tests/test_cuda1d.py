@@ -562,8 +562,6 @@ def test_fft_fused_longest_tile_on_512_threads(rng, K):
     loads; 16-byte ones on the tiles wholly inside x) and an odd one (float loads), x one float off, last tiles of
     1, 2 and 3 outputs ("same" on 3 V + 1 to 3 V + 3 samples: fewer than a 16-byte store's four); poisoned outputs
     must all be written."""
-    from sigconv.backends import overlap_save
-
     V = 32768 - K + 1
     failures, n = [], 0
     for C, L, off in ((1, 5 * V, 0), (2, 3 * V + 1, 0), (2, 3 * V + 2, 0), (2, 3 * V + 3, 0), (1, 4 * V, 1)):
@@ -573,17 +571,27 @@ def test_fft_fused_longest_tile_on_512_threads(rng, K):
                                             axes=-1)
         xg = cupy.asarray(x0)[:, off:]
         for mode, pad, out_len in _cases(L, K):
-            tag = f"K={K} C={C} L={L} off={off} {mode}"
-            outs = {}
-            for block in (512, 1024):
-                outs[block] = cupy.full((C, out_len), np.nan, dtype=np.float32)
-                overlap_save.launch_fft_fused(xg, cupy.asarray(h), pad, out_len, block, out=outs[block], tile=32768)
-            err, where = _rel_err(cupy.asnumpy(outs[512]), _window_from_full(full_corr, K, pad, out_len))
-            diff = float(cupy.abs(outs[512] - outs[1024]).max() / cupy.abs(outs[1024]).max())
             n += 1
-            if not (err <= TOL["float32"] and diff <= TOL["float32"]):
-                failures.append(f"{tag}: rel err {err:.3g} ({where}), against 1024 threads {diff:.3g}")
+            failures += _wide_against_1024(xg, h, pad, out_len, _window_from_full(full_corr, K, pad, out_len),
+                                           f"K={K} C={C} L={L} off={off} {mode}")
     _assert_grid(failures, n)
+
+
+def _wide_against_1024(xg, h, pad, out_len, ref, tag, yoff=0):
+    """The 32768 tile on 512 threads against the float64 reference ``ref`` and the same tile on 1024 threads, each
+    into poisoned outputs ``yoff`` floats past an allocation's start: a list of the failure, or none."""
+    from sigconv.backends import overlap_save
+
+    C = xg.shape[0]
+    outs = {}
+    for block in (512, 1024):
+        buf = cupy.full(C * out_len + yoff, np.nan, dtype=np.float32)
+        outs[block] = buf[yoff:].reshape(C, out_len)  # (contiguous)
+        overlap_save.launch_fft_fused(xg, cupy.asarray(h), pad, out_len, block, out=outs[block], tile=32768)
+    err, where = _rel_err(cupy.asnumpy(outs[512]), ref)
+    diff = float(cupy.abs(outs[512] - outs[1024]).max() / cupy.abs(outs[1024]).max())
+    ok = err <= TOL["float32"] and diff <= TOL["float32"]
+    return [] if ok else [f"{tag}: rel err {err:.3g} ({where}), against 1024 threads {diff:.3g}"]
 
 
 @pytest.mark.parametrize("K, C, off, yoff", [(7921, 1, 0, 0), (7922, 3, 2, 1), (8000, 2, 0, 3), (5001, 4, 2, 2)])
@@ -610,16 +618,9 @@ def test_fft_fused_longest_tile_on_one_block_a_multiprocessor(rng, K, C, off, yo
         plan = overlap_save.fused_plan(K + z + d, out_len, C, 512, tile=32768, pairs=pairs,
                                        device=(sms, optin, cc))
         assert plan["persistent"] == (cc == 90), plan
-        outs = {}
-        for block in (512, 1024):
-            buf = cupy.full(C * out_len + yoff, np.nan, dtype=np.float32)
-            outs[block] = buf[yoff:].reshape(C, out_len)  # (contiguous, yoff floats past the allocation's start)
-            overlap_save.launch_fft_fused(xg, cupy.asarray(h), pad, out_len, block, out=outs[block], tile=32768)
-        err, where = _rel_err(cupy.asnumpy(outs[512]), _window_from_full(full_corr, K, pad, out_len))
-        diff = float(cupy.abs(outs[512] - outs[1024]).max() / cupy.abs(outs[1024]).max())
         n += 1
-        if not (err <= TOL["float32"] and diff <= TOL["float32"]):
-            failures.append(f"K={K} C={C} L={L} {mode}: rel err {err:.3g} ({where}), against 1024 threads {diff:.3g}")
+        failures += _wide_against_1024(xg, h, pad, out_len, _window_from_full(full_corr, K, pad, out_len),
+                                       f"K={K} C={C} L={L} {mode}", yoff)
     _assert_grid(failures, n)
 
 

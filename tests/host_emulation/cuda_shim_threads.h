@@ -48,11 +48,11 @@ inline void cp_async4(void* dst, const void* src, int src_bytes) {
     std::memcpy(dst, src, src_bytes);
     std::memset(static_cast<char*>(dst) + src_bytes, 0, 4 - src_bytes);
 }
-// The bulk copies (kernels/async_copy.cuh) at once, the load's mbarrier unused.
+// The bulk copies (kernels/async_copy.cuh) at once, the load's mbarrier unused; each counted in `count`.
 #define SC_BULK_COPY 1
-inline void bulk_bar_init(unsigned long long*) {}
-inline void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long*) {
-    sc_emu_cp_async_bytes += bytes;
+static std::atomic<unsigned long long> sc_emu_bulk_store_bytes{0};  // (bytes stored by bulk_store so far)
+inline void sc_emu_bulk_copy(void* dst, const void* src, unsigned bytes, std::atomic<unsigned long long>& count) {
+    count += bytes;
     sc_emu_check_aligned(dst, 16);
     sc_emu_check_aligned(src, 16);
     if (bytes % 16 != 0) {
@@ -61,18 +61,14 @@ inline void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long 
     }
     std::memcpy(dst, src, bytes);
 }
+inline void bulk_bar_init(unsigned long long*) {}
+inline void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long*) {
+    sc_emu_bulk_copy(dst, src, bytes, sc_emu_cp_async_bytes);
+}
 inline void bulk_wait(unsigned long long*, unsigned) {}
-static std::atomic<unsigned long long> sc_emu_bulk_store_bytes{0};  // (bytes stored by bulk_store so far)
 inline void bulk_fence() {}
 inline void bulk_store(void* dst, const void* src, unsigned bytes) {
-    sc_emu_bulk_store_bytes += bytes;
-    sc_emu_check_aligned(dst, 16);
-    sc_emu_check_aligned(src, 16);
-    if (bytes % 16 != 0) {
-        std::fprintf(stderr, "bulk copy of %u bytes, not a multiple of 16\n", bytes);
-        std::exit(4);
-    }
-    std::memcpy(dst, src, bytes);
+    sc_emu_bulk_copy(dst, src, bytes, sc_emu_bulk_store_bytes);
 }
 inline void bulk_store_wait_read() {}
 inline void cp_async_commit() {}
