@@ -24,12 +24,11 @@ __device__ __forceinline__ void cp_async_wait_pending() {
 }
 
 // The tensor memory accelerator's bulk copies (sm_90 and later; SC_BULK_COPY 1 where they are built). From global to
-// shared memory (sm_90 and later), completing on an mbarrier
-// of shared memory: `bytes` a multiple of 16, both addresses 16-byte aligned. bulk_bar_init (one thread, before the
-// block's barrier that precedes any use), bulk_load (one thread: the mbarrier's next phase expects `bytes`, which the
-// copy completes), bulk_wait (any thread: until the phase of parity `phase` has completed). Generic-proxy accesses of
-// the destination before bulk_load are ordered before the copy by the fence in it (after a barrier where they are
-// other threads').
+// shared memory, completing on an mbarrier of shared memory: `bytes` a multiple of 16, both addresses 16-byte
+// aligned. bulk_bar_init (one thread, before the block's barrier that precedes any use), bulk_load (one thread: the
+// mbarrier's next phase expects `bytes`, which the copy completes), bulk_wait (any thread: until the phase of parity
+// `phase` has completed). Generic-proxy accesses of the destination before bulk_load are ordered before the copy by
+// the fence in it (after a barrier where they are other threads').
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define SC_BULK_COPY 1
 __device__ __forceinline__ void bulk_bar_init(unsigned long long* bar) {
