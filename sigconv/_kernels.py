@@ -376,6 +376,15 @@ def _param_kinds() -> dict:
             type(None): ctypes.c_void_p, "pointer": ctypes.c_void_p}
 
 
+@functools.lru_cache(maxsize=None)
+def device_attributes(device: int) -> dict:
+    """CuPy's ``Device(device).attributes``, memoised per device: the property queries every attribute of the device,
+    tens of microseconds of a launch's host path."""
+    import cupy
+
+    return dict(cupy.cuda.Device(device).attributes)
+
+
 def launch_after(fn, grid, block, args, shared_mem: int = 0) -> bool:
     """Launch CuPy's kernel ``fn`` on the current stream with programmatic stream serialization (CUDA's
     programmatic dependent launch, compute capability 9.0 and later, through cuda-bindings' cuLaunchKernelEx): its

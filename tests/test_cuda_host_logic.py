@@ -469,7 +469,7 @@ def test_launch_path_resolves_builds_and_device_limits_once(monkeypatch):
         return types.SimpleNamespace(get_function=lambda k: types.SimpleNamespace(num_regs=165))
 
     monkeypatch.setattr(_kernels, "module", module)
-    cuda2d._smem_limit_of.cache_clear()
+    _kernels.device_attributes.cache_clear()
     cuda2d._boundary_module.cache_clear()
     cuda2d._reg_cap.cache_clear()
     try:
@@ -491,7 +491,7 @@ def test_launch_path_resolves_builds_and_device_limits_once(monkeypatch):
         a = cuda2d._i32(1, 2, 3)
         assert a == (1, 2, 3) and all(v.dtype == np.int32 for v in a) and cuda2d._i32(1, 2, 3) is a
     finally:
-        cuda2d._smem_limit_of.cache_clear()
+        _kernels.device_attributes.cache_clear()
         cuda2d._boundary_module.cache_clear()
         cuda2d._reg_cap.cache_clear()
 

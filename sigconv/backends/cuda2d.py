@@ -311,14 +311,10 @@ def _smem_limit() -> int:
     return _smem_limit_of(cupy.cuda.Device().id)
 
 
-@functools.lru_cache(maxsize=None)
 def _smem_limit_of(device: int) -> int:
-    """Memoised per device: ``Device.attributes`` queries every attribute of the device, tens of microseconds of a
-    launch's host path."""
-    import cupy
-
+    """From the device's memoised attributes (:func:`sigconv._kernels.device_attributes`)."""
     try:
-        return int(cupy.cuda.Device(device).attributes["MaxSharedMemoryPerBlockOptin"])
+        return int(_kernels.device_attributes(device)["MaxSharedMemoryPerBlockOptin"])
     except Exception:  # pragma: no cover
         return 48 * 1024
 

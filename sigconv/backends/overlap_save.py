@@ -480,17 +480,9 @@ def _fused_spectrum(w, N: int, key=None, delay: int = 0) -> tuple:
 
 def _device_geometry() -> tuple:
     """(multiprocessors, opt-in shared memory per block, compute capability as 10 major + minor) of the current
-    device: :func:`fused_plan`'s ``device``."""
-    cupy = _c1._cupy()
-    return _device_geometry_of(cupy.cuda.Device().id)
-
-
-@functools.lru_cache(maxsize=None)
-def _device_geometry_of(device: int) -> tuple:
-    """Memoised per device (``Device.attributes`` queries every attribute, tens of microseconds)."""
-    cupy = _c1._cupy()
-    dev = cupy.cuda.Device(device)
-    attrs = dev.attributes
+    device (its memoised attributes: :func:`sigconv._kernels.device_attributes`): :func:`fused_plan`'s ``device``."""
+    dev = _c1._cupy().cuda.Device()
+    attrs = _kernels.device_attributes(dev.id)
     return (int(attrs["MultiProcessorCount"]), int(attrs["MaxSharedMemoryPerBlockOptin"]), int(dev.compute_capability))
 
 
